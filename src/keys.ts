@@ -1,0 +1,24 @@
+/** Label on a VM naming the pool it belongs to. @category keys */
+export const poolLabel = 'corral.dev/vdi-pool';
+/** Annotation (exact identity) and label (label-safe copy) of the VM's current holder. @category keys */
+export const assignedToKey = 'corral.dev/vdi-assigned-to';
+/** Annotation on the VM with the claim time (RFC 3339). @category keys */
+export const claimedAtAnnotation = 'corral.dev/vdi-claimed-at';
+/** Label on the Lease naming its pool. @category keys */
+export const leasePoolLabel = 'corral.dev/vdi-pool';
+/** Label on the Lease naming its member VM. @category keys */
+export const leaseMemberLabel = 'corral.dev/vdi-member';
+/** Annotation on the Lease with the claim's session ID; it changes with every claim. @category keys */
+export const sessionIdAnnotation = 'corral.dev/vdi-session-id';
+/** Lease annotation: start of the current or last connected period. @category keys */
+export const connectedAtAnnotation = 'corral.dev/vdi-connected-at';
+/** Lease annotation: end of the last connected period. @category keys */
+export const disconnectedAtAnnotation = 'corral.dev/vdi-disconnected-at';
+/** Label on a VM of an ephemeral pool: the member is recreated from its source on release. @category keys */
+export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
+/** Annotation on a VM of an ephemeral pool naming the golden VM it is recreated from. @category keys */
+export const sourceAnnotation = 'corral.dev/vdi-source';
+/** Prefix of a claim's Lease name: `corral-vdi-<member>`. @category keys */
+export const leaseNamePrefix = 'corral-vdi-';
+/** How long a Lease lives without renewal. @category keys */
+export const leaseDurationSeconds = 3600;
