@@ -13,7 +13,6 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],
-          globalSetup: ['test/support/global-control-plane.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -22,7 +21,6 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
-          globalSetup: ['test/support/global-control-plane.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },

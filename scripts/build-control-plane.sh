@@ -59,11 +59,13 @@ if [ ! -x "$bin_dir/kube-apiserver" ]; then
     say "unpacking $dsc"
     dpkg-source --no-check -x "$dsc" >/dev/null
     tree=$(find . -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
-    # reflect2 1.0.1 panics under Go >= 1.18 on the first custom-resource create; 1.0.2 is the fix.
-    cp "$reflect2_src"/*.go "$reflect2_src"/*.s "$tree/vendor/github.com/modern-go/reflect2/"
     touch "$tree/.corral-extracted"
   fi
   tree=$(cd "$tree" && pwd)
+  # reflect2 1.0.1 panics under Go >= 1.18 on the first custom-resource create; 1.0.2 replaces it whole.
+  vendored_reflect2="$tree/vendor/github.com/modern-go/reflect2"
+  rm -f "$vendored_reflect2"/*.go "$vendored_reflect2"/*.s
+  cp "$reflect2_src"/*.go "$reflect2_src"/*.s "$vendored_reflect2/"
   gopath="$work_dir/gopath"
   mkdir -p "$gopath/src/k8s.io"
   ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"

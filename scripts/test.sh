@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every check and every test: lint, typecheck, build, package checks, API docs, then the unit, cluster
+# and end-to-end tests against a real local control plane. Sets up Node, dependencies and binaries first.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+bash scripts/build-control-plane.sh >/dev/null
+
+step() { printf '\n== %s\n' "$*"; }
+step lint && npx biome check .
+step typecheck && npx tsc --noEmit
+step build && npx tsup --silent
+step 'package checks (publint, attw)' && npx publint --strict && npx attw --pack . --profile node16
+step 'API docs (typedoc, warnings are errors)' && npx typedoc --logLevel Warn
+
+step tests
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile.json="$report" || status=$?
+node -e '
+  const r = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
+  console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed`);
+' "$report"
+exit "$status"

@@ -1,0 +1,61 @@
+/** The actions the audit log records. @category audit */
+export type AuditAction =
+  | 'vdi claim'
+  | 'vdi start'
+  | 'vdi release'
+  | 'vdi force-release'
+  | 'vdi reclaim (disconnect-grace)'
+  | 'vdi reclaim (max-duration)'
+  | 'vdi pool create'
+  | 'vdi pool resize'
+  | 'vdi pool delete'
+  | 'vdi pool force-delete';
+
+/** One audit record: who did what to which desktop or pool, and how it ended. @category audit */
+export interface AuditRecord {
+  /** When it happened (RFC 3339, from the injected clock). */
+  at: string;
+  action: AuditAction;
+  /** The acting identity: the caller, an admin, or `corral-vdi/broker` for the reclaim policy. */
+  user: string;
+  /** What it acted on: a desktop ID `vm/<ns>/<member>` or pool ID `vm/<ns>/<pool>`; a force-release adds the holder. */
+  target: string;
+  status: 'ok' | 'error';
+  /** The error message when `status` is `error`. */
+  error?: string;
+}
+
+/** Where audit records go. Plug in your own to ship them to a log store. @category audit */
+export interface AuditSink {
+  record(entry: AuditRecord): void | Promise<void>;
+}
+
+/**
+ * The default audit sink: the newest `limit` records in memory, oldest dropped first.
+ *
+ * @example
+ * ```ts
+ * const audit = new MemoryAuditSink(500);
+ * const vdi = createVdi({ kubeConfig, audit });
+ * console.log(audit.list().at(-1));
+ * ```
+ * @category audit
+ */
+export class MemoryAuditSink implements AuditSink {
+  private readonly entries: AuditRecord[] = [];
+  readonly limit: number;
+
+  constructor(limit = 1000) {
+    this.limit = limit;
+  }
+
+  record(entry: AuditRecord): void {
+    this.entries.push(entry);
+    if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);
+  }
+
+  /** The kept records, oldest first. */
+  list(): AuditRecord[] {
+    return [...this.entries];
+  }
+}

@@ -1,0 +1,586 @@
+import { z } from 'zod';
+import type { AuditAction } from '../audit.js';
+import type { VdiContext } from '../context.js';
+import { isVdiError, VdiError } from '../errors.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  ephemeralLabel,
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leasePoolLabel,
+  poolLabel,
+  sessionIdAnnotation,
+} from '../keys.js';
+import { isConflictReason } from '../kube/errors.js';
+import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import { recreateMember } from '../pools/recreate-member.js';
+import { classifyMember, type MemberClassification } from './classify-member.js';
+import { type DesktopView, presentedHolder, toDesktopView } from './desktop-view.js';
+import { leaseNameFor } from './lease-name.js';
+import { isValidVmName, validatePoolName } from './object-names.js';
+import { isValidLabelValue, maxIdentityLength, sanitizeLabelValue } from './sanitize-label-value.js';
+
+/** Options of {@link ClaimsService.claim}. @category claims */
+export interface ClaimOptions {
+  /** The pool's name (the `corral.dev/vdi-pool` label value). */
+  pool: string;
+  /** The caller's exact identity, from the request pipeline. */
+  identity: string;
+  /** Defaults to the SDK's namespace. Only this namespace is read and written. */
+  namespace?: string;
+}
+
+/** What a claim returns: the desktop, and how the claim came about. @category claims */
+export interface ClaimResult extends DesktopView {
+  owner: string;
+  sessionId: string;
+  /** The caller already held this desktop; the same session goes on. */
+  retried: boolean;
+  /** The claim took over a v0.6.0 assignment (or a claim whose Lease was lost) of the same identity. */
+  adopted: boolean;
+  /** Set when the desktop is claimed but did not start; start it again once the cause is fixed. */
+  startError?: string;
+}
+
+/** Options naming one member and the caller. @category claims */
+export interface MemberOptions {
+  /** The member VM's name, such as `devpool-1`. */
+  member: string;
+  /** The caller's exact identity. */
+  identity: string;
+  namespace?: string;
+  /** Act as an administrator: on any holder's desktop (a release is then recorded as a force-release). */
+  asAdmin?: boolean;
+}
+
+/** What a release returns. @category claims */
+export interface ReleaseResult {
+  desktopId: string;
+  /** Who held the desktop. */
+  holder: string;
+  /** An administrator released another identity's desktop. */
+  force: boolean;
+  /** How the member was reset: stopped (disks kept) or recreated from its golden VM. */
+  reset: 'stopped' | 'recreated';
+}
+
+/** Options of {@link ClaimsService.listDesktops}. @category claims */
+export interface ListDesktopsOptions {
+  /** Only this identity's desktops. */
+  identity?: string;
+  /** Every desktop, claimed or not (an administrator's view). */
+  all?: boolean;
+  /** Namespaces to read; default the SDK's namespace. */
+  namespaces?: string[];
+  /** Only this pool's members. */
+  pool?: string;
+}
+
+/** Options of {@link releaseMember}, the release path shared by users, administrators and the reclaim policy. */
+export interface ReleaseMemberOptions {
+  namespace: string;
+  member: string;
+  /** Who acts: the holder, an administrator, or `corral-vdi/broker`. */
+  actor: string;
+  asAdmin: boolean;
+  /** The audit action; default `vdi release`, or `vdi force-release` for an administrator on another's desktop. */
+  auditAction?: AuditAction;
+}
+
+const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const claimSchema = z.object({ pool: z.string(), identity: z.string(), namespace: z.string().optional() });
+const memberSchema = z.object({
+  member: z.string(),
+  identity: z.string(),
+  namespace: z.string().optional(),
+  asAdmin: z.boolean().optional(),
+});
+
+/** Parses an options object with a schema, turning zod's issues into an `INVALID_INPUT` naming the fields. */
+export function parseOptions<T>(schema: z.ZodType<T>, value: unknown, call: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`);
+  throw new VdiError('INVALID_INPUT', `${call} was called with bad options (${issues.join('; ')}).`, {
+    details: { issues },
+  });
+}
+
+/** Checks an identity: non-empty, not oversized, no surrounding whitespace. */
+export function validateIdentity(identity: string): void {
+  if (identity.trim() === '' || identity.length > maxIdentityLength || identity.trim() !== identity) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `The identity must be 1 to ${maxIdentityLength} characters without surrounding spaces; pass the login the request pipeline authenticated.`,
+    );
+  }
+}
+
+/** Checks a namespace name and returns it, or the default. */
+export function resolveNamespace(ctx: VdiContext, namespace: string | undefined): string {
+  const resolved = namespace ?? ctx.defaultNamespace;
+  if (resolved.length > 63 || !namespacePattern.test(resolved)) {
+    throw new VdiError('INVALID_INPUT', `"${resolved}" is not a valid namespace name (a DNS-1123 label).`);
+  }
+  return resolved;
+}
+
+function validateMember(member: string): void {
+  if (!isValidVmName(member)) {
+    throw new VdiError('INVALID_INPUT', `"${member}" is not a valid member name; pass a VM name such as devpool-1.`);
+  }
+}
+
+function poolSelector(pool: string): string {
+  return `${poolLabel}=${pool}`;
+}
+
+async function recordAudit(
+  ctx: VdiContext,
+  action: AuditAction,
+  user: string,
+  target: string,
+  error?: unknown,
+): Promise<void> {
+  await ctx.audit.record({
+    at: ctx.clock.now().toISOString(),
+    action,
+    user,
+    target,
+    status: error === undefined ? 'ok' : 'error',
+    ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
+  });
+}
+
+/** Reads a member VM and checks that it belongs to a pool in that namespace. */
+async function readMember(ctx: VdiContext, namespace: string, member: string): Promise<VirtualMachine> {
+  const vm = await ctx.cluster.getVm(namespace, member);
+  if (!vm) {
+    throw new VdiError('MEMBER_NOT_FOUND', `There is no VM "${member}" in namespace "${namespace}"; check the name and the namespace.`, {
+      details: { namespace, member },
+    });
+  }
+  if (!vm.metadata.labels?.[poolLabel]) {
+    throw new VdiError('INVALID_INPUT', `VM "${namespace}/${member}" is not a member of any pool (it has no ${poolLabel} label).`, {
+      details: { namespace, member },
+    });
+  }
+  return vm;
+}
+
+function newLease(ctx: VdiContext, namespace: string, pool: string, member: string, identity: string): LeaseObject {
+  const now = ctx.clock.now().toISOString();
+  return {
+    metadata: {
+      name: leaseNameFor(member),
+      namespace,
+      labels: { [leasePoolLabel]: pool, ...(isValidLabelValue(member) ? { [leaseMemberLabel]: member } : {}) },
+      annotations: { [sessionIdAnnotation]: ctx.newSessionId() },
+    },
+    spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
+  };
+}
+
+/** Writes the VM's presentation copy of the claim; the Lease stays the truth. */
+async function presentClaim(ctx: VdiContext, vm: VirtualMachine, identity: string, claimedAt: string): Promise<void> {
+  const annotations = vm.metadata.annotations ?? {};
+  const label = sanitizeLabelValue(identity);
+  if (
+    annotations[assignedToKey] === identity &&
+    vm.metadata.labels?.[assignedToKey] === label &&
+    annotations[claimedAtAnnotation] === claimedAt
+  ) {
+    return;
+  }
+  await ctx.cluster.patchVm(vm.metadata.namespace ?? '', vm.metadata.name ?? '', {
+    metadata: {
+      labels: { [assignedToKey]: label },
+      annotations: { [assignedToKey]: identity, [claimedAtAnnotation]: claimedAt },
+    },
+  });
+}
+
+/**
+ * Resets a member and ends its claim: the one release path, used by holders, administrators and the reclaim
+ * policy. A persistent member is stopped (its disks stay); an ephemeral one is recreated from its golden VM.
+ * Only after that does the Lease go, deleted with its uid and resourceVersion as preconditions, and then the
+ * VM's presentation copy. A failed reset keeps the claim, so the next call can retry.
+ *
+ * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
+ */
+export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
+  const { namespace, member, actor, asAdmin } = options;
+  const desktopId = `vm/${namespace}/${member}`;
+  const vm = await readMember(ctx, namespace, member);
+  const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+  const state = classifyMember({ vm, lease, identity: actor, now: ctx.clock.now() });
+  const holder = holderOf(state);
+  if (holder === undefined) {
+    throw new VdiError('CLAIM_ENDED', `Desktop ${desktopId} is not claimed; there is nothing to release.`, {
+      details: { desktopId },
+    });
+  }
+  if (holder !== actor && !asAdmin) {
+    throw new VdiError('NOT_HOLDER', `Desktop ${desktopId} is held by another identity; only its holder or an administrator may release it.`, {
+      details: { desktopId },
+    });
+  }
+  const force = holder !== actor;
+  const action = options.auditAction ?? (force ? 'vdi force-release' : 'vdi release');
+  const auditTarget = force ? `${desktopId} (holder ${holder})` : desktopId;
+  const ephemeral = vm.metadata.labels?.[ephemeralLabel] === 'true';
+  try {
+    if (ephemeral) await recreateMember(ctx, { namespace, vm });
+    else await ctx.cluster.stopVm(namespace, member);
+  } catch (error) {
+    const failed = new VdiError(
+      'STOP_FAILED',
+      `Could not ${ephemeral ? 'recreate' : 'stop'} ${desktopId}, so it stays claimed by ${holder}: ${(error as Error).message} Release it again once the cause is fixed.`,
+      { retryable: true, details: { desktopId }, cause: error },
+    );
+    await recordAudit(ctx, action, actor, auditTarget, failed);
+    throw failed;
+  }
+  if (lease) {
+    try {
+      await ctx.cluster.deleteLease(namespace, lease.metadata.name ?? '', {
+        uid: lease.metadata.uid ?? '',
+        resourceVersion: lease.metadata.resourceVersion ?? '',
+      });
+    } catch (error) {
+      if (!isVdiError(error, 'CONFLICT')) throw error;
+      const changed = new VdiError('CLAIM_CHANGED', `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`, {
+        details: { desktopId },
+        cause: error,
+      });
+      await recordAudit(ctx, action, actor, auditTarget, changed);
+      throw changed;
+    }
+  }
+  await clearPresentation(ctx, namespace, member, holder);
+  await recordAudit(ctx, action, actor, auditTarget);
+  ctx.events.emit('released', { desktopId, identity: actor, holder, force });
+  return { desktopId, holder, force, reset: ephemeral ? 'recreated' : 'stopped' };
+}
+
+function holderOf(state: MemberClassification): string | undefined {
+  switch (state.kind) {
+    case 'held-by-caller':
+    case 'held-by-other':
+    case 'orphan-adoptable':
+    case 'orphan-held-by-other':
+      return state.holder;
+    case 'stale':
+      return state.previousHolder;
+    case 'legacy-adoptable':
+    case 'legacy-held-by-other':
+      return state.user;
+    default:
+      return undefined;
+  }
+}
+
+// Removes the presentation copy only while it still names the released holder: a new claim may have begun.
+async function clearPresentation(ctx: VdiContext, namespace: string, member: string, holder: string): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const vm = await ctx.cluster.getVm(namespace, member);
+    if (!vm) return;
+    const annotated = presentedHolder(vm);
+    const labeled = vm.metadata.labels?.[assignedToKey];
+    const ours = annotated === holder || (annotated === undefined && labeled !== undefined && labeled === holder);
+    if (!ours) return;
+    try {
+      await ctx.cluster.patchVm(namespace, member, {
+        metadata: {
+          resourceVersion: vm.metadata.resourceVersion,
+          labels: { [assignedToKey]: null },
+          annotations: { [assignedToKey]: null, [claimedAtAnnotation]: null },
+        },
+      });
+      return;
+    } catch (error) {
+      if (!isConflictReason(error, 'Conflict')) throw error;
+    }
+  }
+}
+
+function shuffled<T>(items: T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+}
+
+/** The claim primitives every front end uses. Create it with `createVdi`. @category claims */
+export interface ClaimsService {
+  /**
+   * Claims a free member of a pool for `identity` and starts it. A retry returns the desktop the identity
+   * already holds (same session). Members are tried in random order, so concurrent claimants rarely collide;
+   * a claimant that loses a Lease race moves on to the next member.
+   *
+   * Guarantees: no member ever has two holders (the Lease create is first-writer-wins, a stale Lease is
+   * replaced with its resourceVersion). A failed VM update or start keeps the claim, so no second user gets a
+   * half-configured desktop; a start failure is returned as `startError`.
+   *
+   * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `INVALID_INPUT`.
+   */
+  claim(options: ClaimOptions): Promise<ClaimResult>;
+  /** Claims on behalf of a named user (an administrator's assign); the same rules as {@link ClaimsService.claim}. */
+  assign(options: ClaimOptions & { actor?: string }): Promise<ClaimResult>;
+  /**
+   * Releases a desktop: stops it (or recreates an ephemeral member), then ends the claim. Only the holder, or
+   * an administrator (`asAdmin`, recorded as a force-release), may release.
+   *
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
+   */
+  release(options: MemberOptions): Promise<ReleaseResult>;
+  /** An administrator's unassign: a release that also clears v0.6.0 label-only assignments. */
+  unassign(options: MemberOptions): Promise<ReleaseResult>;
+  /**
+   * Starts the caller's desktop; a running desktop is left alone.
+   *
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`.
+   */
+  start(options: MemberOptions): Promise<DesktopView>;
+  /**
+   * Renews the caller's claim for another Lease duration.
+   *
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `CLAIM_CHANGED`.
+   */
+  renew(options: MemberOptions): Promise<DesktopView>;
+  /** One desktop. @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`. */
+  getDesktop(options: { member: string; namespace?: string }): Promise<DesktopView>;
+  /** Desktops of an identity, or every pool member with `all`. */
+  listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]>;
+}
+
+/** Builds the claims service on a context. */
+export function createClaimsService(ctx: VdiContext): ClaimsService {
+  async function requireHolder(options: MemberOptions, call: string) {
+    const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
+    validateIdentity(identity);
+    validateMember(member);
+    const namespace = resolveNamespace(ctx, asked);
+    const desktopId = `vm/${namespace}/${member}`;
+    const vm = await readMember(ctx, namespace, member);
+    const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+    const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
+    if (state.kind === 'stale') {
+      throw new VdiError('CLAIM_EXPIRED', `The claim on ${desktopId} expired; claim the pool "${vm.metadata.labels?.[poolLabel]}" again.`, {
+        details: { desktopId },
+      });
+    }
+    if (!lease || (state.kind !== 'held-by-caller' && state.kind !== 'held-by-other')) {
+      throw new VdiError('CLAIM_ENDED', `Desktop ${desktopId} is not claimed; claim the pool "${vm.metadata.labels?.[poolLabel]}" first.`, {
+        details: { desktopId },
+      });
+    }
+    if (state.kind === 'held-by-other' && !asAdmin) {
+      throw new VdiError('NOT_HOLDER', `Desktop ${desktopId} is held by another identity; only its holder or an administrator may do this.`, {
+        details: { desktopId },
+      });
+    }
+    return { namespace, member, identity, desktopId, vm, lease };
+  }
+
+  async function startMember(namespace: string, member: string, identity: string): Promise<string | undefined> {
+    const desktopId = `vm/${namespace}/${member}`;
+    try {
+      await ctx.cluster.startVm(namespace, member);
+      ctx.events.emit('started', { desktopId, identity });
+      return undefined;
+    } catch (error) {
+      const message = (error as Error).message;
+      ctx.events.emit('start-failed', { desktopId, identity, error: message });
+      return message;
+    }
+  }
+
+  async function claimAs(options: ClaimOptions, actor: string | undefined): Promise<ClaimResult> {
+    const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
+    validateIdentity(identity);
+    validatePoolName(pool);
+    const namespace = resolveNamespace(ctx, asked);
+    const poolId = `vm/${namespace}/${pool}`;
+    const user = actor ?? identity;
+    try {
+      const result = await claimMember(namespace, pool, identity);
+      await recordAudit(ctx, 'vdi claim', user, result.id, result.startError === undefined ? undefined : new Error(`claimed, but the start failed: ${result.startError}`));
+      ctx.events.emit('claimed', {
+        desktopId: result.id,
+        identity,
+        sessionId: result.sessionId,
+        adopted: result.adopted,
+        retried: result.retried,
+      });
+      return result;
+    } catch (error) {
+      await recordAudit(ctx, 'vdi claim', user, poolId, error);
+      throw error;
+    }
+  }
+
+  async function claimMember(namespace: string, pool: string, identity: string): Promise<ClaimResult> {
+    for (let round = 0; round < 3; round += 1) {
+      const [vms, leases] = await Promise.all([
+        ctx.cluster.listVms(namespace, poolSelector(pool)),
+        ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
+      ]);
+      if (vms.length === 0) {
+        throw new VdiError('POOL_NOT_FOUND', `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`, {
+          details: { namespace, pool },
+        });
+      }
+      const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
+      const now = ctx.clock.now();
+      const states = vms.map((vm) => {
+        const lease = leaseByName.get(leaseNameFor(vm.metadata.name ?? ''));
+        return { vm, lease, state: classifyMember({ vm, lease, identity, now }) };
+      });
+
+      const held = states.find((entry) => entry.state.kind === 'held-by-caller');
+      if (held?.lease) {
+        const renewed = await renewLease(held.lease).catch((error: unknown) => {
+          if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
+          throw error;
+        });
+        if (!renewed) continue; // released or changed meanwhile: plan again
+        return await finishClaim(held.vm, renewed, identity, { retried: true, adopted: false });
+      }
+      const adoptable = states.find((entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable');
+      const free = shuffled(states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale'));
+      const candidates = adoptable ? [adoptable, ...free] : free;
+      for (const candidate of candidates) {
+        const member = candidate.vm.metadata.name ?? '';
+        const lease = newLease(ctx, namespace, pool, member, identity);
+        try {
+          const written =
+            candidate.state.kind === 'stale' && candidate.lease
+              ? await ctx.cluster.replaceLease(namespace, {
+                  metadata: { ...lease.metadata, resourceVersion: candidate.state.resourceVersion },
+                  spec: { ...lease.spec, leaseTransitions: (candidate.lease.spec.leaseTransitions ?? 0) + 1 },
+                })
+              : await ctx.cluster.createLease(namespace, lease);
+          const adopted = candidate === adoptable;
+          return await finishClaim(candidate.vm, written, identity, { retried: false, adopted });
+        } catch (error) {
+          if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
+          ctx.events.emit('claim-conflict', { desktopId: `vm/${namespace}/${member}`, identity });
+        }
+      }
+      throw new VdiError(
+        'NO_FREE_MEMBER',
+        `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
+        { details: { namespace, pool, members: vms.length } },
+      );
+    }
+    throw new VdiError('CLAIM_CHANGED', `The claims of pool "${pool}" kept changing while claiming; try again.`, {
+      retryable: true,
+      details: { namespace, pool },
+    });
+  }
+
+  async function renewLease(lease: LeaseObject): Promise<LeaseObject> {
+    return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
+      ...lease,
+      spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
+    });
+  }
+
+  async function finishClaim(
+    vm: VirtualMachine,
+    lease: LeaseObject,
+    identity: string,
+    how: { retried: boolean; adopted: boolean },
+  ): Promise<ClaimResult> {
+    const namespace = vm.metadata.namespace ?? '';
+    const member = vm.metadata.name ?? '';
+    // The claim already holds; a failure here keeps it, and the holder's retry repairs the VM.
+    await presentClaim(ctx, vm, identity, lease.spec.acquireTime ?? ctx.clock.now().toISOString());
+    const startError = vm.status?.printableStatus === 'Running' ? undefined : await startMember(namespace, member, identity);
+    const current = (await ctx.cluster.getVm(namespace, member)) ?? vm;
+    const view = toDesktopView(current, lease);
+    return {
+      ...view,
+      owner: identity,
+      sessionId: view.sessionId ?? '',
+      ...how,
+      ...(startError === undefined ? {} : { startError }),
+    };
+  }
+
+  async function listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]> {
+    const namespaces = (options.namespaces ?? [ctx.defaultNamespace]).map((namespace) => resolveNamespace(ctx, namespace));
+    if (options.pool !== undefined) validatePoolName(options.pool);
+    const selector = options.pool === undefined ? poolLabel : poolSelector(options.pool);
+    const views: DesktopView[] = [];
+    for (const namespace of namespaces) {
+      const [vms, leases] = await Promise.all([
+        ctx.cluster.listVms(namespace, selector),
+        ctx.cluster.listLeases(namespace, options.pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${options.pool}`),
+      ]);
+      const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
+      for (const vm of vms) views.push(toDesktopView(vm, leaseByName.get(leaseNameFor(vm.metadata.name ?? ''))));
+    }
+    const now = ctx.clock.now().getTime();
+    const live = (view: DesktopView) => view.owner !== undefined && (view.expiresAt === undefined || Date.parse(view.expiresAt) >= now);
+    return views.filter((view) => (options.all ? true : live(view) && (options.identity === undefined || view.owner === options.identity)));
+  }
+
+  return {
+    claim: (options) => claimAs(options, undefined),
+    assign: ({ actor, ...options }) => claimAs(options, actor),
+    async release(options) {
+      const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'release');
+      validateIdentity(identity);
+      validateMember(member);
+      return await releaseMember(ctx, { namespace: resolveNamespace(ctx, asked), member, actor: identity, asAdmin: asAdmin ?? false });
+    },
+    async unassign(options) {
+      const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'unassign');
+      validateIdentity(identity);
+      validateMember(member);
+      return await releaseMember(ctx, { namespace: resolveNamespace(ctx, asked), member, actor: identity, asAdmin: asAdmin ?? false });
+    },
+    async start(options) {
+      const { namespace, member, identity, desktopId, vm, lease } = await requireHolder(options, 'start');
+      const startError = await startMember(namespace, member, identity);
+      await recordAudit(ctx, 'vdi start', identity, desktopId, startError === undefined ? undefined : new Error(startError));
+      if (startError !== undefined) {
+        throw new VdiError('START_FAILED', `Could not start ${desktopId}: ${startError} The claim stays; start it again once the cause is fixed.`, {
+          retryable: true,
+          details: { desktopId },
+        });
+      }
+      return toDesktopView((await ctx.cluster.getVm(namespace, member)) ?? vm, lease);
+    },
+    async renew(options) {
+      const { vm, lease, desktopId } = await requireHolder(options, 'renew');
+      try {
+        return toDesktopView(vm, await renewLease(lease));
+      } catch (error) {
+        if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
+        throw new VdiError('CLAIM_CHANGED', `The claim on ${desktopId} changed while renewing; read the desktop again.`, {
+          details: { desktopId },
+          cause: error,
+        });
+      }
+    },
+    async getDesktop(options) {
+      const { member, namespace: asked } = parseOptions(
+        z.object({ member: z.string(), namespace: z.string().optional() }),
+        options,
+        'getDesktop',
+      );
+      validateMember(member);
+      const namespace = resolveNamespace(ctx, asked);
+      const vm = await readMember(ctx, namespace, member);
+      return toDesktopView(vm, await ctx.cluster.getLease(namespace, leaseNameFor(member)));
+    },
+    listDesktops,
+  };
+}

@@ -1,0 +1,67 @@
+import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel, sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import { classifyLegacy } from '../upgrade/classify-legacy.js';
+import { leaseExpiresAt } from './classify-member.js';
+
+/**
+ * One desktop as every front end shows it: which pool member it is, who holds it, and its power state.
+ *
+ * @category claims
+ */
+export interface DesktopView {
+  /** `vm/<namespace>/<member>`; stays the same across claims. */
+  id: string;
+  kind: 'vm';
+  namespace: string;
+  member: string;
+  pool: string;
+  /** `vm/<namespace>/<pool>`. */
+  poolId: string;
+  /** The holder's exact identity; `undefined` when nobody holds it. */
+  owner: string | undefined;
+  /** Changes with every claim; `undefined` when nobody holds it or for a v0.6.0 assignment. */
+  sessionId: string | undefined;
+  claimedAt: string | undefined;
+  /** When the claim's Lease expires unless renewed. */
+  expiresAt: string | undefined;
+  /** A v0.6.0 assignment that has no Lease yet. */
+  legacy: boolean;
+  /** KubeVirt's `printableStatus`, such as `Running` or `Stopped`. */
+  phase: string;
+  running: boolean;
+  ephemeral: boolean;
+}
+
+/** Builds the view of a member from its VM and (when claimed) its Lease. */
+export function toDesktopView(vm: VirtualMachine, lease: LeaseObject | undefined): DesktopView {
+  const namespace = vm.metadata.namespace ?? '';
+  const member = vm.metadata.name ?? '';
+  const pool = vm.metadata.labels?.[poolLabel] ?? '';
+  const phase = vm.status?.printableStatus ?? 'Unknown';
+  const legacy = lease === undefined ? classifyLegacy(vm) : { kind: 'not-legacy' as const };
+  const expiresAt = lease && leaseExpiresAt(lease);
+  const owner = lease?.spec.holderIdentity ?? (legacy.kind === 'legacy-assigned' ? legacy.user : undefined);
+  return {
+    id: `vm/${namespace}/${member}`,
+    kind: 'vm',
+    namespace,
+    member,
+    pool,
+    poolId: `vm/${namespace}/${pool}`,
+    owner: owner || undefined,
+    sessionId: lease?.metadata.annotations?.[sessionIdAnnotation],
+    claimedAt:
+      lease?.spec.acquireTime ??
+      (legacy.kind === 'legacy-assigned' ? legacy.claimedAt : vm.metadata.annotations?.[claimedAtAnnotation]),
+    expiresAt: expiresAt?.toISOString(),
+    legacy: legacy.kind === 'legacy-assigned',
+    phase,
+    running: phase === 'Running',
+    ephemeral: vm.metadata.labels?.[ephemeralLabel] === 'true',
+  };
+}
+
+/** Whether a VM carries presentation state of a claim (the exact-identity annotation). */
+export function presentedHolder(vm: VirtualMachine): string | undefined {
+  return vm.metadata.annotations?.[assignedToKey];
+}

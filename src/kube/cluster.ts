@@ -1,0 +1,315 @@
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Lease,
+} from '@kubernetes/client-node';
+import type {
+  LeaseObject,
+  NodeObject,
+  PermittedHostDevices,
+  VirtualMachine,
+  VirtualMachineClone,
+  VirtualMachineInstance,
+} from '../kubevirt-types.js';
+import { apiFailureOf } from './errors.js';
+import { rawRequest } from './raw-request.js';
+import { callWithRetry, type RetryOptions } from './retry.js';
+
+/** Preconditions of a delete: it is refused (409) when the object changed since it was read. */
+export interface DeletePreconditions {
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** The outcome of a start or stop request that KubeVirt accepted or found already done. */
+export type PowerChange = 'changed' | 'already';
+
+const kubevirt = { group: 'kubevirt.io', version: 'v1' } as const;
+const cloneApi = { group: 'clone.kubevirt.io', version: 'v1beta1', plural: 'virtualmachineclones' } as const;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+function leaseFromApi(lease: V1Lease): LeaseObject {
+  const time = (value: unknown) => (value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : undefined);
+  const spec = lease.spec ?? {};
+  const acquireTime = time(spec.acquireTime);
+  const renewTime = time(spec.renewTime);
+  return {
+    metadata: lease.metadata as LeaseObject['metadata'],
+    spec: {
+      ...(spec.holderIdentity === undefined ? {} : { holderIdentity: spec.holderIdentity }),
+      ...(spec.leaseDurationSeconds === undefined ? {} : { leaseDurationSeconds: spec.leaseDurationSeconds }),
+      ...(acquireTime === undefined ? {} : { acquireTime }),
+      ...(renewTime === undefined ? {} : { renewTime }),
+      ...(spec.leaseTransitions === undefined ? {} : { leaseTransitions: spec.leaseTransitions }),
+    },
+  };
+}
+
+// Lease times are MicroTime: the apiserver rejects them without the microsecond digits.
+function microTime(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return new Date(value).toISOString().replace(/Z$/, '000Z');
+}
+
+function leaseToApi(lease: LeaseObject): V1Lease {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: lease.metadata,
+    spec: {
+      ...lease.spec,
+      acquireTime: microTime(lease.spec.acquireTime) as unknown as Date,
+      renewTime: microTime(lease.spec.renewTime) as unknown as Date,
+    },
+  } as V1Lease;
+}
+
+/**
+ * The thin Kubernetes adapter: every apiserver call the SDK makes goes through here, retried when transient,
+ * translated to `VdiError`, and counted. It decides nothing.
+ */
+export class KubeCluster {
+  readonly kubeConfig: KubeConfig;
+  /** Apiserver requests made, by verb (`get`, `list`, `create`, `update`, `patch`, `delete`, `start`, …). */
+  readonly requestCounts = new Map<string, number>();
+  private readonly core: CoreV1Api;
+  private readonly coordination: CoordinationV1Api;
+  private readonly custom: CustomObjectsApi;
+  private readonly retry: RetryOptions;
+
+  constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
+    this.kubeConfig = kubeConfig;
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
+    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.retry = retry;
+  }
+
+  /** Total apiserver requests made so far. */
+  get requestTotal(): number {
+    let total = 0;
+    for (const count of this.requestCounts.values()) total += count;
+    return total;
+  }
+
+  private call<T>(verb: string, doing: string, run: () => Promise<T>): Promise<T> {
+    return callWithRetry(
+      doing,
+      () => {
+        this.requestCounts.set(verb, (this.requestCounts.get(verb) ?? 0) + 1);
+        return run();
+      },
+      this.retry,
+    );
+  }
+
+  private async getOrUndefined<T>(verb: string, doing: string, run: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await this.call(verb, doing, run);
+    } catch (error) {
+      if (apiFailureOf((error as { cause?: unknown }).cause)?.status === 404) return undefined;
+      throw error;
+    }
+  }
+
+  // Leases
+
+  async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
+    const lease = await this.getOrUndefined('get', `read Lease ${namespace}/${name}`, () =>
+      this.coordination.readNamespacedLease({ namespace, name }),
+    );
+    return lease && leaseFromApi(lease);
+  }
+
+  async listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
+    const list = await this.call('list', `list Leases in ${namespace}`, () =>
+      this.coordination.listNamespacedLease({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
+    );
+    return list.items.map(leaseFromApi);
+  }
+
+  /** Creates a Lease. First writer wins: a loser gets `CONFLICT` with reason `AlreadyExists`. */
+  async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    const name = lease.metadata.name ?? '';
+    return leaseFromApi(
+      await this.call('create', `create Lease ${namespace}/${name}`, () =>
+        this.coordination.createNamespacedLease({ namespace, body: leaseToApi(lease) }),
+      ),
+    );
+  }
+
+  /** Replaces a Lease; its `metadata.resourceVersion` must be the one read, or `CONFLICT` with reason `Conflict`. */
+  async replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    const name = lease.metadata.name ?? '';
+    return leaseFromApi(
+      await this.call('update', `replace Lease ${namespace}/${name}`, () =>
+        this.coordination.replaceNamespacedLease({ namespace, name, body: leaseToApi(lease) }),
+      ),
+    );
+  }
+
+  /** Deletes a Lease only if it is still the one read (uid and resourceVersion). Gone already → `false`. */
+  async deleteLease(namespace: string, name: string, preconditions: DeletePreconditions): Promise<boolean> {
+    const deleted = await this.getOrUndefined('delete', `delete Lease ${namespace}/${name}`, () =>
+      this.coordination.deleteNamespacedLease({ namespace, name, body: { preconditions } }),
+    );
+    return deleted !== undefined;
+  }
+
+  // VirtualMachines
+
+  async getVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
+    return await this.getOrUndefined('get', `read VirtualMachine ${namespace}/${name}`, () =>
+      this.custom.getNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachines', namespace, name }),
+    );
+  }
+
+  async listVms(namespace: string, labelSelector?: string): Promise<VirtualMachine[]> {
+    const list = await this.call('list', `list VirtualMachines in ${namespace}`, () =>
+      this.custom.listNamespacedCustomObject({
+        ...kubevirt,
+        plural: 'virtualmachines',
+        namespace,
+        ...(labelSelector ? { labelSelector } : {}),
+      }),
+    );
+    return (list as { items: VirtualMachine[] }).items;
+  }
+
+  async createVm(namespace: string, vm: VirtualMachine): Promise<VirtualMachine> {
+    return await this.call('create', `create VirtualMachine ${namespace}/${vm.metadata.name}`, () =>
+      this.custom.createNamespacedCustomObject({
+        ...kubevirt,
+        plural: 'virtualmachines',
+        namespace,
+        body: { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', ...vm },
+      }),
+    );
+  }
+
+  /**
+   * Merge-patches a VM. Put `metadata.resourceVersion` in the patch to make it conditional (stale → `CONFLICT`);
+   * a `null` value removes a key.
+   */
+  async patchVm(namespace: string, name: string, patch: Record<string, unknown>): Promise<VirtualMachine> {
+    return await this.call('patch', `patch VirtualMachine ${namespace}/${name}`, () =>
+      this.custom.patchNamespacedCustomObject(
+        { ...kubevirt, plural: 'virtualmachines', namespace, name, body: patch },
+        mergePatch,
+      ),
+    );
+  }
+
+  /** Deletes a VM, optionally only if unchanged. Gone already → `false`. */
+  async deleteVm(namespace: string, name: string, preconditions?: DeletePreconditions): Promise<boolean> {
+    const deleted = await this.getOrUndefined('delete', `delete VirtualMachine ${namespace}/${name}`, () =>
+      this.custom.deleteNamespacedCustomObject({
+        ...kubevirt,
+        plural: 'virtualmachines',
+        namespace,
+        name,
+        ...(preconditions ? { body: { preconditions } } : {}),
+      }),
+    );
+    return deleted !== undefined;
+  }
+
+  private async changePower(namespace: string, name: string, action: 'start' | 'stop'): Promise<PowerChange> {
+    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachines/${encodeURIComponent(name)}/${action}`;
+    try {
+      await this.call(action, `${action} VirtualMachine ${namespace}/${name}`, () => rawRequest(this.kubeConfig, 'PUT', path, {}));
+      return 'changed';
+    } catch (error) {
+      const failure = apiFailureOf((error as { cause?: unknown }).cause);
+      const already = action === 'start' ? /already running/i : /not running|already stopped/i;
+      if (failure?.status === 409 && already.test(failure.message)) return 'already';
+      throw error;
+    }
+  }
+
+  /** Asks KubeVirt to start a VM; "already running" is `'already'`. */
+  startVm(namespace: string, name: string): Promise<PowerChange> {
+    return this.changePower(namespace, name, 'start');
+  }
+
+  /** Asks KubeVirt to stop a VM (its disks stay); "not running" is `'already'`. */
+  stopVm(namespace: string, name: string): Promise<PowerChange> {
+    return this.changePower(namespace, name, 'stop');
+  }
+
+  // VirtualMachineInstances
+
+  async getVmi(namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
+    return await this.getOrUndefined('get', `read VirtualMachineInstance ${namespace}/${name}`, () =>
+      this.custom.getNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachineinstances', namespace, name }),
+    );
+  }
+
+  /** VMIs of one namespace, or of every namespace when `namespace` is undefined. */
+  async listVmis(namespace?: string): Promise<VirtualMachineInstance[]> {
+    const list = await this.call('list', `list VirtualMachineInstances in ${namespace ?? 'all namespaces'}`, () =>
+      namespace
+        ? this.custom.listNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachineinstances', namespace })
+        : this.custom.listClusterCustomObject({ ...kubevirt, plural: 'virtualmachineinstances' }),
+    );
+    return (list as { items: VirtualMachineInstance[] }).items;
+  }
+
+  // VirtualMachineClones
+
+  async createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
+    return await this.call('create', `create VirtualMachineClone ${namespace}/${clone.metadata.name}`, () =>
+      this.custom.createNamespacedCustomObject({
+        ...cloneApi,
+        namespace,
+        body: { apiVersion: `${cloneApi.group}/${cloneApi.version}`, kind: 'VirtualMachineClone', ...clone },
+      }),
+    );
+  }
+
+  async getClone(namespace: string, name: string): Promise<VirtualMachineClone | undefined> {
+    return await this.getOrUndefined('get', `read VirtualMachineClone ${namespace}/${name}`, () =>
+      this.custom.getNamespacedCustomObject({ ...cloneApi, namespace, name }),
+    );
+  }
+
+  async listClones(namespace: string, labelSelector?: string): Promise<VirtualMachineClone[]> {
+    const list = await this.call('list', `list VirtualMachineClones in ${namespace}`, () =>
+      this.custom.listNamespacedCustomObject({ ...cloneApi, namespace, ...(labelSelector ? { labelSelector } : {}) }),
+    );
+    return (list as { items: VirtualMachineClone[] }).items;
+  }
+
+  async deleteClone(namespace: string, name: string): Promise<boolean> {
+    const deleted = await this.getOrUndefined('delete', `delete VirtualMachineClone ${namespace}/${name}`, () =>
+      this.custom.deleteNamespacedCustomObject({ ...cloneApi, namespace, name }),
+    );
+    return deleted !== undefined;
+  }
+
+  // Nodes and the KubeVirt configuration
+
+  async listNodes(): Promise<NodeObject[]> {
+    const list = await this.call('list', 'list Nodes', () => this.core.listNode());
+    return list.items as NodeObject[];
+  }
+
+  /** The `permittedHostDevices` of the cluster's KubeVirt CR; empty when there is no CR or no such setting. */
+  async getPermittedHostDevices(): Promise<PermittedHostDevices> {
+    const list = await this.call('list', 'list KubeVirt configurations', () =>
+      this.custom.listClusterCustomObject({ ...kubevirt, plural: 'kubevirts' }),
+    );
+    const [first] = (list as { items: Array<{ spec?: { configuration?: { permittedHostDevices?: PermittedHostDevices } } }> })
+      .items;
+    return first?.spec?.configuration?.permittedHostDevices ?? {};
+  }
+
+  /** Whether a namespace exists. */
+  async hasNamespace(name: string): Promise<boolean> {
+    return (await this.getOrUndefined('get', `read Namespace ${name}`, () => this.core.readNamespace({ name }))) !== undefined;
+  }
+}

@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { VdiError } from '../errors.js';
+
+/** The Kubernetes version the cached binaries are built from. @category testing */
+export const localKubernetesVersion = 'v1.20.2';
+
+/** Where the control-plane binaries were found. @category testing */
+export interface ControlPlaneBinaries {
+  kubeApiserver: string;
+  etcd: string;
+  /** `KUBEBUILDER_ASSETS`, the cache, or a build that just ran. */
+  source: 'kubebuilder-assets' | 'cache' | 'built';
+}
+
+/** Options of {@link ensureControlPlaneBinaries}. @category testing */
+export interface EnsureBinariesOptions {
+  /** Receives progress lines, such as those of a first build. */
+  log?: (line: string) => void;
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The folder of cached control-plane binaries: `$XDG_CACHE_HOME/corral-vdi/bin/<version>` (default `~/.cache`). @category testing */
+export function controlPlaneCacheDir(): string {
+  const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(cacheHome, 'corral-vdi', 'bin', localKubernetesVersion);
+}
+
+function buildScriptPath(): string {
+  // The script ships in the package beside dist/ and src/.
+  const candidates = ['../../scripts/build-control-plane.sh', '../scripts/build-control-plane.sh'].map((relative) =>
+    fileURLToPath(new URL(relative, import.meta.url)),
+  );
+  const found = candidates.find((candidate) => existsSync(candidate));
+  if (!found) {
+    throw new VdiError('CONTROL_PLANE_FAILED', 'The control-plane build script is missing from the package; reinstall @corral/vdi.');
+  }
+  return found;
+}
+
+/**
+ * Finds etcd and kube-apiserver: in `KUBEBUILDER_ASSETS` when it names a folder that has both, else in the
+ * cache, else builds them into the cache (Debian's etcd-server and kube-apiserver from Debian's kubernetes
+ * source package; a few minutes the first time, needs root or sudo for apt).
+ *
+ * @throws {@link VdiError} `CONTROL_PLANE_FAILED` when the build fails; the message names its log.
+ * @category testing
+ */
+export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions = {}): Promise<ControlPlaneBinaries> {
+  const assets = process.env.KUBEBUILDER_ASSETS;
+  if (assets && isExecutable(join(assets, 'kube-apiserver')) && isExecutable(join(assets, 'etcd'))) {
+    return { kubeApiserver: join(assets, 'kube-apiserver'), etcd: join(assets, 'etcd'), source: 'kubebuilder-assets' };
+  }
+  const cacheDir = controlPlaneCacheDir();
+  const cached = { kubeApiserver: join(cacheDir, 'kube-apiserver'), etcd: join(cacheDir, 'etcd') };
+  if (isExecutable(cached.kubeApiserver) && isExecutable(cached.etcd)) return { ...cached, source: 'cache' };
+
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  log(`control-plane binaries not found in ${cacheDir}; building them (a few minutes, once)`);
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('bash', [buildScriptPath()], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let tail = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      tail = (tail + chunk).slice(-4000);
+      for (const line of chunk.split('\n')) if (line.trim()) log(line);
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new VdiError('CONTROL_PLANE_FAILED', `Building the control-plane binaries failed:\n${tail.trim()}`)),
+    );
+  });
+  if (!isExecutable(cached.kubeApiserver) || !isExecutable(cached.etcd)) {
+    throw new VdiError('CONTROL_PLANE_FAILED', `The build finished but ${cacheDir} lacks kube-apiserver or etcd.`);
+  }
+  return { ...cached, source: 'built' };
+}

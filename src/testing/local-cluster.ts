@@ -1,0 +1,344 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { VdiError } from '../errors.js';
+import { ensureControlPlaneBinaries } from './binaries.js';
+import { createCertificateAuthority, createSigningKeyPair, issueCertificate } from './certificates.js';
+import { type KubevirtSimulator, type KubevirtSimulatorOptions, startKubevirtSimulator } from './kubevirt/index.js';
+
+/** PEM material of a {@link LocalCluster}, for servers that take part in it (the simulator's aggregated API). @category testing */
+export interface LocalClusterCertificates {
+  /** The CA that signs the apiserver's serving certificate and every client certificate. */
+  caPem: string;
+  /** A serving certificate for `localhost` and `127.0.0.1`, signed by the CA. */
+  servingCertPem: string;
+  servingKeyPem: string;
+  /** The CA of the apiserver's front-proxy client certificate; an aggregated API trusts `X-Remote-User` only from it. */
+  frontProxyCaPem: string;
+}
+
+/** A running etcd + kube-apiserver on loopback. @category testing */
+export interface LocalCluster {
+  /** An administrator's configuration (group `system:masters`). */
+  kubeConfig: KubeConfig;
+  /** The administrator's kubeconfig as a file, for kubectl and the CLI. */
+  kubeconfigPath: string;
+  /** The apiserver's URL, `https://127.0.0.1:<port>`. */
+  server: string;
+  certificates: LocalClusterCertificates;
+  /** The KubeVirt simulator, unless it was turned off. */
+  simulator: KubevirtSimulator | undefined;
+  /** How long the start took, in milliseconds. */
+  startupMs: number;
+  /**
+   * A configuration for a non-admin user with a client certificate: `name` is the user, `groups` its groups.
+   * RBAC applies to it as to any user.
+   */
+  userKubeConfig(name: string, groups?: string[]): KubeConfig;
+  /** Writes {@link LocalCluster.userKubeConfig}'s configuration to a kubeconfig file and returns its path. */
+  userKubeconfigPath(name: string, groups?: string[]): string;
+  /** Stops the simulator, kube-apiserver and etcd, and removes the data folder. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startLocalCluster}. @category testing */
+export interface StartLocalClusterOptions {
+  /** Start the KubeVirt simulator (default), with these options, or not at all (`false`). */
+  simulator?: boolean | KubevirtSimulatorOptions;
+  /** Receives progress lines: binaries found or built, processes started. */
+  log?: (line: string) => void;
+}
+
+const clusterName = 'corral-vdi-local';
+
+async function freeLoopbackPort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function dataRoot(): string {
+  // etcd fsyncs on every write; memory-backed storage keeps big tests fast.
+  return existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+}
+
+function tailOf(path: string, lines = 30): string {
+  try {
+    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+function startProcess(binary: string, args: string[], logPath: string): ChildProcess {
+  const log = createWriteStream(logPath);
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  return child;
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+// A process that outlives a killed parent ends the children and removes the data folder within a second.
+function startOrphanReaper(children: ChildProcess[], dir: string): ChildProcess {
+  const pids = children.map((child) => String(child.pid));
+  const script = 'parent=$1; dir=$2; shift 2; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -9 "$@" 2>/dev/null; rm -rf "$dir"';
+  const reaper = spawn('bash', ['-c', script, 'corral-vdi-reaper', String(process.pid), dir, ...pids], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  reaper.unref();
+  return reaper;
+}
+
+function httpsGet(url: string, ca: string, token: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ca, headers: { authorization: `Bearer ${token}` }, timeout: 2000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, exited: () => string | undefined, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const exitedWith = exited();
+    if (exitedWith) throw new Error(`${what} exited (${exitedWith})`);
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} was not ready within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function exitDescription(child: ChildProcess): string | undefined {
+  if (child.exitCode !== null) return `exit code ${child.exitCode}`;
+  if (child.signalCode !== null) return `signal ${child.signalCode}`;
+  return undefined;
+}
+
+function kubeConfigFor(server: string, caPem: string, user: { name: string; token?: string; certPem?: string; keyPem?: string }) {
+  const base64 = (text: string) => Buffer.from(text).toString('base64');
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: clusterName, server, caData: base64(caPem), skipTLSVerify: false }],
+    users: [
+      user.token
+        ? { name: user.name, token: user.token }
+        : { name: user.name, certData: base64(user.certPem ?? ''), keyData: base64(user.keyPem ?? '') },
+    ],
+    contexts: [{ name: clusterName, cluster: clusterName, user: user.name }],
+    currentContext: clusterName,
+  });
+  return config;
+}
+
+/**
+ * Starts etcd and a real kube-apiserver on free loopback ports, with TLS, RBAC, a static-token administrator,
+ * client-certificate users and, unless turned off, the KubeVirt simulator. Binaries come from
+ * {@link ensureControlPlaneBinaries}. The data folder is temporary; {@link LocalCluster.stop} removes it, and a
+ * small reaper process removes it and ends etcd and kube-apiserver within a second when this process is killed.
+ *
+ * @example
+ * ```ts
+ * const cluster = await startLocalCluster();
+ * try {
+ *   const vdi = createVdi({ kubeConfig: cluster.kubeConfig, namespace: 'corral-vms' });
+ * } finally {
+ *   await cluster.stop();
+ * }
+ * ```
+ * @throws {@link VdiError} `CONTROL_PLANE_FAILED` with the processes' last log lines when a start fails.
+ * @category testing
+ */
+export async function startLocalCluster(options: StartLocalClusterOptions = {}): Promise<LocalCluster> {
+  const started = Date.now();
+  const log = options.log ?? (() => {});
+  const binaries = await ensureControlPlaneBinaries({ log });
+  const dir = mkdtempSync(join(dataRoot(), 'corral-vdi-cluster-'));
+  const children: ChildProcess[] = [];
+  let reaper: ChildProcess | undefined;
+  let simulator: KubevirtSimulator | undefined;
+
+  const killNow = () => {
+    for (const child of children) child.kill('SIGKILL');
+  };
+  process.once('exit', killNow);
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await simulator?.stop();
+    for (const child of [...children].reverse()) await stopProcess(child);
+    process.removeListener('exit', killNow);
+    reaper?.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    const ca = createCertificateAuthority(dir, 'ca');
+    const frontProxyCa = createCertificateAuthority(dir, 'front-proxy-ca');
+    const serving = issueCertificate(dir, 'serving', ca, {
+      kind: 'server',
+      dnsNames: ['localhost'],
+      ipAddresses: ['127.0.0.1'],
+    });
+    const proxyClient = issueCertificate(dir, 'front-proxy-client', frontProxyCa, {
+      kind: 'client',
+      commonName: 'front-proxy-client',
+      organizations: [],
+    });
+    const signing = createSigningKeyPair(dir);
+    const adminToken = randomBytes(24).toString('hex');
+    const tokenFile = join(dir, 'tokens.csv');
+    writeFileSync(tokenFile, `${adminToken},corral-vdi-admin,corral-vdi-admin,system:masters\n`);
+
+    const [etcdClientPort, etcdPeerPort, apiPort] = [await freeLoopbackPort(), await freeLoopbackPort(), await freeLoopbackPort()];
+    const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
+    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+    const etcdLog = join(dir, 'etcd.log');
+    const etcd = startProcess(
+      binaries.etcd,
+      [
+        '--name=default',
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=default=${peerUrl}`,
+        '--log-level=warn',
+        '--logger=zap',
+      ],
+      etcdLog,
+    );
+    children.push(etcd);
+    reaper = startOrphanReaper(children, dir);
+    await waitFor(
+      'etcd',
+      async () => (await fetch(`${etcdUrl}/health`)).ok,
+      () => exitDescription(etcd),
+      30_000,
+    ).catch((error: Error) => {
+      throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(etcdLog)}`);
+    });
+    log(`etcd ready on ${etcdUrl}`);
+
+    const server = `https://127.0.0.1:${apiPort}`;
+    const apiLog = join(dir, 'kube-apiserver.log');
+    const apiserver = startProcess(
+      binaries.kubeApiserver,
+      [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        `--tls-cert-file=${serving.certPath}`,
+        `--tls-private-key-file=${serving.keyPath}`,
+        `--client-ca-file=${ca.certPath}`,
+        `--service-account-key-file=${signing.publicKeyPath}`,
+        `--service-account-signing-key-file=${signing.privateKeyPath}`,
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--token-auth-file=${tokenFile}`,
+        '--authorization-mode=RBAC',
+        '--service-cluster-ip-range=10.96.0.0/24',
+        '--disable-admission-plugins=ServiceAccount',
+        '--endpoint-reconciler-type=none',
+        `--requestheader-client-ca-file=${frontProxyCa.certPath}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        `--proxy-client-cert-file=${proxyClient.certPath}`,
+        `--proxy-client-key-file=${proxyClient.keyPath}`,
+        // The defaults throttle bulk tests of thousands of desktops on one machine.
+        '--max-requests-inflight=2000',
+        '--max-mutating-requests-inflight=1000',
+      ],
+      apiLog,
+    );
+    children.push(apiserver);
+    reaper.kill('SIGKILL');
+    reaper = startOrphanReaper(children, dir);
+    await waitFor(
+      'kube-apiserver',
+      async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
+      () => exitDescription(apiserver),
+      60_000,
+    ).catch((error: Error) => {
+      throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(apiLog)}`);
+    });
+    log(`kube-apiserver ready on ${server}`);
+
+    const kubeConfig = kubeConfigFor(server, ca.certPem, { name: 'corral-vdi-admin', token: adminToken });
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfigPath, kubeConfig.exportConfig(), { mode: 0o600 });
+    const certificates: LocalClusterCertificates = {
+      caPem: ca.certPem,
+      servingCertPem: serving.certPem,
+      servingKeyPem: serving.keyPem,
+      frontProxyCaPem: frontProxyCa.certPem,
+    };
+    let issued = 0;
+    const userKubeConfig = (name: string, groups: string[] = []) => {
+      if (!name.trim()) throw new VdiError('INVALID_INPUT', 'userKubeConfig needs a non-empty user name.');
+      issued += 1;
+      const cert = issueCertificate(dir, `user-${issued}`, ca, { kind: 'client', commonName: name, organizations: groups });
+      return kubeConfigFor(server, ca.certPem, { name, certPem: cert.certPem, keyPem: cert.keyPem });
+    };
+    const userKubeconfigPath = (name: string, groups: string[] = []) => {
+      const path = join(dir, `kubeconfig-user-${issued + 1}`);
+      writeFileSync(path, userKubeConfig(name, groups).exportConfig(), { mode: 0o600 });
+      return path;
+    };
+
+    if (options.simulator !== false) {
+      simulator = await startKubevirtSimulator(
+        { kubeConfig, certificates },
+        typeof options.simulator === 'object' ? options.simulator : {},
+      );
+      log('KubeVirt simulator ready');
+    }
+    return {
+      kubeConfig,
+      kubeconfigPath,
+      server,
+      certificates,
+      simulator,
+      startupMs: Date.now() - started,
+      userKubeConfig,
+      userKubeconfigPath,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
