@@ -1,0 +1,197 @@
+/**
+ * A console a desktop can be reached through.
+ *
+ * - `rdp`: Remote Desktop, straight to the guest's TCP port 3389.
+ * - `vnc`: KubeVirt's VNC console of a VM's graphics device, through the apiserver.
+ * - `serial`: KubeVirt's serial console of a VM, through the apiserver.
+ * - `terminal`: a shell in a CT member's container.
+ *
+ * @category connect
+ */
+export type ConnectProtocol = 'rdp' | 'vnc' | 'serial' | 'terminal';
+
+/** The port RDP listens on in the guest. @category connect */
+export const rdpPort = 3389;
+
+/**
+ * How a TCP connect attempt from this machine ended.
+ *
+ * - `answered`: the handshake completed; something listens there.
+ * - `refused`: the host answered with a reset; nothing listens on the port.
+ * - `timed-out`: nothing came back within `timeoutMs`.
+ * - `unreachable`: the network gave up first (`errorCode` names how, such as `EHOSTUNREACH`).
+ *
+ * @category connect
+ */
+export interface TcpProbeResult {
+  host: string;
+  port: number;
+  outcome: 'answered' | 'refused' | 'timed-out' | 'unreachable';
+  /** The time the probe allowed, in milliseconds. */
+  timeoutMs: number;
+  /** The socket error code when the outcome is `unreachable`. */
+  errorCode?: string;
+}
+
+/**
+ * What {@link planConnect} knows about a VM member, read fresh for one connect.
+ *
+ * @category connect
+ */
+export interface VmConnectFacts {
+  kind: 'vm';
+  namespace: string;
+  /** The VM's name, which is also its VMI's. */
+  vm: string;
+  /** The probe of the VMI's address on port 3389; absent when the VMI has no IP address yet. */
+  rdpProbe?: TcpProbeResult;
+  /** Whether the VM has a graphics device (`autoattachGraphicsDevice` is not `false`). */
+  graphicsDevice: boolean;
+  /** Whether the VM has a serial console (`autoattachSerialConsole` is not `false`). */
+  serialConsole: boolean;
+}
+
+/**
+ * What {@link planConnect} knows about a CT member: where its container runs.
+ *
+ * @category connect
+ */
+export interface CtConnectFacts {
+  kind: 'ct';
+  namespace: string;
+  /** The member's pod. */
+  pod: string;
+}
+
+/** The facts of one connect. @category connect */
+export type ConnectFacts = VmConnectFacts | CtConnectFacts;
+
+/**
+ * One console on offer, with what it takes to reach it.
+ *
+ * @category connect
+ */
+export type ConnectOption =
+  | { protocol: 'rdp'; host: string; port: number }
+  | { protocol: 'vnc'; namespace: string; vm: string }
+  | { protocol: 'serial'; namespace: string; vm: string }
+  | { protocol: 'terminal'; namespace: string; pod: string };
+
+/** A protocol that is not on offer, and why, in words for the person connecting. @category connect */
+export interface SkippedProtocol {
+  protocol: ConnectProtocol;
+  reason: string;
+}
+
+/**
+ * The answer of {@link planConnect}.
+ *
+ * - `connect`: use `target`; `fallbacks` are the other consoles, best first. Every protocol that is in neither
+ *   is in `skipped`, with its reason.
+ * - `no-target`: the desktop offers no console at all; `advice` says what would give it one.
+ *
+ * @category connect
+ */
+export type ConnectPlan =
+  | { kind: 'connect'; target: ConnectOption; fallbacks: ConnectOption[]; skipped: SkippedProtocol[] }
+  | { kind: 'no-target'; skipped: SkippedProtocol[]; advice: string };
+
+/**
+ * `host:port`, with an IPv6 host in brackets.
+ *
+ * @example
+ * ```ts
+ * formatHostPort('10.244.1.17', 3389); // '10.244.1.17:3389'
+ * formatHostPort('fd00::5', 3389); // '[fd00::5]:3389'
+ * ```
+ * @category connect
+ */
+export function formatHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+const ctOnlyTerminal = 'a CT member offers only its terminal';
+
+function probeFailure(probe: TcpProbeResult): string {
+  const where = `TCP ${probe.port} did not answer at ${formatHostPort(probe.host, probe.port)} from this machine`;
+  switch (probe.outcome) {
+    case 'refused':
+      return `${where} (connection refused)`;
+    case 'timed-out':
+      return `${where} (no answer within ${probe.timeoutMs} ms)`;
+    default:
+      return `${where} (${probe.errorCode ?? 'network unreachable'})`;
+  }
+}
+
+function offersOf(facts: VmConnectFacts): { offered: ConnectOption[]; skipped: SkippedProtocol[] } {
+  const { namespace, vm, rdpProbe } = facts;
+  const offered: ConnectOption[] = [];
+  const skipped: SkippedProtocol[] = [];
+  if (rdpProbe === undefined) skipped.push({ protocol: 'rdp', reason: 'the VM has no IP address yet' });
+  else if (rdpProbe.outcome === 'answered')
+    offered.push({ protocol: 'rdp', host: rdpProbe.host, port: rdpProbe.port });
+  else skipped.push({ protocol: 'rdp', reason: probeFailure(rdpProbe) });
+
+  if (facts.graphicsDevice) offered.push({ protocol: 'vnc', namespace, vm });
+  else
+    skipped.push({
+      protocol: 'vnc',
+      reason: 'the VM has no graphics device (autoattachGraphicsDevice is false)',
+    });
+
+  if (facts.serialConsole) offered.push({ protocol: 'serial', namespace, vm });
+  else
+    skipped.push({
+      protocol: 'serial',
+      reason: 'the VM has no serial console (autoattachSerialConsole is false)',
+    });
+
+  skipped.push({ protocol: 'terminal', reason: 'only a CT member offers a container terminal' });
+  return { offered, skipped };
+}
+
+function noTargetAdvice(facts: VmConnectFacts): string {
+  const rdp =
+    facts.rdpProbe === undefined
+      ? 'wait until the VM has an IP address and its RDP service listens on TCP 3389'
+      : 'start the RDP service in the guest, or let this machine reach TCP 3389 of the guest';
+  return (
+    `VM ${facts.namespace}/${facts.vm} offers no console: ${rdp}; or give the VM a graphics device or a serial ` +
+    'console (drop autoattachGraphicsDevice: false or autoattachSerialConsole: false from ' +
+    'spec.template.spec.domain.devices) and restart it.'
+  );
+}
+
+/**
+ * Picks the console to connect with, and the fallbacks, from facts read for this one connect.
+ *
+ * A CT member offers only its terminal. A VM member offers RDP when TCP 3389 answered from this machine, then
+ * VNC when it has a graphics device, then its serial console. The first offer is the target, the rest are
+ * fallbacks in that order, and every other protocol is listed in `skipped` with the reason.
+ *
+ * @example
+ * ```ts
+ * const plan = planConnect({
+ *   kind: 'vm', namespace: 'corral-vms', vm: 'devpool-1', graphicsDevice: true, serialConsole: true,
+ *   rdpProbe: { host: '10.244.1.17', port: 3389, outcome: 'refused', timeoutMs: 1500 },
+ * });
+ * // plan.target: { protocol: 'vnc', namespace: 'corral-vms', vm: 'devpool-1' }
+ * // plan.skipped[0].reason: 'TCP 3389 did not answer at 10.244.1.17:3389 from this machine (connection refused)'
+ * ```
+ * @category connect
+ */
+export function planConnect(facts: ConnectFacts): ConnectPlan {
+  if (facts.kind === 'ct') {
+    return {
+      kind: 'connect',
+      target: { protocol: 'terminal', namespace: facts.namespace, pod: facts.pod },
+      fallbacks: [],
+      skipped: (['rdp', 'vnc', 'serial'] as const).map((protocol) => ({ protocol, reason: ctOnlyTerminal })),
+    };
+  }
+  const { offered, skipped } = offersOf(facts);
+  const [target, ...fallbacks] = offered;
+  if (target === undefined) return { kind: 'no-target', skipped, advice: noTargetAdvice(facts) };
+  return { kind: 'connect', target, fallbacks, skipped };
+}
