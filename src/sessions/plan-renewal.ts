@@ -12,7 +12,7 @@ import type { LeaseObject } from '../kubevirt-types.js';
 export type RenewalPlan = { kind: 'renew' } | { kind: 'wait'; renewAt: Date } | { kind: 'expired' };
 
 /**
- * Decides whether to renew a claim's Lease at `now`: once `renewAfterMs` have passed since its `renewTime`
+ * Decides whether to renew a claim's Lease at `now`: once `renewIntervalMs` have passed since its `renewTime`
  * (or, never renewed, its `acquireTime`). By default that is a third of its `leaseDurationSeconds`, so a
  * Lease survives two missed renewals.
  *
@@ -20,23 +20,23 @@ export type RenewalPlan = { kind: 'renew' } | { kind: 'wait'; renewAt: Date } | 
  * ```ts
  * if (planRenewal(lease, clock.now()).kind === 'renew') lease.spec.renewTime = clock.now().toISOString();
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` when `now` is not a valid date or `renewAfterMs` is not a positive
+ * @throws {@link VdiError} `INVALID_INPUT` when `now` is not a valid date or `renewIntervalMs` is not a positive
  *   whole number of milliseconds.
  * @category sessions
  */
-export function planRenewal(lease: LeaseObject, now: Date, renewAfterMs?: number): RenewalPlan {
+export function planRenewal(lease: LeaseObject, now: Date, renewIntervalMs?: number): RenewalPlan {
   if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
     throw new VdiError(
       'INVALID_INPUT',
       'The time to plan a renewal at is not a valid Date; pass clock.now().',
     );
   }
-  if (renewAfterMs !== undefined && (!Number.isSafeInteger(renewAfterMs) || renewAfterMs <= 0)) {
+  if (renewIntervalMs !== undefined && (!Number.isSafeInteger(renewIntervalMs) || renewIntervalMs <= 0)) {
     throw new VdiError(
       'INVALID_INPUT',
-      `renewAfterMs is ${String(renewAfterMs)}; use a positive whole number of milliseconds.`,
+      `renewIntervalMs is ${String(renewIntervalMs)}; use a positive whole number of milliseconds.`,
       {
-        details: { renewAfterMs },
+        details: { renewIntervalMs },
       },
     );
   }
@@ -46,6 +46,8 @@ export function planRenewal(lease: LeaseObject, now: Date, renewAfterMs?: number
   const seconds = lease.spec.leaseDurationSeconds;
   const durationMs = (typeof seconds === 'number' && seconds > 0 ? seconds : leaseDurationSeconds) * 1000;
   // expiresAt is the last renewal plus the duration
-  const renewAt = new Date(expiresAt.getTime() - durationMs + (renewAfterMs ?? Math.floor(durationMs / 3)));
+  const renewAt = new Date(
+    expiresAt.getTime() - durationMs + (renewIntervalMs ?? Math.floor(durationMs / 3)),
+  );
   return now.getTime() >= renewAt.getTime() ? { kind: 'renew' } : { kind: 'wait', renewAt };
 }

@@ -71,12 +71,12 @@ describe('planRenewal', () => {
       undefined,
       { kind: 'expired' },
     ],
-  ])('%s', (_name, subject, nowMinutes, renewAfterMs, expected) => {
-    expect(planRenewal(subject, at(nowMinutes), renewAfterMs)).toEqual(expected);
+  ])('%s', (_name, subject, nowMinutes, renewIntervalMs, expected) => {
+    expect(planRenewal(subject, at(nowMinutes), renewIntervalMs)).toEqual(expected);
   });
 
-  it.each([0, -1, 1.5, Number.NaN])('rejects a threshold of %d with INVALID_INPUT', (renewAfterMs) => {
-    expect(() => planRenewal(held(0), at(0), renewAfterMs)).toThrow(
+  it.each([0, -1, 1.5, Number.NaN])('rejects a threshold of %d with INVALID_INPUT', (renewIntervalMs) => {
+    expect(() => planRenewal(held(0), at(0), renewIntervalMs)).toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT' }),
     );
   });
