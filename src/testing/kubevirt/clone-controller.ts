@@ -1,0 +1,272 @@
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import type { VirtualMachine, VirtualMachineClone } from '../../kubevirt-types.js';
+import {
+  buildCloneTarget,
+  type ClonePhase,
+  lastRestoreAnnotation,
+  planClone,
+  restoreMarkOf,
+  restoreNameOf,
+  snapshotNameOf,
+  targetNameOf,
+  validateClone,
+} from './clone-plan.js';
+import { readCloneKnobs } from './fault-knobs.js';
+import type { Informer } from './informer.js';
+import { httpStatusOf, mergePatch, unlessNotFound } from './kube-calls.js';
+
+/** What the clone controller needs. */
+export interface CloneControllerOptions {
+  kubeConfig: KubeConfig;
+  clones: Informer<VirtualMachineClone>;
+  vms: Informer<VirtualMachine>;
+  /** Keys of VMs a clone is still restoring into; the controller adds and removes them. */
+  restoring: Set<string>;
+  log: (line: string) => void;
+  requeueAfter: (key: string, ms: number) => void;
+}
+
+const cloneResource = {
+  group: 'clone.kubevirt.io',
+  version: 'v1beta1',
+  plural: 'virtualmachineclones',
+} as const;
+const vmResource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' } as const;
+
+const maxStepsPerReconcile = 12;
+
+function condition(
+  type: 'Ready' | 'Progressing',
+  status: boolean,
+  reason: string,
+  now: number,
+  message?: string,
+) {
+  return {
+    type,
+    status: status ? 'True' : 'False',
+    reason,
+    ...(message ? { message } : {}),
+    lastProbeTime: null,
+    lastTransitionTime: new Date(now).toISOString(),
+  };
+}
+
+function statusForPhase(
+  clone: VirtualMachineClone,
+  phase: ClonePhase | 'Succeeded',
+  now: number,
+): Record<string, unknown> {
+  switch (phase) {
+    case 'SnapshotInProgress':
+      return {
+        phase,
+        creationTime: new Date(now).toISOString(),
+        snapshotName: snapshotNameOf(clone),
+        conditions: [
+          condition('Progressing', true, 'Still processing', now),
+          condition('Ready', false, 'Still processing', now),
+        ],
+      };
+    case 'RestoreInProgress':
+      return { phase, restoreName: restoreNameOf(clone) };
+    case 'CreatingTargetVM':
+      return { phase, targetName: targetNameOf(clone) };
+    case 'Succeeded':
+      return {
+        phase,
+        targetName: targetNameOf(clone),
+        snapshotName: null,
+        restoreName: null,
+        conditions: [condition('Progressing', false, 'Ready', now), condition('Ready', true, 'Ready', now)],
+      };
+  }
+}
+
+/**
+ * Creates the reconcile function of the simulated clone controller. It walks a VirtualMachineClone through
+ * KubeVirt's phases, creating the target VM during `RestoreInProgress` (held back from starting by
+ * `status.restoreInProgress` until the restore ends), as KubeVirt's snapshot-and-restore does.
+ */
+export function createCloneReconciler(options: CloneControllerOptions): (key: string) => Promise<void> {
+  const { kubeConfig, clones, vms, restoring, log } = options;
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  // When this process saw each clone enter its phase; phase delays count from there.
+  const entered = new Map<string, { phase: string; at: number }>();
+  // The restore each unfinished clone holds on its target, to release it if the clone is deleted.
+  const holds = new Map<string, { targetKey: string; restoreName: string }>();
+  const reported = new Map<string, string>();
+
+  const findVm = async (namespace: string, name: string): Promise<VirtualMachine | undefined> => {
+    const cached = vms.get(`${namespace}/${name}`);
+    if (cached) return cached;
+    // A VM created just before the clone may not have reached the cache yet.
+    const found = (await unlessNotFound(api.getNamespacedCustomObject({ ...vmResource, namespace, name }))) as
+      | VirtualMachine
+      | undefined;
+    if (found) vms.remember(found);
+    return found;
+  };
+
+  const writeCloneStatus = async (clone: VirtualMachineClone, status: Record<string, unknown>) => {
+    const { namespace = '', name = '' } = clone.metadata;
+    try {
+      const body = { metadata: { resourceVersion: clone.metadata.resourceVersion }, status };
+      clones.remember(
+        (await api.patchNamespacedCustomObjectStatus(
+          { ...cloneResource, namespace, name, body },
+          mergePatch,
+        )) as VirtualMachineClone,
+      );
+    } catch (error) {
+      if (httpStatusOf(error) !== 409 && httpStatusOf(error) !== 404) throw error;
+      const fresh = await unlessNotFound(
+        api.getNamespacedCustomObject({ ...cloneResource, namespace, name }),
+      );
+      if (fresh) clones.remember(fresh as VirtualMachineClone);
+      else clones.forget(`${namespace}/${name}`, undefined);
+    }
+  };
+
+  const setRestoreInProgress = async (vm: VirtualMachine, restoreName: string | null) => {
+    const { namespace = '', name = '' } = vm.metadata;
+    const key = `${namespace}/${name}`;
+    for (let attempt = 0; ; attempt += 1) {
+      const current = vms.get(key) ?? vm;
+      try {
+        const body = {
+          metadata: { resourceVersion: current.metadata.resourceVersion },
+          status: { restoreInProgress: restoreName },
+        };
+        vms.remember(
+          (await api.patchNamespacedCustomObjectStatus(
+            { ...vmResource, namespace, name, body },
+            mergePatch,
+          )) as VirtualMachine,
+        );
+        return;
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return;
+        if (httpStatusOf(error) !== 409 || attempt >= 5) throw error;
+        const fresh = await unlessNotFound(api.getNamespacedCustomObject({ ...vmResource, namespace, name }));
+        if (!fresh) return;
+        vms.remember(fresh as VirtualMachine);
+      }
+    }
+  };
+
+  const fail = async (clone: VirtualMachineClone, message: string, now: number) => {
+    log(`${clone.metadata.namespace}/${clone.metadata.name}: clone failed: ${message}`);
+    await writeCloneStatus(clone, {
+      phase: 'Failed',
+      conditions: [
+        condition('Progressing', false, 'Failed', now, message),
+        condition('Ready', false, 'Failed', now, message),
+      ],
+    });
+  };
+
+  const release = async (key: string) => {
+    const hold = holds.get(key);
+    holds.delete(key);
+    if (!hold) return;
+    restoring.delete(hold.targetKey);
+    const target = vms.get(hold.targetKey);
+    if (target && target.status?.restoreInProgress === hold.restoreName)
+      await setRestoreInProgress(target, null);
+  };
+
+  const createTarget = async (clone: VirtualMachineClone, targetKey: string, now: number) => {
+    const { namespace = '' } = clone.metadata;
+    const source = await findVm(namespace, clone.spec.source.name);
+    if (!source)
+      return await fail(
+        clone,
+        `VirtualMachine ${clone.spec.source.name} does not exist in namespace ${namespace}`,
+        now,
+      );
+    const built = buildCloneTarget(clone, source);
+    if (built.kind === 'invalid') return await fail(clone, built.message, now);
+    const restoreName = restoreNameOf(clone);
+    restoring.add(targetKey);
+    holds.set(`${namespace}/${clone.metadata.name}`, { targetKey, restoreName });
+    try {
+      const created = (await api.createNamespacedCustomObject({
+        ...vmResource,
+        namespace,
+        body: built.vm,
+      })) as VirtualMachine;
+      vms.remember(created);
+      await setRestoreInProgress(created, restoreName);
+    } catch (error) {
+      if (httpStatusOf(error) !== 409) throw error;
+      // Someone else's VM took the name; the next step sees it as foreign and fails the clone.
+      restoring.delete(targetKey);
+      await findVm(namespace, targetNameOf(clone));
+    }
+  };
+
+  return async (key: string) => {
+    for (let steps = 0; steps < maxStepsPerReconcile; steps += 1) {
+      const clone = clones.get(key);
+      if (!clone) {
+        entered.delete(key);
+        reported.delete(key);
+        return await release(key);
+      }
+      const now = Date.now();
+      const phase = clone.status?.phase ?? '';
+      const { namespace = '' } = clone.metadata;
+      const { knobs, problems } = readCloneKnobs(clone.metadata.annotations);
+      const problemText = problems.join('; ');
+      if (problemText && reported.get(key) !== problemText) log(`${key}: ${problemText}`);
+      reported.set(key, problemText);
+
+      if (phase === '') {
+        const invalid = validateClone(clone, await findVm(namespace, clone.spec.source?.name ?? ''));
+        if (invalid) return await fail(clone, invalid, now);
+      }
+      const targetKey = `${namespace}/${targetNameOf(clone)}`;
+      const target = vms.get(targetKey);
+      const ours = target?.metadata.annotations?.[lastRestoreAnnotation] === restoreMarkOf(clone);
+      const targetRestoring = ours && target?.status?.restoreInProgress === restoreNameOf(clone);
+      if (entered.get(key)?.phase !== phase) entered.set(key, { phase, at: now });
+      const step = planClone({
+        phase,
+        knobs,
+        enteredAt: entered.get(key)?.at ?? now,
+        now,
+        target: !target ? 'missing' : ours ? 'ours' : 'foreign',
+        targetRestoring,
+      });
+      switch (step.kind) {
+        case 'done':
+          entered.delete(key);
+          holds.delete(key);
+          return;
+        case 'wait':
+          if (step.until !== undefined) options.requeueAfter(key, step.until - now);
+          return;
+        case 'fail':
+          await fail(clone, step.message, now);
+          // A half-restored target stays for the caller to inspect or delete, but no longer waits on the restore.
+          if (ours) restoring.delete(targetKey);
+          if (target && targetRestoring) await setRestoreInProgress(target, null);
+          holds.delete(key);
+          break;
+        case 'enter':
+          await writeCloneStatus(clone, statusForPhase(clone, step.phase, now));
+          break;
+        case 'create-target':
+          await createTarget(clone, targetKey, now);
+          break;
+        case 'finish-restore':
+          restoring.delete(targetKey);
+          if (target) await setRestoreInProgress(target, null);
+          holds.delete(key);
+          break;
+      }
+    }
+    options.requeueAfter(key, 100);
+  };
+}

@@ -1,0 +1,173 @@
+import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { ObjectMeta } from '../../kubevirt-types.js';
+import { isNewerVersion, pause } from './kube-calls.js';
+
+/** The part of an object the cache needs. */
+export interface CachedObject {
+  metadata: ObjectMeta;
+}
+
+/** Where a custom resource lives. */
+export interface ResourceRef {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** Options of {@link startInformer}. */
+export interface InformerOptions<T> {
+  kubeConfig: KubeConfig;
+  resource: ResourceRef;
+  /** Called with the `namespace/name` of every object that changed (and its new state) or went away. */
+  onChange: (key: string, current: T | undefined) => void;
+  log: (line: string) => void;
+}
+
+/** A list-and-watch cache of one resource across all namespaces. */
+export interface Informer<T extends CachedObject> {
+  get(key: string): T | undefined;
+  keys(): IterableIterator<string>;
+  /** Records an object this process just wrote, so reads see it before its watch event arrives. */
+  remember(object: T): void;
+  /** Records that this process just deleted the object with `uid`. */
+  forget(key: string, uid: string | undefined): void;
+  stop(): void;
+}
+
+/** The `namespace/name` key of an object. */
+export function keyOf(object: CachedObject): string {
+  return `${object.metadata.namespace ?? ''}/${object.metadata.name ?? ''}`;
+}
+
+// Servers end a watch at timeoutSeconds; client-node aborts one that is silent for 30 s, so ask for less.
+const watchSeconds = 25;
+
+/**
+ * Lists a resource, then watches it from the list's resourceVersion, restarting the watch when it ends and
+ * listing again when the apiserver says the version is too old (410). Resolves once the first list is cached.
+ * Events are compared by resourceVersion, so an event older than what this process wrote is ignored.
+ */
+export async function startInformer<T extends CachedObject>(
+  options: InformerOptions<T>,
+): Promise<Informer<T>> {
+  const { kubeConfig, resource, onChange, log } = options;
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const watch = new Watch(kubeConfig);
+  const path = `/apis/${resource.group}/${resource.version}/${resource.plural}`;
+  const objects = new Map<string, T>();
+  // UIDs this process deleted whose DELETED event has not arrived: late events must not bring them back.
+  const deletedUids = new Set<string>();
+  const stopping = new AbortController();
+  let resourceVersion: string | undefined;
+  let current: AbortController | undefined;
+
+  const offer = (object: T) => {
+    const key = keyOf(object);
+    if (object.metadata.uid !== undefined && deletedUids.has(object.metadata.uid)) return;
+    const known = objects.get(key);
+    // resourceVersions grow across the whole cluster, so this also orders a re-created object after its predecessor.
+    if (known && !isNewerVersion(object.metadata.resourceVersion, known.metadata.resourceVersion)) return;
+    objects.set(key, object);
+    onChange(key, object);
+  };
+
+  const drop = (object: T) => {
+    const key = keyOf(object);
+    if (object.metadata.uid !== undefined) deletedUids.delete(object.metadata.uid);
+    const known = objects.get(key);
+    if (!known || known.metadata.uid !== object.metadata.uid) return;
+    objects.delete(key);
+    onChange(key, undefined);
+  };
+
+  const list = async () => {
+    const seen = new Set<string>();
+    let continueToken: string | undefined;
+    do {
+      const page = (await api.listClusterCustomObject({
+        ...resource,
+        limit: 500,
+        _continue: continueToken,
+      })) as {
+        items: T[];
+        metadata: { resourceVersion?: string; continue?: string };
+      };
+      for (const item of page.items) {
+        seen.add(keyOf(item));
+        offer(item);
+      }
+      continueToken = page.metadata.continue || undefined;
+      resourceVersion = page.metadata.resourceVersion;
+    } while (continueToken);
+    deletedUids.clear();
+    for (const [key, object] of objects) if (!seen.has(key)) drop(object);
+  };
+
+  const watchOnce = () =>
+    new Promise<void>((resolve) => {
+      const handle = (type: string, object: T & { code?: number }) => {
+        if (type === 'ERROR') {
+          // 410 Gone: the version is compacted away; list again.
+          if (object.code === 410) resourceVersion = undefined;
+          current?.abort();
+          return;
+        }
+        resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
+        if (type === 'ADDED' || type === 'MODIFIED') offer(object);
+        else if (type === 'DELETED') drop(object);
+      };
+      const query = { allowWatchBookmarks: true, resourceVersion, timeoutSeconds: watchSeconds };
+      watch
+        .watch(path, query, handle, (error: unknown) => {
+          if (error && !stopping.signal.aborted && (error as Error).name !== 'AbortError') {
+            log(`watch ${path} ended: ${(error as Error).message ?? String(error)}`);
+          }
+          resolve();
+        })
+        .then((controller) => {
+          current = controller;
+          if (stopping.signal.aborted) controller.abort();
+        })
+        .catch((error: unknown) => {
+          log(`watch ${path} failed: ${(error as Error).message}`);
+          resolve();
+        });
+    });
+
+  const run = async () => {
+    let failures = 0;
+    while (!stopping.signal.aborted) {
+      const started = Date.now();
+      try {
+        if (resourceVersion === undefined) await list();
+        await watchOnce();
+      } catch (error) {
+        log(`list ${path} failed: ${(error as Error).message}`);
+      }
+      // A watch that ends at once (apiserver gone, group not served) backs off; a long one does not.
+      failures = Date.now() - started < 1000 ? failures + 1 : 0;
+      if (failures > 0) await pause(Math.min(100 * 2 ** failures, 5000), stopping.signal);
+    }
+  };
+
+  await list();
+  void run();
+
+  return {
+    get: (key) => objects.get(key),
+    keys: () => objects.keys(),
+    remember: offer,
+    forget: (key, uid) => {
+      const known = objects.get(key);
+      if (uid !== undefined) deletedUids.add(uid);
+      if (known && (uid === undefined || known.metadata.uid === uid)) {
+        objects.delete(key);
+        onChange(key, undefined);
+      }
+    },
+    stop: () => {
+      stopping.abort();
+      current?.abort();
+    },
+  };
+}

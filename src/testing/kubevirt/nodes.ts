@@ -1,0 +1,104 @@
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import { VdiError } from '../../errors.js';
+import type { NodeObject, PermittedHostDevices } from '../../kubevirt-types.js';
+import { ensureNamespace, httpStatusOf, unlessNotFound } from './kube-calls.js';
+
+/** Options of {@link createSimulatedNode}. @category testing */
+export interface SimulatedNodeOptions {
+  name: string;
+  /** `status.allocatable` (and `status.capacity`), such as `{ 'nvidia.com/A10': '4', cpu: '32' }`. */
+  allocatable: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+/** The namespace and name of the KubeVirt CR, where KubeVirt's operator expects it. */
+export const kubevirtCrRef = { namespace: 'kubevirt', name: 'kubevirt' } as const;
+
+/**
+ * Creates a Node (or updates one of that name) whose status shows `allocatable` and a `Ready` condition, for
+ * capacity tests: no kubelet runs, so nothing else writes or ages it.
+ *
+ * @example
+ * ```ts
+ * await createSimulatedNode(cluster.kubeConfig, { name: 'gpu-1', allocatable: { 'nvidia.com/A10': '2' } });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when the name is empty.
+ * @category testing
+ */
+export async function createSimulatedNode(
+  kubeConfig: KubeConfig,
+  options: SimulatedNodeOptions,
+): Promise<NodeObject> {
+  if (!options.name.trim()) throw new VdiError('INVALID_INPUT', 'createSimulatedNode needs a node name.');
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const { name } = options;
+  const labels = { 'kubernetes.io/hostname': name, ...options.labels };
+  let node: V1Node | undefined = await unlessNotFound(core.readNode({ name }));
+  if (node === undefined) node = await core.createNode({ body: { metadata: { name, labels } } });
+  else node = await core.replaceNode({ name, body: { ...node, metadata: { ...node.metadata, labels } } });
+  const now = new Date();
+  const status = {
+    ...node.status,
+    allocatable: options.allocatable,
+    capacity: options.allocatable,
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'KubeletReady',
+        message: 'simulated node',
+        lastHeartbeatTime: now,
+        lastTransitionTime: now,
+      },
+    ],
+  };
+  const written = await core.replaceNodeStatus({ name, body: { ...node, status } });
+  return written as unknown as NodeObject;
+}
+
+/**
+ * Sets `spec.configuration.permittedHostDevices` of the KubeVirt CR `kubevirt/kubevirt`, creating the namespace
+ * and the CR when missing. The whole `permittedHostDevices` is replaced.
+ *
+ * @example
+ * ```ts
+ * await setPermittedHostDevices(cluster.kubeConfig, {
+ *   pciHostDevices: [{ resourceName: 'nvidia.com/A10', pciVendorSelector: '10DE:2236', externalResourceProvider: true }],
+ * });
+ * ```
+ * @category testing
+ */
+export async function setPermittedHostDevices(
+  kubeConfig: KubeConfig,
+  permitted: PermittedHostDevices,
+): Promise<void> {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  await ensureNamespace(kubeConfig, kubevirtCrRef.namespace);
+  const ref = { group: 'kubevirt.io', version: 'v1', plural: 'kubevirts', ...kubevirtCrRef };
+  for (;;) {
+    const existing = (await unlessNotFound(custom.getNamespacedCustomObject(ref))) as
+      | { metadata: Record<string, unknown>; spec?: { configuration?: Record<string, unknown> } }
+      | undefined;
+    try {
+      if (existing === undefined) {
+        const body = {
+          apiVersion: 'kubevirt.io/v1',
+          kind: 'KubeVirt',
+          metadata: { name: ref.name, namespace: ref.namespace },
+          spec: { configuration: { permittedHostDevices: permitted } },
+        };
+        await custom.createNamespacedCustomObject({ ...ref, body });
+      } else {
+        const spec = {
+          ...existing.spec,
+          configuration: { ...existing.spec?.configuration, permittedHostDevices: permitted },
+        };
+        await custom.replaceNamespacedCustomObject({ ...ref, body: { ...existing, spec } });
+      }
+      return;
+    } catch (error) {
+      // Someone else created or changed it in between: read it again.
+      if (httpStatusOf(error) !== 409) throw error;
+    }
+  }
+}

@@ -1,0 +1,244 @@
+import {
+  ApiregistrationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type V1APIService,
+  type V1Service,
+} from '@kubernetes/client-node';
+import { VdiError } from '../../errors.js';
+import type { VirtualMachine, VirtualMachineClone, VirtualMachineInstance } from '../../kubevirt-types.js';
+import { createCloneReconciler } from './clone-controller.js';
+import { installKubevirtCrds } from './crds.js';
+import { startInformer } from './informer.js';
+import { IpPool, parseIpRange } from './ip-pool.js';
+import { ensureNamespace, httpStatusOf, pause, unlessNotFound } from './kube-calls.js';
+import { startSubresourceServer, subresourceGroup } from './subresource-server.js';
+import { createVmReconciler } from './vm-controller.js';
+import { KeyedWorkQueue } from './work-queue.js';
+
+/** Options of {@link startKubevirtSimulator}. @category testing */
+export interface KubevirtSimulatorOptions {
+  /** The node VMIs report, unless a VM's `sim.kubevirt.corral.dev/node` annotation names another. Default `sim-node-1`. */
+  nodeName?: string;
+  /**
+   * The CIDR inside 127.0.0.0/8 that VMI addresses come from, one per VM, kept while the VM exists. Every such
+   * address answers on Linux's loopback, so a test can listen on a VM's port 3389. Default `127.1.0.0/16`.
+   */
+  ipRange?: string;
+  /** Receives what the simulator does and what it ignores. */
+  log?: (line: string) => void;
+}
+
+/** The cluster access the simulator needs: an administrator's configuration and the PEM material for its server. @category testing */
+export interface KubevirtSimulatorCluster {
+  kubeConfig: KubeConfig;
+  certificates: { servingCertPem: string; servingKeyPem: string; frontProxyCaPem: string };
+}
+
+/** A running KubeVirt simulator. @category testing */
+export interface KubevirtSimulator {
+  /** Where the aggregated `subresources.kubevirt.io` server listens, `https://127.0.0.1:<port>`. */
+  subresourceUrl: string;
+  /** The node VMIs report by default. */
+  nodeName: string;
+  /** Closes the watches and the subresource server. Leaves every object in the cluster as it is. */
+  stop(): Promise<void>;
+}
+
+/** Where the simulator registers its aggregated API, as KubeVirt's operator names it. */
+const serviceRef = { namespace: 'kubevirt', name: 'virt-api' } as const;
+const apiServiceName = `v1.${subresourceGroup}`;
+
+async function upsertService(core: CoreV1Api, port: number): Promise<void> {
+  const body: V1Service = {
+    metadata: { name: serviceRef.name, namespace: serviceRef.namespace },
+    // Endpoints cannot point into 127.0.0.0/8; an ExternalName service to localhost can.
+    spec: {
+      type: 'ExternalName',
+      externalName: 'localhost',
+      ports: [{ name: 'https', port, protocol: 'TCP' }],
+    },
+  };
+  for (;;) {
+    const existing = await unlessNotFound(core.readNamespacedService(serviceRef));
+    try {
+      if (!existing) await core.createNamespacedService({ namespace: serviceRef.namespace, body });
+      else {
+        const metadata = { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion };
+        await core.replaceNamespacedService({ ...serviceRef, body: { ...body, metadata } });
+      }
+      return;
+    } catch (error) {
+      if (httpStatusOf(error) !== 409) throw error;
+    }
+  }
+}
+
+async function upsertApiService(registration: ApiregistrationV1Api, port: number): Promise<void> {
+  const body: V1APIService = {
+    metadata: { name: apiServiceName },
+    spec: {
+      group: subresourceGroup,
+      version: 'v1',
+      groupPriorityMinimum: 1000,
+      versionPriority: 15,
+      insecureSkipTLSVerify: true,
+      service: { ...serviceRef, port },
+    },
+  };
+  for (;;) {
+    const existing = await unlessNotFound(registration.readAPIService({ name: apiServiceName }));
+    try {
+      if (!existing) await registration.createAPIService({ body });
+      else {
+        const metadata = { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion };
+        await registration.replaceAPIService({ name: apiServiceName, body: { ...body, metadata } });
+      }
+      return;
+    } catch (error) {
+      if (httpStatusOf(error) !== 409) throw error;
+    }
+  }
+}
+
+async function waitUntilRouted(kubeConfig: KubeConfig, proxiedRequests: () => number): Promise<void> {
+  const registration = kubeConfig.makeApiClient(ApiregistrationV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const apiService = await unlessNotFound(registration.readAPIService({ name: apiServiceName }));
+    const available = apiService?.status?.conditions?.some(
+      (c) => c.type === 'Available' && c.status === 'True',
+    );
+    // Available may be left over from an earlier simulator; a request that reached this server is not.
+    if (available && proxiedRequests() > 0) {
+      const routed = await custom.getAPIResources({ group: subresourceGroup, version: 'v1' }).then(
+        () => true,
+        () => false,
+      );
+      if (routed) return;
+    }
+    if (Date.now() > deadline) {
+      const conditions = JSON.stringify(apiService?.status?.conditions ?? []);
+      throw new VdiError(
+        'CONTROL_PLANE_FAILED',
+        `The aggregated API ${apiServiceName} did not become available within 60 s (conditions ${conditions}); check that kube-apiserver runs with --requestheader-client-ca-file and --proxy-client-cert-file.`,
+      );
+    }
+    await pause(100);
+  }
+}
+
+/**
+ * Starts the KubeVirt simulator against a real apiserver: installs KubeVirt's CRDs, serves the VM `start`, `stop`
+ * and `restart` subresources as the aggregated API `subresources.kubevirt.io/v1`, and runs watch-driven VM and
+ * clone controllers. `startLocalCluster` calls it; call it yourself for a cluster you started otherwise. What is
+ * simulated, and every fault knob, is described in `docs/simulator.md`.
+ *
+ * @example
+ * ```ts
+ * const simulator = await startKubevirtSimulator(cluster, { nodeName: 'gpu-node-1' });
+ * try {
+ *   // create VMs, start them through the subresource, watch their VMIs…
+ * } finally {
+ *   await simulator.stop();
+ * }
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` for an `ipRange` outside 127.0.0.0/8; `CONTROL_PLANE_FAILED` when the
+ * CRDs or the aggregated API do not come up.
+ * @category testing
+ */
+export async function startKubevirtSimulator(
+  cluster: KubevirtSimulatorCluster,
+  options: KubevirtSimulatorOptions = {},
+): Promise<KubevirtSimulator> {
+  const { kubeConfig, certificates } = cluster;
+  const log = options.log ?? (() => {});
+  const nodeName = options.nodeName?.trim() || 'sim-node-1';
+  const ips = new IpPool(parseIpRange(options.ipRange ?? '127.1.0.0/16'));
+
+  await installKubevirtCrds(kubeConfig);
+  const server = await startSubresourceServer({ kubeConfig, ...certificates, log });
+  const informers: Array<{ stop(): void }> = [];
+  const queues: KeyedWorkQueue[] = [];
+  try {
+    await ensureNamespace(kubeConfig, serviceRef.namespace);
+    await upsertService(kubeConfig.makeApiClient(CoreV1Api), server.port);
+    await upsertApiService(kubeConfig.makeApiClient(ApiregistrationV1Api), server.port);
+    await waitUntilRouted(kubeConfig, server.proxiedRequests);
+
+    const restoring = new Set<string>();
+    let reconcileVm: (key: string) => Promise<void> = async () => {};
+    let reconcileClone: (key: string) => Promise<void> = async () => {};
+    const vmQueue = new KeyedWorkQueue((key) => reconcileVm(key), 32, log);
+    const cloneQueue = new KeyedWorkQueue((key) => reconcileClone(key), 8, log);
+    queues.push(vmQueue, cloneQueue);
+
+    const vmis = await startInformer<VirtualMachineInstance>({
+      kubeConfig,
+      resource: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' },
+      onChange: (key, vmi) => {
+        // VMIs from an earlier run keep their addresses.
+        const address = vmi?.status?.interfaces?.[0]?.ipAddress;
+        if (address) ips.reserve(key, address);
+        vmQueue.add(key);
+      },
+      log,
+    });
+    informers.push(vmis);
+    const vms = await startInformer<VirtualMachine>({
+      kubeConfig,
+      resource: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' },
+      onChange: (key) => vmQueue.add(key),
+      log,
+    });
+    informers.push(vms);
+    const clones = await startInformer<VirtualMachineClone>({
+      kubeConfig,
+      resource: { group: 'clone.kubevirt.io', version: 'v1beta1', plural: 'virtualmachineclones' },
+      onChange: (key) => cloneQueue.add(key),
+      log,
+    });
+    informers.push(clones);
+
+    reconcileVm = createVmReconciler({
+      kubeConfig,
+      vms,
+      vmis,
+      ips,
+      defaultNodeName: nodeName,
+      restoring,
+      log,
+      requeueAfter: (key, ms) => vmQueue.addAfter(key, ms),
+    });
+    reconcileClone = createCloneReconciler({
+      kubeConfig,
+      clones,
+      vms,
+      restoring,
+      log,
+      requeueAfter: (key, ms) => cloneQueue.addAfter(key, ms),
+    });
+    vmQueue.start();
+    cloneQueue.start();
+  } catch (error) {
+    for (const informer of informers) informer.stop();
+    await Promise.all(queues.map((queue) => queue.stop()));
+    await server.close();
+    throw error;
+  }
+
+  let stopped = false;
+  return {
+    subresourceUrl: `https://127.0.0.1:${server.port}`,
+    nodeName,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      for (const informer of informers) informer.stop();
+      await Promise.all(queues.map((queue) => queue.stop()));
+      await server.close();
+    },
+  };
+}
