@@ -1,0 +1,145 @@
+import { classifyMember } from '../claims/classify-member.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import type { VdiContext } from '../context.js';
+import { VdiError } from '../errors.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { checkDesktopAccess, type DesktopAccess } from './check-desktop-access.js';
+import { gatherVmConnectFacts } from './gather-connect-facts.js';
+import { type LaunchPlan, planLaunch } from './launch-plan.js';
+import { type ConnectOption, planConnect, type SkippedProtocol } from './plan-connect.js';
+
+/** Options of {@link connect}. @category connect */
+export interface ConnectOptions {
+  /** The member (VM) name. */
+  member: string;
+  /** The caller's identity, as the request pipeline authenticated it. */
+  identity: string;
+  /** Default: the context's default namespace. */
+  namespace?: string;
+  /** An admin gets a target for any claimed desktop. */
+  asAdmin?: boolean;
+  /** How long the RDP probe waits, in milliseconds (default 1500). */
+  probeTimeoutMs?: number;
+  /** Cancels the probe. */
+  signal?: AbortSignal;
+}
+
+/** The answer of {@link connect}. @category connect */
+export interface ConnectResult {
+  /** `vm/<namespace>/<member>`. */
+  desktopId: string;
+  namespace: string;
+  member: string;
+  /** Who holds the claim: the caller, or for an admin, whoever it is. */
+  holder: string;
+  /** The console to use. */
+  target: ConnectOption;
+  /** The other consoles on offer, best first. */
+  fallbacks: ConnectOption[];
+  /** Every protocol not on offer, with the reason. */
+  skipped: SkippedProtocol[];
+  /** The local command for the target, then for each fallback, in the same order. */
+  launches: LaunchPlan[];
+}
+
+/** A member the caller may use, with its objects as just read. */
+export interface UsableDesktop {
+  desktopId: string;
+  namespace: string;
+  access: DesktopAccess;
+  vm: VirtualMachine;
+  vmi: VirtualMachineInstance;
+}
+
+/**
+ * Reads a member's claim, VM and VMI fresh, and checks that the caller may use it and that it runs. Shared by
+ * connect and USB redirection.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT`, `MEMBER_NOT_FOUND`, `UNSUPPORTED_BACKEND` (a claim without a
+ *   KubeVirt VM), `CLAIM_ENDED`, `CLAIM_EXPIRED`, `NOT_HOLDER`, `DESKTOP_STOPPED`.
+ */
+export async function readUsableDesktop(
+  ctx: VdiContext,
+  options: { member: string; identity: string; namespace?: string; asAdmin?: boolean; action: string },
+): Promise<UsableDesktop> {
+  const { member, identity, action } = options;
+  const namespace = options.namespace ?? ctx.defaultNamespace;
+  const desktopId = `vm/${namespace}/${member}`;
+  const leaseName = leaseNameFor(member);
+  const [vm, lease] = await Promise.all([
+    ctx.cluster.getVm(namespace, member),
+    ctx.cluster.getLease(namespace, leaseName),
+  ]);
+  if (vm === undefined) {
+    if (lease !== undefined) {
+      throw new VdiError(
+        'UNSUPPORTED_BACKEND',
+        `Member ${member} in ${namespace} has a claim but no KubeVirt VirtualMachine; only KubeVirt VM members are supported here, not CT members.`,
+        { details: { member, namespace } },
+      );
+    }
+    throw new VdiError(
+      'MEMBER_NOT_FOUND',
+      `No VirtualMachine ${member} in namespace ${namespace}; check the member name and -n.`,
+      {
+        details: { member, namespace },
+      },
+    );
+  }
+  const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
+  const access = checkDesktopAccess(state, { desktopId, asAdmin: options.asAdmin ?? false, action });
+  const vmi = await ctx.cluster.getVmi(namespace, member);
+  if (vmi?.status?.phase !== 'Running') {
+    throw new VdiError('DESKTOP_STOPPED', `${desktopId} is not running; start it first, then ${action} it.`, {
+      details: { desktop: desktopId, phase: vmi?.status?.phase ?? 'Stopped' },
+    });
+  }
+  return { desktopId, namespace, access, vm, vmi };
+}
+
+/**
+ * Picks the console for a claimed desktop: RDP when the guest's TCP 3389 answers from this machine, else VNC
+ * when the VM has a graphics device, with the serial console last. Everything is read and probed again on
+ * every call, so a guest whose RDP service starts or stops gets the right answer at its next connect.
+ *
+ * @example
+ * ```ts
+ * const result = await connect(ctx, { member: 'devpool-1', identity: 'alice' });
+ * console.log(`connect: ${result.target.protocol}: ${result.launches[0]?.argv.join(' ')}`);
+ * for (const { protocol, reason } of result.skipped) console.log(`skipped: ${protocol}: ${reason}`);
+ * ```
+ * @throws {@link VdiError} `CLAIM_ENDED` (404) when the member is not claimed; `CLAIM_EXPIRED` (409) when its
+ *   claim ran out, so claim the pool again; `NOT_HOLDER` when another user holds it and the caller is not an
+ *   admin; `DESKTOP_STOPPED` (409) when it does not run, so start it first; `MEMBER_NOT_FOUND`;
+ *   `UNSUPPORTED_BACKEND` when the member is not a KubeVirt VM or offers no console at all (the message says
+ *   what would give it one); `INVALID_INPUT` for a malformed member name, identity or probe timeout.
+ * @category connect
+ */
+export async function connect(ctx: VdiContext, options: ConnectOptions): Promise<ConnectResult> {
+  const desktop = await readUsableDesktop(ctx, { ...options, action: 'connect to' });
+  const { desktopId, namespace, vm, vmi } = desktop;
+  const facts = await gatherVmConnectFacts({
+    namespace,
+    vm,
+    vmi,
+    ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  const plan = planConnect(facts);
+  if (plan.kind === 'no-target') {
+    throw new VdiError('UNSUPPORTED_BACKEND', plan.advice, {
+      details: { desktop: desktopId, skipped: plan.skipped },
+    });
+  }
+  const { target, fallbacks, skipped } = plan;
+  return {
+    desktopId,
+    namespace,
+    member: options.member,
+    holder: desktop.access.holder,
+    target,
+    fallbacks,
+    skipped,
+    launches: [target, ...fallbacks].map(planLaunch),
+  };
+}
