@@ -1,0 +1,100 @@
+import { readUsableDesktop } from '../connect-planner/connect.js';
+import type { VdiContext } from '../context.js';
+import { commandNotFoundError } from '../launch/install-hints.js';
+import { findExecutable, type OutputStream, type ProcessExit, runProcess } from '../launch/run-process.js';
+import { checkClientPassthrough } from './check-client-passthrough.js';
+import { parseUsbDeviceId } from './device-id.js';
+import { type UsbSecurityNotice, usbSecurityNotice } from './security-notice.js';
+
+/** Options of {@link redirectUsb}. @category usb */
+export interface RedirectUsbOptions {
+  /** The member (VM) to redirect the device to. */
+  member: string;
+  /** `vvvv:pppp` (vendor:product, hex) or `bus-device` (decimal), as {@link listUsbDevices} shows them. */
+  device: string;
+  /** The caller's identity; only the desktop's holder (or an admin) may redirect to it. */
+  identity: string;
+  /** Default: the context's default namespace. */
+  namespace?: string;
+  asAdmin?: boolean;
+  /** Ends the redirection: virtctl gets SIGINT, then SIGTERM if it does not end within a few seconds. */
+  signal?: AbortSignal;
+  /**
+   * Receives virtctl's output line by line, and, when there is no `confirm`, the security notice first
+   * (stream `notice`).
+   */
+  onOutput?: (line: string, stream: OutputStream | 'notice') => void;
+  /** Shown the security notice before the device is attached; resolve `false` to stop without attaching. */
+  confirm?: (notice: UsbSecurityNotice) => boolean | Promise<boolean>;
+}
+
+/**
+ * How a redirection ended: `declined` when `confirm` said no (nothing was started), `ended` when virtctl ended,
+ * with its exit code.
+ *
+ * @category usb
+ */
+export type RedirectUsbResult =
+  | { outcome: 'declined'; desktopId: string; device: string; notice: UsbSecurityNotice }
+  | ({
+      outcome: 'ended';
+      desktopId: string;
+      device: string;
+      notice: UsbSecurityNotice;
+      /** The command that ran. */
+      argv: string[];
+    } & ProcessExit);
+
+/**
+ * Redirects a USB device of this machine to a running KubeVirt desktop the caller holds, through
+ * `virtctl usbredir <device> <vmi> -n <namespace>`, until the signal aborts it, this process gets SIGINT, or
+ * virtctl ends. Everything is checked before anything starts; the security notice is shown (or passed to
+ * `confirm`) before the device is attached. virtctl finds the cluster through its own kubeconfig lookup
+ * (`KUBECONFIG`, then `~/.kube/config`).
+ *
+ * @example
+ * ```ts
+ * const controller = new AbortController(); // controller.abort() detaches the device
+ * const result = await redirectUsb(ctx, {
+ *   member: 'devpool-1', device: '1050:0407', identity: 'alice', signal: controller.signal,
+ *   onOutput: (line) => console.log(line),
+ * });
+ * if (result.outcome === 'ended') process.exitCode = result.exitCode;
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` for a malformed device ID; `CLAIM_ENDED`, `CLAIM_EXPIRED` or
+ *   `NOT_HOLDER` when the caller does not hold the desktop; `MEMBER_NOT_FOUND`; `UNSUPPORTED_BACKEND` when the
+ *   member is not a KubeVirt VM or the VM lacks `devices.clientPassthrough` (the message says how to add it);
+ *   `DESKTOP_STOPPED` when it does not run; `COMMAND_NOT_FOUND` when `virtctl` or `usbredirect` is not on the
+ *   PATH (the message says how to install it).
+ * @category usb
+ */
+export async function redirectUsb(ctx: VdiContext, options: RedirectUsbOptions): Promise<RedirectUsbResult> {
+  const device = parseUsbDeviceId(options.device).text;
+  const desktop = await readUsableDesktop(ctx, { ...options, action: 'redirect USB devices to' });
+  const { desktopId, namespace, vm, vmi } = desktop;
+  checkClientPassthrough(vm, vmi, desktopId);
+  if ((await findExecutable('virtctl')) === undefined)
+    throw commandNotFoundError('virtctl', 'to redirect USB devices');
+  // virtctl starts usbredirect by name to read the local device
+  if ((await findExecutable('usbredirect')) === undefined) {
+    throw commandNotFoundError('usbredirect', 'by virtctl to redirect USB devices');
+  }
+
+  const notice = usbSecurityNotice();
+  if (options.confirm) {
+    if (!(await options.confirm(notice))) return { outcome: 'declined', desktopId, device, notice };
+  } else {
+    for (const line of [notice.heading, ...notice.points.map((point) => `- ${point}`)])
+      options.onOutput?.(line, 'notice');
+  }
+
+  const vmiName = vmi.metadata.name ?? options.member;
+  const argv: [string, ...string[]] = ['virtctl', 'usbredir', device, vmiName, '-n', namespace];
+  const exit = await runProcess(argv, {
+    stdio: 'pipe',
+    neededFor: 'to redirect USB devices',
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+  });
+  return { outcome: 'ended', desktopId, device, notice, argv, ...exit };
+}
