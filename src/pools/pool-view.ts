@@ -1,0 +1,148 @@
+import { classifyMember } from '../claims/classify-member.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import { claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import { compareNatural } from './member-names.js';
+
+/**
+ * Who has a member, as read from its Lease and labels:
+ *
+ * - `free`: nobody (no Lease, or one that expired or names no holder).
+ * - `claimed`: `holder` holds it, since `since`, until `expiresAt`. `leaseMissing` marks a member whose VM
+ *   still shows a running assignment but whose Lease is gone; it stays taken until its user claims it back or an
+ *   administrator releases it.
+ * - `legacy-assigned`: a v0.6.0 assignment (label only, no Lease) to `user`.
+ * - `deleting`: the VM is being deleted.
+ *
+ * @category pools
+ */
+export type MemberState =
+  | { kind: 'free' }
+  | { kind: 'claimed'; holder: string; since?: string; expiresAt?: string; leaseMissing?: true }
+  | { kind: 'legacy-assigned'; user: string; since?: string }
+  | { kind: 'deleting' };
+
+/** One member of a pool as {@link describePools} reads it. @category pools */
+export interface PoolMemberView {
+  name: string;
+  /** `vm/<namespace>/<member>`. */
+  desktopId: string;
+  state: MemberState;
+  /** KubeVirt's `status.printableStatus` (`Stopped`, `Running`, `Starting`, …), or `Unknown` before it reports. */
+  power: string;
+  ephemeral: boolean;
+  /** The golden VM it was cloned from, when the member records it. */
+  source?: string;
+}
+
+/** A pool, read back from its members' labels. @category pools */
+export interface PoolView {
+  /** `vm/<namespace>/<pool>`. */
+  id: string;
+  name: string;
+  namespace: string;
+  /** Members in natural order: `-2` before `-10`. */
+  members: PoolMemberView[];
+  counts: { members: number; free: number; claimed: number };
+}
+
+// validateIdentity refuses surrounding spaces, so no claimant is ever this observer
+const observer = ' ';
+
+function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date): MemberState {
+  const classified = classifyMember({ vm, lease, identity: observer, now });
+  switch (classified.kind) {
+    case 'free':
+    case 'stale':
+      return { kind: 'free' };
+    case 'held-by-caller':
+    case 'held-by-other': {
+      const since = lease?.spec.acquireTime ?? lease?.spec.renewTime;
+      return {
+        kind: 'claimed',
+        holder: classified.holder,
+        ...(since ? { since } : {}),
+        expiresAt: classified.expiresAt.toISOString(),
+      };
+    }
+    case 'orphan-adoptable':
+    case 'orphan-held-by-other': {
+      const since = vm.metadata.annotations?.[claimedAtAnnotation];
+      return { kind: 'claimed', holder: classified.holder, ...(since ? { since } : {}), leaseMissing: true };
+    }
+    case 'legacy-adoptable':
+    case 'legacy-held-by-other':
+      return {
+        kind: 'legacy-assigned',
+        user: classified.user,
+        ...(classified.claimedAt ? { since: classified.claimedAt } : {}),
+      };
+    case 'unavailable':
+      return { kind: 'deleting' };
+  }
+}
+
+/**
+ * Whether a member is free to be removed or handed out: no live claim, no v0.6.0 assignment, not being deleted.
+ *
+ * @category pools
+ */
+export function isFreeMember(member: PoolMemberView): boolean {
+  return member.state.kind === 'free';
+}
+
+/**
+ * Groups the pool members of one namespace by their `corral.dev/vdi-pool` label and tells each member's state
+ * from its Lease `corral-vdi-<member>` (matched by name, so a Lease without labels counts too) and its labels.
+ * VMs without the label are ignored.
+ *
+ * @returns the pools sorted by name, members in natural order.
+ * @example
+ * ```ts
+ * const [pool] = describePools({ namespace: 'corral-vms', vms, leases, now: clock.now() });
+ * console.log(pool?.members.map((member) => `${member.name} ${member.state.kind} ${member.power}`));
+ * ```
+ * @category pools
+ */
+export function describePools(input: {
+  namespace: string;
+  vms: readonly VirtualMachine[];
+  leases: readonly LeaseObject[];
+  now: Date;
+}): PoolView[] {
+  const { namespace, vms, leases, now } = input;
+  const leaseByName = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
+  const byPool = new Map<string, PoolMemberView[]>();
+  for (const vm of vms) {
+    const pool = vm.metadata.labels?.[poolLabel];
+    const name = vm.metadata.name;
+    if (!pool || !name) continue;
+    const source = vm.metadata.annotations?.[sourceAnnotation];
+    const members = byPool.get(pool) ?? [];
+    members.push({
+      name,
+      desktopId: `vm/${namespace}/${name}`,
+      state: stateOf(vm, leaseByName.get(leaseNameFor(name)), now),
+      power: vm.status?.printableStatus ?? 'Unknown',
+      ephemeral: vm.metadata.labels?.[ephemeralLabel] === 'true',
+      ...(source ? { source } : {}),
+    });
+    byPool.set(pool, members);
+  }
+  return [...byPool.entries()]
+    .sort(([left], [right]) => compareNatural(left, right))
+    .map(([name, members]) => {
+      members.sort((left, right) => compareNatural(left.name, right.name));
+      const free = members.filter(isFreeMember).length;
+      const claimed = members.filter(
+        (member) => member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned',
+      ).length;
+      return {
+        id: `vm/${namespace}/${name}`,
+        name,
+        namespace,
+        members,
+        counts: { members: members.length, free, claimed },
+      };
+    });
+}

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
+import { buildMemberClone, cloneKeyFilters, cloneNameFor } from '../../../src/pools/clone-object.js';
+import { filterClonedKeys } from '../../../src/testing/kubevirt/clone-filters.js';
+import { applyJsonPatch, parseJsonPatches } from '../../../src/testing/kubevirt/json-patch.js';
+
+function golden(
+  metadata: Partial<VirtualMachine['metadata']>,
+  spec: Partial<VirtualMachine['spec']> = { runStrategy: 'Always' },
+) {
+  return { metadata: { name: 'golden-desktop', ...metadata }, spec } as VirtualMachine;
+}
+
+/** Applies the clone's patches to what the clone controller has before them: the filtered golden metadata. */
+function patchedTarget(vm: VirtualMachine, ephemeral = false): VirtualMachine {
+  const clone = buildMemberClone({
+    namespace: 'corral-vms',
+    pool: 'devpool',
+    member: 'devpool-1',
+    golden: vm,
+    ephemeral,
+  });
+  const labels = filterClonedKeys(vm.metadata.labels, clone.spec.labelFilters);
+  const target = {
+    metadata: {
+      name: 'devpool-1',
+      ...(Object.keys(labels).length > 0 ? { labels } : {}),
+      annotations: {
+        ...filterClonedKeys(vm.metadata.annotations, clone.spec.annotationFilters),
+        'restore.kubevirt.io/lastRestoreUID': 'x',
+      },
+    },
+    spec: structuredClone(vm.spec),
+  };
+  const operations = parseJsonPatches(clone.spec.patches ?? []);
+  if (!Array.isArray(operations)) throw new Error(operations.invalid);
+  const result = applyJsonPatch(target, operations);
+  if (result.kind === 'invalid') throw new Error(result.message);
+  return result.document as VirtualMachine;
+}
+
+describe('buildMemberClone', () => {
+  it('clones the golden VM into the member through clone.kubevirt.io/v1beta1, leaving out corral.dev keys', () => {
+    const clone = buildMemberClone({
+      namespace: 'corral-vms',
+      pool: 'devpool',
+      member: 'devpool-2',
+      golden: golden({}),
+      ephemeral: false,
+    });
+    expect(clone).toMatchObject({
+      apiVersion: 'clone.kubevirt.io/v1beta1',
+      kind: 'VirtualMachineClone',
+      metadata: {
+        name: 'devpool-2-clone',
+        namespace: 'corral-vms',
+        labels: { 'corral.dev/vdi-pool': 'devpool' },
+      },
+      spec: {
+        source: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'golden-desktop' },
+        target: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'devpool-2' },
+        labelFilters: cloneKeyFilters,
+        annotationFilters: cloneKeyFilters,
+        template: { labelFilters: cloneKeyFilters, annotationFilters: cloneKeyFilters },
+      },
+    });
+  });
+
+  it('gives the member its pool label and source, keeps the golden VM’s other labels, and drops its corral.dev ones', () => {
+    const vm = golden({
+      labels: { app: 'desktop', 'corral.dev/vdi-pool': 'oldpool', 'corral.dev/vdi-assigned-to': 'alice' },
+      annotations: { note: 'keep me', 'corral.dev/vdi-assigned-to': 'alice' },
+    });
+    const target = patchedTarget(vm);
+    expect(target.metadata.labels).toEqual({ app: 'desktop', 'corral.dev/vdi-pool': 'devpool' });
+    expect(target.metadata.annotations).toEqual({
+      note: 'keep me',
+      'restore.kubevirt.io/lastRestoreUID': 'x',
+      'corral.dev/vdi-source': 'golden-desktop',
+    });
+  });
+
+  it('writes the labels whole when the golden VM has none left to keep', () => {
+    expect(patchedTarget(golden({})).metadata.labels).toEqual({ 'corral.dev/vdi-pool': 'devpool' });
+    expect(patchedTarget(golden({ labels: { 'corral.dev/vdi-pool': 'x' } })).metadata.labels).toEqual({
+      'corral.dev/vdi-pool': 'devpool',
+    });
+  });
+
+  it('marks an ephemeral member', () => {
+    expect(patchedTarget(golden({ labels: { app: 'desktop' } }), true).metadata.labels).toEqual({
+      app: 'desktop',
+      'corral.dev/vdi-pool': 'devpool',
+      'corral.dev/vdi-ephemeral': 'true',
+    });
+  });
+
+  it('starts the member stopped, replacing the deprecated spec.running', () => {
+    expect(patchedTarget(golden({}, { runStrategy: 'Always' })).spec).toEqual({ runStrategy: 'Halted' });
+    expect(patchedTarget(golden({}, { running: true })).spec).toEqual({ runStrategy: 'Halted' });
+  });
+});
+
+describe('cloneNameFor', () => {
+  it('names the clone after the member', () => {
+    expect(cloneNameFor('devpool-1')).toBe('devpool-1-clone');
+  });
+
+  it('keeps the name of a very long member within 253 characters, and distinct', () => {
+    const long = `${'a'.repeat(250)}-1`;
+    const other = `${'a'.repeat(250)}-2`;
+    expect(cloneNameFor(long).length).toBeLessThanOrEqual(253);
+    expect(cloneNameFor(long)).not.toBe(cloneNameFor(other));
+    expect(cloneNameFor(long)).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+  });
+});
