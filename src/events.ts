@@ -6,7 +6,9 @@
  */
 export interface VdiEvents {
   /** A claim succeeded (`adopted` when it took over a v0.6.0 assignment). */
-  claimed: [event: { desktopId: string; identity: string; sessionId: string; adopted: boolean; retried: boolean }];
+  claimed: [
+    event: { desktopId: string; identity: string; sessionId: string; adopted: boolean; retried: boolean },
+  ];
   /** A claimant lost the Lease race for a member and moved on. */
   'claim-conflict': [event: { desktopId: string; identity: string }];
   /** A desktop was started (or found running). */
@@ -16,11 +18,21 @@ export interface VdiEvents {
   /** A desktop was released (`force` when an admin released another user's desktop). */
   released: [event: { desktopId: string; identity: string; holder: string; force: boolean }];
   /** A pool member finished one step of a create or resize. */
-  'pool-progress': [event: { poolId: string; member: string; step: 'cloning' | 'ready' | 'failed' | 'removed'; done: number; total: number }];
+  'pool-progress': [
+    event: {
+      poolId: string;
+      member: string;
+      step: 'cloning' | 'ready' | 'failed' | 'removed';
+      done: number;
+      total: number;
+    },
+  ];
   /** The reclaim policy took a desktop back. */
   reclaimed: [event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration' }];
   /** A reclaim failed; the claim stays and the next pass tries again. */
-  'reclaim-failed': [event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration'; error: string }];
+  'reclaim-failed': [
+    event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration'; error: string },
+  ];
   /** The engine renewed a claim's Lease. */
   renewed: [event: { desktopId: string; holder: string }];
 }

@@ -9,7 +9,13 @@ export interface ObjectMeta {
   deletionTimestamp?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
+  ownerReferences?: Array<{
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller?: boolean;
+  }>;
 }
 
 /** A GPU or host device a VM asks for; `deviceName` is an extended resource name. @category objects */
@@ -84,7 +90,14 @@ export interface VirtualMachineClone {
     [field: string]: unknown;
   };
   status?: {
-    phase?: 'SnapshotInProgress' | 'RestoreInProgress' | 'CreatingTargetVM' | 'Succeeded' | 'Failed' | 'Unknown' | '';
+    phase?:
+      | 'SnapshotInProgress'
+      | 'RestoreInProgress'
+      | 'CreatingTargetVM'
+      | 'Succeeded'
+      | 'Failed'
+      | 'Unknown'
+      | '';
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
     targetName?: string;
     [field: string]: unknown;

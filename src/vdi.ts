@@ -49,8 +49,12 @@ const optionsSchema = z.object({
   kubeConfig: z.instanceof(KubeConfig).optional(),
   namespace: z.string().optional(),
   clock: z.custom<Clock>((value) => typeof (value as Clock | undefined)?.now === 'function').optional(),
-  audit: z.custom<AuditSink>((value) => typeof (value as AuditSink | undefined)?.record === 'function').optional(),
-  retry: z.object({ retries: z.number().int().min(0).max(20).optional(), minDelayMs: z.number().min(0).optional() }).optional(),
+  audit: z
+    .custom<AuditSink>((value) => typeof (value as AuditSink | undefined)?.record === 'function')
+    .optional(),
+  retry: z
+    .object({ retries: z.number().int().min(0).max(20).optional(), minDelayMs: z.number().min(0).optional() })
+    .optional(),
 });
 
 function loadDefaultKubeConfig(): KubeConfig {

@@ -129,7 +129,10 @@ export function resolveNamespace(ctx: VdiContext, namespace: string | undefined)
 
 function validateMember(member: string): void {
   if (!isValidVmName(member)) {
-    throw new VdiError('INVALID_INPUT', `"${member}" is not a valid member name; pass a VM name such as devpool-1.`);
+    throw new VdiError(
+      'INVALID_INPUT',
+      `"${member}" is not a valid member name; pass a VM name such as devpool-1.`,
+    );
   }
 }
 
@@ -158,25 +161,42 @@ async function recordAudit(
 async function readMember(ctx: VdiContext, namespace: string, member: string): Promise<VirtualMachine> {
   const vm = await ctx.cluster.getVm(namespace, member);
   if (!vm) {
-    throw new VdiError('MEMBER_NOT_FOUND', `There is no VM "${member}" in namespace "${namespace}"; check the name and the namespace.`, {
-      details: { namespace, member },
-    });
+    throw new VdiError(
+      'MEMBER_NOT_FOUND',
+      `There is no VM "${member}" in namespace "${namespace}"; check the name and the namespace.`,
+      {
+        details: { namespace, member },
+      },
+    );
   }
   if (!vm.metadata.labels?.[poolLabel]) {
-    throw new VdiError('INVALID_INPUT', `VM "${namespace}/${member}" is not a member of any pool (it has no ${poolLabel} label).`, {
-      details: { namespace, member },
-    });
+    throw new VdiError(
+      'INVALID_INPUT',
+      `VM "${namespace}/${member}" is not a member of any pool (it has no ${poolLabel} label).`,
+      {
+        details: { namespace, member },
+      },
+    );
   }
   return vm;
 }
 
-function newLease(ctx: VdiContext, namespace: string, pool: string, member: string, identity: string): LeaseObject {
+function newLease(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  member: string,
+  identity: string,
+): LeaseObject {
   const now = ctx.clock.now().toISOString();
   return {
     metadata: {
       name: leaseNameFor(member),
       namespace,
-      labels: { [leasePoolLabel]: pool, ...(isValidLabelValue(member) ? { [leaseMemberLabel]: member } : {}) },
+      labels: {
+        [leasePoolLabel]: pool,
+        ...(isValidLabelValue(member) ? { [leaseMemberLabel]: member } : {}),
+      },
       annotations: { [sessionIdAnnotation]: ctx.newSessionId() },
     },
     spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
@@ -184,7 +204,12 @@ function newLease(ctx: VdiContext, namespace: string, pool: string, member: stri
 }
 
 /** Writes the VM's presentation copy of the claim; the Lease stays the truth. */
-async function presentClaim(ctx: VdiContext, vm: VirtualMachine, identity: string, claimedAt: string): Promise<void> {
+async function presentClaim(
+  ctx: VdiContext,
+  vm: VirtualMachine,
+  identity: string,
+  claimedAt: string,
+): Promise<void> {
   const annotations = vm.metadata.annotations ?? {};
   const label = sanitizeLabelValue(identity);
   if (
@@ -223,9 +248,13 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     });
   }
   if (holder !== actor && !asAdmin) {
-    throw new VdiError('NOT_HOLDER', `Desktop ${desktopId} is held by another identity; only its holder or an administrator may release it.`, {
-      details: { desktopId },
-    });
+    throw new VdiError(
+      'NOT_HOLDER',
+      `Desktop ${desktopId} is held by another identity; only its holder or an administrator may release it.`,
+      {
+        details: { desktopId },
+      },
+    );
   }
   const force = holder !== actor;
   const action = options.auditAction ?? (force ? 'vdi force-release' : 'vdi release');
@@ -251,10 +280,14 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
       });
     } catch (error) {
       if (!isVdiError(error, 'CONFLICT')) throw error;
-      const changed = new VdiError('CLAIM_CHANGED', `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`, {
-        details: { desktopId },
-        cause: error,
-      });
+      const changed = new VdiError(
+        'CLAIM_CHANGED',
+        `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`,
+        {
+          details: { desktopId },
+          cause: error,
+        },
+      );
       await recordAudit(ctx, action, actor, auditTarget, changed);
       throw changed;
     }
@@ -283,13 +316,19 @@ function holderOf(state: MemberClassification): string | undefined {
 }
 
 // Removes the presentation copy only while it still names the released holder: a new claim may have begun.
-async function clearPresentation(ctx: VdiContext, namespace: string, member: string, holder: string): Promise<void> {
+async function clearPresentation(
+  ctx: VdiContext,
+  namespace: string,
+  member: string,
+  holder: string,
+): Promise<void> {
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const vm = await ctx.cluster.getVm(namespace, member);
     if (!vm) return;
     const annotated = presentedHolder(vm);
     const labeled = vm.metadata.labels?.[assignedToKey];
-    const ours = annotated === holder || (annotated === undefined && labeled !== undefined && labeled === holder);
+    const ours =
+      annotated === holder || (annotated === undefined && labeled !== undefined && labeled === holder);
     if (!ours) return;
     try {
       await ctx.cluster.patchVm(namespace, member, {
@@ -370,24 +409,40 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
     const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
     if (state.kind === 'stale') {
-      throw new VdiError('CLAIM_EXPIRED', `The claim on ${desktopId} expired; claim the pool "${vm.metadata.labels?.[poolLabel]}" again.`, {
-        details: { desktopId },
-      });
+      throw new VdiError(
+        'CLAIM_EXPIRED',
+        `The claim on ${desktopId} expired; claim the pool "${vm.metadata.labels?.[poolLabel]}" again.`,
+        {
+          details: { desktopId },
+        },
+      );
     }
     if (!lease || (state.kind !== 'held-by-caller' && state.kind !== 'held-by-other')) {
-      throw new VdiError('CLAIM_ENDED', `Desktop ${desktopId} is not claimed; claim the pool "${vm.metadata.labels?.[poolLabel]}" first.`, {
-        details: { desktopId },
-      });
+      throw new VdiError(
+        'CLAIM_ENDED',
+        `Desktop ${desktopId} is not claimed; claim the pool "${vm.metadata.labels?.[poolLabel]}" first.`,
+        {
+          details: { desktopId },
+        },
+      );
     }
     if (state.kind === 'held-by-other' && !asAdmin) {
-      throw new VdiError('NOT_HOLDER', `Desktop ${desktopId} is held by another identity; only its holder or an administrator may do this.`, {
-        details: { desktopId },
-      });
+      throw new VdiError(
+        'NOT_HOLDER',
+        `Desktop ${desktopId} is held by another identity; only its holder or an administrator may do this.`,
+        {
+          details: { desktopId },
+        },
+      );
     }
     return { namespace, member, identity, desktopId, vm, lease };
   }
 
-  async function startMember(namespace: string, member: string, identity: string): Promise<string | undefined> {
+  async function startMember(
+    namespace: string,
+    member: string,
+    identity: string,
+  ): Promise<string | undefined> {
     const desktopId = `vm/${namespace}/${member}`;
     try {
       await ctx.cluster.startVm(namespace, member);
@@ -409,7 +464,15 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     const user = actor ?? identity;
     try {
       const result = await claimMember(namespace, pool, identity);
-      await recordAudit(ctx, 'vdi claim', user, result.id, result.startError === undefined ? undefined : new Error(`claimed, but the start failed: ${result.startError}`));
+      await recordAudit(
+        ctx,
+        'vdi claim',
+        user,
+        result.id,
+        result.startError === undefined
+          ? undefined
+          : new Error(`claimed, but the start failed: ${result.startError}`),
+      );
       ctx.events.emit('claimed', {
         desktopId: result.id,
         identity,
@@ -431,9 +494,13 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
       ]);
       if (vms.length === 0) {
-        throw new VdiError('POOL_NOT_FOUND', `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`, {
-          details: { namespace, pool },
-        });
+        throw new VdiError(
+          'POOL_NOT_FOUND',
+          `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`,
+          {
+            details: { namespace, pool },
+          },
+        );
       }
       const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
       const now = ctx.clock.now();
@@ -451,8 +518,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         if (!renewed) continue; // released or changed meanwhile: plan again
         return await finishClaim(held.vm, renewed, identity, { retried: true, adopted: false });
       }
-      const adoptable = states.find((entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable');
-      const free = shuffled(states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale'));
+      const adoptable = states.find(
+        (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
+      );
+      const free = shuffled(
+        states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale'),
+      );
       const candidates = adoptable ? [adoptable, ...free] : free;
       for (const candidate of candidates) {
         const member = candidate.vm.metadata.name ?? '';
@@ -478,10 +549,14 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         { details: { namespace, pool, members: vms.length } },
       );
     }
-    throw new VdiError('CLAIM_CHANGED', `The claims of pool "${pool}" kept changing while claiming; try again.`, {
-      retryable: true,
-      details: { namespace, pool },
-    });
+    throw new VdiError(
+      'CLAIM_CHANGED',
+      `The claims of pool "${pool}" kept changing while claiming; try again.`,
+      {
+        retryable: true,
+        details: { namespace, pool },
+      },
+    );
   }
 
   async function renewLease(lease: LeaseObject): Promise<LeaseObject> {
@@ -501,7 +576,8 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     const member = vm.metadata.name ?? '';
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the VM.
     await presentClaim(ctx, vm, identity, lease.spec.acquireTime ?? ctx.clock.now().toISOString());
-    const startError = vm.status?.printableStatus === 'Running' ? undefined : await startMember(namespace, member, identity);
+    const startError =
+      vm.status?.printableStatus === 'Running' ? undefined : await startMember(namespace, member, identity);
     const current = (await ctx.cluster.getVm(namespace, member)) ?? vm;
     const view = toDesktopView(current, lease);
     return {
@@ -514,21 +590,30 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
   }
 
   async function listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]> {
-    const namespaces = (options.namespaces ?? [ctx.defaultNamespace]).map((namespace) => resolveNamespace(ctx, namespace));
+    const namespaces = (options.namespaces ?? [ctx.defaultNamespace]).map((namespace) =>
+      resolveNamespace(ctx, namespace),
+    );
     if (options.pool !== undefined) validatePoolName(options.pool);
     const selector = options.pool === undefined ? poolLabel : poolSelector(options.pool);
     const views: DesktopView[] = [];
     for (const namespace of namespaces) {
       const [vms, leases] = await Promise.all([
         ctx.cluster.listVms(namespace, selector),
-        ctx.cluster.listLeases(namespace, options.pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${options.pool}`),
+        ctx.cluster.listLeases(
+          namespace,
+          options.pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${options.pool}`,
+        ),
       ]);
       const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
-      for (const vm of vms) views.push(toDesktopView(vm, leaseByName.get(leaseNameFor(vm.metadata.name ?? ''))));
+      for (const vm of vms)
+        views.push(toDesktopView(vm, leaseByName.get(leaseNameFor(vm.metadata.name ?? ''))));
     }
     const now = ctx.clock.now().getTime();
-    const live = (view: DesktopView) => view.owner !== undefined && (view.expiresAt === undefined || Date.parse(view.expiresAt) >= now);
-    return views.filter((view) => (options.all ? true : live(view) && (options.identity === undefined || view.owner === options.identity)));
+    const live = (view: DesktopView) =>
+      view.owner !== undefined && (view.expiresAt === undefined || Date.parse(view.expiresAt) >= now);
+    return views.filter((view) =>
+      options.all ? true : live(view) && (options.identity === undefined || view.owner === options.identity),
+    );
   }
 
   return {
@@ -538,23 +623,43 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'release');
       validateIdentity(identity);
       validateMember(member);
-      return await releaseMember(ctx, { namespace: resolveNamespace(ctx, asked), member, actor: identity, asAdmin: asAdmin ?? false });
+      return await releaseMember(ctx, {
+        namespace: resolveNamespace(ctx, asked),
+        member,
+        actor: identity,
+        asAdmin: asAdmin ?? false,
+      });
     },
     async unassign(options) {
       const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'unassign');
       validateIdentity(identity);
       validateMember(member);
-      return await releaseMember(ctx, { namespace: resolveNamespace(ctx, asked), member, actor: identity, asAdmin: asAdmin ?? false });
+      return await releaseMember(ctx, {
+        namespace: resolveNamespace(ctx, asked),
+        member,
+        actor: identity,
+        asAdmin: asAdmin ?? false,
+      });
     },
     async start(options) {
       const { namespace, member, identity, desktopId, vm, lease } = await requireHolder(options, 'start');
       const startError = await startMember(namespace, member, identity);
-      await recordAudit(ctx, 'vdi start', identity, desktopId, startError === undefined ? undefined : new Error(startError));
+      await recordAudit(
+        ctx,
+        'vdi start',
+        identity,
+        desktopId,
+        startError === undefined ? undefined : new Error(startError),
+      );
       if (startError !== undefined) {
-        throw new VdiError('START_FAILED', `Could not start ${desktopId}: ${startError} The claim stays; start it again once the cause is fixed.`, {
-          retryable: true,
-          details: { desktopId },
-        });
+        throw new VdiError(
+          'START_FAILED',
+          `Could not start ${desktopId}: ${startError} The claim stays; start it again once the cause is fixed.`,
+          {
+            retryable: true,
+            details: { desktopId },
+          },
+        );
       }
       return toDesktopView((await ctx.cluster.getVm(namespace, member)) ?? vm, lease);
     },
@@ -564,10 +669,14 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         return toDesktopView(vm, await renewLease(lease));
       } catch (error) {
         if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
-        throw new VdiError('CLAIM_CHANGED', `The claim on ${desktopId} changed while renewing; read the desktop again.`, {
-          details: { desktopId },
-          cause: error,
-        });
+        throw new VdiError(
+          'CLAIM_CHANGED',
+          `The claim on ${desktopId} changed while renewing; read the desktop again.`,
+          {
+            details: { desktopId },
+            cause: error,
+          },
+        );
       }
     },
     async getDesktop(options) {

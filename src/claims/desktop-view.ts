@@ -1,4 +1,10 @@
-import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel, sessionIdAnnotation } from '../keys.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  ephemeralLabel,
+  poolLabel,
+  sessionIdAnnotation,
+} from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { classifyLegacy } from '../upgrade/classify-legacy.js';
 import { leaseExpiresAt } from './classify-member.js';

@@ -55,7 +55,9 @@ export async function serveDevCluster(kubeconfigPath: string): Promise<void> {
 }
 
 /** Starts the local control plane in the background and returns once it serves; reuses a running one. */
-export async function devClusterUp(kubeconfig: string | undefined): Promise<DevClusterState & { reused: boolean }> {
+export async function devClusterUp(
+  kubeconfig: string | undefined,
+): Promise<DevClusterState & { reused: boolean }> {
   const running = readState();
   if (running) return { ...running, reused: true };
   mkdirSync(stateDir(), { recursive: true });
@@ -75,8 +77,13 @@ export async function devClusterUp(kubeconfig: string | undefined): Promise<DevC
     if (child.exitCode !== null) break;
     await new Promise((done) => setTimeout(done, 250));
   }
-  const tail = existsSync(logPath()) ? readFileSync(logPath(), 'utf8').trim().split('\n').slice(-15).join('\n') : '';
-  throw new VdiError('CONTROL_PLANE_FAILED', `The local control plane did not start. Its log (${logPath()}) ends:\n${tail}`);
+  const tail = existsSync(logPath())
+    ? readFileSync(logPath(), 'utf8').trim().split('\n').slice(-15).join('\n')
+    : '';
+  throw new VdiError(
+    'CONTROL_PLANE_FAILED',
+    `The local control plane did not start. Its log (${logPath()}) ends:\n${tail}`,
+  );
 }
 
 /** Stops the background control plane; `false` when none ran. */

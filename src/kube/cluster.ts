@@ -33,7 +33,8 @@ const cloneApi = { group: 'clone.kubevirt.io', version: 'v1beta1', plural: 'virt
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 function leaseFromApi(lease: V1Lease): LeaseObject {
-  const time = (value: unknown) => (value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : undefined);
+  const time = (value: unknown) =>
+    value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : undefined;
   const spec = lease.spec ?? {};
   const acquireTime = time(spec.acquireTime);
   const renewTime = time(spec.renewTime);
@@ -107,7 +108,11 @@ export class KubeCluster {
     );
   }
 
-  private async getOrUndefined<T>(verb: string, doing: string, run: () => Promise<T>): Promise<T | undefined> {
+  private async getOrUndefined<T>(
+    verb: string,
+    doing: string,
+    run: () => Promise<T>,
+  ): Promise<T | undefined> {
     try {
       return await this.call(verb, doing, run);
     } catch (error) {
@@ -221,7 +226,9 @@ export class KubeCluster {
   private async changePower(namespace: string, name: string, action: 'start' | 'stop'): Promise<PowerChange> {
     const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachines/${encodeURIComponent(name)}/${action}`;
     try {
-      await this.call(action, `${action} VirtualMachine ${namespace}/${name}`, () => rawRequest(this.kubeConfig, 'PUT', path, {}));
+      await this.call(action, `${action} VirtualMachine ${namespace}/${name}`, () =>
+        rawRequest(this.kubeConfig, 'PUT', path, {}),
+      );
       return 'changed';
     } catch (error) {
       const failure = apiFailureOf((error as { cause?: unknown }).cause);
@@ -245,16 +252,28 @@ export class KubeCluster {
 
   async getVmi(namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
     return await this.getOrUndefined('get', `read VirtualMachineInstance ${namespace}/${name}`, () =>
-      this.custom.getNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachineinstances', namespace, name }),
+      this.custom.getNamespacedCustomObject({
+        ...kubevirt,
+        plural: 'virtualmachineinstances',
+        namespace,
+        name,
+      }),
     );
   }
 
   /** VMIs of one namespace, or of every namespace when `namespace` is undefined. */
   async listVmis(namespace?: string): Promise<VirtualMachineInstance[]> {
-    const list = await this.call('list', `list VirtualMachineInstances in ${namespace ?? 'all namespaces'}`, () =>
-      namespace
-        ? this.custom.listNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachineinstances', namespace })
-        : this.custom.listClusterCustomObject({ ...kubevirt, plural: 'virtualmachineinstances' }),
+    const list = await this.call(
+      'list',
+      `list VirtualMachineInstances in ${namespace ?? 'all namespaces'}`,
+      () =>
+        namespace
+          ? this.custom.listNamespacedCustomObject({
+              ...kubevirt,
+              plural: 'virtualmachineinstances',
+              namespace,
+            })
+          : this.custom.listClusterCustomObject({ ...kubevirt, plural: 'virtualmachineinstances' }),
     );
     return (list as { items: VirtualMachineInstance[] }).items;
   }
@@ -279,14 +298,20 @@ export class KubeCluster {
 
   async listClones(namespace: string, labelSelector?: string): Promise<VirtualMachineClone[]> {
     const list = await this.call('list', `list VirtualMachineClones in ${namespace}`, () =>
-      this.custom.listNamespacedCustomObject({ ...cloneApi, namespace, ...(labelSelector ? { labelSelector } : {}) }),
+      this.custom.listNamespacedCustomObject({
+        ...cloneApi,
+        namespace,
+        ...(labelSelector ? { labelSelector } : {}),
+      }),
     );
     return (list as { items: VirtualMachineClone[] }).items;
   }
 
   async deleteClone(namespace: string, name: string): Promise<boolean> {
-    const deleted = await this.getOrUndefined('delete', `delete VirtualMachineClone ${namespace}/${name}`, () =>
-      this.custom.deleteNamespacedCustomObject({ ...cloneApi, namespace, name }),
+    const deleted = await this.getOrUndefined(
+      'delete',
+      `delete VirtualMachineClone ${namespace}/${name}`,
+      () => this.custom.deleteNamespacedCustomObject({ ...cloneApi, namespace, name }),
     );
     return deleted !== undefined;
   }
@@ -303,13 +328,18 @@ export class KubeCluster {
     const list = await this.call('list', 'list KubeVirt configurations', () =>
       this.custom.listClusterCustomObject({ ...kubevirt, plural: 'kubevirts' }),
     );
-    const [first] = (list as { items: Array<{ spec?: { configuration?: { permittedHostDevices?: PermittedHostDevices } } }> })
-      .items;
+    const [first] = (
+      list as { items: Array<{ spec?: { configuration?: { permittedHostDevices?: PermittedHostDevices } } }> }
+    ).items;
     return first?.spec?.configuration?.permittedHostDevices ?? {};
   }
 
   /** Whether a namespace exists. */
   async hasNamespace(name: string): Promise<boolean> {
-    return (await this.getOrUndefined('get', `read Namespace ${name}`, () => this.core.readNamespace({ name }))) !== undefined;
+    return (
+      (await this.getOrUndefined('get', `read Namespace ${name}`, () =>
+        this.core.readNamespace({ name }),
+      )) !== undefined
+    );
   }
 }

@@ -9,7 +9,14 @@ export interface ApiFailure {
   retryAfterSeconds: number | undefined;
 }
 
-const networkErrorCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
+const networkErrorCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+]);
 
 function parseStatusBody(body: unknown): { reason?: string; message?: string } {
   if (typeof body === 'string') {
@@ -48,7 +55,11 @@ function isNetworkError(error: unknown): boolean {
   for (let current = error; typeof current === 'object' && current !== null; ) {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string' && networkErrorCodes.has(code)) return true;
-    if ((current as { name?: unknown }).name === 'FetchError' || (current as Error).message === 'fetch failed') return true;
+    if (
+      (current as { name?: unknown }).name === 'FetchError' ||
+      (current as Error).message === 'fetch failed'
+    )
+      return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;
@@ -91,10 +102,14 @@ export function toVdiError(error: unknown, doing: string): VdiError {
     });
   }
   if (isNetworkError(error)) {
-    return new VdiError('CLUSTER_UNAVAILABLE', `Could not ${doing}: the apiserver did not answer. Check that the cluster is reachable and try again.`, {
-      retryable: true,
-      cause: error,
-    });
+    return new VdiError(
+      'CLUSTER_UNAVAILABLE',
+      `Could not ${doing}: the apiserver did not answer. Check that the cluster is reachable and try again.`,
+      {
+        retryable: true,
+        cause: error,
+      },
+    );
   }
   const text = error instanceof Error ? error.message : String(error);
   return new VdiError('INTERNAL', `Could not ${doing}: ${text}`, { cause: error });

@@ -26,7 +26,9 @@ export async function rawRequest(
         headers: {
           ...options.headers,
           accept: 'application/json',
-          ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+          ...(payload === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
         },
       },
       (res) => {
@@ -38,7 +40,9 @@ export async function rawRequest(
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) resolve(text);
           else {
-            const headers = Object.fromEntries(Object.entries(res.headers).map(([key, value]) => [key, String(value)]));
+            const headers = Object.fromEntries(
+              Object.entries(res.headers).map(([key, value]) => [key, String(value)]),
+            );
             reject(new ApiException(status, `HTTP ${status}`, text, headers));
           }
         });

@@ -20,7 +20,11 @@ export interface RetryOptions {
  * Runs one apiserver call, retrying only errors marked retryable. Conflicts are never retried here: the
  * caller re-reads and re-plans. A `Retry-After` from the apiserver sets the next wait.
  */
-export async function callWithRetry<T>(doing: string, call: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
+export async function callWithRetry<T>(
+  doing: string,
+  call: () => Promise<T>,
+  options: RetryOptions = {},
+): Promise<T> {
   const minDelayMs = options.minDelayMs ?? 100;
   return await pRetry(
     async () => {
@@ -39,7 +43,8 @@ export async function callWithRetry<T>(doing: string, call: () => Promise<T>, op
       randomize: true,
       onFailedAttempt: async ({ error }) => {
         const seconds = isVdiError(error) ? error.details.retryAfterSeconds : undefined;
-        if (typeof seconds === 'number' && seconds > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(seconds, 10) * 1000));
+        if (typeof seconds === 'number' && seconds > 0)
+          await new Promise((resolve) => setTimeout(resolve, Math.min(seconds, 10) * 1000));
       },
     },
   ).catch((error: unknown) => {

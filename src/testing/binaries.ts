@@ -39,12 +39,15 @@ export function controlPlaneCacheDir(): string {
 
 function buildScriptPath(): string {
   // The script ships in the package beside dist/ and src/.
-  const candidates = ['../../scripts/build-control-plane.sh', '../scripts/build-control-plane.sh'].map((relative) =>
-    fileURLToPath(new URL(relative, import.meta.url)),
+  const candidates = ['../../scripts/build-control-plane.sh', '../scripts/build-control-plane.sh'].map(
+    (relative) => fileURLToPath(new URL(relative, import.meta.url)),
   );
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) {
-    throw new VdiError('CONTROL_PLANE_FAILED', 'The control-plane build script is missing from the package; reinstall @corral/vdi.');
+    throw new VdiError(
+      'CONTROL_PLANE_FAILED',
+      'The control-plane build script is missing from the package; reinstall @corral/vdi.',
+    );
   }
   return found;
 }
@@ -57,10 +60,16 @@ function buildScriptPath(): string {
  * @throws {@link VdiError} `CONTROL_PLANE_FAILED` when the build fails; the message names its log.
  * @category testing
  */
-export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions = {}): Promise<ControlPlaneBinaries> {
+export async function ensureControlPlaneBinaries(
+  options: EnsureBinariesOptions = {},
+): Promise<ControlPlaneBinaries> {
   const assets = process.env.KUBEBUILDER_ASSETS;
   if (assets && isExecutable(join(assets, 'kube-apiserver')) && isExecutable(join(assets, 'etcd'))) {
-    return { kubeApiserver: join(assets, 'kube-apiserver'), etcd: join(assets, 'etcd'), source: 'kubebuilder-assets' };
+    return {
+      kubeApiserver: join(assets, 'kube-apiserver'),
+      etcd: join(assets, 'etcd'),
+      source: 'kubebuilder-assets',
+    };
   }
   const cacheDir = controlPlaneCacheDir();
   const cached = { kubeApiserver: join(cacheDir, 'kube-apiserver'), etcd: join(cacheDir, 'etcd') };
@@ -79,11 +88,19 @@ export async function ensureControlPlaneBinaries(options: EnsureBinariesOptions 
     child.on('exit', (code) =>
       code === 0
         ? resolve()
-        : reject(new VdiError('CONTROL_PLANE_FAILED', `Building the control-plane binaries failed:\n${tail.trim()}`)),
+        : reject(
+            new VdiError(
+              'CONTROL_PLANE_FAILED',
+              `Building the control-plane binaries failed:\n${tail.trim()}`,
+            ),
+          ),
     );
   });
   if (!isExecutable(cached.kubeApiserver) || !isExecutable(cached.etcd)) {
-    throw new VdiError('CONTROL_PLANE_FAILED', `The build finished but ${cacheDir} lacks kube-apiserver or etcd.`);
+    throw new VdiError(
+      'CONTROL_PLANE_FAILED',
+      `The build finished but ${cacheDir} lacks kube-apiserver or etcd.`,
+    );
   }
   return { ...cached, source: 'built' };
 }

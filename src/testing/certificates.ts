@@ -25,8 +25,16 @@ const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-no
 export function createCertificateAuthority(dir: string, name: string): IssuedCertificate {
   const certPath = join(dir, `${name}.crt`);
   const keyPath = join(dir, `${name}.key`);
-  openssl(['req', '-x509', ...ecKey, '-keyout', keyPath, '-out', certPath, '-days', '3650', '-subj', `/CN=${name}`], dir);
-  return { certPath, keyPath, certPem: readFileSync(certPath, 'utf8'), keyPem: readFileSync(keyPath, 'utf8') };
+  openssl(
+    ['req', '-x509', ...ecKey, '-keyout', keyPath, '-out', certPath, '-days', '3650', '-subj', `/CN=${name}`],
+    dir,
+  );
+  return {
+    certPath,
+    keyPath,
+    certPem: readFileSync(certPath, 'utf8'),
+    keyPem: readFileSync(keyPath, 'utf8'),
+  };
 }
 
 /** What a certificate that a CA signs is for. */
@@ -59,10 +67,31 @@ export function issueCertificate(
   writeFileSync(extPath, `${extensions.join('\n')}\n`);
   openssl(['req', ...ecKey, '-keyout', keyPath, '-out', csrPath, '-subj', subject], dir);
   openssl(
-    ['x509', '-req', '-in', csrPath, '-CA', ca.certPath, '-CAkey', ca.keyPath, '-CAcreateserial', '-days', '3650', '-out', certPath, '-extfile', extPath],
+    [
+      'x509',
+      '-req',
+      '-in',
+      csrPath,
+      '-CA',
+      ca.certPath,
+      '-CAkey',
+      ca.keyPath,
+      '-CAcreateserial',
+      '-days',
+      '3650',
+      '-out',
+      certPath,
+      '-extfile',
+      extPath,
+    ],
     dir,
   );
-  return { certPath, keyPath, certPem: readFileSync(certPath, 'utf8'), keyPem: readFileSync(keyPath, 'utf8') };
+  return {
+    certPath,
+    keyPath,
+    certPem: readFileSync(certPath, 'utf8'),
+    keyPem: readFileSync(keyPath, 'utf8'),
+  };
 }
 
 /** Makes an EC key pair for signing service-account tokens. */

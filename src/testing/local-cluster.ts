@@ -9,7 +9,11 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { VdiError } from '../errors.js';
 import { ensureControlPlaneBinaries } from './binaries.js';
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate } from './certificates.js';
-import { type KubevirtSimulator, type KubevirtSimulatorOptions, startKubevirtSimulator } from './kubevirt/index.js';
+import {
+  type KubevirtSimulator,
+  type KubevirtSimulatorOptions,
+  startKubevirtSimulator,
+} from './kubevirt/index.js';
 
 /** PEM material of a {@link LocalCluster}, for servers that take part in it (the simulator's aggregated API). @category testing */
 export interface LocalClusterCertificates {
@@ -62,7 +66,9 @@ async function freeLoopbackPort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -103,7 +109,8 @@ function stopProcess(child: ChildProcess): Promise<void> {
 // A process that outlives a killed parent ends the children and removes the data folder within a second.
 function startOrphanReaper(children: ChildProcess[], dir: string): ChildProcess {
   const pids = children.map((child) => String(child.pid));
-  const script = 'parent=$1; dir=$2; shift 2; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -9 "$@" 2>/dev/null; rm -rf "$dir"';
+  const script =
+    'parent=$1; dir=$2; shift 2; while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -9 "$@" 2>/dev/null; rm -rf "$dir"';
   const reaper = spawn('bash', ['-c', script, 'corral-vdi-reaper', String(process.pid), dir, ...pids], {
     detached: true,
     stdio: 'ignore',
@@ -127,7 +134,12 @@ function httpsGet(url: string, ca: string, token: string): Promise<{ status: num
   });
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, exited: () => string | undefined, timeoutMs: number) {
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  exited: () => string | undefined,
+  timeoutMs: number,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const exitedWith = exited();
@@ -144,7 +156,11 @@ function exitDescription(child: ChildProcess): string | undefined {
   return undefined;
 }
 
-function kubeConfigFor(server: string, caPem: string, user: { name: string; token?: string; certPem?: string; keyPem?: string }) {
+function kubeConfigFor(
+  server: string,
+  caPem: string,
+  user: { name: string; token?: string; certPem?: string; keyPem?: string },
+) {
   const base64 = (text: string) => Buffer.from(text).toString('base64');
   const config = new KubeConfig();
   config.loadFromOptions({
@@ -220,7 +236,11 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     const tokenFile = join(dir, 'tokens.csv');
     writeFileSync(tokenFile, `${adminToken},corral-vdi-admin,corral-vdi-admin,system:masters\n`);
 
-    const [etcdClientPort, etcdPeerPort, apiPort] = [await freeLoopbackPort(), await freeLoopbackPort(), await freeLoopbackPort()];
+    const [etcdClientPort, etcdPeerPort, apiPort] = [
+      await freeLoopbackPort(),
+      await freeLoopbackPort(),
+      await freeLoopbackPort(),
+    ];
     const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
     const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
     const etcdLog = join(dir, 'etcd.log');
@@ -310,7 +330,11 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     const userKubeConfig = (name: string, groups: string[] = []) => {
       if (!name.trim()) throw new VdiError('INVALID_INPUT', 'userKubeConfig needs a non-empty user name.');
       issued += 1;
-      const cert = issueCertificate(dir, `user-${issued}`, ca, { kind: 'client', commonName: name, organizations: groups });
+      const cert = issueCertificate(dir, `user-${issued}`, ca, {
+        kind: 'client',
+        commonName: name,
+        organizations: groups,
+      });
       return kubeConfigFor(server, ca.certPem, { name, certPem: cert.certPem, keyPem: cert.keyPem });
     };
     const userKubeconfigPath = (name: string, groups: string[] = []) => {

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { type AuditRecord, MemoryAuditSink } from '../../../src/audit.js';
 import { isLeaseExpired } from '../../../src/claims/classify-member.js';
 import type { VdiEvents } from '../../../src/events.js';
-import { connectedAtAnnotation, disconnectedAtAnnotation } from '../../../src/keys.js';
+import {
+  connectedAtAnnotation,
+  disconnectedAtAnnotation,
+  ephemeralLabel,
+  sourceAnnotation,
+} from '../../../src/keys.js';
+import { createPool } from '../../../src/pools/pool-service.js';
 import {
   createSessionEngine,
   reclaimActor,
@@ -11,7 +17,7 @@ import {
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, stoppedVm, useLocalCluster } from '../../support/cluster.js';
 
 const minute = 60_000;
 const grace = 15 * minute;
@@ -309,6 +315,37 @@ describe('the session engine against a real apiserver', () => {
     }
     // three hours, a renewal every twenty minutes
     expect(setup.events.filter(([name]) => name === 'renewed')).toHaveLength(3 * 9);
+  });
+
+  it('recreates an ephemeral member from its golden VM when it reclaims it', async () => {
+    const namespace = await createTestNamespace(cluster(), 'sessions');
+    const clock = createTestClock();
+    const audit = new MemoryAuditSink();
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, audit });
+    const kube = vdi.context.cluster;
+    await kube.createVm(namespace, stoppedVm('golden'));
+    await createPool(vdi.context, { name: 'ephpool', from: 'golden', size: 1, namespace, ephemeral: true });
+    const { member } = await vdi.claim({ pool: 'ephpool', identity: 'alice@example.com' });
+    // what the user left on the desktop must not survive the reclaim
+    const used = await kube.patchVm(namespace, member, {
+      metadata: { annotations: { 'example.com/left-behind': 'yes' } },
+    });
+    const engine = createSessionEngine(vdi.context, { namespaces: [namespace] });
+
+    await (await engine.openConsole({ member, identity: 'alice@example.com', kind: 'terminal' })).close();
+    clock.advance(grace);
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 1, failed: 0, errors: [] });
+
+    const recreated = await kube.getVm(namespace, member);
+    expect(recreated?.metadata.uid).not.toBe(used.metadata.uid);
+    expect(recreated?.metadata.annotations?.['example.com/left-behind']).toBeUndefined();
+    expect(recreated?.metadata.annotations?.[sourceAnnotation]).toBe('golden');
+    expect(recreated?.metadata.labels?.[ephemeralLabel]).toBe('true');
+    expect(recreated?.spec.runStrategy).toBe('Halted');
+    expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+    expect(reclaimRecords(audit)).toEqual([
+      expect.objectContaining({ action: 'vdi reclaim (disconnect-grace)', status: 'ok' }),
+    ]);
   });
 
   it('refuses a console for a desktop that is not claimed or in a namespace it does not serve', async () => {
