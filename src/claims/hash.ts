@@ -2,7 +2,7 @@ const fnvOffsetBasis = 0xcbf29ce484222325n;
 const fnvPrime = 0x100000001b3n;
 const mask64 = 0xffffffffffffffffn;
 
-/** Length of {@link shortHash}'s result. */
+/** Length of {@link shortHash}'s result. @category claims */
 export const shortHashLength = 10;
 const shortHashModulus = 36n ** BigInt(shortHashLength);
 

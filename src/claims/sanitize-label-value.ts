@@ -40,8 +40,9 @@ export function isValidLabelValue(value: string): boolean {
  *    rest is cut to 52 characters and `-` plus a 10-character hash of the whole identity is appended. An identity
  *    with no letter or digit becomes the hash alone.
  *
- * So two identities share a label value only when they differ solely by `@` against `_` in the same places
- * (`a@b` and `a_b`), or, with negligible probability, when their hashes collide.
+ * So two identities share a label value when they differ solely by `@` against `_` in the same places
+ * (`a@b` and `a_b`), when one is itself shaped like the other's shortened value, or, with negligible
+ * probability, when their hashes collide. The label is a lookup aid, never proof of who holds a desktop.
  *
  * @example
  * ```ts
