@@ -37,6 +37,8 @@ export interface FakeCommands {
   dir: string;
   /** Writes an executable script `name` that behaves as `behaviour` says. */
   install(name: string, behaviour: readonly string[]): void;
+  /** Removes the script `name`. */
+  uninstall(name: string): void;
   /** The arguments the script `name` was last started with. */
   argvOf(name: string): string[];
   /** Puts only this folder on the PATH, or this folder before the system's (for `sleep`). */
@@ -55,6 +57,9 @@ export function createFakeCommands(): FakeCommands {
       const script = ['#!/bin/sh', `printf '%s\\n' "$@" > '${path}.argv'`, ...behaviour, ''].join('\n');
       writeFileSync(path, script);
       chmodSync(path, 0o755);
+    },
+    uninstall(name) {
+      rmSync(join(dir, name));
     },
     argvOf(name) {
       return readFileSync(join(dir, `${name}.argv`), 'utf8')
