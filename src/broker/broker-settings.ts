@@ -1,0 +1,128 @@
+import { z } from 'zod';
+import { VdiError } from '../errors.js';
+import { parseDuration } from '../sessions/parse-duration.js';
+import { defaultNamespace } from '../vdi.js';
+
+/**
+ * The broker's settings that can come from the environment. Every field is optional in code; the defaults are
+ * those of {@link brokerOptionsFromEnv}.
+ *
+ * @category broker
+ */
+export interface BrokerSettings {
+  /** Whether the broker answers at all; when off, every `/api/vdi/` route answers 404. */
+  enabled?: boolean;
+  /** The namespaces whose pools the broker serves; pool labels elsewhere are ignored. */
+  namespaces?: string[];
+  /** The admin allowlist (exact logins). Empty: open mode, where every caller is an admin. */
+  admins?: string[];
+  /** Refuse anonymous callers on every `/api` route the broker sees, not only on its own. */
+  authRequired?: boolean;
+  /** How long a desktop stays claimed after its last console closes, in ms; `0` turns this reclaim off. */
+  disconnectGraceMs?: number;
+  /** The maximum age of a claim in ms; `0` means no maximum. */
+  maxSessionMs?: number;
+}
+
+/** The environment variables {@link brokerOptionsFromEnv} reads. @category broker */
+export const brokerEnvironmentVariables = [
+  'CORRAL_VDI_BROKER',
+  'CORRAL_VDI_NAMESPACES',
+  'CORRAL_ADMINS',
+  'CORRAL_AUTH_REQUIRED',
+  'CORRAL_VDI_DISCONNECT_GRACE',
+  'CORRAL_VDI_MAX_SESSION',
+] as const;
+
+type BrokerEnvironmentVariable = (typeof brokerEnvironmentVariables)[number];
+
+const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const switchValue = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.enum(['', '0', '1', 'false', 'true', 'off', 'on', 'no', 'yes'], { error: 'use 1 (on) or 0 (off)' }))
+  .transform((value) => value === '1' || value === 'true' || value === 'on' || value === 'yes');
+
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== ''),
+);
+
+const namespaceList = commaList.pipe(
+  z.array(
+    z
+      .string()
+      .max(63, 'a namespace name has at most 63 characters')
+      .regex(namespacePattern, 'a namespace name is a DNS-1123 label such as corral-vms'),
+  ),
+);
+
+const duration = z.string().transform((value, context) => {
+  try {
+    return parseDuration(value.trim());
+  } catch (error) {
+    context.addIssue({ code: 'custom', message: (error as Error).message });
+    return z.NEVER;
+  }
+});
+
+const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
+  CORRAL_VDI_BROKER: switchValue,
+  CORRAL_VDI_NAMESPACES: namespaceList,
+  CORRAL_ADMINS: commaList,
+  CORRAL_AUTH_REQUIRED: switchValue,
+  CORRAL_VDI_DISCONNECT_GRACE: duration,
+  CORRAL_VDI_MAX_SESSION: duration,
+};
+
+/**
+ * Reads the broker's settings from environment variables, validating each one:
+ *
+ * | variable | meaning | default |
+ * |---|---|---|
+ * | `CORRAL_VDI_BROKER` | `1` turns the broker on | off: every `/api/vdi/` route answers 404 |
+ * | `CORRAL_VDI_NAMESPACES` | comma-separated namespaces to serve | `corral-vms` |
+ * | `CORRAL_ADMINS` | comma-separated admin logins | none: open mode |
+ * | `CORRAL_AUTH_REQUIRED` | `1` refuses anonymous callers on every `/api` route | off |
+ * | `CORRAL_VDI_DISCONNECT_GRACE` | grace after the last console closes (`15m`; `0` off) | `15m` |
+ * | `CORRAL_VDI_MAX_SESSION` | maximum claim age (`8h`; `0` none) | `0` |
+ *
+ * An unset or empty variable takes its default.
+ *
+ * @example
+ * ```ts
+ * const broker = createBroker({
+ *   ...brokerOptionsFromEnv(process.env),
+ *   identity: [tailscaleIdentity({ trustHeaders: true })],
+ * });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` whose message names the variable and says what it takes.
+ * @category broker
+ */
+export function brokerOptionsFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): Required<BrokerSettings> {
+  const read = <T>(name: BrokerEnvironmentVariable, fallback: T): T => {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === '') return fallback;
+    const parsed = parsers[name].safeParse(raw);
+    if (parsed.success) return parsed.data as T;
+    const reasons = parsed.error.issues.map((issue) => issue.message.replace(/\.$/, '')).join('; ');
+    throw new VdiError('INVALID_INPUT', `${name}="${raw}" is not valid: ${reasons}.`, {
+      details: { variable: name },
+    });
+  };
+  const namespaces = read<string[]>('CORRAL_VDI_NAMESPACES', []);
+  return {
+    enabled: read('CORRAL_VDI_BROKER', false),
+    namespaces: namespaces.length > 0 ? namespaces : [defaultNamespace],
+    admins: read('CORRAL_ADMINS', []),
+    authRequired: read('CORRAL_AUTH_REQUIRED', false),
+    disconnectGraceMs: read('CORRAL_VDI_DISCONNECT_GRACE', 15 * 60_000),
+    maxSessionMs: read('CORRAL_VDI_MAX_SESSION', 0),
+  };
+}

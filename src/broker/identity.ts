@@ -1,0 +1,185 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { parseOptions } from '../claims/claims-service.js';
+import { maxIdentityLength } from '../claims/sanitize-label-value.js';
+
+/**
+ * What the broker knows of one request when it asks an {@link IdentityProvider}: its headers and the address
+ * of the peer that opened the connection (the proxy, when there is one).
+ *
+ * @category broker
+ */
+export interface IdentityRequest {
+  headers: Headers;
+  /** The TCP peer's address; `undefined` when the runtime does not tell (a fetch handler without it). */
+  remoteAddress: string | undefined;
+}
+
+/**
+ * Turns a request into the caller's login. A provider reads only the request pipeline (headers the proxy set,
+ * the peer address), never a body or a query. It returns `undefined` when the request carries no identity it
+ * trusts; the broker then tries the next provider, and a request no provider identifies is anonymous.
+ *
+ * @example
+ * ```ts
+ * // A provider of your own: a mutual-TLS terminator that puts the client certificate's subject in a header.
+ * const mtls: IdentityProvider = {
+ *   name: 'mtls',
+ *   identify: ({ headers, remoteAddress }) =>
+ *     remoteAddress === '127.0.0.1' ? (headers.get('x-client-subject') ?? undefined) : undefined,
+ * };
+ * ```
+ * @category broker
+ */
+export interface IdentityProvider {
+  /** A short name for logs, such as `tailscale`. */
+  readonly name: string;
+  identify(request: IdentityRequest): string | undefined | Promise<string | undefined>;
+}
+
+/**
+ * Who a request is from, as the broker decides it.
+ *
+ * - `user`: a login from an identity provider.
+ * - `service`: a peer that presented one of the configured service tokens; it is not a user.
+ * - `anonymous`: no provider identified the request.
+ * - `invalid`: a trusted header was present but carried no usable login.
+ *
+ * @category broker
+ */
+export type CallerIdentity =
+  | { kind: 'user'; login: string; provider: string }
+  | { kind: 'service' }
+  | { kind: 'anonymous' }
+  | { kind: 'invalid'; provider: string };
+
+/** Options of {@link tailscaleIdentity}. @category broker */
+export interface TailscaleIdentityOptions {
+  /**
+   * Trust the `Tailscale-User-Login` header. Set it only when every path to the broker goes through
+   * `tailscale serve` (for example, the broker listens on loopback only); otherwise anyone who reaches the
+   * broker directly can send the header. When `false`, the header is ignored.
+   */
+  trustHeaders: boolean;
+}
+
+/** The header `tailscale serve` sets to the tailnet login of the caller. @category broker */
+export const tailscaleLoginHeader = 'Tailscale-User-Login';
+
+/**
+ * The identity `tailscale serve` vouches for: the `Tailscale-User-Login` header, which Tailscale sets on every
+ * request it proxies from a tailnet user (not from a tagged device).
+ *
+ * @example
+ * ```ts
+ * const broker = createBroker({ identity: [tailscaleIdentity({ trustHeaders: true })], admins: ['alice@example.com'] });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when `trustHeaders` is not a boolean.
+ * @category broker
+ */
+export function tailscaleIdentity(options: TailscaleIdentityOptions): IdentityProvider {
+  const { trustHeaders } = parseOptions(
+    z.object({ trustHeaders: z.boolean() }),
+    options,
+    'tailscaleIdentity',
+  );
+  return {
+    name: 'tailscale',
+    identify: ({ headers }) => (trustHeaders ? (headers.get(tailscaleLoginHeader) ?? undefined) : undefined),
+  };
+}
+
+/** Options of {@link authGatewayIdentity}. @category broker */
+export interface AuthGatewayIdentityOptions {
+  /**
+   * The header the gateway sets to the signed-in user's login.
+   * @defaultValue `'X-Auth-Request-Email'` (oauth2-proxy with `--set-xauthrequest`)
+   */
+  header?: string;
+  /**
+   * The gateway's addresses, as the broker sees the TCP peer. When given, the header counts only on requests
+   * from one of them; when absent, it counts on every request, so every path to the broker must go through
+   * the gateway.
+   */
+  trustedProxies?: string[];
+}
+
+const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+const gatewaySchema = z.object({
+  header: z
+    .string()
+    .regex(headerNamePattern, 'must be an HTTP header name such as X-Auth-Request-Email')
+    .optional(),
+  trustedProxies: z.array(z.string().min(1)).optional(),
+});
+
+// Node reports IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d.
+function normalizeAddress(address: string): string {
+  const lower = address.trim().toLowerCase();
+  return lower.startsWith('::ffff:') && lower.includes('.') ? lower.slice('::ffff:'.length) : lower;
+}
+
+/**
+ * The identity an authenticating reverse proxy (oauth2-proxy, the corral-auth gateway, an ingress with
+ * external auth) vouches for in a header. With `trustedProxies`, a request that did not come from the gateway
+ * is anonymous even if it carries the header.
+ *
+ * @example
+ * ```ts
+ * const gateway = authGatewayIdentity({ header: 'X-Forwarded-Email', trustedProxies: ['10.0.0.5'] });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` for a malformed header name or proxy list.
+ * @category broker
+ */
+export function authGatewayIdentity(options: AuthGatewayIdentityOptions = {}): IdentityProvider {
+  const parsed = parseOptions(gatewaySchema, options, 'authGatewayIdentity');
+  const header = parsed.header ?? 'X-Auth-Request-Email';
+  const proxies = parsed.trustedProxies && new Set(parsed.trustedProxies.map(normalizeAddress));
+  return {
+    name: 'auth-gateway',
+    identify: ({ headers, remoteAddress }) => {
+      if (proxies && (remoteAddress === undefined || !proxies.has(normalizeAddress(remoteAddress))))
+        return undefined;
+      return headers.get(header) ?? undefined;
+    },
+  };
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * Matches `Authorization: Bearer <token>` against the peer tokens, in constant time per token. Any other
+ * Authorization header is not a service identity and is left to the identity providers.
+ */
+function isPeerRequest(headers: Headers, peerTokenDigests: readonly Buffer[]): boolean {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.get('authorization') ?? '');
+  if (!match?.[1] || peerTokenDigests.length === 0) return false;
+  const presented = digest(match[1]);
+  return peerTokenDigests.reduce((found, token) => timingSafeEqual(token, presented) || found, false);
+}
+
+/** Options of {@link createIdentityResolver}. */
+export interface IdentityResolverOptions {
+  providers: readonly IdentityProvider[];
+  peerTokens: readonly string[];
+}
+
+/** Builds the function that decides who a request is from: a peer token first, then each provider in order. */
+export function createIdentityResolver(
+  options: IdentityResolverOptions,
+): (request: IdentityRequest) => Promise<CallerIdentity> {
+  const peerTokenDigests = options.peerTokens.map(digest);
+  return async (request) => {
+    if (isPeerRequest(request.headers, peerTokenDigests)) return { kind: 'service' };
+    for (const provider of options.providers) {
+      const login = await provider.identify(request);
+      if (login === undefined) continue;
+      if (login === '' || login.length > maxIdentityLength || login.trim() !== login) {
+        return { kind: 'invalid', provider: provider.name };
+      }
+      return { kind: 'user', login, provider: provider.name };
+    }
+    return { kind: 'anonymous' };
+  };
+}

@@ -1,0 +1,183 @@
+import { z } from 'zod';
+import { httpStatusByCode, type VdiErrorCode } from '../errors.js';
+
+/** The schemas that become the OpenAPI document's components, by ID. */
+export const componentRegistry = z.registry<{ id: string; description?: string }>();
+
+const timestamp = (description: string) => z.string().meta({ format: 'date-time', description });
+const nullableTimestamp = (description: string) => timestamp(description).nullable();
+
+const errorCodes = Object.keys(httpStatusByCode) as [VdiErrorCode, ...VdiErrorCode[]];
+
+/** Every error answer: a code programs switch on and a message for people. @category broker */
+export const errorBodySchema = z
+  .object({
+    error: z.object({
+      code: z.enum(errorCodes),
+      message: z.string().meta({ description: 'What went wrong and what to do next.' }),
+    }),
+  })
+  .register(componentRegistry, { id: 'Error', description: 'An error answer.' });
+
+/** A pool the broker serves, with its counts. @category broker */
+export const poolSchema = z
+  .object({
+    id: z
+      .string()
+      .meta({ description: 'The pool ID, `vm/<namespace>/<pool>`.', examples: ['vm/corral-vms/devpool'] }),
+    kind: z.literal('vm'),
+    namespace: z.string(),
+    name: z.string(),
+    members: z.int().min(0),
+    claimed: z
+      .int()
+      .min(0)
+      .meta({ description: 'Members someone holds, including assignments from before Leases.' }),
+    free: z.int().min(0),
+  })
+  .register(componentRegistry, { id: 'Pool', description: 'A pool of VM desktops.' });
+
+/** The answer of `GET /api/vdi/pools`. @category broker */
+export const poolListSchema = z
+  .object({ pools: z.array(poolSchema) })
+  .register(componentRegistry, { id: 'PoolList', description: 'The served pools.' });
+
+/** One desktop with its claim and its session. @category broker */
+export const desktopSchema = z
+  .object({
+    id: z.string().meta({
+      description: 'The desktop ID, `vm/<namespace>/<member>`; it stays the same across claims.',
+      examples: ['vm/corral-vms/devpool-1'],
+    }),
+    kind: z.literal('vm'),
+    namespace: z.string(),
+    member: z.string(),
+    pool: z.string(),
+    poolId: z.string(),
+    owner: z.string().nullable().meta({ description: 'The holder, or null when nobody holds it.' }),
+    sessionId: z.string().nullable().meta({ description: 'Changes with every claim of the member.' }),
+    claimedAt: nullableTimestamp('When the claim began.'),
+    expiresAt: nullableTimestamp(
+      'When the claim ends unless renewed; the broker renews claims while it runs.',
+    ),
+    legacy: z.boolean().meta({ description: 'An assignment from before claims had Leases.' }),
+    phase: z.string().meta({ description: "KubeVirt's printable status, such as Running or Stopped." }),
+    running: z.boolean(),
+    ephemeral: z.boolean().meta({ description: 'A release recreates the member from its golden VM.' }),
+    connected: z.boolean().meta({ description: 'A console of the desktop is open through this broker.' }),
+    disconnectedAt: nullableTimestamp('When the disconnect grace began.'),
+    reclaimAt: nullableTimestamp('When the reclaim policy takes the desktop back unless something changes.'),
+    reclaimReason: z.enum(['disconnect-grace', 'max-duration']).nullable(),
+  })
+  .register(componentRegistry, { id: 'Desktop', description: 'A pool member as its holder sees it.' });
+
+/** The answer of a claim: the caller's desktop. @category broker */
+export const claimedDesktopSchema = desktopSchema
+  .extend({
+    owner: z.string(),
+    sessionId: z.string(),
+    retried: z
+      .boolean()
+      .meta({ description: 'The caller already held this desktop; the same session goes on.' }),
+    adopted: z.boolean().meta({ description: 'The claim took over an assignment of the same login.' }),
+    startError: z
+      .string()
+      .optional()
+      .meta({ description: 'Set when the desktop is claimed but did not start; start it again later.' }),
+  })
+  .register(componentRegistry, { id: 'ClaimedDesktop', description: "The caller's claimed desktop." });
+
+/** The answer of `GET /api/vdi/desktops`. @category broker */
+export const desktopListSchema = z
+  .object({ desktops: z.array(desktopSchema) })
+  .register(componentRegistry, { id: 'DesktopList', description: 'Desktops.' });
+
+/** The answer of a release: the task that carries it out. @category broker */
+export const releaseAcceptedSchema = z
+  .object({
+    desktop: z.string().meta({ examples: ['vm/corral-vms/devpool-1'] }),
+    task: z.string().meta({ description: 'Poll GET /api/tasks/{id} for the outcome.' }),
+  })
+  .register(componentRegistry, { id: 'ReleaseAccepted', description: 'A release in progress.' });
+
+/** A broker task, such as a release. @category broker */
+export const taskSchema = z
+  .object({
+    id: z.string(),
+    action: z.enum(['vdi release', 'vdi force-release']),
+    desktop: z.string(),
+    user: z.string().meta({ description: 'Who asked for it.' }),
+    status: z.enum(['running', 'done', 'error']),
+    startedAt: timestamp('When the task began.'),
+    finishedAt: nullableTimestamp('When it ended.'),
+    error: errorBodySchema.shape.error.nullable(),
+  })
+  .register(componentRegistry, { id: 'Task', description: 'Work the broker does after answering.' });
+
+/** One task log record. @category broker */
+export const auditRecordSchema = z
+  .object({
+    at: timestamp('When it happened.'),
+    action: z.string().meta({ examples: ['vdi claim', 'vdi start', 'vdi release', 'vdi force-release'] }),
+    user: z.string(),
+    target: z
+      .string()
+      .meta({ description: 'The desktop or pool ID; a force-release also names the holder.' }),
+    status: z.enum(['ok', 'error']),
+    error: z.string().optional(),
+  })
+  .register(componentRegistry, { id: 'AuditRecord', description: 'A task log record.' });
+
+/** The answer of `GET /api/tasklog`. @category broker */
+export const taskLogSchema = z
+  .object({ records: z.array(auditRecordSchema) })
+  .register(componentRegistry, { id: 'TaskLog', description: 'Task log records, oldest first.' });
+
+const connectOptionSchema = z
+  .discriminatedUnion('protocol', [
+    z.object({ protocol: z.literal('rdp'), host: z.string(), port: z.int() }),
+    z.object({ protocol: z.literal('vnc'), namespace: z.string(), vm: z.string() }),
+    z.object({ protocol: z.literal('serial'), namespace: z.string(), vm: z.string() }),
+    z.object({ protocol: z.literal('terminal'), namespace: z.string(), pod: z.string() }),
+  ])
+  .register(componentRegistry, { id: 'ConnectOption', description: 'A console on offer.' });
+
+const protocolSchema = z.enum(['rdp', 'vnc', 'serial', 'terminal']);
+
+/** The answer of a connect: the console to use, the fallbacks and why others were skipped. @category broker */
+export const connectAnswerSchema = z
+  .object({
+    desktopId: z.string(),
+    namespace: z.string(),
+    member: z.string(),
+    holder: z.string(),
+    target: connectOptionSchema,
+    fallbacks: z.array(connectOptionSchema),
+    skipped: z.array(z.object({ protocol: protocolSchema, reason: z.string() })),
+    launches: z
+      .array(z.object({ protocol: protocolSchema, argv: z.array(z.string()).min(1) }))
+      .meta({ description: 'The command for the target, then for each fallback, as argv arrays.' }),
+  })
+  .register(componentRegistry, { id: 'ConnectAnswer', description: 'How to reach a desktop.' });
+
+/** The optional body of the POST routes. The broker takes nothing from it, least of all an identity. */
+export const actionBodySchema = z.looseObject({}).register(componentRegistry, {
+  id: 'ActionBody',
+  description: 'Optional. Any JSON object; its fields are ignored, so a body never names the caller.',
+});
+
+/** The query of `GET /api/vdi/desktops`. */
+export const desktopListQuerySchema = z.object({
+  all: z.enum(['0', '1']).optional(),
+});
+
+/** A desktop as the API answers it. @category broker */
+export type DesktopBody = z.infer<typeof desktopSchema>;
+/** A claim as the API answers it. @category broker */
+export type ClaimedDesktopBody = z.infer<typeof claimedDesktopSchema>;
+/** A pool as the API answers it. @category broker */
+export type PoolBody = z.infer<typeof poolSchema>;
+/** A task as the API answers it. @category broker */
+export type TaskBody = z.infer<typeof taskSchema>;
+/** A connect answer as the API answers it. @category broker */
+export type ConnectAnswerBody = z.infer<typeof connectAnswerSchema>;

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { brokerOptionsFromEnv } from '../../../src/broker/broker-settings.js';
+import { isVdiError } from '../../../src/errors.js';
+import { thrownBy } from '../claims/thrown-by.js';
+
+describe('brokerOptionsFromEnv', () => {
+  it('gives the documented defaults for an empty environment', () => {
+    expect(brokerOptionsFromEnv({})).toEqual({
+      enabled: false,
+      namespaces: ['corral-vms'],
+      admins: [],
+      authRequired: false,
+      disconnectGraceMs: 15 * 60_000,
+      maxSessionMs: 0,
+    });
+  });
+
+  it('reads every variable', () => {
+    expect(
+      brokerOptionsFromEnv({
+        CORRAL_VDI_BROKER: '1',
+        CORRAL_VDI_NAMESPACES: 'team-a, team-b,,',
+        CORRAL_ADMINS: 'alice@example.com , bob',
+        CORRAL_AUTH_REQUIRED: 'true',
+        CORRAL_VDI_DISCONNECT_GRACE: '0',
+        CORRAL_VDI_MAX_SESSION: '8h',
+      }),
+    ).toEqual({
+      enabled: true,
+      namespaces: ['team-a', 'team-b'],
+      admins: ['alice@example.com', 'bob'],
+      authRequired: true,
+      disconnectGraceMs: 0,
+      maxSessionMs: 8 * 3_600_000,
+    });
+  });
+
+  it.each([
+    ['0', false],
+    ['off', false],
+    ['1', true],
+    ['on', true],
+    ['YES', true],
+  ])('reads CORRAL_VDI_BROKER=%s as %s', (value, expected) => {
+    expect(brokerOptionsFromEnv({ CORRAL_VDI_BROKER: value }).enabled).toBe(expected);
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(
+      brokerOptionsFromEnv({ CORRAL_VDI_NAMESPACES: ' ', CORRAL_VDI_DISCONNECT_GRACE: '' }),
+    ).toMatchObject({
+      namespaces: ['corral-vms'],
+      disconnectGraceMs: 15 * 60_000,
+    });
+  });
+
+  it.each([
+    ['CORRAL_VDI_BROKER', 'maybe', 'use 1 (on) or 0 (off)'],
+    ['CORRAL_AUTH_REQUIRED', '2', 'use 1 (on) or 0 (off)'],
+    ['CORRAL_VDI_NAMESPACES', 'Team_A', 'DNS-1123 label'],
+    ['CORRAL_VDI_NAMESPACES', `${'a'.repeat(64)}`, 'at most 63'],
+    ['CORRAL_VDI_DISCONNECT_GRACE', '15min', 'unknown unit "min"'],
+    ['CORRAL_VDI_MAX_SESSION', '-1h', 'negative'],
+  ])('refuses %s=%s with a message naming the variable', (name, value, reason) => {
+    const error = thrownBy(() => brokerOptionsFromEnv({ [name]: value }));
+    expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
+    expect((error as Error).message).toContain(`${name}="${value}"`);
+    expect((error as Error).message).toContain(reason);
+    expect((error as Error).message).not.toMatch(/\.\.$/);
+  });
+});

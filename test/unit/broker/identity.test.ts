@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import {
+  authGatewayIdentity,
+  createIdentityResolver,
+  type IdentityProvider,
+  tailscaleIdentity,
+} from '../../../src/broker/identity.js';
+import { isVdiError } from '../../../src/errors.js';
+import { thrownBy } from '../claims/thrown-by.js';
+
+const request = (headers: Record<string, string>, remoteAddress: string | undefined = '127.0.0.1') => ({
+  headers: new Headers(headers),
+  remoteAddress,
+});
+
+const peerToken = 'peer-token-0123456789abcdef';
+
+describe('tailscaleIdentity', () => {
+  it('reads the Tailscale login header when trusted', () => {
+    const provider = tailscaleIdentity({ trustHeaders: true });
+    expect(provider.identify(request({ 'Tailscale-User-Login': 'alice@example.com' }))).toBe(
+      'alice@example.com',
+    );
+  });
+
+  it('ignores the header when not trusted', () => {
+    const provider = tailscaleIdentity({ trustHeaders: false });
+    expect(provider.identify(request({ 'Tailscale-User-Login': 'alice@example.com' }))).toBeUndefined();
+  });
+
+  it('refuses options without trustHeaders', () => {
+    expect(
+      isVdiError(
+        thrownBy(() => tailscaleIdentity({} as never)),
+        'INVALID_INPUT',
+      ),
+    ).toBe(true);
+  });
+});
+
+describe('authGatewayIdentity', () => {
+  it('reads X-Auth-Request-Email by default', () => {
+    expect(authGatewayIdentity().identify(request({ 'X-Auth-Request-Email': 'bob@example.com' }))).toBe(
+      'bob@example.com',
+    );
+  });
+
+  it('reads a configured header', () => {
+    const provider = authGatewayIdentity({ header: 'X-Forwarded-User' });
+    expect(provider.identify(request({ 'X-Forwarded-User': 'bob', 'X-Auth-Request-Email': 'eve' }))).toBe(
+      'bob',
+    );
+  });
+
+  it.each([
+    ['10.0.0.5', 'bob'],
+    ['::ffff:10.0.0.5', 'bob'],
+    ['10.0.0.6', undefined],
+    [undefined, undefined],
+  ])('with trusted proxies, from peer %s reads %s', (remoteAddress, expected) => {
+    const provider = authGatewayIdentity({ trustedProxies: ['10.0.0.5'] });
+    expect(provider.identify(request({ 'X-Auth-Request-Email': 'bob' }, remoteAddress))).toBe(expected);
+  });
+
+  it('refuses a header name that is not one', () => {
+    expect(
+      isVdiError(
+        thrownBy(() => authGatewayIdentity({ header: 'X Bad' })),
+        'INVALID_INPUT',
+      ),
+    ).toBe(true);
+  });
+});
+
+describe('createIdentityResolver', () => {
+  const resolve = createIdentityResolver({
+    providers: [tailscaleIdentity({ trustHeaders: true }), authGatewayIdentity()],
+    peerTokens: [peerToken],
+  });
+
+  it('takes the first provider that knows the caller', async () => {
+    await expect(
+      resolve(request({ 'Tailscale-User-Login': 'alice', 'X-Auth-Request-Email': 'bob' })),
+    ).resolves.toEqual({
+      kind: 'user',
+      login: 'alice',
+      provider: 'tailscale',
+    });
+    await expect(resolve(request({ 'X-Auth-Request-Email': 'bob' }))).resolves.toMatchObject({
+      login: 'bob',
+    });
+  });
+
+  it('makes a peer token a service identity, before any header', async () => {
+    const headers = { Authorization: `Bearer ${peerToken}`, 'Tailscale-User-Login': 'alice' };
+    await expect(resolve(request(headers))).resolves.toEqual({ kind: 'service' });
+  });
+
+  it('leaves another bearer token to the providers', async () => {
+    await expect(resolve(request({ Authorization: 'Bearer someone-elses-token' }))).resolves.toEqual({
+      kind: 'anonymous',
+    });
+    await expect(
+      resolve(request({ Authorization: `Bearer ${peerToken}x`, 'X-Auth-Request-Email': 'bob' })),
+    ).resolves.toMatchObject({ kind: 'user', login: 'bob' });
+  });
+
+  it.each(['', ' alice', 'a'.repeat(1025)])('calls a trusted header carrying %j invalid', async (login) => {
+    const only: IdentityProvider = { name: 'fixed', identify: () => login };
+    const resolveFixed = createIdentityResolver({ providers: [only], peerTokens: [] });
+    await expect(resolveFixed(request({}))).resolves.toEqual({ kind: 'invalid', provider: 'fixed' });
+  });
+
+  it('calls a request without headers anonymous', async () => {
+    await expect(resolve(request({}))).resolves.toEqual({ kind: 'anonymous' });
+  });
+});

@@ -1,0 +1,146 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { matchRoute, parseDesktopId } from '../../../src/broker/match-route.js';
+
+const served = ['corral-vms', 'team-a'];
+const match = (method: string, rawPath: string) => matchRoute({ method, rawPath, servedNamespaces: served });
+
+describe('matchRoute', () => {
+  it.each([
+    ['GET', '/api/vdi/pools', { name: 'list-pools' }],
+    [
+      'POST',
+      '/api/vdi/pools/vm/corral-vms/devpool/claim',
+      { name: 'claim', namespace: 'corral-vms', pool: 'devpool' },
+    ],
+    ['GET', '/api/vdi/desktops', { name: 'list-desktops' }],
+    [
+      'GET',
+      '/api/vdi/desktops/vm/team-a/devpool-1',
+      { name: 'get-desktop', namespace: 'team-a', member: 'devpool-1' },
+    ],
+    [
+      'POST',
+      '/api/vdi/desktops/vm/corral-vms/devpool-1/start',
+      { name: 'start', namespace: 'corral-vms', member: 'devpool-1' },
+    ],
+    [
+      'POST',
+      '/api/vdi/desktops/vm/corral-vms/devpool-1/release',
+      { name: 'release', namespace: 'corral-vms', member: 'devpool-1' },
+    ],
+    [
+      'GET',
+      '/api/vdi/desktops/vm/corral-vms/devpool-1/connect',
+      { name: 'connect', namespace: 'corral-vms', member: 'devpool-1' },
+    ],
+    ['GET', '/api/vdi/openapi.json', { name: 'openapi' }],
+    [
+      'GET',
+      '/api/tasks/vdi-release-corral-vms-devpool-1-0a1b2c',
+      { name: 'get-task', id: 'vdi-release-corral-vms-devpool-1-0a1b2c' },
+    ],
+    ['GET', '/api/tasklog', { name: 'task-log' }],
+  ])('routes %s %s', (method, rawPath, route) => {
+    expect(match(method, rawPath)).toEqual({ kind: 'route', route });
+  });
+
+  it.each([
+    ['DELETE', '/api/vdi/pools', ['GET']],
+    ['GET', '/api/vdi/pools/vm/corral-vms/devpool/claim', ['POST']],
+    ['PUT', '/api/vdi/desktops/vm/corral-vms/devpool-1/release', ['POST']],
+    ['POST', '/api/vdi/desktops/vm/corral-vms/devpool-1', ['GET']],
+    ['POST', '/api/tasklog', ['GET']],
+  ])('answers %s %s with 405 and the allowed methods', (method, rawPath, allow) => {
+    expect(match(method, rawPath)).toMatchObject({ kind: 'reject', code: 'METHOD_NOT_ALLOWED', allow });
+  });
+
+  it.each([
+    ['/api/vdi/desktops/vm/corral-vms/../devpool-1', 'path traversal'],
+    ['/api/vdi/desktops/vm/corral-vms/%2e%2e/devpool-1', 'path traversal'],
+    ['/api/vdi/desktops/vm/corral-vms/.', 'path traversal'],
+    ['/api/vdi/desktops/vm/corral-vms%2Fother/devpool-1', 'encoded slash'],
+    ['/api/vdi/desktops/vm/corral-vms/devpool%5c1', 'encoded slash'],
+    ['/api/vdi/desktops/vm/corral-vms/devpool%2D1', 'percent-encoded'],
+    ['/api/vdi/desktops/vm//devpool-1', 'empty segment'],
+    ['/api/vdi/pools/', 'empty segment'],
+    ['/api/vdi/desktops/vm/Corral_VMs/devpool-1', 'namespace name'],
+    ['/api/vdi/desktops/vm/corral-vms/DevPool-1', 'member name'],
+    ['/api/vdi/desktops/vm/corral-vms/-devpool', 'member name'],
+    [`/api/vdi/pools/vm/corral-vms/${'p'.repeat(51)}/claim`, 'pool name'],
+    ['/api/vdi/desktops/pod/corral-vms/devpool-1', 'not a desktop kind'],
+    ['/api/tasks/Not_A_Task', 'not a task ID'],
+  ])('rejects %s as malformed (%s)', (rawPath, reason) => {
+    const method = rawPath.endsWith('/claim') ? 'POST' : 'GET';
+    const result = match(method, rawPath);
+    expect(result).toMatchObject({ kind: 'reject', code: 'INVALID_INPUT' });
+    expect(result.kind === 'reject' && result.message).toContain(reason);
+  });
+
+  it('answers a ct kind with 422 saying CT pools are not served', () => {
+    const result = match('POST', '/api/vdi/pools/ct/corral-vms/devpool/claim');
+    expect(result).toMatchObject({ kind: 'reject', code: 'UNSUPPORTED_BACKEND' });
+    expect(result.kind === 'reject' && result.message).toContain('CT pools are not served by this SDK');
+  });
+
+  it('answers a namespace it does not serve as absent', () => {
+    expect(match('GET', '/api/vdi/desktops/vm/kube-system/devpool-1')).toMatchObject({
+      kind: 'reject',
+      code: 'NOT_FOUND',
+    });
+  });
+
+  it('answers an unknown broker path with 404 and other paths as not the broker', () => {
+    expect(match('GET', '/api/vdi/nothing')).toMatchObject({ kind: 'reject', code: 'NOT_FOUND' });
+    expect(match('GET', '/api/vms')).toEqual({ kind: 'not-broker' });
+    expect(match('GET', '/index.html')).toEqual({ kind: 'not-broker' });
+  });
+
+  it('never routes a path with a dot segment, whatever surrounds it', () => {
+    const segment = fc.stringMatching(/^[a-z0-9-]{1,12}$/);
+    fc.assert(
+      fc.property(
+        fc.array(segment, { maxLength: 6 }),
+        fc.constantFrom('..', '.', '%2e%2e', '%2E.', '.%2e'),
+        fc.nat(6),
+        (parts, dots, at) => {
+          const segments = ['api', 'vdi', ...parts];
+          segments.splice(2 + Math.min(at, parts.length), 0, dots);
+          const result = match('GET', `/${segments.join('/')}`);
+          expect(result.kind).toBe('reject');
+        },
+      ),
+    );
+  });
+
+  it('routes only valid names to desktop routes', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 20 }), (member) => {
+        const result = match('GET', `/api/vdi/desktops/vm/corral-vms/${member}`);
+        if (result.kind === 'route')
+          expect(result.route).toEqual({ name: 'get-desktop', namespace: 'corral-vms', member });
+        if (result.kind === 'route') expect(member).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+      }),
+    );
+  });
+});
+
+describe('parseDesktopId', () => {
+  it('reads a served desktop ID', () => {
+    expect(parseDesktopId('vm/team-a/devpool-2', served)).toEqual({
+      kind: 'desktop',
+      namespace: 'team-a',
+      member: 'devpool-2',
+    });
+  });
+
+  it.each([
+    ['vm/corral-vms', 'INVALID_INPUT'],
+    ['vm/corral-vms/devpool-1/extra', 'INVALID_INPUT'],
+    ['vm/corral-vms/..', 'INVALID_INPUT'],
+    ['ct/corral-vms/devpool-1', 'UNSUPPORTED_BACKEND'],
+    ['vm/elsewhere/devpool-1', 'NOT_FOUND'],
+  ])('rejects %s with %s', (id, code) => {
+    expect(parseDesktopId(id, served)).toMatchObject({ kind: 'reject', code });
+  });
+});
