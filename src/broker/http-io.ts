@@ -1,0 +1,111 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** The largest request body the broker reads; its POST routes take nothing that needs more. */
+export const maxBodyBytes = 16 * 1024;
+
+/** A request body as read: its bytes, or the fact that it was too large to read. */
+export type BodyRead = { kind: 'body'; bytes: Uint8Array } | { kind: 'too-large' };
+
+/** A request as the broker's router sees it, whatever server it came from. */
+export interface BrokerRequest {
+  method: string;
+  /** The path as sent, still percent-encoded, without the query. */
+  rawPath: string;
+  query: URLSearchParams;
+  headers: Headers;
+  remoteAddress: string | undefined;
+  readBody(): Promise<BodyRead>;
+}
+
+/** An answer of the broker's router. */
+export interface BrokerResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function declaredTooLarge(contentLength: string | null | undefined): boolean {
+  return contentLength !== null && contentLength !== undefined && Number(contentLength) > maxBodyBytes;
+}
+
+/** Headers of a node:http request as fetch `Headers`, repeated headers joined as HTTP joins them. */
+export function headersOfNode(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return headers;
+}
+
+/**
+ * Reads a node:http request body up to {@link maxBodyBytes}. An oversized body is drained, not buffered, so the
+ * answer can still be written on the same connection.
+ */
+export function readNodeBody(req: IncomingMessage): Promise<BodyRead> {
+  // a framework's body parser got there first: the broker takes nothing from bodies anyway
+  if (req.readableEnded) return Promise.resolve({ kind: 'body', bytes: new Uint8Array() });
+  if (declaredTooLarge(req.headers['content-length'])) {
+    req.resume();
+    return Promise.resolve({ kind: 'too-large' });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBodyBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.resume();
+      resolve({ kind: 'too-large' });
+    };
+    const onEnd = () => resolve({ kind: 'body', bytes: Buffer.concat(chunks) });
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', reject);
+  });
+}
+
+/** Reads a fetch `Request` body up to {@link maxBodyBytes}, cancelling the stream beyond it. */
+export async function readWebBody(request: Request): Promise<BodyRead> {
+  if (declaredTooLarge(request.headers.get('content-length'))) return { kind: 'too-large' };
+  if (request.body === null) return { kind: 'body', bytes: new Uint8Array() };
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBodyBytes) {
+      await reader.cancel();
+      return { kind: 'too-large' };
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return { kind: 'body', bytes };
+}
+
+/** Splits a request target into its raw path and its query. */
+export function splitTarget(target: string): { rawPath: string; query: URLSearchParams } {
+  const at = target.indexOf('?');
+  return at === -1
+    ? { rawPath: target, query: new URLSearchParams() }
+    : { rawPath: target.slice(0, at), query: new URLSearchParams(target.slice(at + 1)) };
+}
+
+/** Writes a broker answer to a node:http response. */
+export function writeNodeResponse(res: ServerResponse, response: BrokerResponse): void {
+  res.writeHead(response.status, response.headers);
+  res.end(response.body);
+}

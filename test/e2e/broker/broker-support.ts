@@ -1,0 +1,108 @@
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MemoryAuditSink } from '../../../src/audit.js';
+import { type Broker, type BrokerOptions, createBroker } from '../../../src/broker/broker.js';
+import { tailscaleIdentity } from '../../../src/broker/identity.js';
+import type { LocalCluster } from '../../../src/testing/local-cluster.js';
+import type { TestClock } from '../../../src/testing/test-clock.js';
+import { createVdi, type Vdi } from '../../../src/vdi.js';
+
+export const admin = 'admin@example.com';
+export const peerToken = 'peer-token-for-the-broker-tests';
+
+/** An answer as the test client read it. */
+export interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read answers field by field and check them with the API schemas
+  body: any;
+}
+
+/** What one request sends: who it is from (Tailscale login), extra headers, a raw body. */
+export interface Call {
+  as?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+/** A broker behind a real node:http server on loopback. */
+export interface RunningBroker {
+  broker: Broker;
+  vdi: Vdi;
+  audit: MemoryAuditSink;
+  logs: string[];
+  url: string;
+  /** Sends a request with the path exactly as given (no URL normalisation). */
+  call(method: string, path: string, call?: Call): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+function send(base: string, method: string, path: string, call: Call = {}): Promise<Reply> {
+  const { hostname, port } = new URL(base);
+  const headers: Record<string, string> = { ...call.headers };
+  if (call.as !== undefined) headers['Tailscale-User-Login'] = call.as;
+  if (call.body !== undefined) headers['content-length'] = String(Buffer.byteLength(call.body));
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: text === '' ? undefined : JSON.parse(text),
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(call.body);
+  });
+}
+
+/** Starts a broker for one namespace, with the Tailscale header trusted and `admin` as the only admin. */
+export async function startBroker(
+  cluster: LocalCluster,
+  namespace: string,
+  clock: TestClock,
+  options: Partial<BrokerOptions> = {},
+): Promise<RunningBroker> {
+  const audit = new MemoryAuditSink();
+  const vdi =
+    options.vdi ??
+    createVdi({
+      kubeConfig: cluster.kubeConfig,
+      namespace,
+      clock,
+      audit,
+      retry: { retries: 1, minDelayMs: 10 },
+    });
+  const logs: string[] = [];
+  const broker = createBroker({
+    vdi,
+    identity: [tailscaleIdentity({ trustHeaders: true })],
+    namespaces: [namespace],
+    admins: [admin],
+    peerTokens: [peerToken],
+    log: (line) => logs.push(line),
+    ...options,
+  });
+  const server: Server = createServer(broker.handleNode);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    broker,
+    vdi,
+    audit: vdi.audit as MemoryAuditSink,
+    logs,
+    url,
+    call: (method, path, call) => send(url, method, path, call),
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await broker.stop();
+    },
+  };
+}

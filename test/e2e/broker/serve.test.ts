@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryAuditSink } from '../../../src/audit.js';
+import type { IdentityProvider } from '../../../src/broker/identity.js';
+import { serveBroker } from '../../../src/broker/serve.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+
+const cluster = useLocalCluster();
+
+describe('serveBroker', () => {
+  it('shuts down on SIGTERM: the request in flight finishes and the claim outlives the shutdown', async () => {
+    const namespace = await createTestNamespace(cluster(), 'serve');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const clock = createTestClock(new Date());
+    const vdi = createVdi({
+      kubeConfig: cluster().kubeConfig,
+      namespace,
+      clock,
+      audit: new MemoryAuditSink(),
+    });
+    const claimed = await vdi.claim({ pool: 'devpool', identity: 'alice@example.com' });
+
+    // an identity provider that holds the request until the test lets it go, so it is surely in flight
+    let letGo: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    let arrived: () => void = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const gate: IdentityProvider = {
+      name: 'gate',
+      identify: async ({ headers }) => {
+        arrived();
+        await held;
+        return headers.get('x-user') ?? undefined;
+      },
+    };
+    const server = await serveBroker({
+      vdi,
+      identity: [gate],
+      namespaces: [namespace],
+      admins: ['admin@example.com'],
+      disconnectGraceMs: 1,
+      listen: '127.0.0.1:0',
+      log: () => {},
+    });
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const consoleHandle = await server.broker.authorizeConsole({
+      desktopId: claimed.id,
+      identity: 'alice@example.com',
+      kind: 'vnc',
+    });
+
+    const reply = fetch(`${server.url}/api/vdi/desktops`, { headers: { 'x-user': 'alice@example.com' } });
+    await inFlight;
+    process.emit('SIGTERM');
+    let closed = false;
+    void server.closed.then(() => {
+      closed = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closed).toBe(false);
+
+    letGo();
+    const response = await reply;
+    expect(response.status).toBe(200);
+    expect(
+      ((await response.json()) as { desktops: Array<{ id: string }> }).desktops.map((d) => d.id),
+    ).toEqual([claimed.id]);
+    await server.closed;
+    expect(process.listeners('SIGTERM')).toHaveLength(0);
+    await expect(fetch(`${server.url}/api/vdi/pools`)).rejects.toThrow();
+
+    // the console was open at shutdown and the grace is 1 ms, yet the claim stays
+    await consoleHandle.close();
+    expect(await vdi.context.cluster.getLease(namespace, `corral-vdi-${claimed.member}`)).toBeDefined();
+    expect((await vdi.getDesktop({ member: claimed.member })).owner).toBe('alice@example.com');
+  });
+
+  it('refuses a listen address that is not host:port', async () => {
+    await expect(serveBroker({ identity: [], listen: 'localhost' })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
+  });
+});
