@@ -225,8 +225,8 @@ async function forEachLimited<T>(items: T[], limit: number, run: (item: T) => Pr
  *   policy: { disconnectGraceMs: parseDuration(process.env.CORRAL_VDI_DISCONNECT_GRACE ?? '15m') },
  * });
  * engine.start();
- * const console = await engine.openConsole({ member: 'devpool-1', identity: 'alice@example.com', kind: 'vnc' });
- * socket.on('close', () => void console.close());
+ * const handle = await engine.openConsole({ member: 'devpool-1', identity: 'alice@example.com', kind: 'vnc' });
+ * socket.on('close', () => void handle.close());
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` for bad options.
  * @category sessions

@@ -87,7 +87,7 @@ describe('the session engine against a real apiserver', () => {
     const [member = ''] = setup.claimed;
     const engine = setup.engine();
 
-    const console = await engine.openConsole({ member, identity: 'user-1@example.com', kind: 'vnc' });
+    const handle = await engine.openConsole({ member, identity: 'user-1@example.com', kind: 'vnc' });
     const connected = await leaseOf(setup, member);
     expect(connected?.metadata.annotations?.[connectedAtAnnotation]).toBe(setup.clock.now().toISOString());
     expect(engine.describe({ namespace: setup.namespace, member, lease: connected })).toMatchObject({
@@ -97,7 +97,7 @@ describe('the session engine against a real apiserver', () => {
 
     setup.clock.advance(5 * minute);
     const closedAt = setup.clock.now();
-    await console.close();
+    await handle.close();
     const disconnected = await leaseOf(setup, member);
     expect(disconnected?.metadata.annotations?.[disconnectedAtAnnotation]).toBe(closedAt.toISOString());
     expect(engine.describe({ namespace: setup.namespace, member, lease: disconnected })).toEqual({
@@ -185,7 +185,7 @@ describe('the session engine against a real apiserver', () => {
     const setup = await setUp();
     const [member = ''] = setup.claimed;
     const engine = setup.engine({ policy: { disconnectGraceMs: grace, maxSessionMs: 120 * minute } });
-    const console = await engine.openConsole({ member, identity: 'user-1@example.com', kind: 'vnc' });
+    const handle = await engine.openConsole({ member, identity: 'user-1@example.com', kind: 'vnc' });
 
     // passes every 10 minutes, so the Lease is renewed on the way
     for (let elapsed = 10; elapsed < 120; elapsed += 10) {
@@ -201,7 +201,7 @@ describe('the session engine against a real apiserver', () => {
     ]);
     // the console of the reclaimed claim closes without touching anything
     const updates = setup.vdi.context.cluster.requestCounts.get('update') ?? 0;
-    await console.close();
+    await handle.close();
     expect(setup.vdi.context.cluster.requestCounts.get('update') ?? 0).toBe(updates);
   });
 
