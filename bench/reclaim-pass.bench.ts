@@ -1,6 +1,6 @@
 // One reclaim pass over 2,000 claimed desktops against the local control plane: apiserver requests and wall
 // time per pass with nothing to do, and, once, a pass that renews every Lease.
-// Run: npx vitest run -c bench/vitest.config.ts
+// Run: npx vitest run -c bench/vitest.config.ts bench/reclaim-pass.bench.ts
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
