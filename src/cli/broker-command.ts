@@ -1,0 +1,83 @@
+import { brokerOptionsFromEnv } from '../broker/broker-settings.js';
+import {
+  authGatewayIdentity,
+  type IdentityProvider,
+  tailscaleIdentity,
+  tailscaleLoginHeader,
+} from '../broker/identity.js';
+import { serveBroker } from '../broker/serve.js';
+import { type CommandSpec, clusterOptions, requiredFlag, stringFlag } from './command-spec.js';
+
+function identityFrom(header: string, proxies: string | undefined): IdentityProvider {
+  const trustedProxies = proxies
+    ?.split(',')
+    .map((proxy) => proxy.trim())
+    .filter((proxy) => proxy !== '');
+  if (header.toLowerCase() === tailscaleLoginHeader.toLowerCase() && trustedProxies === undefined) {
+    return tailscaleIdentity({ trustHeaders: true });
+  }
+  return authGatewayIdentity({ header, ...(trustedProxies === undefined ? {} : { trustedProxies }) });
+}
+
+const serve: CommandSpec = {
+  words: ['broker', 'serve'],
+  summary:
+    'Run the self-service broker (the /api/vdi HTTP API and the reclaim policy) until Ctrl-C or SIGTERM.',
+  args: [],
+  options: {
+    ...clusterOptions,
+    listen: {
+      type: 'string',
+      value: 'HOST:PORT',
+      help: 'Where to listen. Default 127.0.0.1:8080; keep it behind the identity proxy.',
+    },
+    'trust-header': {
+      type: 'string',
+      value: 'NAME',
+      help: "The request header that carries the caller's login, set by the proxy in front (Tailscale-User-Login, X-Auth-Request-Email).",
+    },
+    'trusted-proxies': {
+      type: 'string',
+      value: 'ADDRS',
+      help: 'Comma-separated proxy addresses; the header counts only on requests from them.',
+    },
+  },
+  notes: [
+    'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
+      'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
+      '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_AUTH_REQUIRED, ' +
+      'CORRAL_VDI_DISCONNECT_GRACE and CORRAL_VDI_MAX_SESSION.',
+  ],
+  examples: [
+    '$ CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice@example.com corral-vdi broker serve --trust-header Tailscale-User-Login',
+  ],
+  async run(input) {
+    const header = requiredFlag(input, serve, 'trust-header');
+    const session = input.cluster();
+    const settings = brokerOptionsFromEnv(input.env);
+    const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
+    const listen = stringFlag(input, 'listen');
+    const { terminal } = input;
+    const server = await serveBroker({
+      ...settings,
+      namespaces,
+      kubeConfig: session.kubeConfig,
+      identity: [identityFrom(header, stringFlag(input, 'trusted-proxies'))],
+      log: (line) => terminal.note(line),
+      ...(listen === undefined ? {} : { listen }),
+    });
+    if (terminal.json)
+      terminal.printJson({ url: server.url, enabled: settings.enabled, namespaces, trustHeader: header });
+    else
+      terminal.print(
+        `broker listening on ${server.url} (namespaces ${namespaces.join(', ')}; login from header ${header})`,
+      );
+    if (!settings.enabled)
+      terminal.note('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404');
+    await server.closed;
+    return 0;
+  },
+};
+
+/** `broker serve`. */
+export const brokerCommands: readonly CommandSpec[] = [serve];

@@ -1,0 +1,181 @@
+import { type ConnectResult, connect } from '../connect-planner/connect.js';
+import type { LaunchPlan } from '../connect-planner/launch-plan.js';
+import type { ConnectOption, ConnectProtocol } from '../connect-planner/plan-connect.js';
+import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
+import { runLaunchPlan } from '../launch/run-launch-plan.js';
+import { resolveCliNamespace } from './cluster-session.js';
+import {
+  booleanFlag,
+  type CommandInput,
+  type CommandSpec,
+  clusterOptions,
+  stringFlag,
+} from './command-spec.js';
+import type { Terminal } from './terminal.js';
+import { UsageError } from './usage-error.js';
+
+const protocolLabels: Readonly<Record<ConnectProtocol, string>> = {
+  rdp: 'RDP',
+  vnc: 'VNC',
+  serial: 'serial console',
+  terminal: 'terminal',
+};
+
+function describeOption(option: ConnectOption, launch: LaunchPlan | undefined): string {
+  const label = protocolLabels[option.protocol];
+  return launch === undefined ? label : `${label}: ${launch.argv.join(' ')}`;
+}
+
+/** Prints a connect answer as the walkthrough shows it: desktop, target, fallbacks, skipped protocols. */
+export function printConnectResult(terminal: Terminal, result: ConnectResult): void {
+  if (terminal.json) {
+    terminal.printJson(result);
+    return;
+  }
+  const { paint } = terminal;
+  terminal.print(`desktop ${result.desktopId} (held by ${result.holder})`);
+  terminal.print(`connect: ${paint.green(describeOption(result.target, result.launches[0]))}`);
+  result.fallbacks.forEach((fallback, index) => {
+    terminal.print(`fallback: ${describeOption(fallback, result.launches[index + 1])}`);
+  });
+  for (const skipped of result.skipped)
+    terminal.print(paint.dim(`skipped: ${skipped.protocol}: ${skipped.reason}`));
+}
+
+function isErrorCode(code: unknown): code is VdiErrorCode {
+  return typeof code === 'string' && Object.hasOwn(httpStatusByCode, code);
+}
+
+/** Asks a broker for the connect answer; the login is the one the proxy in front of the broker vouches for. */
+async function connectThroughBroker(
+  input: CommandInput,
+  broker: string,
+  kind: string,
+): Promise<ConnectResult> {
+  const { namespace } = resolveCliNamespace(stringFlag(input, 'namespace'), input.env);
+  const member = input.args.member ?? '';
+  let url: URL;
+  try {
+    url = new URL(
+      `api/vdi/desktops/${kind}/${encodeURIComponent(namespace)}/${encodeURIComponent(member)}/connect`,
+      broker.endsWith('/') ? broker : `${broker}/`,
+    );
+  } catch (error) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `The broker URL "${broker}" is not a URL; pass one such as https://corral.example.ts.net.`,
+      { cause: error },
+    );
+  }
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (error) {
+    throw new VdiError(
+      'CLUSTER_UNAVAILABLE',
+      `Cannot reach the broker at ${url.origin}: ${(error as Error).message}; check --broker or CORRAL_VDI_BROKER_URL.`,
+      { retryable: true, details: { broker: url.origin }, cause: error },
+    );
+  }
+  const body = (await response.json().catch(() => undefined)) as
+    | { error?: { code?: unknown; message?: unknown } }
+    | undefined;
+  if (response.ok && body && !body.error) return body as unknown as ConnectResult;
+  const said = body?.error;
+  const code = isErrorCode(said?.code) ? said.code : response.status === 401 ? 'UNAUTHENTICATED' : 'INTERNAL';
+  const message =
+    typeof said?.message === 'string' ? said.message : `The broker answered HTTP ${response.status}.`;
+  const advice =
+    code === 'UNAUTHENTICATED'
+      ? ' Reach the broker through the proxy that signs you in (such as tailscale serve).'
+      : '';
+  throw new VdiError(code, `${message}${advice}`, {
+    details: { broker: url.origin, status: response.status },
+  });
+}
+
+const command: CommandSpec = {
+  words: ['connect'],
+  summary: 'Pick the console for a claimed desktop (RDP, else VNC, else serial) and print how to open it.',
+  args: ['member'],
+  options: {
+    ...clusterOptions,
+    open: {
+      type: 'boolean',
+      help: 'Also open the chosen console: xfreerdp for RDP, virtctl vnc, virtctl console.',
+    },
+    user: {
+      type: 'string',
+      value: 'LOGIN',
+      help: 'Require that this user holds the desktop. Default: act as an administrator.',
+    },
+    kind: { type: 'string', value: 'vm|ct', help: 'The member kind. Default vm.' },
+    broker: {
+      type: 'string',
+      value: 'URL',
+      help: 'Ask this broker instead of the cluster, as the login its proxy vouches for. Default: $CORRAL_VDI_BROKER_URL.',
+    },
+  },
+  notes: [
+    'Without a broker, the CLI reads the cluster with your kubeconfig and probes RDP from this machine, so RDP ' +
+      'is offered only when TCP 3389 of the guest answers from here; without --user it acts as an ' +
+      'administrator and connects to whoever holds the desktop. With --broker (or CORRAL_VDI_BROKER_URL) the ' +
+      'broker decides, as the login of the proxy in front of it, and probes from where it runs. --open starts ' +
+      'the console client on this machine either way.',
+  ],
+  examples: [
+    '$ corral-vdi connect devpool-1',
+    '$ corral-vdi connect devpool-1 --user alice --open',
+    '$ corral-vdi connect devpool-1 --broker https://corral.example.ts.net',
+  ],
+  async run(input) {
+    const kind = stringFlag(input, 'kind') ?? 'vm';
+    if (kind !== 'vm' && kind !== 'ct')
+      throw new UsageError(`--kind takes vm or ct, not "${kind}"`, command.words);
+    const broker = stringFlag(input, 'broker') ?? (input.env.CORRAL_VDI_BROKER_URL || undefined);
+    const user = stringFlag(input, 'user');
+    let result: ConnectResult;
+    if (broker !== undefined) {
+      if (user !== undefined)
+        throw new UsageError(
+          '--user does not go with --broker: the broker takes your login from its proxy',
+          command.words,
+        );
+      result = await connectThroughBroker(input, broker, kind);
+    } else {
+      result = await connectDirectly(input, kind, user);
+    }
+    printConnectResult(input.terminal, result);
+    const launch = result.launches[0];
+    if (!booleanFlag(input, 'open') || launch === undefined) return 0;
+    input.terminal.note(`opening ${protocolLabels[launch.protocol]}: ${launch.argv.join(' ')}`);
+    const exit = await runLaunchPlan(launch);
+    return exit.exitCode;
+  },
+};
+
+async function connectDirectly(
+  input: CommandInput,
+  kind: string,
+  user: string | undefined,
+): Promise<ConnectResult> {
+  if (kind === 'ct') {
+    throw new VdiError(
+      'UNSUPPORTED_BACKEND',
+      'This version of corral-vdi connects to KubeVirt VM members only; a CT member offers its terminal through the broker that serves its pool.',
+    );
+  }
+  const session = input.cluster();
+  return await connect(session.vdi.context, {
+    member: input.args.member ?? '',
+    identity: user ?? session.actor,
+    namespace: session.namespace,
+    asAdmin: user === undefined,
+  });
+}
+
+/** `connect`. */
+export const connectCommands: readonly CommandSpec[] = [command];

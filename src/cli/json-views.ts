@@ -1,0 +1,37 @@
+import type { DesktopView } from '../claims/desktop-view.js';
+
+/** A desktop in `-o json` output: every field present, `null` where nothing is known. */
+export interface DesktopJson {
+  id: string;
+  namespace: string;
+  member: string;
+  pool: string;
+  poolId: string;
+  owner: string | null;
+  sessionId: string | null;
+  claimedAt: string | null;
+  expiresAt: string | null;
+  legacy: boolean;
+  phase: string;
+  running: boolean;
+  ephemeral: boolean;
+}
+
+/** The JSON shape of a desktop view. */
+export function toDesktopJson(view: DesktopView): DesktopJson {
+  return {
+    id: view.id,
+    namespace: view.namespace,
+    member: view.member,
+    pool: view.pool,
+    poolId: view.poolId,
+    owner: view.owner ?? null,
+    sessionId: view.sessionId ?? null,
+    claimedAt: view.claimedAt ?? null,
+    expiresAt: view.expiresAt ?? null,
+    legacy: view.legacy,
+    phase: view.phase,
+    running: view.running,
+    ephemeral: view.ephemeral,
+  };
+}

@@ -1,0 +1,360 @@
+import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
+import { planCapacity } from '../capacity/capacity-service.js';
+import { createPool, deletePool, listPools, resizePool } from '../pools/pool-service.js';
+import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
+import { parseDuration } from '../sessions/parse-duration.js';
+import type { ClusterSession } from './cluster-session.js';
+import {
+  booleanFlag,
+  type CommandInput,
+  type CommandSpec,
+  clusterOptions,
+  countFlag,
+  requiredFlag,
+  stringFlag,
+} from './command-spec.js';
+import { listPoolNamespaces } from './pool-namespaces.js';
+import type { Terminal } from './terminal.js';
+import { UsageError } from './usage-error.js';
+
+const cloneTimeoutOption = {
+  'clone-timeout': {
+    type: 'string',
+    value: 'DURATION',
+    help: 'How long one clone may take before the command gives up, such as 90s or 5m. Default 2m.',
+  },
+} as const;
+
+function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | undefined {
+  const text = stringFlag(input, 'clone-timeout');
+  if (text === undefined) return undefined;
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch (error) {
+    throw new UsageError(`--clone-timeout: ${(error as Error).message}`, command.words);
+  }
+  if (ms <= 0) throw new UsageError('--clone-timeout must be longer than 0', command.words);
+  return ms;
+}
+
+/** Runs a pool change with a progress bar on stderr fed by the SDK's `pool-progress` events. */
+async function withProgress<T>(
+  input: CommandInput,
+  session: ClusterSession,
+  run: () => Promise<T>,
+): Promise<T> {
+  const bar = input.terminal.progressBar();
+  const onProgress = (event: { member: string; step: string; done: number; total: number }) =>
+    bar.update({ done: event.done, total: event.total, label: `${event.member} ${event.step}` });
+  session.vdi.events.on('pool-progress', onProgress);
+  try {
+    return await run();
+  } finally {
+    session.vdi.events.off('pool-progress', onProgress);
+    bar.clear();
+  }
+}
+
+/** A member in `pool list -o json`. */
+export interface PoolMemberJson {
+  name: string;
+  id: string;
+  status: MemberState['kind'];
+  holder: string | null;
+  since: string | null;
+  expiresAt: string | null;
+  power: string;
+  ephemeral: boolean;
+  source: string | null;
+}
+
+function toMemberJson(member: PoolMemberView): PoolMemberJson {
+  const { state } = member;
+  const holder =
+    state.kind === 'claimed' ? state.holder : state.kind === 'legacy-assigned' ? state.user : null;
+  return {
+    name: member.name,
+    id: member.desktopId,
+    status: state.kind,
+    holder,
+    since: state.kind === 'claimed' || state.kind === 'legacy-assigned' ? (state.since ?? null) : null,
+    expiresAt: state.kind === 'claimed' ? (state.expiresAt ?? null) : null,
+    power: member.power,
+    ephemeral: member.ephemeral,
+    source: member.source ?? null,
+  };
+}
+
+function holderColumn(state: MemberState): string {
+  switch (state.kind) {
+    case 'free':
+      return 'free';
+    case 'claimed':
+      return state.leaseMissing ? `${state.holder} (no Lease)` : state.holder;
+    case 'legacy-assigned':
+      return `${state.user} (v0.6.0)`;
+    case 'deleting':
+      return 'deleting';
+  }
+}
+
+function printPool(terminal: Terminal, pool: PoolView): void {
+  const { paint } = terminal;
+  const count = pool.counts.members;
+  terminal.print(
+    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'})`,
+  );
+  for (const member of pool.members) {
+    const holder = holderColumn(member.state);
+    const shown =
+      member.state.kind === 'free' ? paint.green(holder.padEnd(25)) : paint.yellow(holder.padEnd(25));
+    terminal.print(`  ${member.name.padEnd(25)}${shown}${member.power.toLowerCase()}`);
+  }
+}
+
+function table(rows: string[][]): string[] {
+  const widths =
+    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
+  return rows.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd(),
+  );
+}
+
+/** The per-node capacity table, as `pool plan` prints it. */
+export function capacityTable(rows: readonly CapacityRow[]): string[] {
+  const header = ['NODE', 'RESOURCE', 'KIND', 'ALLOCATABLE', 'IN USE', 'FREE', 'PER MEMBER', 'HOSTS'];
+  return table([
+    header,
+    ...rows.map((row) => [
+      row.excluded ? `${row.node} (${row.excluded})` : row.node,
+      row.resource,
+      row.kind,
+      String(row.allocatable),
+      String(row.inUse),
+      String(row.free),
+      String(row.perMember),
+      String(row.hostsMembers),
+    ]),
+  ]);
+}
+
+const create: CommandSpec = {
+  words: ['pool', 'create'],
+  summary: 'Create a pool of N stopped clones of a golden VM.',
+  args: ['name'],
+  options: {
+    ...clusterOptions,
+    from: {
+      type: 'string',
+      value: 'GOLDEN',
+      help: 'The golden VM to clone; it must be in the pool namespace.',
+    },
+    size: { type: 'string', value: 'N', help: 'How many members to make.' },
+    ephemeral: { type: 'boolean', help: 'Recreate a member from the golden VM each time it is released.' },
+    ...cloneTimeoutOption,
+  },
+  notes: [
+    'Members are named <name>-1 … <name>-N. Device capacity is checked before anything is made; a clone ' +
+      'failure part-way removes the members this command made.',
+  ],
+  examples: [
+    '$ corral-vdi pool create devpool --from golden-desktop --size 3',
+    '$ corral-vdi pool create kiosk --from golden-desktop --size 10 --ephemeral -n kiosks',
+  ],
+  async run(input) {
+    const from = requiredFlag(input, create, 'from');
+    const size = countFlag(input, create, 'size', 1);
+    const timeout = cloneTimeoutMs(input, create);
+    const session = input.cluster();
+    const result = await withProgress(input, session, () =>
+      createPool(session.vdi.context, {
+        name: input.args.name ?? '',
+        from,
+        size,
+        namespace: session.namespace,
+        ephemeral: booleanFlag(input, 'ephemeral'),
+        identity: session.actor,
+        ...(timeout === undefined ? {} : { cloneTimeoutMs: timeout }),
+      }),
+    );
+    const { terminal } = input;
+    if (terminal.json) {
+      const { id, name, namespace, source, ephemeral, members } = result;
+      terminal.printJson({ pool: { id, name, namespace, source, ephemeral, members } });
+      return 0;
+    }
+    const kind = result.ephemeral ? ' ephemeral' : '';
+    terminal.print(
+      `pool "${result.name}" created: ${result.members.length}${kind} member${result.members.length === 1 ? '' : 's'}`,
+    );
+    for (const member of result.members) terminal.print(`  ${member}`);
+    return 0;
+  },
+};
+
+const list: CommandSpec = {
+  words: ['pool', 'list'],
+  summary: 'List the pools: each member, who has it, and its power state.',
+  args: [],
+  options: {
+    ...clusterOptions,
+    'all-namespaces': { type: 'boolean', short: 'A', help: 'List the pools of every namespace.' },
+  },
+  examples: ['$ corral-vdi pool list', '$ corral-vdi pool list -A -o json'],
+  async run(input) {
+    const session = input.cluster();
+    const all = booleanFlag(input, 'all-namespaces');
+    if (all && stringFlag(input, 'namespace') !== undefined)
+      throw new UsageError('pass either -n or -A, not both', list.words);
+    const namespaces = all ? await listPoolNamespaces(session.kubeConfig) : [session.namespace];
+    const pools = namespaces.length === 0 ? [] : await listPools(session.vdi.context, { namespaces });
+    const { terminal } = input;
+    if (terminal.json) {
+      terminal.printJson({
+        pools: pools.map((pool) => ({
+          id: pool.id,
+          name: pool.name,
+          namespace: pool.namespace,
+          counts: pool.counts,
+          members: pool.members.map(toMemberJson),
+        })),
+      });
+      return 0;
+    }
+    if (pools.length === 0) {
+      terminal.print(all ? 'no pools in any namespace' : `no pools in namespace ${session.namespace}`);
+      return 0;
+    }
+    for (const pool of pools) printPool(terminal, pool);
+    return 0;
+  },
+};
+
+const remove: CommandSpec = {
+  words: ['pool', 'delete'],
+  summary: 'Delete a pool: its member VMs, their claims and leftover clone objects.',
+  args: ['name'],
+  options: {
+    ...clusterOptions,
+    force: { type: 'boolean', help: 'Delete even while members are assigned (their users lose them).' },
+  },
+  notes: ['Without --force it refuses while any member is assigned, and names them.'],
+  examples: ['$ corral-vdi pool delete devpool', '$ corral-vdi pool delete devpool --force'],
+  async run(input) {
+    const session = input.cluster();
+    const result = await withProgress(input, session, () =>
+      deletePool(session.vdi.context, {
+        name: input.args.name ?? '',
+        namespace: session.namespace,
+        force: booleanFlag(input, 'force'),
+        identity: session.actor,
+      }),
+    );
+    const { terminal } = input;
+    if (terminal.json) {
+      terminal.printJson({ deleted: result });
+      return 0;
+    }
+    const count = result.members.length;
+    terminal.print(
+      `pool "${input.args.name}" deleted: ${count} member${count === 1 ? '' : 's'}${result.forced ? ', assigned ones included' : ''}`,
+    );
+    return 0;
+  },
+};
+
+const resize: CommandSpec = {
+  words: ['pool', 'resize'],
+  summary: 'Grow or shrink a pool to N members; shrinking removes only free members.',
+  args: ['name'],
+  options: {
+    ...clusterOptions,
+    size: { type: 'string', value: 'N', help: 'The number of members wanted.' },
+    from: {
+      type: 'string',
+      value: 'GOLDEN',
+      help: 'The golden VM for new members. Default: the one the members were cloned from.',
+    },
+    ...cloneTimeoutOption,
+  },
+  examples: ['$ corral-vdi pool resize devpool --size 5', '$ corral-vdi pool resize devpool --size 2'],
+  async run(input) {
+    const size = countFlag(input, resize, 'size', 1);
+    const timeout = cloneTimeoutMs(input, resize);
+    const from = stringFlag(input, 'from');
+    const session = input.cluster();
+    const name = input.args.name ?? '';
+    const result = await withProgress(input, session, () =>
+      resizePool(session.vdi.context, {
+        name,
+        size,
+        namespace: session.namespace,
+        identity: session.actor,
+        ...(from === undefined ? {} : { from }),
+        ...(timeout === undefined ? {} : { cloneTimeoutMs: timeout }),
+      }),
+    );
+    const { terminal } = input;
+    if (terminal.json) {
+      const { id, from: before, size: after, added, removed, skipped } = result;
+      terminal.printJson({ resized: { id, from: before, size: after, added, removed, skipped } });
+      return 0;
+    }
+    if (result.added.length === 0 && result.removed.length === 0 && result.skipped.length === 0) {
+      terminal.print(`pool "${name}" already has ${result.size} members`);
+      return 0;
+    }
+    terminal.print(`pool "${name}" resized: ${result.from} → ${result.size} members`);
+    for (const member of result.added) terminal.print(`  + ${member}`);
+    for (const member of result.removed) terminal.print(`  - ${member}`);
+    for (const member of result.skipped) terminal.print(`  kept ${member}: it was assigned meanwhile`);
+    return 0;
+  },
+};
+
+function planSummary(plan: AdmissionPlan, golden: string): string {
+  if (plan.needs.length === 0) return `${plan.size} members of "${golden}" fit: it asks for no host devices`;
+  const needs = plan.needs.map((need) => `${need.perMember} × ${need.resource}`).join(', ');
+  const verdict = plan.kind === 'admit' ? 'fit' : 'do not fit';
+  return `${plan.size} members of "${golden}" ${verdict}: each needs ${needs} on one node; the nodes can host ${plan.fits ?? plan.size} now`;
+}
+
+const plan: CommandSpec = {
+  words: ['pool', 'plan'],
+  summary: 'Check, without changing anything, whether N clones of a golden VM fit the device capacity.',
+  args: [],
+  options: {
+    ...clusterOptions,
+    from: { type: 'string', value: 'GOLDEN', help: 'The golden VM; it must be in the namespace.' },
+    size: { type: 'string', value: 'N', help: 'How many members would run at once.' },
+  },
+  notes: [
+    'It runs the admission that pool create runs and prints the per-node table. It exits 0 when the members ' +
+      'fit and 1 when they do not.',
+  ],
+  examples: ['$ corral-vdi pool plan --from golden-gpu --size 4'],
+  async run(input) {
+    const from = requiredFlag(input, plan, 'from');
+    const size = countFlag(input, plan, 'size', 1);
+    const session = input.cluster();
+    const result = await planCapacity(session.vdi.context, { from, size, namespace: session.namespace });
+    const { terminal } = input;
+    if (terminal.json) terminal.printJson({ fits: result.kind === 'admit', plan: result });
+    else {
+      terminal.print(planSummary(result, from));
+      if (result.table.length > 0) terminal.print('', ...capacityTable(result.table));
+    }
+    if (result.kind === 'admit') return 0;
+    const [first = ''] = result.message.split('\n');
+    const advice = result.message.split('\n').at(-1) ?? '';
+    terminal.error(first === advice ? first : `${first} ${advice}`);
+    return 1;
+  },
+};
+
+/** `pool create`, `list`, `delete`, `resize` and `plan`. */
+export const poolCommands: readonly CommandSpec[] = [create, list, remove, resize, plan];
