@@ -47,7 +47,7 @@ function condition(
     status: status ? 'True' : 'False',
     reason,
     ...(message ? { message } : {}),
-    lastProbeTime: null,
+
     lastTransitionTime: new Date(now).toISOString(),
   };
 }

@@ -1,31 +1,36 @@
 import {
   ApiextensionsV1Api,
   type KubeConfig,
+  type V1CustomResourceColumnDefinition,
   type V1CustomResourceDefinition,
+  type V1CustomResourceDefinitionVersion,
+  type V1CustomResourceValidation,
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
 import { httpStatusOf, pause, unlessNotFound } from './kube-calls.js';
 
-// Real KubeVirt objects carry far more fields than the simulator reads; keep them all.
-const openSchema = {
+// Real KubeVirt objects carry far more fields than the simulator reads; keep them all. (client-node's
+// serializer knows the extension only by its TypeScript name.)
+const openSchema: V1CustomResourceValidation = {
   openAPIV3Schema: {
     type: 'object',
     properties: {
-      spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-      status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      spec: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
+      status: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
     },
   },
 };
 
-interface Column {
-  name: string;
-  type: string;
-  jsonPath: string;
-}
+type Column = V1CustomResourceColumnDefinition;
 
 const age: Column = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
-function version(name: string, storage: boolean, columns: Column[], deprecated = false) {
+function version(
+  name: string,
+  storage: boolean,
+  columns: Column[],
+  deprecated = false,
+): V1CustomResourceDefinitionVersion {
   return {
     name,
     served: true,
@@ -42,7 +47,7 @@ function definition(
   kind: string,
   plural: string,
   shortNames: string[],
-  versions: ReturnType<typeof version>[],
+  versions: V1CustomResourceDefinitionVersion[],
 ): V1CustomResourceDefinition {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',

@@ -158,7 +158,6 @@ export async function startKubevirtSimulator(
   const nodeName = options.nodeName?.trim() || 'sim-node-1';
   const ips = new IpPool(parseIpRange(options.ipRange ?? '127.1.0.0/16'));
 
-  await installKubevirtCrds(kubeConfig);
   const server = await startSubresourceServer({ kubeConfig, ...certificates, log });
   const informers: Array<{ stop(): void }> = [];
   const queues: KeyedWorkQueue[] = [];
@@ -166,6 +165,8 @@ export async function startKubevirtSimulator(
     await ensureNamespace(kubeConfig, serviceRef.namespace);
     await upsertService(kubeConfig.makeApiClient(CoreV1Api), server.port);
     await upsertApiService(kubeConfig.makeApiClient(ApiregistrationV1Api), server.port);
+    // The aggregator takes seconds to route a new APIService (it rebuilds its OpenAPI first): install meanwhile.
+    await installKubevirtCrds(kubeConfig);
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
 
     const restoring = new Set<string>();

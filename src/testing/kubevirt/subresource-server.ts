@@ -155,10 +155,11 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
         return send(response, 200, { kind: 'APIGroupList', apiVersion: 'v1', groups: [group] });
       if (url.pathname === `/apis/${subresourceGroup}`) return send(response, 200, group);
       if (url.pathname === `/apis/${subresourceGroup}/v1`) return send(response, 200, discovery);
-      if (url.pathname === '/openapi/v2') return send(response, 200, openApi);
       if (url.pathname === '/healthz' || url.pathname === '/readyz') return send(response, 200, 'ok');
     }
     const match = actionPath.exec(url.pathname);
+    // No /openapi/v2 on purpose: each spec the aggregator downloads makes it rebuild its whole OpenAPI document,
+    // seconds of CPU on a small machine, while a 404 only makes it retry with backoff.
     if (!match) return send(response, 404, failureStatus(404, `the server could not find ${url.pathname}`));
     if (request.method !== 'PUT')
       return send(response, 405, failureStatus(405, `${request.method} is not supported; use PUT`));

@@ -106,9 +106,7 @@ export function vmiStatusFor(
         ...(iface.mac ? { mac: iface.mac } : {}),
       },
     ],
-    conditions: [
-      { type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: new Date(now).toISOString() },
-    ],
+    conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(now).toISOString() }],
   };
 }
 
@@ -187,7 +185,7 @@ function vmStatusChanges(
         type: 'Ready',
         status: ready ? 'True' : 'False',
         ...(ready ? {} : { reason: vmi === undefined ? 'VMINotExists' : 'GuestNotRunning' }),
-        lastProbeTime: null,
+
         lastTransitionTime: new Date(facts.now).toISOString(),
       },
     ];
