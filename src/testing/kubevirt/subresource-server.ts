@@ -58,11 +58,6 @@ const group = {
   versions: [groupVersion],
   preferredVersion: groupVersion,
 };
-const openApi = {
-  swagger: '2.0',
-  info: { title: 'KubeVirt simulator subresources', version: 'v1' },
-  paths: {},
-};
 
 const actionPath = new RegExp(
   `^/apis/${subresourceGroup.replace(/\./g, '\\.')}/v1/namespaces/([^/]+)/virtualmachines/([^/]+)/(start|stop|restart)$`,
