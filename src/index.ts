@@ -1,3 +1,121 @@
+// Every public name of the SDK, listed; the pure cores are also reachable alone as @corral/vdi/core.
+export type { AuditAction, AuditRecord, AuditSink } from './audit.js';
+export { MemoryAuditSink } from './audit.js';
+export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from './capacity/admit-pool.js';
+export { admitPool } from './capacity/admit-pool.js';
+export type { PlanCapacityOptions } from './capacity/capacity-service.js';
+export { planCapacity } from './capacity/capacity-service.js';
+export type { DeviceKind, DeviceNeed } from './capacity/device-needs.js';
+export { classifyDevice, readDeviceNeeds } from './capacity/device-needs.js';
+export type {
+  ClaimOptions,
+  ClaimResult,
+  ClaimsService,
+  ListDesktopsOptions,
+  MemberOptions,
+  ReleaseResult,
+} from './claims/claims-service.js';
+export type { MemberClassification, MemberFacts } from './claims/classify-member.js';
+export { classifyMember, isLeaseExpired, leaseExpiresAt } from './claims/classify-member.js';
+export type { DesktopView } from './claims/desktop-view.js';
+export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
+export { isValidVmName, maxPoolNameLength, validatePoolName } from './claims/object-names.js';
+export { parseRfc3339 } from './claims/parse-time.js';
+export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
+export type { ConnectOptions, ConnectResult } from './connect-planner/connect.js';
+export { connect } from './connect-planner/connect.js';
+export type { LaunchPlan } from './connect-planner/launch-plan.js';
+export { planLaunch } from './connect-planner/launch-plan.js';
+export type {
+  ConnectFacts,
+  ConnectOption,
+  ConnectPlan,
+  ConnectProtocol,
+  CtConnectFacts,
+  SkippedProtocol,
+  TcpProbeResult,
+  VmConnectFacts,
+} from './connect-planner/plan-connect.js';
+export { planConnect, rdpPort } from './connect-planner/plan-connect.js';
+export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
+export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
+export type { VdiContext } from './context.js';
 export type { VdiErrorCode, VdiErrorOptions } from './errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from './errors.js';
+export type { VdiEvents } from './events.js';
+export {
+  assignedToKey,
+  claimedAtAnnotation,
+  connectedAtAnnotation,
+  disconnectedAtAnnotation,
+  ephemeralLabel,
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leaseNamePrefix,
+  leasePoolLabel,
+  poolLabel,
+  sessionIdAnnotation,
+  sourceAnnotation,
+} from './keys.js';
+export type { RetryOptions } from './kube/retry.js';
+export type {
+  LeaseObject,
+  NodeObject,
+  ObjectMeta,
+  PermittedHostDevice,
+  PermittedHostDevices,
+  RunStrategy,
+  VirtualMachine,
+  VirtualMachineClone,
+  VirtualMachineInstance,
+  VmDeviceRequest,
+  VmDevices,
+} from './kubevirt-types.js';
+export { compareNatural, memberNameFor } from './pools/member-names.js';
+export type {
+  CreatePoolOptions,
+  CreatePoolResult,
+  DeletePoolOptions,
+  DeletePoolResult,
+  ListPoolsOptions,
+  PoolOptions,
+  ResizePoolOptions,
+  ResizePoolResult,
+} from './pools/pool-service.js';
+export { createPool, deletePool, getPool, listPools, maxPoolSize, resizePool } from './pools/pool-service.js';
+export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
+export { parseDuration } from './sessions/parse-duration.js';
+export type {
+  ReclaimPlan,
+  ReclaimPolicy,
+  ReclaimReason,
+  SessionFacts,
+  SessionView,
+} from './sessions/plan-reclaim.js';
+export { checkReclaimPolicy, defaultReclaimPolicy, describeSession, planReclaim } from './sessions/plan-reclaim.js';
+export type { RenewalPlan } from './sessions/plan-renewal.js';
+export { planRenewal } from './sessions/plan-renewal.js';
+export type {
+  ConsoleHandle,
+  ConsoleKind,
+  DesktopSession,
+  OpenConsoleOptions,
+  SessionEngine,
+  SessionEngineOptions,
+  SessionPassResult,
+} from './sessions/session-engine.js';
+export { createSessionEngine, reclaimActor } from './sessions/session-engine.js';
+export type { LegacyState } from './upgrade/classify-legacy.js';
+export { classifyLegacy } from './upgrade/classify-legacy.js';
+export type { UsbDeviceId } from './usb/device-id.js';
+export { parseUsbDeviceId } from './usb/device-id.js';
+export type { ListUsbDevicesOptions } from './usb/list-usb-devices.js';
+export { listUsbDevices } from './usb/list-usb-devices.js';
+export type { UsbDevice } from './usb/parse-usb-device.js';
+export type { RedirectUsbOptions, RedirectUsbResult } from './usb/redirect-usb.js';
+export { redirectUsb } from './usb/redirect-usb.js';
+export type { UsbSecurityNotice } from './usb/security-notice.js';
+export { usbSecurityNotice } from './usb/security-notice.js';
+export type { Vdi, VdiOptions } from './vdi.js';
+export { createVdi, defaultNamespace, systemClock } from './vdi.js';

@@ -3,12 +3,37 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { EventEmitter } from 'eventemitter3';
 import { z } from 'zod';
 import { type AuditSink, MemoryAuditSink } from './audit.js';
+import type { AdmissionPlan } from './capacity/admit-pool.js';
+import { type PlanCapacityOptions, planCapacity } from './capacity/capacity-service.js';
 import { type ClaimsService, createClaimsService, parseOptions } from './claims/claims-service.js';
 import type { Clock } from './clock.js';
+import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
 import type { RetryOptions } from './kube/retry.js';
+import {
+  type CreatePoolOptions,
+  type CreatePoolResult,
+  createPool,
+  type DeletePoolOptions,
+  type DeletePoolResult,
+  deletePool,
+  getPool,
+  type ListPoolsOptions,
+  listPools,
+  type PoolOptions,
+  type ResizePoolOptions,
+  type ResizePoolResult,
+  resizePool,
+} from './pools/pool-service.js';
+import type { PoolView } from './pools/pool-view.js';
+import {
+  createSessionEngine,
+  type SessionEngine,
+  type SessionEngineOptions,
+} from './sessions/session-engine.js';
+import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
 export const defaultNamespace = 'corral-vms';
@@ -35,6 +60,24 @@ export interface VdiOptions {
 
 /** The SDK: every primitive, bound to one cluster. @category configuration */
 export interface Vdi extends ClaimsService {
+  /** Creates a pool by cloning a golden VM; see {@link createPool}. */
+  createPool(options: CreatePoolOptions): Promise<CreatePoolResult>;
+  /** Lists pools and their members; see {@link listPools}. */
+  listPools(options?: ListPoolsOptions): Promise<PoolView[]>;
+  /** One pool; see {@link getPool}. */
+  getPool(options: PoolOptions): Promise<PoolView>;
+  /** Grows or shrinks a pool; see {@link resizePool}. */
+  resizePool(options: ResizePoolOptions): Promise<ResizePoolResult>;
+  /** Deletes a pool; see {@link deletePool}. */
+  deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
+  /** Answers "can I make (or grow to) N members from this golden VM?"; see {@link planCapacity}. */
+  planCapacity(options: PlanCapacityOptions): Promise<AdmissionPlan>;
+  /** Picks the console for a claimed desktop; see {@link connect}. */
+  connect(options: ConnectOptions): Promise<ConnectResult>;
+  /** Redirects a local USB device to a claimed desktop; see {@link redirectUsb}. */
+  redirectUsb(options: RedirectUsbOptions): Promise<RedirectUsbResult>;
+  /** Creates the session engine (console tracking, reclaim, renewal); see {@link createSessionEngine}. */
+  createSessionEngine(options: SessionEngineOptions): SessionEngine;
   /** Typed events of everything the SDK does. */
   readonly events: EventEmitter<VdiEvents>;
   /** The audit sink in use. */
@@ -91,6 +134,15 @@ export function createVdi(options: VdiOptions = {}): Vdi {
   };
   return {
     ...createClaimsService(context),
+    createPool: (pool) => createPool(context, pool),
+    listPools: (list) => listPools(context, list),
+    getPool: (pool) => getPool(context, pool),
+    resizePool: (resize) => resizePool(context, resize),
+    deletePool: (pool) => deletePool(context, pool),
+    planCapacity: (plan) => planCapacity(context, plan),
+    connect: (target) => connect(context, target),
+    redirectUsb: (redirect) => redirectUsb(context, redirect),
+    createSessionEngine: (engine) => createSessionEngine(context, engine),
     events,
     audit: context.audit,
     namespace: context.defaultNamespace,

@@ -3,12 +3,25 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..');
-const forbiddenImports = [/^node:/, /^@kubernetes\/client-node/, /^p-retry/, /^eventemitter3/, /(^|\/)kube\//];
-const clockReads = [/\bDate\.now\s*\(/, /\bnew Date\s*\(\s*\)/, /\bperformance\.now\s*\(/, /\bMath\.random\s*\(/];
+const forbiddenImports = [
+  /^node:/,
+  /^@kubernetes\/client-node/,
+  /^p-retry/,
+  /^eventemitter3/,
+  /(^|\/)kube\//,
+];
+const clockReads = [
+  /\bDate\.now\s*\(/,
+  /\bnew Date\s*\(\s*\)/,
+  /\bperformance\.now\s*\(/,
+  /\bMath\.random\s*\(/,
+];
 
 function importsOf(source: string): string[] {
   const specifiers: string[] = [];
-  for (const match of source.matchAll(/(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+  for (const match of source.matchAll(
+    /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  )) {
     specifiers.push(match[1] ?? match[2] ?? '');
   }
   return specifiers;
@@ -44,7 +57,9 @@ describe('the pure cores', () => {
   for (const [file, source] of files) {
     const name = relative(root, file);
     it(`${name} imports no Node built-in, Kubernetes client, retry or event library, and no adapter`, () => {
-      const offending = importsOf(source).filter((specifier) => forbiddenImports.some((pattern) => pattern.test(specifier)));
+      const offending = importsOf(source).filter((specifier) =>
+        forbiddenImports.some((pattern) => pattern.test(specifier)),
+      );
       expect(offending).toEqual([]);
     });
     it(`${name} never reads the clock or randomness`, () => {
@@ -57,7 +72,9 @@ describe('the pure cores', () => {
 describe('the architecture check itself', () => {
   it('flags an adapter import and a clock read in a made-up core file', () => {
     const source = "import { KubeCluster } from '../kube/cluster.js';\nexport const t = () => Date.now();";
-    expect(importsOf(source).some((specifier) => forbiddenImports.some((pattern) => pattern.test(specifier)))).toBe(true);
+    expect(
+      importsOf(source).some((specifier) => forbiddenImports.some((pattern) => pattern.test(specifier))),
+    ).toBe(true);
     expect(clockReads.some((pattern) => pattern.test(withoutComments(source)))).toBe(true);
   });
 });

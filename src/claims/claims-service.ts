@@ -86,6 +86,8 @@ export interface ReleaseMemberOptions {
   asAdmin: boolean;
   /** The audit action; default `vdi release`, or `vdi force-release` for an administrator on another's desktop. */
   auditAction?: AuditAction;
+  /** Release only the claim with this session ID; a newer claim of the member is `CLAIM_CHANGED`. */
+  expectedSessionId?: string;
 }
 
 const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -255,6 +257,11 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
         details: { desktopId },
       },
     );
+  }
+  if (options.expectedSessionId !== undefined && lease?.metadata.annotations?.[sessionIdAnnotation] !== options.expectedSessionId) {
+    throw new VdiError('CLAIM_CHANGED', `Desktop ${desktopId} was claimed again since it was read; nothing was released.`, {
+      details: { desktopId },
+    });
   }
   const force = holder !== actor;
   const action = options.auditAction ?? (force ? 'vdi force-release' : 'vdi release');

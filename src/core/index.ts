@@ -1,4 +1,72 @@
 // The pure cores only: nothing here imports Node built-ins, client-node or any I/O, so a browser can load it.
+export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from '../capacity/admit-pool.js';
+export { admitPool } from '../capacity/admit-pool.js';
+export type { DeviceKind, DeviceNeed } from '../capacity/device-needs.js';
+export { classifyDevice, readDeviceNeeds } from '../capacity/device-needs.js';
+export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
+export { classifyMember, isLeaseExpired, leaseExpiresAt } from '../claims/classify-member.js';
+export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
+export { isValidVmName, maxPoolNameLength, validatePoolName } from '../claims/object-names.js';
+export { parseRfc3339 } from '../claims/parse-time.js';
+export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 export type { Clock } from '../clock.js';
+export type { LaunchPlan } from '../connect-planner/launch-plan.js';
+export { planLaunch } from '../connect-planner/launch-plan.js';
+export type {
+  ConnectFacts,
+  ConnectOption,
+  ConnectPlan,
+  ConnectProtocol,
+  CtConnectFacts,
+  SkippedProtocol,
+  TcpProbeResult,
+  VmConnectFacts,
+} from '../connect-planner/plan-connect.js';
+export { planConnect, rdpPort } from '../connect-planner/plan-connect.js';
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
+export {
+  assignedToKey,
+  claimedAtAnnotation,
+  connectedAtAnnotation,
+  disconnectedAtAnnotation,
+  ephemeralLabel,
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leaseNamePrefix,
+  leasePoolLabel,
+  poolLabel,
+  sessionIdAnnotation,
+  sourceAnnotation,
+} from '../keys.js';
+export type {
+  LeaseObject,
+  NodeObject,
+  ObjectMeta,
+  PermittedHostDevice,
+  PermittedHostDevices,
+  RunStrategy,
+  VirtualMachine,
+  VirtualMachineClone,
+  VirtualMachineInstance,
+  VmDeviceRequest,
+  VmDevices,
+} from '../kubevirt-types.js';
+export { compareNatural, memberNameFor } from '../pools/member-names.js';
+export { parseDuration } from '../sessions/parse-duration.js';
+export type {
+  ReclaimPlan,
+  ReclaimPolicy,
+  ReclaimReason,
+  SessionFacts,
+  SessionView,
+} from '../sessions/plan-reclaim.js';
+export { checkReclaimPolicy, defaultReclaimPolicy, describeSession, planReclaim } from '../sessions/plan-reclaim.js';
+export type { RenewalPlan } from '../sessions/plan-renewal.js';
+export { planRenewal } from '../sessions/plan-renewal.js';
+export type { LegacyState } from '../upgrade/classify-legacy.js';
+export { classifyLegacy } from '../upgrade/classify-legacy.js';
+export type { UsbDeviceId } from '../usb/device-id.js';
+export { parseUsbDeviceId } from '../usb/device-id.js';
+export type { UsbSecurityNotice } from '../usb/security-notice.js';
+export { usbSecurityNotice } from '../usb/security-notice.js';

@@ -470,10 +470,13 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         actor: reclaimActor,
         asAdmin: true,
         auditAction: `vdi reclaim (${plan.reason})`,
+        ...(lease.metadata.annotations?.[sessionIdAnnotation] === undefined
+          ? {}
+          : { expectedSessionId: lease.metadata.annotations[sessionIdAnnotation] }),
       });
     } catch (error) {
       // released by someone else meanwhile: nothing is left to reclaim
-      if (isVdiError(error, 'CLAIM_ENDED')) return;
+      if (isVdiError(error, 'CLAIM_ENDED', 'CLAIM_CHANGED')) return;
       result.failed += 1;
       const message = error instanceof Error ? error.message : String(error);
       ctx.events.emit('reclaim-failed', { desktopId, holder, reason: plan.reason, error: message });
