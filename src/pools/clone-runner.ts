@@ -12,7 +12,7 @@ export const defaultCloneTimeoutMs = 120_000;
 export const defaultCloneConcurrency = 4;
 
 const firstPollMs = 50;
-const longestPollMs = 1000;
+const longestPollMs = 250;
 
 /**
  * How one member of a create or grow ended.

@@ -1,0 +1,91 @@
+// Creating a 20-member pool against the local control plane and the KubeVirt simulator: wall time and apiserver
+// requests with one clone at a time and with the default concurrency, and their ratio, from one run. Twice: with
+// the simulator's instant clones, where the machine's CPU is the limit, and with clones whose phases last 500 ms
+// each, closer to a real clone that waits on storage.
+// Run: npx vitest run -c bench/vitest.config.ts bench/pool-create.bench.ts
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { VdiContext } from '../src/context.js';
+import { KubeCluster } from '../src/kube/cluster.js';
+import type { VirtualMachineClone } from '../src/kubevirt-types.js';
+import { defaultCloneConcurrency } from '../src/pools/clone-runner.js';
+import { createPool, deletePool } from '../src/pools/pool-service.js';
+import { simulatorAnnotations } from '../src/testing/kubevirt/fault-knobs.js';
+import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
+import { createVdi, type Vdi } from '../src/vdi.js';
+
+const size = 20;
+const namespace = 'bench-pools';
+
+const slowPhaseMs = 500;
+
+let cluster: LocalCluster | undefined;
+let vdi: Vdi;
+
+/** The adapter, with the simulator's phase-delay knob on every clone it creates. */
+class SlowCloneCluster extends KubeCluster {
+  override createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
+    const annotations = {
+      ...clone.metadata.annotations,
+      [simulatorAnnotations.phaseDelayMs]: String(slowPhaseMs),
+    };
+    return super.createClone(namespace, { ...clone, metadata: { ...clone.metadata, annotations } });
+  }
+}
+
+async function timedCreate(
+  ctx: VdiContext,
+  name: string,
+  concurrency: number,
+): Promise<{ ms: number; requests: number }> {
+  ctx.cluster.requestCounts.clear();
+  const started = performance.now();
+  const pool = await createPool(ctx, { name, from: 'golden', size, concurrency });
+  const ms = performance.now() - started;
+  expect(pool.members).toHaveLength(size);
+  const requests = ctx.cluster.requestTotal;
+  await deletePool(ctx, { name });
+  return { ms, requests };
+}
+
+async function compare(ctx: VdiContext, label: string): Promise<void> {
+  const serial = await timedCreate(ctx, 'serial', 1);
+  const parallel = await timedCreate(ctx, 'parallel', defaultCloneConcurrency);
+  console.info(
+    `${label}: ${size} members, concurrency 1: ${Math.round(serial.ms)} ms, ${serial.requests} requests; ` +
+      `concurrency ${defaultCloneConcurrency}: ${Math.round(parallel.ms)} ms, ${parallel.requests} requests; ` +
+      `ratio ${(serial.ms / parallel.ms).toFixed(2)}×`,
+  );
+}
+
+beforeAll(async () => {
+  cluster = await startLocalCluster();
+  await cluster.kubeConfig
+    .makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name: namespace } } });
+  vdi = createVdi({ kubeConfig: cluster.kubeConfig, namespace });
+  await vdi.context.cluster.createVm(namespace, {
+    metadata: { name: 'golden', labels: { app: 'desktop' } },
+    spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+  });
+  await timedCreate(vdi.context, 'warmup', defaultCloneConcurrency);
+}, 900_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+describe(`creating a ${size}-member pool`, () => {
+  it('with the simulator’s instant clones', async () => {
+    await compare(vdi.context, 'instant clones');
+  });
+
+  it(`with clone phases of ${slowPhaseMs} ms`, async () => {
+    const kubeConfig = cluster?.kubeConfig;
+    if (!kubeConfig) throw new Error('the local cluster is not started');
+    await compare(
+      { ...vdi.context, cluster: new SlowCloneCluster(kubeConfig) },
+      `${slowPhaseMs} ms clone phases`,
+    );
+  });
+});
