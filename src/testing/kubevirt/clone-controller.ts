@@ -22,6 +22,8 @@ export interface CloneControllerOptions {
   vms: Informer<VirtualMachine>;
   /** Keys of VMs a clone is still restoring into; the controller adds and removes them. */
   restoring: Set<string>;
+  /** Asks the VM controller to look at a VM whose restore state changed. */
+  wakeVm: (key: string) => void;
   log: (line: string) => void;
   requeueAfter: (key: string, ms: number) => void;
 }
@@ -89,13 +91,18 @@ function statusForPhase(
  * `status.restoreInProgress` until the restore ends), as KubeVirt's snapshot-and-restore does.
  */
 export function createCloneReconciler(options: CloneControllerOptions): (key: string) => Promise<void> {
-  const { kubeConfig, clones, vms, restoring, log } = options;
+  const { kubeConfig, clones, vms, restoring, wakeVm, log } = options;
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   // When this process saw each clone enter its phase; phase delays count from there.
   const entered = new Map<string, { phase: string; at: number }>();
   // The restore each unfinished clone holds on its target, to release it if the clone is deleted.
   const holds = new Map<string, { targetKey: string; restoreName: string }>();
   const reported = new Map<string, string>();
+
+  const setRestoring = (targetKey: string, on: boolean) => {
+    if (on) restoring.add(targetKey);
+    else if (restoring.delete(targetKey)) wakeVm(targetKey);
+  };
 
   const findVm = async (namespace: string, name: string): Promise<VirtualMachine | undefined> => {
     const cached = vms.get(`${namespace}/${name}`);
@@ -170,7 +177,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
     const hold = holds.get(key);
     holds.delete(key);
     if (!hold) return;
-    restoring.delete(hold.targetKey);
+    setRestoring(hold.targetKey, false);
     const target = vms.get(hold.targetKey);
     if (target && target.status?.restoreInProgress === hold.restoreName)
       await setRestoreInProgress(target, null);
@@ -188,7 +195,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
     const built = buildCloneTarget(clone, source);
     if (built.kind === 'invalid') return await fail(clone, built.message, now);
     const restoreName = restoreNameOf(clone);
-    restoring.add(targetKey);
+    setRestoring(targetKey, true);
     holds.set(`${namespace}/${clone.metadata.name}`, { targetKey, restoreName });
     try {
       const created = (await api.createNamespacedCustomObject({
@@ -201,7 +208,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
     } catch (error) {
       if (httpStatusOf(error) !== 409) throw error;
       // Someone else's VM took the name; the next step sees it as foreign and fails the clone.
-      restoring.delete(targetKey);
+      setRestoring(targetKey, false);
       await findVm(namespace, targetNameOf(clone));
     }
   };
@@ -250,7 +257,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
         case 'fail':
           await fail(clone, step.message, now);
           // A half-restored target stays for the caller to inspect or delete, but no longer waits on the restore.
-          if (ours) restoring.delete(targetKey);
+          if (ours) setRestoring(targetKey, false);
           if (target && targetRestoring) await setRestoreInProgress(target, null);
           holds.delete(key);
           break;
@@ -261,7 +268,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
           await createTarget(clone, targetKey, now);
           break;
         case 'finish-restore':
-          restoring.delete(targetKey);
+          setRestoring(targetKey, false);
           if (target) await setRestoreInProgress(target, null);
           holds.delete(key);
           break;

@@ -147,13 +147,15 @@ function applyOperation(document: unknown, operation: JsonPatchOperation): unkno
       return addAt(document, tokens, structuredClone(operation.value));
     case 'remove':
       return removeAt(document, tokens);
-    case 'replace':
-      if (!read(document, tokens).found) throw new PatchFailure('the path does not exist');
-      return addAt(
-        tokens.length === 0 ? document : removeAt(document, tokens),
-        tokens,
-        structuredClone(operation.value),
-      );
+    case 'replace': {
+      if (tokens.length === 0) return structuredClone(operation.value);
+      // Like evanphx/json-patch v4, which KubeVirt applies clone patches with, a missing object member is added.
+      const parent = resolveParent(document, tokens);
+      const found = read(document, tokens).found;
+      if (!found && (parent === undefined || Array.isArray(parent)))
+        throw new PatchFailure('the path does not exist');
+      return addAt(found ? removeAt(document, tokens) : document, tokens, structuredClone(operation.value));
+    }
     case 'test': {
       const current = read(document, tokens);
       if (!current.found || !isDeepEqual(current.value, operation.value))
@@ -176,7 +178,8 @@ function applyOperation(document: unknown, operation: JsonPatchOperation): unkno
 
 /**
  * Applies RFC 6902 operations to a copy of `document`. The input is never changed; an operation that cannot apply
- * (a missing path, a failed `test`) stops the whole patch, as the RFC requires.
+ * (a missing path, a failed `test`) stops the whole patch, as the RFC requires. One leniency, KubeVirt's: `replace`
+ * of a missing member of an existing object adds it.
  */
 export function applyJsonPatch(document: unknown, patch: readonly JsonPatchOperation[]): JsonPatchResult {
   let current: unknown = structuredClone(document);

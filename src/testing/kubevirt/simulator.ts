@@ -218,6 +218,7 @@ export async function startKubevirtSimulator(
       clones,
       vms,
       restoring,
+      wakeVm: (key) => vmQueue.add(key),
       log,
       requeueAfter: (key, ms) => cloneQueue.addAfter(key, ms),
     });

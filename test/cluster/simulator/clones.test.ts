@@ -1,0 +1,197 @@
+import { describe, expect, it } from 'vitest';
+import type { VirtualMachineClone } from '../../../src/kubevirt-types.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
+import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { eventually, kubevirtObjects, sampleVm } from './simulator-support.js';
+
+const cluster = useLocalCluster();
+
+async function setUp(prefix: string) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  const objects = kubevirtObjects(cluster().kubeConfig, namespace);
+  const golden = sampleVm(
+    'golden',
+    {},
+    { 'corral.dev/vdi-source': 'keep-me', 'corral.dev/vdi-assigned-to': 'drop-me' },
+  );
+  golden.metadata.labels = { 'corral.dev/vdi-pool': 'golden-pool', team: 'blue' };
+  const template = golden.spec.template as NonNullable<typeof golden.spec.template>;
+  template.metadata = {
+    labels: { app: 'desktop', 'corral.dev/vdi-pool': 'golden-pool' },
+    annotations: { note: 'template' },
+  };
+  await objects.createVm(golden);
+  return { namespace, objects };
+}
+
+function cloneOf(
+  name: string,
+  spec: Partial<VirtualMachineClone['spec']>,
+  annotations: Record<string, string> = {},
+): VirtualMachineClone {
+  return {
+    metadata: { name, annotations },
+    spec: {
+      source: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'golden' },
+      target: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: `${name}-vm` },
+      ...spec,
+    },
+  };
+}
+
+const isDone = (clone: VirtualMachineClone | undefined) =>
+  clone?.status?.phase === 'Succeeded' || clone?.status?.phase === 'Failed';
+
+describe('the VirtualMachineClone controller', () => {
+  it('creates the target from the source with label and annotation filters and JSON patches, then succeeds', async () => {
+    const { objects } = await setUp('clone');
+    await objects.createClone(
+      cloneOf('c1', {
+        labelFilters: ['*', '!corral.dev/vdi-pool'],
+        annotationFilters: ['corral.dev/vdi-source'],
+        template: { labelFilters: ['*', '!corral.dev/*'] },
+        patches: [
+          '{"op":"replace","path":"/spec/template/spec/domain/devices/interfaces/0/macAddress","value":"02:00:00:00:00:01"}',
+          '{"op":"add","path":"/metadata/labels/corral.dev~1vdi-pool","value":"devpool"}',
+        ],
+      }),
+    );
+
+    const clone = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    expect(clone?.status?.phase).toBe('Succeeded');
+    expect(clone?.status?.conditions).toEqual(
+      expect.arrayContaining([expect.objectContaining({ type: 'Ready', status: 'True' })]),
+    );
+    expect(clone?.status?.targetName).toBe('c1-vm');
+
+    const target = await objects.getVm('c1-vm');
+    expect(target?.metadata.labels).toEqual({ team: 'blue', 'corral.dev/vdi-pool': 'devpool' });
+    expect(target?.metadata.annotations?.['corral.dev/vdi-source']).toBe('keep-me');
+    expect(target?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(target?.spec.template?.metadata?.labels).toEqual({ app: 'desktop' });
+    expect(target?.spec.template?.metadata?.annotations).toEqual({ note: 'template' });
+    const devices = target?.spec.template?.spec?.domain?.devices;
+    expect(devices?.interfaces).toEqual([
+      { name: 'default', masquerade: {}, macAddress: '02:00:00:00:00:01' },
+    ]);
+    expect(devices?.gpus).toEqual([{ name: 'gpu1', deviceName: 'nvidia.com/A10' }]);
+    expect(target?.spec.runStrategy).toBe('Halted');
+    expect(target?.status?.restoreInProgress).toBeUndefined();
+  });
+
+  it('creates the target VM while the clone is still in progress, and starts it only after the restore', async () => {
+    const { objects } = await setUp('clone-early');
+    await objects.patchVm('golden', { spec: { runStrategy: 'Always' } });
+    await objects.createClone(cloneOf('c1', {}, { [simulatorAnnotations.phaseDelayMs]: '1500' }));
+
+    const target = await eventually(
+      'the target VM appears',
+      () => objects.getVm('c1-vm'),
+      (vm) => vm !== undefined,
+    );
+    const clone = await objects.getClone('c1');
+    expect(['RestoreInProgress', 'CreatingTargetVM']).toContain(clone?.status?.phase);
+    expect(target?.spec.runStrategy).toBe('Always');
+    const restoring = await eventually(
+      'the target shows the restore',
+      () => objects.getVm('c1-vm'),
+      (vm) => vm?.status?.restoreInProgress !== undefined,
+    );
+    expect(restoring?.status?.restoreInProgress).toBe(`tmp-restore-${clone?.metadata.uid}`);
+    expect(restoring?.status?.printableStatus).toBe('Provisioning');
+    expect(await objects.getVmi('c1-vm')).toBeUndefined();
+
+    await eventually(
+      'the clone succeeds',
+      () => objects.getClone('c1'),
+      (c) => c?.status?.phase === 'Succeeded',
+    );
+    await eventually(
+      'the target runs',
+      () => objects.getVmi('c1-vm'),
+      (vmi) => vmi?.status?.phase === 'Running',
+    );
+  });
+
+  it('accepts a v1alpha1 clone and names the target itself when spec.target is omitted', async () => {
+    const { objects } = await setUp('clone-alpha');
+    const clone = cloneOf('c1', {});
+    delete clone.spec.target;
+    const created = await objects.createClone(clone, 'v1alpha1');
+
+    const done = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    expect(done?.status?.phase).toBe('Succeeded');
+    const uidPrefix = (created.metadata.uid ?? '').replace(/-/g, '').slice(0, 5);
+    expect(done?.status?.targetName).toBe(`golden-clone-${uidPrefix}`);
+    expect(await objects.getVm(`golden-clone-${uidPrefix}`)).toBeDefined();
+  });
+
+  it.each([
+    [
+      'a missing source VM',
+      { source: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'nowhere' } },
+      'does not exist',
+    ],
+    [
+      'a target named like its source',
+      { target: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'golden' } },
+      'equal to source',
+    ],
+    ['a patch that cannot apply', { patches: ['{"op":"remove","path":"/spec/nothing"}'] }, 'patch failed'],
+  ])('fails a clone with %s, with the reason in its Ready condition', async (_, spec, reason) => {
+    const { objects } = await setUp('clone-invalid');
+    await objects.createClone(cloneOf('c1', spec as Partial<VirtualMachineClone['spec']>));
+
+    const clone = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    expect(clone?.status?.phase).toBe('Failed');
+    const ready = clone?.status?.conditions?.find((condition) => condition.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'Failed' });
+    expect(ready?.message).toContain(reason);
+    expect(await objects.getVm('c1-vm')).toBeUndefined();
+  });
+
+  it('fails a clone that a fault knob fails, in the phase the knob names, leaving the half-made target', async () => {
+    const { objects } = await setUp('clone-fail');
+    await objects.createClone(
+      cloneOf(
+        'c1',
+        {},
+        {
+          [simulatorAnnotations.fail]: 'storage quota exceeded',
+          [simulatorAnnotations.failPhase]: 'RestoreInProgress',
+        },
+      ),
+    );
+
+    const clone = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    expect(clone?.status?.phase).toBe('Failed');
+    expect(clone?.status?.conditions?.find((condition) => condition.type === 'Ready')?.message).toBe(
+      'storage quota exceeded',
+    );
+    const target = await eventually(
+      'the target is released',
+      () => objects.getVm('c1-vm'),
+      (vm) => vm?.status?.printableStatus === 'Stopped',
+    );
+    expect(target?.status?.restoreInProgress).toBeUndefined();
+  });
+
+  it('keeps a never-finish clone in RestoreInProgress with its target created, while other clones finish', async () => {
+    const { objects } = await setUp('clone-stuck');
+    await objects.createClone(cloneOf('stuck', {}, { [simulatorAnnotations.neverFinish]: 'true' }));
+    await eventually(
+      'the target VM appears',
+      () => objects.getVm('stuck-vm'),
+      (vm) => vm?.status?.printableStatus === 'Provisioning',
+    );
+
+    await objects.createClone(cloneOf('later', {}));
+    await eventually(
+      'the later clone succeeds',
+      () => objects.getClone('later'),
+      (c) => c?.status?.phase === 'Succeeded',
+    );
+    expect((await objects.getClone('stuck'))?.status?.phase).toBe('RestoreInProgress');
+    expect((await objects.getVm('stuck-vm'))?.status?.printableStatus).toBe('Provisioning');
+  });
+});
