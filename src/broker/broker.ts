@@ -51,6 +51,7 @@ import { createTaskRegistry } from './tasks.js';
 
 /** An audit sink the broker can read back for `GET /api/tasklog`. @category broker */
 export interface ReadableAuditSink extends AuditSink {
+  /** The kept records, oldest first. */
   list(): AuditRecord[] | Promise<AuditRecord[]>;
 }
 

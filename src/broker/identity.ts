@@ -10,6 +10,7 @@ import { maxIdentityLength } from '../claims/sanitize-label-value.js';
  * @category broker
  */
 export interface IdentityRequest {
+  /** The request's headers, as the proxy in front left them. */
   headers: Headers;
   /** The TCP peer's address; `undefined` when the runtime does not tell (a fetch handler without it). */
   remoteAddress: string | undefined;
@@ -34,6 +35,7 @@ export interface IdentityRequest {
 export interface IdentityProvider {
   /** A short name for logs, such as `tailscale`. */
   readonly name: string;
+  /** The caller's login, or `undefined` when this provider does not vouch for the request. */
   identify(request: IdentityRequest): string | undefined | Promise<string | undefined>;
 }
 
@@ -48,10 +50,28 @@ export interface IdentityProvider {
  * @category broker
  */
 export type CallerIdentity =
-  | { kind: 'user'; login: string; provider: string }
-  | { kind: 'service' }
-  | { kind: 'anonymous' }
-  | { kind: 'invalid'; provider: string };
+  | {
+      /** A signed-in user. */
+      kind: 'user';
+      /** The exact login, as the provider gave it. */
+      login: string;
+      /** The name of the provider that vouched for it. */
+      provider: string;
+    }
+  | {
+      /** A Corral peer with a service token. */
+      kind: 'service';
+    }
+  | {
+      /** Nobody the broker can name. */
+      kind: 'anonymous';
+    }
+  | {
+      /** A trusted header without a usable login. */
+      kind: 'invalid';
+      /** The name of the provider whose header it was. */
+      provider: string;
+    };
 
 /** Options of {@link tailscaleIdentity}. @category broker */
 export interface TailscaleIdentityOptions {

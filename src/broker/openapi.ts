@@ -198,7 +198,7 @@ function components(): Json {
  * ```
  * @category broker
  */
-export function buildOpenApiDocument(): Json {
+export function buildOpenApiDocument(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {

@@ -22,6 +22,7 @@ export interface ServeBrokerOptions extends BrokerOptions {
 export interface BrokerServer {
   /** The base URL it listens on, such as `http://127.0.0.1:8080`. */
   readonly url: string;
+  /** The broker behind it, for its console gate and session engine. */
   readonly broker: Broker;
   /**
    * Shuts down: stops accepting connections, lets requests in flight finish, then stops the session engine and
@@ -32,7 +33,12 @@ export interface BrokerServer {
   readonly closed: Promise<void>;
 }
 
-/** Parses a listen address `host:port` or `[v6]:port`. */
+/**
+ * Parses a listen address `host:port` or `[v6]:port`.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT` for anything else or a port above 65535.
+ * @category broker
+ */
 export function parseListenAddress(listen: string): { host: string; port: number } {
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(listen.trim());
   const port = Number(match?.[3]);
