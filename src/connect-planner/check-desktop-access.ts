@@ -13,6 +13,7 @@ export interface DesktopAccessOptions {
 
 /** Who holds a desktop the caller may use. @category connect */
 export interface DesktopAccess {
+  /** The identity that holds the desktop (the caller, unless an admin asked). */
   holder: string;
 }
 

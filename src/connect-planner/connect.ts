@@ -28,7 +28,9 @@ export interface ConnectOptions {
 export interface ConnectResult {
   /** `vm/<namespace>/<member>`. */
   desktopId: string;
+  /** The member's namespace. */
   namespace: string;
+  /** The member (VM) name. */
   member: string;
   /** Who holds the claim: the caller, or for an admin, whoever it is. */
   holder: string;
@@ -44,10 +46,15 @@ export interface ConnectResult {
 
 /** A member the caller may use, with its objects as just read. */
 export interface UsableDesktop {
+  /** `vm/<namespace>/<member>`. */
   desktopId: string;
+  /** The member's namespace. */
   namespace: string;
+  /** Who holds it. */
   access: DesktopAccess;
+  /** The member's VM. */
   vm: VirtualMachine;
+  /** Its running VMI. */
   vmi: VirtualMachineInstance;
 }
 

@@ -4,6 +4,7 @@ import { probeTcp } from './probe-tcp.js';
 
 /** Options of {@link gatherVmConnectFacts}. @category connect */
 export interface GatherVmConnectFactsOptions {
+  /** The member's namespace. */
   namespace: string;
   /** The member's VM, as just read. */
   vm: VirtualMachine;
@@ -11,6 +12,7 @@ export interface GatherVmConnectFactsOptions {
   vmi: VirtualMachineInstance;
   /** How long the RDP probe waits, in milliseconds (default 1500). */
   probeTimeoutMs?: number;
+  /** Cancels the probe. */
   signal?: AbortSignal;
 }
 

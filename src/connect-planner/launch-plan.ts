@@ -7,6 +7,7 @@ import type { ConnectOption, ConnectProtocol } from './plan-connect.js';
  * @category connect
  */
 export interface LaunchPlan {
+  /** The console it opens. */
   protocol: ConnectProtocol;
   /** The program first, then its arguments. */
   argv: [program: string, ...args: string[]];

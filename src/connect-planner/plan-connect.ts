@@ -24,8 +24,11 @@ export const rdpPort = 3389;
  * @category connect
  */
 export interface TcpProbeResult {
+  /** The address probed. */
   host: string;
+  /** The port probed. */
   port: number;
+  /** How the attempt ended. */
   outcome: 'answered' | 'refused' | 'timed-out' | 'unreachable';
   /** The time the probe allowed, in milliseconds. */
   timeoutMs: number;
@@ -39,7 +42,9 @@ export interface TcpProbeResult {
  * @category connect
  */
 export interface VmConnectFacts {
+  /** A KubeVirt VM member. */
   kind: 'vm';
+  /** The member's namespace. */
   namespace: string;
   /** The VM's name, which is also its VMI's. */
   vm: string;
@@ -57,7 +62,9 @@ export interface VmConnectFacts {
  * @category connect
  */
 export interface CtConnectFacts {
+  /** A container member. */
   kind: 'ct';
+  /** The member's namespace. */
   namespace: string;
   /** The member's pod. */
   pod: string;
@@ -72,14 +79,44 @@ export type ConnectFacts = VmConnectFacts | CtConnectFacts;
  * @category connect
  */
 export type ConnectOption =
-  | { protocol: 'rdp'; host: string; port: number }
-  | { protocol: 'vnc'; namespace: string; vm: string }
-  | { protocol: 'serial'; namespace: string; vm: string }
-  | { protocol: 'terminal'; namespace: string; pod: string };
+  | {
+      /** Remote Desktop straight to the guest. */
+      protocol: 'rdp';
+      /** The guest's address, as probed. */
+      host: string;
+      /** Always {@link rdpPort}. */
+      port: number;
+    }
+  | {
+      /** KubeVirt's VNC console. */
+      protocol: 'vnc';
+      /** The VM's namespace. */
+      namespace: string;
+      /** The VM's name. */
+      vm: string;
+    }
+  | {
+      /** KubeVirt's serial console. */
+      protocol: 'serial';
+      /** The VM's namespace. */
+      namespace: string;
+      /** The VM's name. */
+      vm: string;
+    }
+  | {
+      /** A shell in the container. */
+      protocol: 'terminal';
+      /** The pod's namespace. */
+      namespace: string;
+      /** The member's pod. */
+      pod: string;
+    };
 
 /** A protocol that is not on offer, and why, in words for the person connecting. @category connect */
 export interface SkippedProtocol {
+  /** The protocol not on offer. */
   protocol: ConnectProtocol;
+  /** Why, such as `the VM has no graphics device (autoattachGraphicsDevice is false)`. */
   reason: string;
 }
 
@@ -93,8 +130,24 @@ export interface SkippedProtocol {
  * @category connect
  */
 export type ConnectPlan =
-  | { kind: 'connect'; target: ConnectOption; fallbacks: ConnectOption[]; skipped: SkippedProtocol[] }
-  | { kind: 'no-target'; skipped: SkippedProtocol[]; advice: string };
+  | {
+      /** There is a console to connect with. */
+      kind: 'connect';
+      /** The best console on offer. */
+      target: ConnectOption;
+      /** The other consoles on offer, best first. */
+      fallbacks: ConnectOption[];
+      /** Every protocol not on offer, with the reason. */
+      skipped: SkippedProtocol[];
+    }
+  | {
+      /** The desktop offers no console at all. */
+      kind: 'no-target';
+      /** Every protocol, with the reason it is not on offer. */
+      skipped: SkippedProtocol[];
+      /** What would give the desktop a console. */
+      advice: string;
+    };
 
 /**
  * `host:port`, with an IPv6 host in brackets.

@@ -25,7 +25,9 @@ export interface RunProcessOptions {
   stdio: 'inherit' | 'ignore' | 'pipe';
   /** Why the program is run, for the message when it is missing ("to open VNC"). */
   neededFor: string;
+  /** Asks the program to stop. */
   signal?: AbortSignal;
+  /** Receives the program's output line by line, with `stdio: 'pipe'`. */
   onOutput?: (line: string, stream: OutputStream) => void;
   /** How long a program may take to end after SIGINT before it gets SIGTERM, and after that SIGKILL. */
   stopGraceMs?: number;

@@ -7,15 +7,23 @@ import { VdiError } from '../errors.js';
  */
 export type UsbDeviceId =
   | {
+      /** Named by vendor and product ID. */
       kind: 'vendor-product';
+      /** Four lower-case hex digits. */
       vendorId: string;
-      productId: string /** `vvvv:pppp`, lower case. */;
+      /** Four lower-case hex digits. */
+      productId: string;
+      /** `vvvv:pppp`, lower case. */
       text: string;
     }
   | {
+      /** Named by bus and device number. */
       kind: 'bus-device';
+      /** The bus number. */
       bus: number;
-      device: number /** `<bus>-<device>` without leading zeros. */;
+      /** The device number on that bus. */
+      device: number;
+      /** `<bus>-<device>` without leading zeros. */
       text: string;
     };
 

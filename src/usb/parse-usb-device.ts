@@ -10,8 +10,11 @@ export interface UsbDevice {
   vendorId: string;
   /** Four lower-case hex digits (`idProduct`). */
   productId: string;
+  /** The manufacturer's name as the device reports it, when it does. */
   manufacturer?: string;
+  /** The product's name as the device reports it, when it does. */
   product?: string;
+  /** The serial number, when the device has one. */
   serial?: string;
   /** The bus number (`busnum`). */
   busnum: number;

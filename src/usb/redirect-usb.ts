@@ -16,6 +16,7 @@ export interface RedirectUsbOptions {
   identity: string;
   /** Default: the context's default namespace. */
   namespace?: string;
+  /** An admin may redirect to any claimed desktop. */
   asAdmin?: boolean;
   /** Ends the redirection: virtctl gets SIGINT, then SIGTERM if it does not end within a few seconds. */
   signal?: AbortSignal;
@@ -35,11 +36,24 @@ export interface RedirectUsbOptions {
  * @category usb
  */
 export type RedirectUsbResult =
-  | { outcome: 'declined'; desktopId: string; device: string; notice: UsbSecurityNotice }
-  | ({
-      outcome: 'ended';
+  | {
+      /** `confirm` said no; nothing was started. */
+      outcome: 'declined';
+      /** `vm/<namespace>/<member>`. */
       desktopId: string;
+      /** The device ID, normalised. */
       device: string;
+      /** The notice that was shown. */
+      notice: UsbSecurityNotice;
+    }
+  | ({
+      /** virtctl ran and has ended. */
+      outcome: 'ended';
+      /** `vm/<namespace>/<member>`. */
+      desktopId: string;
+      /** The device ID, normalised. */
+      device: string;
+      /** The notice that was shown. */
       notice: UsbSecurityNotice;
       /** The command that ran. */
       argv: string[];

@@ -4,6 +4,7 @@
  * @category usb
  */
 export interface UsbSecurityNotice {
+  /** One line to put above the points. */
   heading: string;
   /** One sentence per implication. */
   points: readonly string[];
