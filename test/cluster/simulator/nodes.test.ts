@@ -1,0 +1,59 @@
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { isVdiError } from '../../../src/errors.js';
+import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/index.js';
+import { useLocalCluster } from '../../support/cluster.js';
+
+const cluster = useLocalCluster();
+
+describe('the capacity helpers', () => {
+  it('creates a Node whose status shows the allocatable resources, and updates it when called again', async () => {
+    const { kubeConfig } = cluster();
+    await createSimulatedNode(kubeConfig, {
+      name: 'gpu-1',
+      allocatable: { 'nvidia.com/A10': '2', cpu: '16' },
+      labels: { zone: 'a' },
+    });
+    const updated = await createSimulatedNode(kubeConfig, {
+      name: 'gpu-1',
+      allocatable: { 'nvidia.com/A10': '4' },
+    });
+    expect(updated.status?.allocatable).toEqual({ 'nvidia.com/A10': '4' });
+
+    const node = await kubeConfig.makeApiClient(CoreV1Api).readNode({ name: 'gpu-1' });
+    expect(node.status?.allocatable).toEqual({ 'nvidia.com/A10': '4' });
+    expect(node.status?.capacity).toEqual({ 'nvidia.com/A10': '4' });
+    expect(node.status?.conditions?.find((condition) => condition.type === 'Ready')?.status).toBe('True');
+    expect(node.metadata?.labels).toMatchObject({ 'kubernetes.io/hostname': 'gpu-1' });
+  });
+
+  it('refuses a node without a name', async () => {
+    const error = await createSimulatedNode(cluster().kubeConfig, { name: ' ', allocatable: {} }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
+  });
+
+  it('creates the KubeVirt CR with permittedHostDevices, then replaces them', async () => {
+    const { kubeConfig } = cluster();
+    await setPermittedHostDevices(kubeConfig, {
+      pciHostDevices: [
+        { resourceName: 'nvidia.com/A10', pciVendorSelector: '10DE:2236', externalResourceProvider: true },
+      ],
+    });
+    await setPermittedHostDevices(kubeConfig, {
+      usb: [{ resourceName: 'example.com/token', selectors: [] }],
+    });
+
+    const kubevirt = (await kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group: 'kubevirt.io',
+      version: 'v1',
+      plural: 'kubevirts',
+      namespace: 'kubevirt',
+      name: 'kubevirt',
+    })) as { spec: { configuration: { permittedHostDevices: unknown } } };
+    expect(kubevirt.spec.configuration.permittedHostDevices).toEqual({
+      usb: [{ resourceName: 'example.com/token', selectors: [] }],
+    });
+  });
+});
