@@ -224,7 +224,7 @@ describe('redirectUsb refusals, each before anything starts or changes', () => {
     expect(error.message).toContain('kubectl krew install virt');
   });
 
-  it('refuses when the usbredirect helper that virtctl starts is not on the PATH', async () => {
+  it('refuses when usbredirect, which virtctl starts to read the device, is not on the PATH', async () => {
     const { ctx, namespace } = await setUp('nousbredirect');
     fakes.uninstall('usbredirect');
     fakes.usePath('only');
