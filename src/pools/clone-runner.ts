@@ -6,9 +6,9 @@ import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { buildMemberClone, cloneNameFor } from './clone-object.js';
 
-/** How long a clone may take before `CLONE_TIMEOUT`, unless the caller says otherwise. */
+/** How long a clone may take before `CLONE_TIMEOUT`, unless the caller says otherwise. @category pools */
 export const defaultCloneTimeoutMs = 120_000;
-/** How many clones run at once, unless the caller says otherwise. */
+/** How many clones run at once, unless the caller says otherwise. @category pools */
 export const defaultCloneConcurrency = 4;
 
 const firstPollMs = 50;
