@@ -27,6 +27,7 @@ export interface AuditRecord {
 
 /** Where audit records go. Plug in your own to ship them to a log store. @category audit */
 export interface AuditSink {
+  /** Keeps one record; a returned promise is awaited before the call that made the record returns. */
   record(entry: AuditRecord): void | Promise<void>;
 }
 
@@ -49,6 +50,7 @@ export class MemoryAuditSink implements AuditSink {
     this.limit = limit;
   }
 
+  /** Keeps one record, dropping the oldest past the limit. */
   record(entry: AuditRecord): void {
     this.entries.push(entry);
     if (this.entries.length > this.limit) this.entries.splice(0, this.entries.length - this.limit);

@@ -1,12 +1,34 @@
 // Every public name of the SDK, listed; the pure cores are also reachable alone as @corral/vdi/core.
 export type { AuditAction, AuditRecord, AuditSink } from './audit.js';
 export { MemoryAuditSink } from './audit.js';
+export type {
+  AuthorizeConsoleOptions,
+  Broker,
+  BrokerLogger,
+  BrokerOptions,
+  FetchInfo,
+  ReadableAuditSink,
+} from './broker/broker.js';
+export { createBroker } from './broker/broker.js';
+export type { BrokerSettings } from './broker/broker-settings.js';
+export { brokerEnvironmentVariables, brokerOptionsFromEnv } from './broker/broker-settings.js';
+export type {
+  AuthGatewayIdentityOptions,
+  CallerIdentity,
+  IdentityProvider,
+  IdentityRequest,
+  TailscaleIdentityOptions,
+} from './broker/identity.js';
+export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './broker/identity.js';
+export { buildOpenApiDocument } from './broker/openapi.js';
+export type { BrokerServer, ServeBrokerOptions } from './broker/serve.js';
+export { serveBroker } from './broker/serve.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from './capacity/admit-pool.js';
 export { admitPool } from './capacity/admit-pool.js';
 export type { PlanCapacityOptions } from './capacity/capacity-service.js';
 export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed } from './capacity/device-needs.js';
-export { classifyDevice, readDeviceNeeds } from './capacity/device-needs.js';
+export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export type {
   ClaimOptions,
   ClaimResult,
@@ -37,7 +59,7 @@ export type {
   TcpProbeResult,
   VmConnectFacts,
 } from './connect-planner/plan-connect.js';
-export { planConnect, rdpPort } from './connect-planner/plan-connect.js';
+export { formatHostPort, planConnect, rdpPort } from './connect-planner/plan-connect.js';
 export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
 export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
 export type { VdiContext } from './context.js';
@@ -58,6 +80,8 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
 } from './keys.js';
+export type { DeletePreconditions, PowerChange } from './kube/cluster.js';
+export { KubeCluster } from './kube/cluster.js';
 export type { RetryOptions } from './kube/retry.js';
 export type {
   LeaseObject,
@@ -72,6 +96,9 @@ export type {
   VmDeviceRequest,
   VmDevices,
 } from './kubevirt-types.js';
+export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
+export { runLaunchPlan } from './launch/run-launch-plan.js';
+export type { OutputStream, ProcessExit } from './launch/run-process.js';
 export { compareNatural, memberNameFor } from './pools/member-names.js';
 export type {
   CreatePoolOptions,
@@ -83,8 +110,17 @@ export type {
   ResizePoolOptions,
   ResizePoolResult,
 } from './pools/pool-service.js';
-export { createPool, deletePool, getPool, listPools, maxPoolSize, resizePool } from './pools/pool-service.js';
+export {
+  createPool,
+  defaultPoolActor,
+  deletePool,
+  getPool,
+  listPools,
+  maxPoolSize,
+  resizePool,
+} from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
+export { describePools } from './pools/pool-view.js';
 export { parseDuration } from './sessions/parse-duration.js';
 export type {
   ReclaimPlan,
@@ -93,7 +129,12 @@ export type {
   SessionFacts,
   SessionView,
 } from './sessions/plan-reclaim.js';
-export { checkReclaimPolicy, defaultReclaimPolicy, describeSession, planReclaim } from './sessions/plan-reclaim.js';
+export {
+  checkReclaimPolicy,
+  defaultReclaimPolicy,
+  describeSession,
+  planReclaim,
+} from './sessions/plan-reclaim.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {

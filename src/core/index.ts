@@ -2,7 +2,7 @@
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from '../capacity/admit-pool.js';
 export { admitPool } from '../capacity/admit-pool.js';
 export type { DeviceKind, DeviceNeed } from '../capacity/device-needs.js';
-export { classifyDevice, readDeviceNeeds } from '../capacity/device-needs.js';
+export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
 export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
 export { classifyMember, isLeaseExpired, leaseExpiresAt } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
@@ -22,7 +22,7 @@ export type {
   TcpProbeResult,
   VmConnectFacts,
 } from '../connect-planner/plan-connect.js';
-export { planConnect, rdpPort } from '../connect-planner/plan-connect.js';
+export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
 export {
@@ -53,6 +53,7 @@ export type {
   VmDevices,
 } from '../kubevirt-types.js';
 export { compareNatural, memberNameFor } from '../pools/member-names.js';
+export { describePools } from '../pools/pool-view.js';
 export { parseDuration } from '../sessions/parse-duration.js';
 export type {
   ReclaimPlan,
@@ -61,7 +62,12 @@ export type {
   SessionFacts,
   SessionView,
 } from '../sessions/plan-reclaim.js';
-export { checkReclaimPolicy, defaultReclaimPolicy, describeSession, planReclaim } from '../sessions/plan-reclaim.js';
+export {
+  checkReclaimPolicy,
+  defaultReclaimPolicy,
+  describeSession,
+  planReclaim,
+} from '../sessions/plan-reclaim.js';
 export type { RenewalPlan } from '../sessions/plan-renewal.js';
 export { planRenewal } from '../sessions/plan-renewal.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';

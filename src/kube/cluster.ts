@@ -71,7 +71,9 @@ function leaseToApi(lease: LeaseObject): V1Lease {
 
 /**
  * The thin Kubernetes adapter: every apiserver call the SDK makes goes through here, retried when transient,
- * translated to `VdiError`, and counted. It decides nothing.
+ * translated to `VdiError`, and counted. It decides nothing. Services reach it as `vdi.context.cluster`.
+ *
+ * @category adapters
  */
 export class KubeCluster {
   readonly kubeConfig: KubeConfig;
@@ -123,6 +125,7 @@ export class KubeCluster {
 
   // Leases
 
+  /** Reads a Lease; `undefined` when there is none. */
   async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
     const lease = await this.getOrUndefined('get', `read Lease ${namespace}/${name}`, () =>
       this.coordination.readNamespacedLease({ namespace, name }),
@@ -130,6 +133,7 @@ export class KubeCluster {
     return lease && leaseFromApi(lease);
   }
 
+  /** Lists the Leases of a namespace, optionally by label selector. */
   async listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
     const list = await this.call('list', `list Leases in ${namespace}`, () =>
       this.coordination.listNamespacedLease({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
@@ -167,12 +171,14 @@ export class KubeCluster {
 
   // VirtualMachines
 
+  /** Reads a VM; `undefined` when there is none. */
   async getVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
     return await this.getOrUndefined('get', `read VirtualMachine ${namespace}/${name}`, () =>
       this.custom.getNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachines', namespace, name }),
     );
   }
 
+  /** Lists the VMs of a namespace, optionally by label selector. */
   async listVms(namespace: string, labelSelector?: string): Promise<VirtualMachine[]> {
     const list = await this.call('list', `list VirtualMachines in ${namespace}`, () =>
       this.custom.listNamespacedCustomObject({
@@ -185,6 +191,7 @@ export class KubeCluster {
     return (list as { items: VirtualMachine[] }).items;
   }
 
+  /** Creates a VM. */
   async createVm(namespace: string, vm: VirtualMachine): Promise<VirtualMachine> {
     return await this.call('create', `create VirtualMachine ${namespace}/${vm.metadata.name}`, () =>
       this.custom.createNamespacedCustomObject({
@@ -250,6 +257,7 @@ export class KubeCluster {
 
   // VirtualMachineInstances
 
+  /** Reads a VM's instance; `undefined` while the VM does not run. */
   async getVmi(namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
     return await this.getOrUndefined('get', `read VirtualMachineInstance ${namespace}/${name}`, () =>
       this.custom.getNamespacedCustomObject({
@@ -280,6 +288,7 @@ export class KubeCluster {
 
   // VirtualMachineClones
 
+  /** Creates a VirtualMachineClone. */
   async createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
     return await this.call('create', `create VirtualMachineClone ${namespace}/${clone.metadata.name}`, () =>
       this.custom.createNamespacedCustomObject({
@@ -290,12 +299,14 @@ export class KubeCluster {
     );
   }
 
+  /** Reads a VirtualMachineClone; `undefined` when there is none. */
   async getClone(namespace: string, name: string): Promise<VirtualMachineClone | undefined> {
     return await this.getOrUndefined('get', `read VirtualMachineClone ${namespace}/${name}`, () =>
       this.custom.getNamespacedCustomObject({ ...cloneApi, namespace, name }),
     );
   }
 
+  /** Lists the VirtualMachineClones of a namespace, optionally by label selector. */
   async listClones(namespace: string, labelSelector?: string): Promise<VirtualMachineClone[]> {
     const list = await this.call('list', `list VirtualMachineClones in ${namespace}`, () =>
       this.custom.listNamespacedCustomObject({
@@ -307,6 +318,7 @@ export class KubeCluster {
     return (list as { items: VirtualMachineClone[] }).items;
   }
 
+  /** Deletes a VirtualMachineClone. Gone already → `false`. */
   async deleteClone(namespace: string, name: string): Promise<boolean> {
     const deleted = await this.getOrUndefined(
       'delete',
@@ -318,6 +330,7 @@ export class KubeCluster {
 
   // Nodes and the KubeVirt configuration
 
+  /** Lists the cluster's Nodes. */
   async listNodes(): Promise<NodeObject[]> {
     const list = await this.call('list', 'list Nodes', () => this.core.listNode());
     return list.items as NodeObject[];

@@ -63,6 +63,7 @@ export interface OpenConsoleOptions {
   namespace?: string;
   /** Who opens the console: the holder or an administrator. */
   identity: string;
+  /** The console's protocol. */
   kind: ConsoleKind;
 }
 
@@ -70,8 +71,11 @@ export interface OpenConsoleOptions {
 export interface ConsoleHandle {
   /** `vm/<namespace>/<member>`. */
   readonly desktopId: string;
+  /** Who opened it. */
   readonly identity: string;
+  /** The console's protocol. */
   readonly kind: ConsoleKind;
+  /** When it opened, by the engine's clock. */
   readonly openedAt: Date;
   /** Ends the console. The last one to close starts the desktop's disconnect grace. Never throws. */
   close(): Promise<void>;

@@ -57,7 +57,7 @@ function buildScriptPath(): string {
  * cache, else builds them into the cache (Debian's etcd-server and kube-apiserver from Debian's kubernetes
  * source package; a few minutes the first time, needs root or sudo for apt).
  *
- * @throws {@link VdiError} `CONTROL_PLANE_FAILED` when the build fails; the message names its log.
+ * @throws `VdiError` `CONTROL_PLANE_FAILED` when the build fails; the message names its log.
  * @category testing
  */
 export async function ensureControlPlaneBinaries(

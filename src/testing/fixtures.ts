@@ -21,7 +21,7 @@ function fixtureDir(set: FixtureSet): string {
  * ```ts
  * for (const vm of loadFixtures('v0.6.0')) await cluster.createVm('upgrade-test', vm);
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` for an unknown set.
+ * @throws `VdiError` `INVALID_INPUT` for an unknown set.
  * @category testing
  */
 export function loadFixtures(set: FixtureSet): VirtualMachine[] {

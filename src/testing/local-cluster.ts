@@ -191,7 +191,7 @@ function kubeConfigFor(
  *   await cluster.stop();
  * }
  * ```
- * @throws {@link VdiError} `CONTROL_PLANE_FAILED` with the processes' last log lines when a start fails.
+ * @throws `VdiError` `CONTROL_PLANE_FAILED` with the processes' last log lines when a start fails.
  * @category testing
  */
 export async function startLocalCluster(options: StartLocalClusterOptions = {}): Promise<LocalCluster> {

@@ -126,7 +126,7 @@ function isEstablished(crd: V1CustomResourceDefinition | undefined): boolean {
  * Creates KubeVirt's CustomResourceDefinitions, or brings existing ones up to date, and waits until the
  * apiserver serves them. Safe to call again.
  *
- * @throws {@link VdiError} `CONTROL_PLANE_FAILED` when a definition is not established within 30 seconds.
+ * @throws `VdiError` `CONTROL_PLANE_FAILED` when a definition is not established within 30 seconds.
  * @category testing
  */
 export async function installKubevirtCrds(kubeConfig: KubeConfig): Promise<void> {

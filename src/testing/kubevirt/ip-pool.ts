@@ -26,7 +26,7 @@ export interface IpRange {
  * Reads a CIDR inside 127.0.0.0/8 (every such address answers on Linux's loopback) into the addresses a pool may
  * hand out: all but the network and broadcast addresses, and never 127.0.0.1, which other servers use.
  *
- * @throws {@link VdiError} `INVALID_INPUT` when the range is not such a CIDR or holds no address.
+ * @throws `VdiError` `INVALID_INPUT` when the range is not such a CIDR or holds no address.
  */
 export function parseIpRange(cidr: string): IpRange {
   const [address = '', bitsText = ''] = cidr.split('/');

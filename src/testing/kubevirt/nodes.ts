@@ -22,7 +22,7 @@ export const kubevirtCrRef = { namespace: 'kubevirt', name: 'kubevirt' } as cons
  * ```ts
  * await createSimulatedNode(cluster.kubeConfig, { name: 'gpu-1', allocatable: { 'nvidia.com/A10': '2' } });
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` when the name is empty.
+ * @throws `VdiError` `INVALID_INPUT` when the name is empty.
  * @category testing
  */
 export async function createSimulatedNode(

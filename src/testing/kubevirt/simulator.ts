@@ -145,7 +145,7 @@ async function waitUntilRouted(kubeConfig: KubeConfig, proxiedRequests: () => nu
  *   await simulator.stop();
  * }
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` for an `ipRange` outside 127.0.0.0/8; `CONTROL_PLANE_FAILED` when the
+ * @throws `VdiError` `INVALID_INPUT` for an `ipRange` outside 127.0.0.0/8; `CONTROL_PLANE_FAILED` when the
  * CRDs or the aggregated API do not come up.
  * @category testing
  */
