@@ -29,6 +29,7 @@ export type { PlanCapacityOptions } from './capacity/capacity-service.js';
 export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
+export { parseDeviceCount } from './capacity/parse-quantity.js';
 export type {
   ClaimOptions,
   ClaimResult,
@@ -99,7 +100,11 @@ export type {
 export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
 export { runLaunchPlan } from './launch/run-launch-plan.js';
 export type { OutputStream, ProcessExit } from './launch/run-process.js';
+export type { MemberOutcome } from './pools/clone-runner.js';
+export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/clone-runner.js';
 export { compareNatural, memberNameFor } from './pools/member-names.js';
+export type { ResizePlan } from './pools/plan-resize.js';
+export { planResize } from './pools/plan-resize.js';
 export type {
   CreatePoolOptions,
   CreatePoolResult,
@@ -120,7 +125,9 @@ export {
   resizePool,
 } from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
-export { describePools } from './pools/pool-view.js';
+export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { RecreateMemberOptions } from './pools/recreate-member.js';
+export { recreateMember } from './pools/recreate-member.js';
 export { parseDuration } from './sessions/parse-duration.js';
 export type {
   ReclaimPlan,

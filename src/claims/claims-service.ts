@@ -240,10 +240,21 @@ async function presentClaim(
 export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
   const { namespace, member, actor, asAdmin } = options;
   const desktopId = `vm/${namespace}/${member}`;
-  const vm = await readMember(ctx, namespace, member);
   const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
-  const state = classifyMember({ vm, lease, identity: actor, now: ctx.clock.now() });
-  const holder = holderOf(state);
+  const found = await ctx.cluster.getVm(namespace, member);
+  // A claimed ephemeral member whose VM is gone or going was mid-recreate: the release finishes the recreate.
+  const interrupted =
+    lease !== undefined && (found === undefined || found.metadata.deletionTimestamp !== undefined);
+  const vm = interrupted ? undefined : await readMember(ctx, namespace, member);
+  const state = vm
+    ? classifyMember({ vm, lease, identity: actor, now: ctx.clock.now() })
+    : ({
+        kind: 'held-by-other',
+        member,
+        holder: lease?.spec.holderIdentity ?? '',
+        expiresAt: new Date(0),
+      } as const);
+  const holder = holderOf(state) || undefined;
   if (holder === undefined) {
     throw new VdiError('CLAIM_ENDED', `Desktop ${desktopId} is not claimed; there is nothing to release.`, {
       details: { desktopId },
@@ -258,17 +269,24 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
       },
     );
   }
-  if (options.expectedSessionId !== undefined && lease?.metadata.annotations?.[sessionIdAnnotation] !== options.expectedSessionId) {
-    throw new VdiError('CLAIM_CHANGED', `Desktop ${desktopId} was claimed again since it was read; nothing was released.`, {
-      details: { desktopId },
-    });
+  if (
+    options.expectedSessionId !== undefined &&
+    lease?.metadata.annotations?.[sessionIdAnnotation] !== options.expectedSessionId
+  ) {
+    throw new VdiError(
+      'CLAIM_CHANGED',
+      `Desktop ${desktopId} was claimed again since it was read; nothing was released.`,
+      {
+        details: { desktopId },
+      },
+    );
   }
   const force = holder !== actor;
   const action = options.auditAction ?? (force ? 'vdi force-release' : 'vdi release');
   const auditTarget = force ? `${desktopId} (holder ${holder})` : desktopId;
-  const ephemeral = vm.metadata.labels?.[ephemeralLabel] === 'true';
+  const ephemeral = vm === undefined || vm.metadata.labels?.[ephemeralLabel] === 'true';
   try {
-    if (ephemeral) await recreateMember(ctx, { namespace, vm });
+    if (ephemeral) await recreateMember(ctx, { namespace, vm: vm ?? member });
     else await ctx.cluster.stopVm(namespace, member);
   } catch (error) {
     const failed = new VdiError(

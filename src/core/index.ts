@@ -3,6 +3,7 @@ export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from '../capacity/adm
 export { admitPool } from '../capacity/admit-pool.js';
 export type { DeviceKind, DeviceNeed } from '../capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
+export { parseDeviceCount } from '../capacity/parse-quantity.js';
 export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
 export { classifyMember, isLeaseExpired, leaseExpiresAt } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
@@ -53,7 +54,9 @@ export type {
   VmDevices,
 } from '../kubevirt-types.js';
 export { compareNatural, memberNameFor } from '../pools/member-names.js';
-export { describePools } from '../pools/pool-view.js';
+export type { ResizePlan } from '../pools/plan-resize.js';
+export { planResize } from '../pools/plan-resize.js';
+export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { parseDuration } from '../sessions/parse-duration.js';
 export type {
   ReclaimPlan,

@@ -8,12 +8,12 @@ export {
 } from './binaries.js';
 export { type FixtureSet, loadFixtures } from './fixtures.js';
 export {
+  createSimulatedNode,
   installKubevirtCrds,
   type KubevirtSimulator,
   type KubevirtSimulatorCluster,
   type KubevirtSimulatorOptions,
   type SimulatedNodeOptions,
-  createSimulatedNode,
   setPermittedHostDevices,
   simulatorAnnotations,
   startKubevirtSimulator,
