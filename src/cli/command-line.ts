@@ -48,7 +48,7 @@ function describeParseFailure(error: unknown, words: readonly string[]): UsageEr
   const message = (error as Error).message;
   const unknown = /Unknown option '([^']+)'/.exec(message);
   if (unknown) return new UsageError(`unknown flag ${unknown[1]} for "${words.join(' ')}"`, words);
-  const missing = /Option '(-\S+)[^']*' argument missing/.exec(message);
+  const missing = /Option '(?:-\w, )?(-\S+)[^']*' argument missing/.exec(message);
   if (missing) return new UsageError(`flag ${missing[1]} needs a value`, words);
   const noValue = /Option '(-\S+)' does not take an argument/.exec(message);
   if (noValue) return new UsageError(`flag ${noValue[1]} takes no value`, words);

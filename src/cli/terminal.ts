@@ -106,7 +106,7 @@ export class Terminal {
     let drawn = false;
     return {
       update(step) {
-        stream.write(`\r\u001b[2K${renderProgress(step, stream.columns ?? 80)}`);
+        stream.write(`\r\u001b[2K${renderProgress(step, stream.columns || 80)}`);
         drawn = true;
       },
       clear() {

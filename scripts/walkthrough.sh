@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The main job: the walkthrough, command by command, against the embedded local control plane. It sets up Node
+# and the dependencies, builds or reuses the control-plane binaries and the CLI, then prints each corral-vdi
+# command as you would type it, followed by its output. Everything it starts is stopped again, also on failure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+
+say() { printf '\n\033[2m# %s\033[0m\n' "$*"; }
+[ -t 1 ] || say() { printf '\n# %s\n' "$*"; }
+
+bin_dir=$(bash scripts/build-control-plane.sh)
+export KUBEBUILDER_ASSETS="$bin_dir"
+
+if [ ! -f dist/cli/main.js ] || [ -n "$(find src package.json tsup.config.ts -newer dist/cli/main.js -print -quit)" ]; then
+  printf '[walkthrough] building the package (npx tsup)\n' >&2
+  npx tsup --silent
+fi
+
+work=$(mktemp -d)
+# The walkthrough's control plane keeps its state here, apart from one you may run yourself.
+export XDG_CACHE_HOME="$work/cache"
+export KUBECONFIG="$work/kubeconfig"
+unset CORRAL_NAMESPACE CORRAL_VDI_BROKER_URL
+cli="$PWD/dist/cli/main.js"
+corral-vdi() { node "$cli" "$@"; }
+
+background_pids=()
+cluster_up=0
+step='setting up'
+finish() {
+  status=$?
+  for pid in "${background_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ "$cluster_up" = 1 ]; then corral-vdi dev-cluster down >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+  if [ "$status" -ne 0 ]; then printf '\nwalkthrough failed while %s (exit code %s)\n' "$step" "$status" >&2; fi
+  exit "$status"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+# Prints a command as you would type it: arguments with spaces or quotes in single quotes.
+show() {
+  local line='$' arg
+  for arg in "$@"; do
+    if [[ "$arg" =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then line+=" $arg"; else line+=" '${arg//\'/\'\\\'\'}'"; fi
+  done
+  printf '%s\n' "$line"
+}
+
+# Prints a command as typed, then runs it.
+run() {
+  step="running: $*"
+  show "$@"
+  "$@"
+}
+
+# Runs a command that is expected to fail here; the walkthrough goes on.
+run_may_fail() {
+  step="running: $*"
+  show "$@"
+  "$@" || printf '(exit code %s; the walkthrough goes on)\n' "$?"
+}
+
+# A small node program against the cluster, for what kubectl would do; $1 says what it does.
+prepare() {
+  step="preparing: $1"
+  printf '$ # %s\n' "$1"
+  node --input-type=module -e "$2" "${@:3}"
+}
+
+say '0. Start the local control plane: etcd, kube-apiserver and a KubeVirt simulator on 127.0.0.1.'
+run corral-vdi dev-cluster up --kubeconfig "$KUBECONFIG"
+cluster_up=1
+printf '$ export KUBECONFIG=%s\n' "$KUBECONFIG"
+
+say '1. A golden VM to clone: here a small stopped VM in the namespace corral-vms.'
+prepare 'create the namespace corral-vms and the stopped VM golden-desktop (kubectl apply would do the same)' "
+  import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  await config.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'corral-vms' } } });
+  await config.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines', namespace: 'corral-vms',
+    body: {
+      apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine',
+      metadata: { name: 'golden-desktop' },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    },
+  });
+  console.log('namespace/corral-vms created');
+  console.log('virtualmachine.kubevirt.io/golden-desktop created');
+"
+
+say '2. Create a pool of 3 clones.'
+run corral-vdi pool create devpool --from golden-desktop --size 3
+
+say "3. See what's in it."
+run corral-vdi pool list
+
+say '4. Hand one to a user. This also starts it.'
+show corral-vdi assign devpool alice
+step='running: corral-vdi assign devpool alice'
+assigned=$(corral-vdi assign devpool alice)
+printf '%s\n' "$assigned"
+member=$(printf '%s\n' "$assigned" | sed -n 's/^assigned \([^ ]*\) → .*/\1/p')
+
+wait_for_ip='
+  import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  const api = config.makeApiClient(CustomObjectsApi);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const vmi = await api
+      .getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", plural: "virtualmachineinstances", namespace: "corral-vms", name: process.argv[1] })
+      .catch(() => undefined);
+    const ip = vmi?.status?.phase === "Running" ? vmi.status.interfaces?.[0]?.ipAddress : undefined;
+    if (ip) { console.log(ip); break; }
+    if (Date.now() > deadline) throw new Error(`${process.argv[1]} did not run within 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+'
+step="waiting for $member to run"
+ip=$(node --input-type=module -e "$wait_for_ip" "$member")
+
+say "5. Connect. The guest's RDP service answers on TCP 3389 (here a stand-in listener on ${ip}:3389), so RDP wins."
+node -e 'require("node:net").createServer((socket) => socket.end()).listen(3389, process.argv[1])' "$ip" &
+rdp_pid=$!
+background_pids+=("$rdp_pid")
+step='waiting for the stand-in RDP listener'
+node -e '
+  const { connect } = require("node:net");
+  const deadline = Date.now() + 10000;
+  (function attempt() {
+    const socket = connect(3389, process.argv[1]);
+    socket.once("connect", () => socket.end());
+    socket.once("error", () => (Date.now() > deadline ? process.exit(1) : setTimeout(attempt, 100)));
+  })();
+' "$ip"
+run corral-vdi connect "$member"
+
+say 'Without an RDP service in the guest, connect falls back to VNC and says why it skipped RDP.'
+kill "$rdp_pid"
+wait "$rdp_pid" 2>/dev/null || true
+run corral-vdi connect "$member"
+
+say '6. USB redirection. List the USB devices of this machine (a machine without /sys/bus/usb says so):'
+run_may_fail corral-vdi usb list
+
+say '7. The self-service broker: a user claims and releases a desktop over HTTP, without an admin.'
+port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+printf '$ %s\n' "CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice corral-vdi broker serve --listen 127.0.0.1:$port --trust-header X-Forwarded-User &"
+step='starting the broker'
+CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice node "$cli" broker serve --listen "127.0.0.1:$port" --trust-header X-Forwarded-User \
+  >"$work/broker.log" 2>&1 &
+broker_pid=$!
+background_pids+=("$broker_pid")
+for _ in $(seq 1 300); do
+  grep -q 'broker listening' "$work/broker.log" 2>/dev/null && break
+  kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log" >&2; exit 1; }
+  sleep 0.2
+done
+cat "$work/broker.log"
+printf '# (X-Forwarded-User stands in for the login that the proxy in front of the broker sets.)\n'
+broker="http://127.0.0.1:$port"
+run curl -sS -X POST -H 'X-Forwarded-User: bob' "$broker/api/vdi/pools/vm/corral-vms/devpool/claim"
+echo
+step='reading the claim'
+bobs=$(curl -sS -H 'X-Forwarded-User: bob' "$broker/api/vdi/desktops" | node -e '
+  let text = ""; process.stdin.on("data", (chunk) => (text += chunk)).on("end", () => console.log(JSON.parse(text).desktops[0].member));
+')
+run corral-vdi pool list
+show curl -sS -X POST -H 'X-Forwarded-User: bob' "$broker/api/vdi/desktops/vm/corral-vms/$bobs/release"
+step='releasing through the broker'
+release=$(curl -sS -X POST -H 'X-Forwarded-User: bob' "$broker/api/vdi/desktops/vm/corral-vms/$bobs/release")
+printf '%s\n' "$release"
+task=$(printf '%s' "$release" | node -e 'let t = ""; process.stdin.on("data", (c) => (t += c)).on("end", () => console.log(JSON.parse(t).task));')
+for _ in $(seq 1 150); do
+  state=$(curl -sS -H 'X-Forwarded-User: bob' "$broker/api/tasks/$task")
+  case "$state" in *'"status":"running"'*) sleep 0.2 ;; *) break ;; esac
+done
+run curl -sS -H 'X-Forwarded-User: bob' "$broker/api/tasks/$task"
+echo
+printf '$ %s
+' 'kill %1   # stop the broker'
+kill "$broker_pid"
+wait "$broker_pid" 2>/dev/null || true
+
+say "8. When alice is done, take the desktop back. This stops the VM too."
+run corral-vdi unassign "$member"
+
+say '9. Tear the pool down, then the local control plane.'
+run corral-vdi pool delete devpool
+run corral-vdi dev-cluster down
+cluster_up=0
+step='finishing'
+printf '\nThe walkthrough ran to the end.\n'

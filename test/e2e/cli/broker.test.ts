@@ -1,0 +1,206 @@
+import type { ChildProcess } from 'node:child_process';
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  cliEnv,
+  createGoldenVm,
+  createNamespace,
+  jsonOf,
+  runCli,
+  startCli,
+  useCliCluster,
+  waitForOutput,
+} from './cli-support.js';
+
+const cluster = useCliCluster({ simulator: { ipRange: '127.220.0.0/16' } });
+const running: ChildProcess[] = [];
+const servers: Server[] = [];
+
+afterEach(async () => {
+  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+async function startBroker(
+  namespace: string,
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string; output: string }> {
+  const child = startCli(
+    [
+      'broker',
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--trust-header',
+      'X-Forwarded-User',
+      '-n',
+      namespace,
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ],
+    cliEnv(env),
+  );
+  running.push(child);
+  const output = await waitForOutput(child, /broker listening on (http:\/\/\S+)/);
+  const url = /broker listening on (http:\/\/\S+)/.exec(output)?.[1] ?? '';
+  return { child, url, output };
+}
+
+/** A stand-in for the identity proxy in front of the broker: it adds the login header to every request. */
+async function startProxy(target: string, login: string): Promise<string> {
+  const upstream = new URL(target);
+  const server = createServer((req, res) => {
+    const forwarded = request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, 'x-forwarded-user': login },
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    req.pipe(forwarded);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
+  );
+}
+
+describe('corral-vdi broker serve', () => {
+  it('serves claims and releases for the login of the trusted header, answers connect through the CLI, and stops on SIGTERM', async () => {
+    const namespace = await createNamespace(cluster(), 'broker');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const created = await runCli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '-n',
+      namespace,
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+
+    const { child, url, output } = await startBroker(namespace, {
+      CORRAL_VDI_BROKER: '1',
+      CORRAL_ADMINS: 'admin',
+    });
+    expect(output).toContain(`(namespaces ${namespace}; login from header X-Forwarded-User)`);
+    const bob = { 'x-forwarded-user': 'bob' };
+
+    const claim = await fetch(`${url}/api/vdi/pools/vm/${namespace}/devpool/claim`, {
+      method: 'POST',
+      headers: bob,
+    });
+    expect(claim.status).toBe(200);
+    const desktop = (await claim.json()) as { id: string; member: string; owner: string };
+    expect(desktop).toMatchObject({ owner: 'bob', id: `vm/${namespace}/${desktop.member}` });
+
+    const anonymous = await fetch(`${url}/api/vdi/pools/vm/${namespace}/devpool/claim`, { method: 'POST' });
+    expect(anonymous.status).toBe(401);
+
+    // connect --broker: the broker decides, as the login its proxy vouches for
+    const proxy = await startProxy(url, 'bob');
+    for (let attempt = 0; ; attempt += 1) {
+      const state = (await (
+        await fetch(`${url}/api/vdi/desktops/vm/${namespace}/${desktop.member}`, { headers: bob })
+      ).json()) as { running: boolean };
+      if (state.running || attempt > 300) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const connected = await runCli(['connect', desktop.member, '-n', namespace, '--broker', proxy], cliEnv());
+    expect(connected.code, connected.stderr).toBe(0);
+    expect(connected.stdout.split('\n').slice(0, 2)).toEqual([
+      `desktop vm/${namespace}/${desktop.member} (held by bob)`,
+      `connect: VNC: virtctl vnc ${desktop.member} -n ${namespace}`,
+    ]);
+    const asCarol = await runCli(
+      ['connect', desktop.member, '-n', namespace],
+      cliEnv({ CORRAL_VDI_BROKER_URL: await startProxy(url, 'carol') }),
+    );
+    expect(asCarol.code).toBe(1);
+    expect(asCarol.stderr).toMatch(/^error: .*held by another/);
+    const direct = await runCli(
+      ['connect', desktop.member, '-n', namespace, '--broker', url, '-o', 'json'],
+      cliEnv(),
+    );
+    expect(direct.code).toBe(1);
+    expect(jsonOf<{ error: { code: string; message: string } }>(direct).error).toMatchObject({
+      code: 'UNAUTHENTICATED',
+      message: expect.stringContaining('Reach the broker through the proxy that signs you in'),
+    });
+
+    const release = await fetch(`${url}/api/vdi/desktops/vm/${namespace}/${desktop.member}/release`, {
+      method: 'POST',
+      headers: bob,
+    });
+    expect(release.status).toBe(202);
+    const { task } = (await release.json()) as { task: string };
+    let status = 'running';
+    for (let attempt = 0; status === 'running' && attempt < 300; attempt += 1) {
+      status = (
+        (await (await fetch(`${url}/api/tasks/${task}`, { headers: bob })).json()) as { status: string }
+      ).status;
+      if (status === 'running') await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe('done');
+    const listed = await runCli([
+      'pool',
+      'list',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ]);
+    expect(jsonOf<{ pools: Array<{ counts: { free: number } }> }>(listed).pools[0]?.counts.free).toBe(2);
+
+    child.kill('SIGTERM');
+    expect(await exitOf(child)).toBe(0);
+  });
+
+  it('warns when CORRAL_VDI_BROKER is not 1, and then answers 404 on every /api/vdi/ route', async () => {
+    const namespace = await createNamespace(cluster(), 'broker-off');
+    const { child, url } = await startBroker(namespace, {});
+    const warned = await waitForOutput(child, /warning: CORRAL_VDI_BROKER is not 1/);
+    expect(warned).toContain('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404');
+    expect((await fetch(`${url}/api/vdi/pools`, { headers: { 'x-forwarded-user': 'bob' } })).status).toBe(
+      404,
+    );
+    child.kill('SIGTERM');
+    expect(await exitOf(child)).toBe(0);
+  });
+
+  it('refuses a listen address that is not host:port', async () => {
+    const run = await runCli([
+      'broker',
+      'serve',
+      '--listen',
+      'localhost',
+      '--trust-header',
+      'X-Forwarded-User',
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'error: --listen "localhost" is not host:port; use for example 127.0.0.1:8080 or [::1]:8080.\n',
+    );
+  });
+});

@@ -1,0 +1,176 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll } from 'vitest';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
+import {
+  type LocalCluster,
+  type StartLocalClusterOptions,
+  startLocalCluster,
+} from '../../../src/testing/local-cluster.js';
+
+/** The built bin, as npm links it: the tests run what users run. */
+export const cliPath = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
+
+/** What one run of the CLI did. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+// The CLI reads these; a developer's own settings must not leak into the tests.
+const scrubbed = [
+  'KUBECONFIG',
+  'CORRAL_NAMESPACE',
+  'CORRAL_VDI_BROKER_URL',
+  'NO_COLOR',
+  'FORCE_COLOR',
+  'USER',
+];
+
+/** The environment of a CLI run: the test's, without the CLI's own variables, plus `extra`. */
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of scrubbed) delete env[name];
+  return { ...env, USER: 'admin-tester', ...extra };
+}
+
+function requireBuiltCli(): void {
+  if (!existsSync(cliPath)) {
+    throw new Error(`${cliPath} is missing: build the package first (npx tsup), as scripts/test.sh does.`);
+  }
+}
+
+/** Runs `corral-vdi <args>` as a child process and resolves with its exit code and output, whatever the code. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = cliEnv()): Promise<CliRun> {
+  requireBuiltCli();
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [cliPath, ...args],
+      { env, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/**
+ * Runs `corral-vdi <args>` on a pseudo-terminal (util-linux `script`), as a person at a terminal runs it; the
+ * terminal's output (stdout and stderr together) comes back as `stdout`.
+ */
+export function runCliOnTerminal(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = cliEnv(),
+): Promise<CliRun> {
+  requireBuiltCli();
+  const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, cliPath, ...args].map(quote).join(' ');
+  return new Promise((resolve) => {
+    execFile('script', ['-qec', command, '/dev/null'], { env }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts `corral-vdi <args>` in the background, for commands that run until stopped. */
+export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = cliEnv()): ChildProcess {
+  requireBuiltCli();
+  return spawn(process.execPath, [cliPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Resolves with a background process's output once `pattern` shows up in it; rejects if it exits first. */
+export function waitForOutput(child: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      if (pattern.test(seen)) {
+        child.stdout?.off('data', onData);
+        child.stderr?.off('data', onData);
+        resolve(seen);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) =>
+      reject(new Error(`exited with ${code} before printing ${pattern}:\n${seen}`)),
+    );
+  });
+}
+
+/** One control plane for the test file, with VMI addresses from a range of the file's own (see the RDP tests). */
+export function useCliCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
+  let cluster: LocalCluster | undefined;
+  beforeAll(async () => {
+    requireBuiltCli();
+    cluster = await startLocalCluster(options);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (!cluster) throw new Error('the local cluster is not started');
+    return cluster;
+  };
+}
+
+let namespaceCounter = 0;
+
+/** A fresh namespace for one test. */
+export async function createNamespace(cluster: LocalCluster, prefix: string): Promise<string> {
+  namespaceCounter += 1;
+  const name = `${prefix}-${process.pid}-${namespaceCounter}`;
+  await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+/** Creates a stopped golden VM with a network interface (so its clones get an address) and `devices`. */
+export async function createGoldenVm(
+  cluster: LocalCluster,
+  namespace: string,
+  name: string,
+  devices: VmDevices = {},
+): Promise<void> {
+  const vm: VirtualMachine = {
+    metadata: { name },
+    spec: {
+      runStrategy: 'Halted',
+      template: {
+        spec: { domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } } },
+      },
+    },
+  };
+  await new KubeCluster(cluster.kubeConfig).createVm(namespace, vm);
+}
+
+/** Parses a run's stdout as JSON, failing with the output when it is not. */
+export function jsonOf<T = Record<string, unknown>>(run: CliRun): T {
+  try {
+    return JSON.parse(run.stdout) as T;
+  } catch {
+    throw new Error(`stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`);
+  }
+}
+
+/** Waits until a member's VMI runs and has an address, and returns the address. */
+export async function waitForVmiAddress(
+  cluster: LocalCluster,
+  namespace: string,
+  member: string,
+): Promise<string> {
+  const kube = new KubeCluster(cluster.kubeConfig);
+  for (let attempt = 0; attempt < 600; attempt += 1) {
+    const vmi = await kube.getVmi(namespace, member);
+    const address = vmi?.status?.interfaces?.[0]?.ipAddress;
+    if (vmi?.status?.phase === 'Running' && address) return address;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${namespace}/${member} did not run`);
+}

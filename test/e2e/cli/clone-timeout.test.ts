@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { createGoldenVm, createNamespace, jsonOf, runCli, useCliCluster } from './cli-support.js';
+
+// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is stopped outright.
+const cluster = useCliCluster({ simulator: { ipRange: '127.219.0.0/16' } });
+
+describe('corral-vdi pool create when clones never finish', () => {
+  it('gives up after --clone-timeout, removes what it made, and says where to look', async () => {
+    const namespace = await createNamespace(cluster(), 'stuck');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    await cluster().simulator?.stop();
+    const kubeconfig = ['--kubeconfig', cluster().kubeconfigPath];
+
+    const text = await runCli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '--clone-timeout',
+      '2s',
+      '-n',
+      namespace,
+      ...kubeconfig,
+    ]);
+    expect(text).toMatchObject({ code: 1, stdout: '' });
+    const lines = text.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^error: Creating pool "devpool" failed: devpool-1: timed-out \(Timed out after 2 s waiting for VirtualMachineClone /,
+    );
+    expect(lines[0]).toContain(`kubectl get virtualmachineclone -n ${namespace} devpool-1-clone`);
+    expect(lines[0]).toContain('Everything this call made was removed again.');
+    expect(lines[0]).toMatch(/If the clones are only slow, run it again with a longer --clone-timeout\.$/);
+
+    const json = await runCli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '1',
+      '--clone-timeout',
+      '1s',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+      ...kubeconfig,
+    ]);
+    expect(json.code).toBe(1);
+    expect(jsonOf(json)).toMatchObject({
+      error: {
+        code: 'CLONE_TIMEOUT',
+        retryable: true,
+        details: {
+          pool: 'devpool',
+          namespace,
+          members: [{ member: 'devpool-1', clone: 'devpool-1-clone', status: 'timed-out' }],
+        },
+      },
+    });
+
+    const listed = await runCli(['pool', 'list', '-n', namespace, ...kubeconfig]);
+    expect(listed.stdout).toBe(`no pools in namespace ${namespace}\n`);
+  });
+});

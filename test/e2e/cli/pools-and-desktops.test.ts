@@ -1,0 +1,594 @@
+import { createServer, type Server } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
+import {
+  cliEnv,
+  createGoldenVm,
+  createNamespace,
+  jsonOf,
+  runCli,
+  runCliOnTerminal,
+  useCliCluster,
+  waitForVmiAddress,
+} from './cli-support.js';
+
+// VMI addresses of this file's own, so the RDP listener below meets no other file's VM.
+const cluster = useCliCluster({ simulator: { ipRange: '127.218.0.0/16' } });
+
+/** `corral-vdi <args> --kubeconfig <the test cluster>`. */
+function cli(args: string[], env = cliEnv()) {
+  return runCli([...args, '--kubeconfig', cluster().kubeconfigPath], env);
+}
+
+/** A namespace with the golden VM `golden-desktop` and the pool `devpool` of `size` members. */
+async function poolOf(prefix: string, size: number): Promise<string> {
+  const namespace = await createNamespace(cluster(), prefix);
+  await createGoldenVm(cluster(), namespace, 'golden-desktop');
+  const created = await cli([
+    'pool',
+    'create',
+    'devpool',
+    '--from',
+    'golden-desktop',
+    '--size',
+    String(size),
+    '-n',
+    namespace,
+  ]);
+  expect(created.code, created.stderr).toBe(0);
+  return namespace;
+}
+
+async function assignedMember(namespace: string, user: string): Promise<string> {
+  const run = await cli(['assign', 'devpool', user, '-n', namespace, '-o', 'json']);
+  expect(run.code, run.stderr).toBe(0);
+  return jsonOf<{ desktop: { member: string } }>(run).desktop.member;
+}
+
+async function listen3389(host: string): Promise<Server> {
+  const server = createServer((socket) => socket.end());
+  await new Promise<void>((resolve) => server.listen(3389, host, resolve));
+  return server;
+}
+
+describe('corral-vdi pool create, list, resize and delete', () => {
+  it('creates a pool and prints its members, then lists them free and stopped', async () => {
+    const namespace = await createNamespace(cluster(), 'create');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const created = await cli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '3',
+      '-n',
+      namespace,
+    ]);
+    expect(created).toEqual({
+      code: 0,
+      stdout: 'pool "devpool" created: 3 members\n  devpool-1\n  devpool-2\n  devpool-3\n',
+      stderr: '',
+    });
+
+    const listed = await cli(['pool', 'list'], cliEnv({ CORRAL_NAMESPACE: namespace }));
+    expect(listed).toEqual({
+      code: 0,
+      stdout: [
+        `devpool  (ns/${namespace}, 3 members)`,
+        '  devpool-1                free                     stopped',
+        '  devpool-2                free                     stopped',
+        '  devpool-3                free                     stopped',
+        '',
+      ].join('\n'),
+      stderr: '',
+    });
+  });
+
+  it('answers pool create and pool list with -o json in the documented shape', async () => {
+    const namespace = await createNamespace(cluster(), 'json');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const created = await cli([
+      'pool',
+      'create',
+      'kiosk',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '--ephemeral',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(jsonOf(created)).toEqual({
+      pool: {
+        id: `vm/${namespace}/kiosk`,
+        name: 'kiosk',
+        namespace,
+        source: 'golden-desktop',
+        ephemeral: true,
+        members: ['kiosk-1', 'kiosk-2'],
+      },
+    });
+
+    const listed = await cli(['pool', 'list', '-n', namespace, '-o', 'json']);
+    expect(jsonOf(listed)).toEqual({
+      pools: [
+        {
+          id: `vm/${namespace}/kiosk`,
+          name: 'kiosk',
+          namespace,
+          counts: { members: 2, free: 2, claimed: 0 },
+          members: ['kiosk-1', 'kiosk-2'].map((name) => ({
+            name,
+            id: `vm/${namespace}/${name}`,
+            status: 'free',
+            holder: null,
+            since: null,
+            expiresAt: null,
+            power: 'Stopped',
+            ephemeral: true,
+            source: 'golden-desktop',
+          })),
+        },
+      ],
+    });
+  });
+
+  it('lists the pools of every namespace with -A, and says when a namespace has none', async () => {
+    const first = await poolOf('all-a', 1);
+    const second = await poolOf('all-b', 1);
+    const all = jsonOf<{ pools: Array<{ id: string }> }>(await cli(['pool', 'list', '-A', '-o', 'json']));
+    const ids = all.pools.map((pool) => pool.id);
+    expect(ids).toContain(`vm/${first}/devpool`);
+    expect(ids).toContain(`vm/${second}/devpool`);
+
+    const empty = await createNamespace(cluster(), 'empty');
+    expect(await cli(['pool', 'list', '-n', empty])).toEqual({
+      code: 0,
+      stdout: `no pools in namespace ${empty}\n`,
+      stderr: '',
+    });
+    const both = await cli(['pool', 'list', '-A', '-n', empty]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('error: pass either -n or -A, not both');
+  });
+
+  it('draws a progress bar on a terminal while it clones', async () => {
+    const namespace = await createNamespace(cluster(), 'progress');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const run = await runCliOnTerminal([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '-n',
+      namespace,
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ]);
+    expect(run.code, run.stdout).toBe(0);
+    const clear = '\r\u001b[2K';
+    expect(run.stdout).toContain(`${clear}[${'#'.repeat(12)}${'-'.repeat(12)}] 1/2 devpool-`);
+    expect(run.stdout).toContain(`${clear}[${'#'.repeat(24)}] 2/2 devpool-`);
+    expect(run.stdout).toContain('pool "devpool" created: 2 members');
+  });
+
+  it('grows a pool, shrinks it by its free members, and refuses to shrink past an assigned one', async () => {
+    const namespace = await poolOf('resize', 2);
+    const grown = await cli(['pool', 'resize', 'devpool', '--size', '4', '-n', namespace]);
+    expect(grown).toEqual({
+      code: 0,
+      stdout: 'pool "devpool" resized: 2 → 4 members\n  + devpool-3\n  + devpool-4\n',
+      stderr: '',
+    });
+    const unchanged = await cli(['pool', 'resize', 'devpool', '--size', '4', '-n', namespace]);
+    expect(unchanged.stdout).toBe('pool "devpool" already has 4 members\n');
+
+    const shrunk = await cli(['pool', 'resize', 'devpool', '--size', '3', '-n', namespace, '-o', 'json']);
+    expect(jsonOf(shrunk)).toEqual({
+      resized: {
+        id: `vm/${namespace}/devpool`,
+        from: 4,
+        size: 3,
+        added: [],
+        removed: ['devpool-4'],
+        skipped: [],
+      },
+    });
+
+    for (const user of ['alice', 'bob', 'carol']) await assignedMember(namespace, user);
+    const refused = await cli(['pool', 'resize', 'devpool', '--size', '1', '-n', namespace]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error: .*Unassign members with "corral-vdi unassign MEMBER" first\.\n$/);
+  });
+
+  it('refuses to delete a pool with assigned members unless --force, and deletes it then', async () => {
+    const namespace = await poolOf('delete', 2);
+    const member = await assignedMember(namespace, 'alice');
+    const refused = await cli(['pool', 'delete', 'devpool', '-n', namespace]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain(`error: Pool "devpool" has claimed members: ${member} (alice).`);
+    expect(refused.stderr).toMatch(
+      /Unassign them with "corral-vdi unassign MEMBER", or run it again with --force\.\n$/,
+    );
+
+    const forced = await cli(['pool', 'delete', 'devpool', '--force', '-n', namespace]);
+    expect(forced).toEqual({
+      code: 0,
+      stdout: 'pool "devpool" deleted: 2 members, assigned ones included\n',
+      stderr: '',
+    });
+    expect((await cli(['pool', 'list', '-n', namespace])).stdout).toBe(
+      `no pools in namespace ${namespace}\n`,
+    );
+
+    const again = await poolOf('delete-json', 1);
+    const json = await cli(['pool', 'delete', 'devpool', '-n', again, '-o', 'json']);
+    expect(jsonOf(json)).toEqual({
+      deleted: { id: `vm/${again}/devpool`, members: ['devpool-1'], leases: 0, clones: 0, forced: false },
+    });
+    const gone = await cli(['pool', 'delete', 'devpool', '-n', again]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^error: Pool "devpool" has no members in namespace/);
+  });
+});
+
+describe('corral-vdi assign, connect and unassign', () => {
+  it('assigns a member, prints the connect hint, and lists the user as its holder', async () => {
+    const namespace = await poolOf('assign', 3);
+    const assigned = await cli(['assign', 'devpool', 'alice', '-n', namespace]);
+    expect(assigned.code, assigned.stderr).toBe(0);
+    const match =
+      /^assigned (devpool-[123]) → alice\nconnect: {2}corral-vdi connect (devpool-[123]) -n (\S+)\n$/.exec(
+        assigned.stdout,
+      );
+    expect(match?.[1]).toBe(match?.[2]);
+    expect(match?.[3]).toBe(namespace);
+    const member = match?.[1] ?? '';
+
+    const listed = await cli(['pool', 'list'], cliEnv({ CORRAL_NAMESPACE: namespace }));
+    const line = listed.stdout.split('\n').find((row) => row.startsWith(`  ${member} `));
+    expect(line).toMatch(new RegExp(`^ {2}${member} +alice +(starting|running)$`));
+
+    // Without -n the hint names no namespace: the environment already chose it.
+    const again = await cli(['assign', 'devpool', 'alice'], cliEnv({ CORRAL_NAMESPACE: namespace }));
+    expect(again).toEqual({
+      code: 0,
+      stdout: `already assigned ${member} → alice\nconnect:  corral-vdi connect ${member}\n`,
+      stderr: '',
+    });
+  });
+
+  it('answers assign and unassign with -o json', async () => {
+    const namespace = await poolOf('assign-json', 1);
+    const run = await cli(['assign', 'devpool', 'alice@example.com', '-n', namespace, '-o', 'json']);
+    const body = jsonOf<Record<string, unknown> & { desktop: Record<string, unknown> }>(run);
+    expect(body).toMatchObject({
+      retried: false,
+      adopted: false,
+      startError: null,
+      connect: `corral-vdi connect devpool-1 -n ${namespace}`,
+      desktop: {
+        id: `vm/${namespace}/devpool-1`,
+        namespace,
+        member: 'devpool-1',
+        pool: 'devpool',
+        poolId: `vm/${namespace}/devpool`,
+        owner: 'alice@example.com',
+        legacy: false,
+        ephemeral: false,
+      },
+    });
+    expect(Object.keys(body.desktop).sort()).toEqual([
+      'claimedAt',
+      'ephemeral',
+      'expiresAt',
+      'id',
+      'legacy',
+      'member',
+      'namespace',
+      'owner',
+      'phase',
+      'pool',
+      'poolId',
+      'running',
+      'sessionId',
+    ]);
+    expect(body.desktop.sessionId).toEqual(expect.any(String));
+
+    const released = await cli(['unassign', 'devpool-1', '-n', namespace, '-o', 'json']);
+    expect(jsonOf(released)).toEqual({
+      desktop: `vm/${namespace}/devpool-1`,
+      member: 'devpool-1',
+      namespace,
+      holder: 'alice@example.com',
+      reset: 'stopped',
+    });
+  });
+
+  it('connects with RDP while TCP 3389 answers on the guest, then with VNC and the skipped reason', async () => {
+    const namespace = await poolOf('connect', 1);
+    const member = await assignedMember(namespace, 'alice');
+    const ip = await waitForVmiAddress(cluster(), namespace, member);
+    const server = await listen3389(ip);
+    try {
+      const withRdp = await cli(['connect', member, '-n', namespace]);
+      expect(withRdp).toEqual({
+        code: 0,
+        stdout: [
+          `desktop vm/${namespace}/${member} (held by alice)`,
+          `connect: RDP: xfreerdp /v:${ip}`,
+          `fallback: VNC: virtctl vnc ${member} -n ${namespace}`,
+          `fallback: serial console: virtctl console ${member} -n ${namespace}`,
+          'skipped: terminal: only a CT member offers a container terminal',
+          '',
+        ].join('\n'),
+        stderr: '',
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+
+    const withoutRdp = await cli(['connect', member, '-n', namespace, '--user', 'alice']);
+    expect(withoutRdp).toEqual({
+      code: 0,
+      stdout: [
+        `desktop vm/${namespace}/${member} (held by alice)`,
+        `connect: VNC: virtctl vnc ${member} -n ${namespace}`,
+        `fallback: serial console: virtctl console ${member} -n ${namespace}`,
+        `skipped: rdp: TCP 3389 did not answer at ${ip}:3389 from this machine (connection refused)`,
+        'skipped: terminal: only a CT member offers a container terminal',
+        '',
+      ].join('\n'),
+      stderr: '',
+    });
+
+    const json = jsonOf(await cli(['connect', member, '-n', namespace, '-o', 'json']));
+    expect(json).toEqual({
+      desktopId: `vm/${namespace}/${member}`,
+      namespace,
+      member,
+      holder: 'alice',
+      target: { protocol: 'vnc', namespace, vm: member },
+      fallbacks: [{ protocol: 'serial', namespace, vm: member }],
+      skipped: [
+        {
+          protocol: 'rdp',
+          reason: `TCP 3389 did not answer at ${ip}:3389 from this machine (connection refused)`,
+        },
+        { protocol: 'terminal', reason: 'only a CT member offers a container terminal' },
+      ],
+      launches: [
+        { protocol: 'vnc', argv: ['virtctl', 'vnc', member, '-n', namespace] },
+        { protocol: 'serial', argv: ['virtctl', 'console', member, '-n', namespace] },
+      ],
+    });
+  });
+
+  it('refuses to connect for a user who does not hold the desktop, to a free member, and to a CT member', async () => {
+    const namespace = await poolOf('connect-refused', 2);
+    const member = await assignedMember(namespace, 'alice');
+    await waitForVmiAddress(cluster(), namespace, member);
+    const other = await cli(['connect', member, '-n', namespace, '--user', 'bob']);
+    expect(other).toMatchObject({ code: 1, stdout: '' });
+    expect(other.stderr).toBe(
+      `error: vm/${namespace}/${member} is held by another user; only its holder or an admin can connect to it.\n`,
+    );
+
+    const free = member === 'devpool-1' ? 'devpool-2' : 'devpool-1';
+    const unclaimed = await cli(['connect', free, '-n', namespace, '-o', 'json']);
+    expect(unclaimed.code).toBe(1);
+    expect(jsonOf<{ error: { code: string } }>(unclaimed).error.code).toBe('CLAIM_ENDED');
+
+    const ct = await cli(['connect', member, '-n', namespace, '--kind', 'ct']);
+    expect(ct.code).toBe(1);
+    expect(ct.stderr).toMatch(/^error: This version of corral-vdi connects to KubeVirt VM members only/);
+  });
+
+  it('unassigns a member, stopping it, and refuses to unassign a free one', async () => {
+    const namespace = await poolOf('unassign', 1);
+    await assignedMember(namespace, 'alice');
+    const released = await cli(['unassign', 'devpool-1', '-n', namespace]);
+    expect(released).toEqual({
+      code: 0,
+      stdout: 'unassigned devpool-1 from alice: stopped, its disks kept\n',
+      stderr: '',
+    });
+    const again = await cli(['unassign', 'devpool-1', '-n', namespace]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(
+      `error: Desktop vm/${namespace}/devpool-1 is not claimed; there is nothing to release.\n`,
+    );
+    const missing = await cli(['unassign', 'devpool-9', '-n', namespace]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^error: There is no VM "devpool-9" in namespace/);
+  });
+});
+
+describe('corral-vdi troubleshooting cases', () => {
+  it('reports a golden VM that is not in the namespace, and finds it with -n', async () => {
+    const home = await createNamespace(cluster(), 'golden-home');
+    const elsewhere = await createNamespace(cluster(), 'golden-elsewhere');
+    await createGoldenVm(cluster(), home, 'golden-desktop');
+    const missing = await cli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '-n',
+      elsewhere,
+    ]);
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toBe(
+      `error: Golden VM "golden-desktop" not found in namespace "${elsewhere}". Other namespaces are not searched: ` +
+        'pass the namespace where the golden VM lives. Pass -n NAMESPACE where the golden VM lives.\n',
+    );
+    const json = jsonOf<{ error: unknown }>(
+      await cli([
+        'pool',
+        'create',
+        'devpool',
+        '--from',
+        'golden-desktop',
+        '--size',
+        '2',
+        '-n',
+        elsewhere,
+        '-o',
+        'json',
+      ]),
+    );
+    expect(json.error).toMatchObject({
+      code: 'GOLDEN_NOT_FOUND',
+      details: { golden: 'golden-desktop', namespace: elsewhere },
+    });
+    const found = await cli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '-n',
+      home,
+    ]);
+    expect(found.code, found.stderr).toBe(0);
+  });
+
+  it('reports a pool with no free members and says how to free one', async () => {
+    const namespace = await poolOf('full', 1);
+    await assignedMember(namespace, 'alice');
+    const full = await cli(['assign', 'devpool', 'bob', '-n', namespace]);
+    expect(full).toMatchObject({ code: 1, stdout: '' });
+    expect(full.stderr).toBe(
+      `error: Pool "devpool" in namespace "${namespace}" has no free member: every member has a user. Release ` +
+        '(unassign) one, or grow the pool. Free one with "corral-vdi unassign MEMBER", or grow it with ' +
+        '"corral-vdi pool resize devpool --size N".\n',
+    );
+  });
+
+  it('keeps an assigned member that will not start, says so, and starts it on the next assign', async () => {
+    const namespace = await poolOf('no-start', 1);
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const failure = 'the VM asks for the feature gate GPU, which is off';
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.failStart]: `422 ${failure}` } },
+    });
+
+    const assigned = await cli(['assign', 'devpool', 'alice', '-n', namespace]);
+    expect(assigned.code).toBe(1);
+    expect(assigned.stdout).toBe('assigned devpool-1 → alice\n');
+    const [line, ...rest] = assigned.stderr.split('\n');
+    expect(rest).toEqual(['']);
+    expect(line).toMatch(/^error: devpool-1 is assigned to alice but did not start: /);
+    expect(line).toContain(failure);
+    expect(line).toContain(
+      `It stays assigned; fix the cause and run "corral-vdi assign devpool alice -n ${namespace}" again to retry the ` +
+        `start, or "corral-vdi unassign devpool-1 -n ${namespace}" to back out.`,
+    );
+    const json = jsonOf<{ startError: string | null }>(
+      await cli(['assign', 'devpool', 'alice', '-n', namespace, '-o', 'json']),
+    );
+    expect(json.startError).toContain(failure);
+
+    const listed = await cli(['pool', 'list', '-n', namespace]);
+    expect(listed.stdout).toContain('  devpool-1                alice                    stopped\n');
+    const bob = await cli(['assign', 'devpool', 'bob', '-n', namespace]);
+    expect(bob.stderr).toContain('has no free member');
+
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.failStart]: null } },
+    });
+    const retried = await cli(['assign', 'devpool', 'alice', '-n', namespace]);
+    expect(retried).toEqual({
+      code: 0,
+      stdout: `already assigned devpool-1 → alice\nconnect:  corral-vdi connect devpool-1 -n ${namespace}\n`,
+      stderr: '',
+    });
+  });
+
+  it('refuses a pool the device capacity cannot hold, before it clones anything, and plans it', async () => {
+    const namespace = await createNamespace(cluster(), 'capacity');
+    await setPermittedHostDevices(cluster().kubeConfig, {
+      pciHostDevices: [{ resourceName: 'example.com/cli-gpu', pciVendorSelector: '10DE:2236' }],
+    });
+    await createSimulatedNode(cluster().kubeConfig, {
+      name: 'cli-gpu-node',
+      allocatable: { 'example.com/cli-gpu': '2' },
+    });
+    await createGoldenVm(cluster(), namespace, 'golden-gpu', {
+      gpus: [{ name: 'gpu1', deviceName: 'example.com/cli-gpu' }],
+    });
+
+    const refused = await cli([
+      'pool',
+      'create',
+      'gpupool',
+      '--from',
+      'golden-gpu',
+      '--size',
+      '3',
+      '-n',
+      namespace,
+    ]);
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    const lines = refused.stderr.trimEnd().split('\n');
+    expect(lines[0]).toBe(
+      'error: Not enough device capacity for 3 members cloned from "golden-gpu": each needs 1 × example.com/cli-gpu ' +
+        '(pci-passthrough) on one node; the nodes can host 2 now, 1 short.',
+    );
+    expect(lines).toContain(
+      '    cli-gpu-node: example.com/cli-gpu 2 allocatable, 0 in use, 2 free → hosts 2',
+    );
+    expect((await cli(['pool', 'list', '-n', namespace])).stdout).toBe(
+      `no pools in namespace ${namespace}\n`,
+    );
+
+    const fits = await cli(['pool', 'plan', '--from', 'golden-gpu', '--size', '2', '-n', namespace]);
+    expect(fits).toEqual({
+      code: 0,
+      stdout: [
+        '2 members of "golden-gpu" fit: each needs 1 × example.com/cli-gpu on one node; the nodes can host 2 now',
+        '',
+        'NODE          RESOURCE             KIND             ALLOCATABLE  IN USE  FREE  PER MEMBER  HOSTS',
+        'cli-gpu-node  example.com/cli-gpu  pci-passthrough  2            0       2     1           2',
+        '',
+      ].join('\n'),
+      stderr: '',
+    });
+    const tooMany = await cli(['pool', 'plan', '--from', 'golden-gpu', '--size', '3', '-n', namespace]);
+    expect(tooMany.code).toBe(1);
+    expect(tooMany.stdout).toContain('3 members of "golden-gpu" do not fit');
+    expect(tooMany.stderr).toMatch(
+      /^error: Not enough device capacity for 3 members .* Free units by stopping VMs that hold them, add nodes with these devices, or ask for fewer members\.\n$/,
+    );
+    const json = jsonOf<{ fits: boolean; plan: { kind: string; shortfall: number } }>(
+      await cli(['pool', 'plan', '--from', 'golden-gpu', '--size', '3', '-n', namespace, '-o', 'json']),
+    );
+    expect(json).toMatchObject({ fits: false, plan: { kind: 'reject', shortfall: 1 } });
+
+    const plain = await createNamespace(cluster(), 'capacity-plain');
+    await createGoldenVm(cluster(), plain, 'golden-desktop');
+    const noDevices = await cli(['pool', 'plan', '--from', 'golden-desktop', '--size', '50', '-n', plain]);
+    expect(noDevices).toEqual({
+      code: 0,
+      stdout: '50 members of "golden-desktop" fit: it asks for no host devices\n',
+      stderr: '',
+    });
+  });
+});
