@@ -1,14 +1,10 @@
-import { brokerOptionsFromEnv } from '../broker/broker-settings.js';
-import {
-  authGatewayIdentity,
-  type IdentityProvider,
-  tailscaleIdentity,
-  tailscaleLoginHeader,
-} from '../broker/identity.js';
-import { serveBroker } from '../broker/serve.js';
+import type { IdentityProvider } from '../broker/identity.js';
 import { type CommandSpec, clusterOptions, requiredFlag, stringFlag } from './command-spec.js';
 
-function identityFrom(header: string, proxies: string | undefined): IdentityProvider {
+async function identityFrom(header: string, proxies: string | undefined): Promise<IdentityProvider> {
+  const { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } = await import(
+    '../broker/identity.js'
+  );
   const trustedProxies = proxies
     ?.split(',')
     .map((proxy) => proxy.trim())
@@ -53,7 +49,9 @@ const serve: CommandSpec = {
   ],
   async run(input) {
     const header = requiredFlag(input, serve, 'trust-header');
-    const session = input.cluster();
+    const session = await input.cluster();
+    const { brokerOptionsFromEnv } = await import('../broker/broker-settings.js');
+    const { serveBroker } = await import('../broker/serve.js');
     const settings = brokerOptionsFromEnv(input.env);
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
     const listen = stringFlag(input, 'listen');
@@ -62,7 +60,7 @@ const serve: CommandSpec = {
       ...settings,
       namespaces,
       kubeConfig: session.kubeConfig,
-      identity: [identityFrom(header, stringFlag(input, 'trusted-proxies'))],
+      identity: [await identityFrom(header, stringFlag(input, 'trusted-proxies'))],
       log: (line) => terminal.note(line),
       ...(listen === undefined ? {} : { listen }),
     });

@@ -18,8 +18,8 @@ export interface CommandInput {
   terminal: Terminal;
   /** The environment the CLI runs in. */
   env: Readonly<Record<string, string | undefined>>;
-  /** Opens the cluster the flags and environment name; only commands that need one call it. */
-  cluster(): ClusterSession;
+  /** Opens the cluster the flags and environment name; only commands that need one call it (it loads the SDK). */
+  cluster(): Promise<ClusterSession>;
 }
 
 /** A command of the CLI: the words that name it, its help, and what it does. */

@@ -3,7 +3,6 @@ import type { LaunchPlan } from '../connect-planner/launch-plan.js';
 import type { ConnectOption, ConnectProtocol } from '../connect-planner/plan-connect.js';
 import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
 import { runLaunchPlan } from '../launch/run-launch-plan.js';
-import { resolveCliNamespace } from './cluster-session.js';
 import {
   booleanFlag,
   type CommandInput,
@@ -52,6 +51,7 @@ async function connectThroughBroker(
   broker: string,
   kind: string,
 ): Promise<ConnectResult> {
+  const { resolveCliNamespace } = await import('./cluster-session.js');
   const { namespace } = resolveCliNamespace(stringFlag(input, 'namespace'), input.env);
   const member = input.args.member ?? '';
   let url: URL;
@@ -168,7 +168,7 @@ async function connectDirectly(
       'This version of corral-vdi connects to KubeVirt VM members only; a CT member offers its terminal through the broker that serves its pool.',
     );
   }
-  const session = input.cluster();
+  const session = await input.cluster();
   return await connect(session.vdi.context, {
     member: input.args.member ?? '',
     identity: user ?? session.actor,

@@ -22,7 +22,7 @@ const assign: CommandSpec = {
     '$ corral-vdi assign devpool alice@example.com -n team-a -o json',
   ],
   async run(input) {
-    const session = input.cluster();
+    const session = await input.cluster();
     const pool = input.args.pool ?? '';
     const user = input.args.user ?? '';
     const result = await session.vdi.assign({
@@ -69,7 +69,7 @@ const unassign: CommandSpec = {
   ],
   examples: ['$ corral-vdi unassign devpool-1'],
   async run(input) {
-    const session = input.cluster();
+    const session = await input.cluster();
     const member = input.args.member ?? '';
     const result = await session.vdi.unassign({
       member,

@@ -1,5 +1,4 @@
 import { type CommandSpec, stringFlag } from './command-spec.js';
-import { devClusterDown, devClusterStatus, devClusterUp, serveDevCluster } from './dev-cluster.js';
 import { UsageError } from './usage-error.js';
 
 const kubeconfigTarget = {
@@ -25,7 +24,9 @@ const up: CommandSpec = {
     '$ export KUBECONFIG=./dev.kubeconfig',
   ],
   async run(input) {
-    const state = await devClusterUp(stringFlag(input, 'kubeconfig'));
+    const { devClusterUp } = await import('./dev-cluster.js');
+    // the bundle is split into chunks, so only argv names the CLI's entry point
+    const state = await devClusterUp(stringFlag(input, 'kubeconfig'), process.argv[1] ?? '');
     const { terminal } = input;
     if (terminal.json) {
       terminal.printJson({ running: true, ...state });
@@ -47,6 +48,7 @@ const down: CommandSpec = {
   options: {},
   examples: ['$ corral-vdi dev-cluster down'],
   async run(input) {
+    const { devClusterDown, devClusterStatus } = await import('./dev-cluster.js');
     const state = devClusterStatus();
     const stopped = await devClusterDown();
     const { terminal } = input;
@@ -69,6 +71,7 @@ const status: CommandSpec = {
   notes: ['It exits 0 either way; -o json gives "running": true or false.'],
   examples: ['$ corral-vdi dev-cluster status'],
   async run(input) {
+    const { devClusterStatus } = await import('./dev-cluster.js');
     const state = devClusterStatus();
     const { terminal } = input;
     if (terminal.json) {
@@ -99,6 +102,7 @@ const serve: CommandSpec = {
     const kubeconfig = stringFlag(input, 'kubeconfig');
     if (kubeconfig === undefined)
       throw new UsageError('"dev-cluster serve" needs --kubeconfig PATH', serve.words);
+    const { serveDevCluster } = await import('./dev-cluster.js');
     await serveDevCluster(kubeconfig);
     return undefined;
   },

@@ -2,7 +2,6 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { VdiError } from '../errors.js';
 import { startLocalCluster } from '../testing/local-cluster.js';
 
@@ -54,17 +53,20 @@ export async function serveDevCluster(kubeconfigPath: string): Promise<void> {
   process.once('SIGINT', shutdown);
 }
 
-/** Starts the local control plane in the background and returns once it serves; reuses a running one. */
+/**
+ * Starts the local control plane in the background and returns once it serves; reuses a running one.
+ * `cliEntry` is the CLI's main script: the background process runs `dev-cluster serve` through it.
+ */
 export async function devClusterUp(
   kubeconfig: string | undefined,
+  cliEntry: string,
 ): Promise<DevClusterState & { reused: boolean }> {
   const running = readState();
   if (running) return { ...running, reused: true };
   mkdirSync(stateDir(), { recursive: true });
   const target = resolve(kubeconfig ?? join(stateDir(), 'kubeconfig'));
   const log = openSync(logPath(), 'w');
-  const bin = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, [bin, 'dev-cluster', 'serve', '--kubeconfig', target], {
+  const child = spawn(process.execPath, [cliEntry, 'dev-cluster', 'serve', '--kubeconfig', target], {
     detached: true,
     stdio: ['ignore', log, log],
   });

@@ -1,6 +1,4 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
-import { planCapacity } from '../capacity/capacity-service.js';
-import { createPool, deletePool, listPools, resizePool } from '../pools/pool-service.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
 import { parseDuration } from '../sessions/parse-duration.js';
 import type { ClusterSession } from './cluster-session.js';
@@ -13,7 +11,6 @@ import {
   requiredFlag,
   stringFlag,
 } from './command-spec.js';
-import { listPoolNamespaces } from './pool-namespaces.js';
 import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 
@@ -169,7 +166,8 @@ const create: CommandSpec = {
     const from = requiredFlag(input, create, 'from');
     const size = countFlag(input, create, 'size', 1);
     const timeout = cloneTimeoutMs(input, create);
-    const session = input.cluster();
+    const session = await input.cluster();
+    const { createPool } = await import('../pools/pool-service.js');
     const result = await withProgress(input, session, () =>
       createPool(session.vdi.context, {
         name: input.args.name ?? '',
@@ -206,10 +204,12 @@ const list: CommandSpec = {
   },
   examples: ['$ corral-vdi pool list', '$ corral-vdi pool list -A -o json'],
   async run(input) {
-    const session = input.cluster();
+    const session = await input.cluster();
     const all = booleanFlag(input, 'all-namespaces');
     if (all && stringFlag(input, 'namespace') !== undefined)
       throw new UsageError('pass either -n or -A, not both', list.words);
+    const { listPools } = await import('../pools/pool-service.js');
+    const { listPoolNamespaces } = await import('./pool-namespaces.js');
     const namespaces = all ? await listPoolNamespaces(session.kubeConfig) : [session.namespace];
     const pools = namespaces.length === 0 ? [] : await listPools(session.vdi.context, { namespaces });
     const { terminal } = input;
@@ -245,7 +245,8 @@ const remove: CommandSpec = {
   notes: ['Without --force it refuses while any member is assigned, and names them.'],
   examples: ['$ corral-vdi pool delete devpool', '$ corral-vdi pool delete devpool --force'],
   async run(input) {
-    const session = input.cluster();
+    const session = await input.cluster();
+    const { deletePool } = await import('../pools/pool-service.js');
     const result = await withProgress(input, session, () =>
       deletePool(session.vdi.context, {
         name: input.args.name ?? '',
@@ -286,8 +287,9 @@ const resize: CommandSpec = {
     const size = countFlag(input, resize, 'size', 1);
     const timeout = cloneTimeoutMs(input, resize);
     const from = stringFlag(input, 'from');
-    const session = input.cluster();
+    const session = await input.cluster();
     const name = input.args.name ?? '';
+    const { resizePool } = await import('../pools/pool-service.js');
     const result = await withProgress(input, session, () =>
       resizePool(session.vdi.context, {
         name,
@@ -340,7 +342,8 @@ const plan: CommandSpec = {
   async run(input) {
     const from = requiredFlag(input, plan, 'from');
     const size = countFlag(input, plan, 'size', 1);
-    const session = input.cluster();
+    const session = await input.cluster();
+    const { planCapacity } = await import('../capacity/capacity-service.js');
     const result = await planCapacity(session.vdi.context, { from, size, namespace: session.namespace });
     const { terminal } = input;
     if (terminal.json) terminal.printJson({ fits: result.kind === 'admit', plan: result });

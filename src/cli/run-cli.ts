@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { brokerCommands } from './broker-command.js';
-import { openClusterSession } from './cluster-session.js';
+import type { ClusterSession } from './cluster-session.js';
 import { parseCommandLine } from './command-line.js';
 import type { CommandInput, CommandSpec } from './command-spec.js';
 import { connectCommands } from './connect-command.js';
@@ -64,13 +64,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     terminal = new Terminal(io, { json: line.flags.output === 'json' });
     words = line.command.words;
     const flags = line.flags;
-    let session: ReturnType<typeof openClusterSession> | undefined;
+    let session: ClusterSession | undefined;
     const input: CommandInput = {
       args: line.args,
       flags,
       terminal,
       env: io.env,
-      cluster() {
+      async cluster() {
+        // Loaded on demand: help, usage errors and local commands start without the Kubernetes client.
+        const { openClusterSession } = await import('./cluster-session.js');
         session ??= openClusterSession(
           {
             kubeconfig: flags.kubeconfig as string | undefined,

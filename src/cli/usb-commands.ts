@@ -56,7 +56,7 @@ const redir: CommandSpec = {
   async run(input) {
     const device = requiredFlag(input, redir, 'device');
     const user = requiredFlag(input, redir, 'user');
-    const session = input.cluster();
+    const session = await input.cluster();
     const { terminal } = input;
     const result = await redirectUsb(session.vdi.context, {
       member: input.args.member ?? '',

@@ -49,7 +49,10 @@ async function assignedMember(namespace: string, user: string): Promise<string> 
 
 async function listen3389(host: string): Promise<Server> {
   const server = createServer((socket) => socket.end());
-  await new Promise<void>((resolve) => server.listen(3389, host, resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(3389, host, resolve);
+  });
   return server;
 }
 
