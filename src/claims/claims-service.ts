@@ -384,7 +384,7 @@ export interface ClaimsService {
   /**
    * Claims a free member of a pool for `identity` and starts it. A retry returns the desktop the identity
    * already holds (same session). Members are tried in random order, so concurrent claimants rarely collide;
-   * a claimant that loses a Lease race moves on to the next member.
+   * a claimant that loses a Lease race reads the pool again and tries a member that is still free.
    *
    * Guarantees: no member ever has two holders (the Lease create is first-writer-wins, a stale Lease is
    * replaced with its resourceVersion). A failed VM update or start keeps the claim, so no second user gets a
@@ -513,7 +513,8 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
   }
 
   async function claimMember(namespace: string, pool: string, identity: string): Promise<ClaimResult> {
-    for (let round = 0; round < 3; round += 1) {
+    // Every lost race means another claimant won a member, so the rounds are bounded by the pool's size.
+    for (let round = 0; ; round += 1) {
       const [vms, leases] = await Promise.all([
         ctx.cluster.listVms(namespace, poolSelector(pool)),
         ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
@@ -523,6 +524,16 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
           'POOL_NOT_FOUND',
           `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`,
           {
+            details: { namespace, pool },
+          },
+        );
+      }
+      if (round > vms.length + 2) {
+        throw new VdiError(
+          'CLAIM_CHANGED',
+          `The claims of pool "${pool}" kept changing while claiming; try again.`,
+          {
+            retryable: true,
             details: { namespace, pool },
           },
         );
@@ -549,8 +560,8 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const free = shuffled(
         states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale'),
       );
-      const candidates = adoptable ? [adoptable, ...free] : free;
-      for (const candidate of candidates) {
+      const candidate = adoptable ?? free[0];
+      if (candidate) {
         const member = candidate.vm.metadata.name ?? '';
         const lease = newLease(ctx, namespace, pool, member, identity);
         try {
@@ -565,7 +576,9 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
           return await finishClaim(candidate.vm, written, identity, { retried: false, adopted });
         } catch (error) {
           if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
+          // lost the race: read the pool again rather than trying members that may be taken too
           ctx.events.emit('claim-conflict', { desktopId: `vm/${namespace}/${member}`, identity });
+          continue;
         }
       }
       throw new VdiError(
@@ -574,14 +587,6 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         { details: { namespace, pool, members: vms.length } },
       );
     }
-    throw new VdiError(
-      'CLAIM_CHANGED',
-      `The claims of pool "${pool}" kept changing while claiming; try again.`,
-      {
-        retryable: true,
-        details: { namespace, pool },
-      },
-    );
   }
 
   async function renewLease(lease: LeaseObject): Promise<LeaseObject> {
