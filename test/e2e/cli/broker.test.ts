@@ -4,13 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   cliEnv,
+  collectOutput,
   createGoldenVm,
   createNamespace,
   jsonOf,
+  type OutputLog,
   runCli,
   startCli,
   useCliCluster,
-  waitForOutput,
 } from './cli-support.js';
 
 const cluster = useCliCluster({ simulator: { ipRange: '127.220.0.0/16' } });
@@ -25,7 +26,8 @@ afterEach(async () => {
 async function startBroker(
   namespace: string,
   env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string; output: string }> {
+  extra: string[] = [],
+): Promise<{ child: ChildProcess; url: string; output: string; log: OutputLog }> {
   const child = startCli(
     [
       'broker',
@@ -38,13 +40,16 @@ async function startBroker(
       namespace,
       '--kubeconfig',
       cluster().kubeconfigPath,
+      ...extra,
     ],
     cliEnv(env),
   );
   running.push(child);
-  const output = await waitForOutput(child, /broker listening on (http:\/\/\S+)/);
-  const url = /broker listening on (http:\/\/\S+)/.exec(output)?.[1] ?? '';
-  return { child, url, output };
+  const log = collectOutput(child);
+  const listening = /broker listening on (http:\/\/\S+)|"url": "(http:\/\/[^"]+)"/;
+  const output = await log.waitFor(listening);
+  const match = listening.exec(output);
+  return { child, url: match?.[1] ?? match?.[2] ?? '', output, log };
 }
 
 /** A stand-in for the identity proxy in front of the broker: it adds the login header to every request. */
@@ -177,9 +182,19 @@ describe('corral-vdi broker serve', () => {
 
   it('warns when CORRAL_VDI_BROKER is not 1, and then answers 404 on every /api/vdi/ route', async () => {
     const namespace = await createNamespace(cluster(), 'broker-off');
-    const { child, url } = await startBroker(namespace, {});
-    const warned = await waitForOutput(child, /warning: CORRAL_VDI_BROKER is not 1/);
-    expect(warned).toContain('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404');
+    const { child, url, log } = await startBroker(namespace, {}, ['-o', 'json']);
+    await log.waitFor(/warning: CORRAL_VDI_BROKER is not 1.*\n/);
+    const output = await log.waitFor(/\n\}\n/);
+    expect(output).toContain('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404\n');
+    const started = JSON.parse(
+      output.replace(/^warning: .*\n/m, '').replace(/^broker: .*\n/gm, ''),
+    ) as unknown;
+    expect(started).toEqual({
+      url,
+      enabled: false,
+      namespaces: [namespace],
+      trustHeader: 'X-Forwarded-User',
+    });
     expect((await fetch(`${url}/api/vdi/pools`, { headers: { 'x-forwarded-user': 'bob' } })).status).toBe(
       404,
     );

@@ -85,24 +85,40 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = cliEn
   return spawn(process.execPath, [cliPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** Resolves with a background process's output once `pattern` shows up in it; rejects if it exits first. */
-export function waitForOutput(child: ChildProcess, pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      if (pattern.test(seen)) {
-        child.stdout?.off('data', onData);
-        child.stderr?.off('data', onData);
-        resolve(seen);
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code) =>
-      reject(new Error(`exited with ${code} before printing ${pattern}:\n${seen}`)),
-    );
-  });
+/** Everything a background process printed so far (stdout and stderr), and a wait for what it prints next. */
+export interface OutputLog {
+  text(): string;
+  /** Resolves with the output once `pattern` matches all of it so far; rejects if the process exits first. */
+  waitFor(pattern: RegExp): Promise<string>;
+}
+
+/** Collects a background process's output from its start, so nothing printed early is missed. */
+export function collectOutput(child: ChildProcess): OutputLog {
+  let seen = '';
+  const waiting = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    seen += chunk.toString('utf8');
+    for (const check of waiting) check();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  return {
+    text: () => seen,
+    waitFor: (pattern) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (!pattern.test(seen)) return;
+          waiting.delete(check);
+          resolve(seen);
+        };
+        waiting.add(check);
+        child.once('exit', (code) => {
+          if (waiting.delete(check))
+            reject(new Error(`exited with ${code} before printing ${pattern}:\n${seen}`));
+        });
+        check();
+      }),
+  };
 }
 
 /** One control plane for the test file, with VMI addresses from a range of the file's own (see the RDP tests). */

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:net';
+import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
@@ -416,6 +417,50 @@ describe('corral-vdi assign, connect and unassign', () => {
     const missing = await cli(['unassign', 'devpool-9', '-n', namespace]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^error: There is no VM "devpool-9" in namespace/);
+  });
+});
+
+describe('corral-vdi usb redir', () => {
+  it('checks the holder, the device ID, client passthrough and virtctl before it attaches anything', async () => {
+    const namespace = await createNamespace(cluster(), 'usb');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop', { clientPassthrough: {} });
+    await createGoldenVm(cluster(), namespace, 'golden-plain');
+    expect(
+      (await cli(['pool', 'create', 'devpool', '--from', 'golden-desktop', '--size', '1', '-n', namespace]))
+        .code,
+    ).toBe(0);
+    expect(
+      (await cli(['pool', 'create', 'plain', '--from', 'golden-plain', '--size', '1', '-n', namespace])).code,
+    ).toBe(0);
+    expect((await cli(['assign', 'devpool', 'alice', '-n', namespace])).code).toBe(0);
+    expect((await cli(['assign', 'plain', 'alice', '-n', namespace])).code).toBe(0);
+    await waitForVmiAddress(cluster(), namespace, 'devpool-1');
+    await waitForVmiAddress(cluster(), namespace, 'plain-1');
+    // a PATH with node alone, so virtctl is missing here whatever this machine has installed
+    const env = cliEnv({ PATH: dirname(process.execPath) });
+    const redir = (member: string, device: string, user: string) =>
+      cli(['usb', 'redir', member, '--device', device, '--user', user, '-n', namespace], env);
+
+    const notHolder = await redir('devpool-1', '1050:0407', 'bob');
+    expect(notHolder.code).toBe(1);
+    expect(notHolder.stderr).toBe(
+      `error: vm/${namespace}/devpool-1 is held by another user; only its holder or an admin can redirect USB devices to it.\n`,
+    );
+    const badDevice = await redir('devpool-1', 'yubikey', 'alice');
+    expect(badDevice.code).toBe(1);
+    expect(badDevice.stderr).toMatch(
+      /^error: "yubikey" is not a USB device ID: it is neither vendor:product nor bus-device\./,
+    );
+    const noPassthrough = await redir('plain-1', '1050:0407', 'alice');
+    expect(noPassthrough.code).toBe(1);
+    expect(noPassthrough.stderr).toMatch(
+      /^error: vm\/\S+\/plain-1 does not accept USB redirection: add `clientPassthrough: \{\}`/,
+    );
+    const noVirtctl = await redir('devpool-1', '1050:0407', 'alice');
+    expect(noVirtctl.code).toBe(1);
+    expect(noVirtctl.stderr).toMatch(
+      /^error: virtctl is not on your PATH; it is needed to redirect USB devices\. Install virtctl/,
+    );
   });
 });
 
