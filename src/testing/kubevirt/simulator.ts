@@ -26,7 +26,7 @@ export interface KubevirtSimulatorOptions {
    * address answers on Linux's loopback, so a test can listen on a VM's port 3389. Default `127.1.0.0/16`.
    */
   ipRange?: string;
-  /** Receives what the simulator does and what it ignores. */
+  /** Receives a line per subresource call, every knob it cannot read, and every failed step it retries. */
   log?: (line: string) => void;
 }
 

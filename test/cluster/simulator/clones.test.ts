@@ -82,7 +82,7 @@ describe('the VirtualMachineClone controller', () => {
   it('creates the target VM while the clone is still in progress, and starts it only after the restore', async () => {
     const { objects } = await setUp('clone-early');
     await objects.patchVm('golden', { spec: { runStrategy: 'Always' } });
-    await objects.createClone(cloneOf('c1', {}, { [simulatorAnnotations.phaseDelayMs]: '1500' }));
+    await objects.createClone(cloneOf('c1', {}, { [simulatorAnnotations.phaseDelayMs]: '3000' }));
 
     const target = await eventually(
       'the target VM appears',
@@ -95,10 +95,9 @@ describe('the VirtualMachineClone controller', () => {
     const restoring = await eventually(
       'the target shows the restore',
       () => objects.getVm('c1-vm'),
-      (vm) => vm?.status?.restoreInProgress !== undefined,
+      (vm) => vm?.status?.restoreInProgress !== undefined && vm.status.printableStatus === 'Provisioning',
     );
     expect(restoring?.status?.restoreInProgress).toBe(`tmp-restore-${clone?.metadata.uid}`);
-    expect(restoring?.status?.printableStatus).toBe('Provisioning');
     expect(await objects.getVmi('c1-vm')).toBeUndefined();
 
     await eventually(

@@ -43,7 +43,7 @@ describe('the VM fault knobs', () => {
 
   it('delays a start: the VM shows Starting with no VMI until start-delay-ms has passed', async () => {
     const { namespace, objects } = await setUp('start-delay');
-    await objects.createVm(sampleVm('desk-1', {}, { [simulatorAnnotations.startDelayMs]: '1500' }));
+    await objects.createVm(sampleVm('desk-1', {}, { [simulatorAnnotations.startDelayMs]: '3000' }));
     const started = Date.now();
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'start')).status).toBe(202);
 
@@ -54,13 +54,13 @@ describe('the VM fault knobs', () => {
     );
     expect(await objects.getVmi('desk-1')).toBeUndefined();
     await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
   });
 
   it('delays a stop: the VM shows Stopping and keeps its VMI until stop-delay-ms has passed', async () => {
     const { namespace, objects } = await setUp('stop-delay');
     await objects.createVm(
-      sampleVm('desk-1', { runStrategy: 'Always' }, { [simulatorAnnotations.stopDelayMs]: '1500' }),
+      sampleVm('desk-1', { runStrategy: 'Always' }, { [simulatorAnnotations.stopDelayMs]: '3000' }),
     );
     await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
     const stopped = Date.now();
@@ -77,7 +77,7 @@ describe('the VM fault knobs', () => {
       () => objects.getVmi('desk-1'),
       (vmi) => vmi === undefined,
     );
-    expect(Date.now() - stopped).toBeGreaterThanOrEqual(1500);
+    expect(Date.now() - stopped).toBeGreaterThanOrEqual(3000);
   });
 
   it('keeps a never-ready VM in Scheduling while a VM without the knob becomes ready', async () => {
