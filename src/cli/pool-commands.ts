@@ -35,19 +35,31 @@ function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | und
   return ms;
 }
 
-/** Runs a pool change with a progress bar on stderr fed by the SDK's `pool-progress` events. */
+/**
+ * Runs a pool change with a progress bar on stderr fed by the SDK's `pool-progress` events. The first Ctrl-C
+ * of a `cancellable` change aborts `signal`, so the SDK removes the members it made; a second one quits at once.
+ */
 async function withProgress<T>(
   input: CommandInput,
   session: ClusterSession,
-  run: () => Promise<T>,
+  run: (signal: AbortSignal) => Promise<T>,
+  cancellable = true,
 ): Promise<T> {
   const bar = input.terminal.progressBar();
   const onProgress = (event: { member: string; step: string; done: number; total: number }) =>
     bar.update({ done: event.done, total: event.total, label: `${event.member} ${event.step}` });
+  const cancel = new AbortController();
+  const onInterrupt = () => {
+    bar.clear();
+    input.terminal.note('interrupted: undoing what was made so far (press Ctrl-C again to quit at once)');
+    cancel.abort();
+  };
   session.vdi.events.on('pool-progress', onProgress);
+  if (cancellable) process.once('SIGINT', onInterrupt);
   try {
-    return await run();
+    return await run(cancel.signal);
   } finally {
+    process.off('SIGINT', onInterrupt);
     session.vdi.events.off('pool-progress', onProgress);
     bar.clear();
   }
@@ -96,6 +108,11 @@ function holderColumn(state: MemberState): string {
   }
 }
 
+/** KubeVirt's printable status in lower-case words: `Stopped` → `stopped`, `ErrorUnschedulable` → `error unschedulable`. */
+function powerText(printable: string): string {
+  return printable.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+}
+
 function printPool(terminal: Terminal, pool: PoolView): void {
   const { paint } = terminal;
   const count = pool.counts.members;
@@ -106,7 +123,7 @@ function printPool(terminal: Terminal, pool: PoolView): void {
     const holder = holderColumn(member.state);
     const shown =
       member.state.kind === 'free' ? paint.green(holder.padEnd(25)) : paint.yellow(holder.padEnd(25));
-    terminal.print(`  ${member.name.padEnd(25)}${shown}${member.power.toLowerCase()}`);
+    terminal.print(`  ${member.name.padEnd(25)}${shown}${powerText(member.power)}`);
   }
 }
 
@@ -168,8 +185,9 @@ const create: CommandSpec = {
     const timeout = cloneTimeoutMs(input, create);
     const session = await input.cluster();
     const { createPool } = await import('../pools/pool-service.js');
-    const result = await withProgress(input, session, () =>
+    const result = await withProgress(input, session, (signal) =>
       createPool(session.vdi.context, {
+        signal,
         name: input.args.name ?? '',
         from,
         size,
@@ -247,13 +265,17 @@ const remove: CommandSpec = {
   async run(input) {
     const session = await input.cluster();
     const { deletePool } = await import('../pools/pool-service.js');
-    const result = await withProgress(input, session, () =>
-      deletePool(session.vdi.context, {
-        name: input.args.name ?? '',
-        namespace: session.namespace,
-        force: booleanFlag(input, 'force'),
-        identity: session.actor,
-      }),
+    const result = await withProgress(
+      input,
+      session,
+      () =>
+        deletePool(session.vdi.context, {
+          name: input.args.name ?? '',
+          namespace: session.namespace,
+          force: booleanFlag(input, 'force'),
+          identity: session.actor,
+        }),
+      false,
     );
     const { terminal } = input;
     if (terminal.json) {
@@ -290,8 +312,9 @@ const resize: CommandSpec = {
     const session = await input.cluster();
     const name = input.args.name ?? '';
     const { resizePool } = await import('../pools/pool-service.js');
-    const result = await withProgress(input, session, () =>
+    const result = await withProgress(input, session, (signal) =>
       resizePool(session.vdi.context, {
+        signal,
         name,
         size,
         namespace: session.namespace,

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { createGoldenVm, createNamespace, jsonOf, runCli, useCliCluster } from './cli-support.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import {
+  collectOutput,
+  createGoldenVm,
+  createNamespace,
+  jsonOf,
+  runCli,
+  startCli,
+  useCliCluster,
+} from './cli-support.js';
 
 // KubeVirt's clone controller stops producing VMs: here the simulator that plays it is stopped outright.
 const cluster = useCliCluster({ simulator: { ipRange: '127.219.0.0/16' } });
@@ -66,5 +75,43 @@ describe('corral-vdi pool create when clones never finish', () => {
 
     const listed = await runCli(['pool', 'list', '-n', namespace, ...kubeconfig]);
     expect(listed.stdout).toBe(`no pools in namespace ${namespace}\n`);
+  });
+
+  it('undoes what it made when interrupted with Ctrl-C', async () => {
+    const namespace = await createNamespace(cluster(), 'interrupted');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    await cluster().simulator?.stop();
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const child = startCli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      '2',
+      '--clone-timeout',
+      '10m',
+      '-n',
+      namespace,
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ]);
+    const output = collectOutput(child);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    for (let attempt = 0; (await kube.listClones(namespace)).length < 2; attempt += 1) {
+      if (attempt > 600) throw new Error(`no clones appeared:\n${output.text()}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    child.kill('SIGINT');
+    expect(await exited).toBe(1);
+    expect(output.text()).toContain(
+      'interrupted: undoing what was made so far (press Ctrl-C again to quit at once)\n',
+    );
+    expect(output.text()).toMatch(
+      /error: Creating pool "devpool" was cancelled: .* Everything this call made was removed again\./,
+    );
+    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.listVms(namespace, 'corral.dev/vdi-pool')).toEqual([]);
   });
 });
