@@ -263,7 +263,7 @@ describe('corral-vdi assign, connect and unassign', () => {
 
     const listed = await cli(['pool', 'list'], cliEnv({ CORRAL_NAMESPACE: namespace }));
     const line = listed.stdout.split('\n').find((row) => row.startsWith(`  ${member} `));
-    expect(line).toMatch(new RegExp(`^ {2}${member} +alice +(starting|running)$`));
+    expect(line).toMatch(new RegExp(`^ {2}${member} +alice +(stopped|starting|running)$`));
 
     // Without -n the hint names no namespace: the environment already chose it.
     const again = await cli(['assign', 'devpool', 'alice'], cliEnv({ CORRAL_NAMESPACE: namespace }));
