@@ -13,7 +13,7 @@ import {
 } from './clone-plan.js';
 import { readCloneKnobs } from './fault-knobs.js';
 import type { Informer } from './informer.js';
-import { httpStatusOf, mergePatch, unlessNotFound } from './kube-calls.js';
+import { httpStatusOf, kubevirtResources, unlessNotFound, writeStatus } from './kube-calls.js';
 
 /** What the clone controller needs. */
 export interface CloneControllerOptions {
@@ -28,13 +28,7 @@ export interface CloneControllerOptions {
   requeueAfter: (key: string, ms: number) => void;
 }
 
-const cloneResource = {
-  group: 'clone.kubevirt.io',
-  version: 'v1beta1',
-  plural: 'virtualmachineclones',
-} as const;
-const vmResource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' } as const;
-
+// A reconcile that needs more steps than this is looping; the next event or wake-up continues it.
 const maxStepsPerReconcile = 12;
 
 function condition(
@@ -108,58 +102,28 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
     const cached = vms.get(`${namespace}/${name}`);
     if (cached) return cached;
     // A VM created just before the clone may not have reached the cache yet.
-    const found = (await unlessNotFound(api.getNamespacedCustomObject({ ...vmResource, namespace, name }))) as
-      | VirtualMachine
-      | undefined;
+    const found = (await unlessNotFound(
+      api.getNamespacedCustomObject({ ...kubevirtResources.vm, namespace, name }),
+    )) as VirtualMachine | undefined;
     if (found) vms.remember(found);
     return found;
   };
 
-  const writeCloneStatus = async (clone: VirtualMachineClone, status: Record<string, unknown>) => {
-    const { namespace = '', name = '' } = clone.metadata;
-    try {
-      const body = { metadata: { resourceVersion: clone.metadata.resourceVersion }, status };
-      clones.remember(
-        (await api.patchNamespacedCustomObjectStatus(
-          { ...cloneResource, namespace, name, body },
-          mergePatch,
-        )) as VirtualMachineClone,
-      );
-    } catch (error) {
-      if (httpStatusOf(error) !== 409 && httpStatusOf(error) !== 404) throw error;
-      const fresh = await unlessNotFound(
-        api.getNamespacedCustomObject({ ...cloneResource, namespace, name }),
-      );
-      if (fresh) clones.remember(fresh as VirtualMachineClone);
-      else clones.forget(`${namespace}/${name}`, undefined);
-    }
-  };
+  const writeCloneStatus = (clone: VirtualMachineClone, status: Record<string, unknown>) =>
+    writeStatus(api, clones, kubevirtResources.clone, clone, status);
 
+  // The VM controller writes the new VM's status too, so a conflict here is common: try again on the fresh copy.
   const setRestoreInProgress = async (vm: VirtualMachine, restoreName: string | null) => {
-    const { namespace = '', name = '' } = vm.metadata;
-    const key = `${namespace}/${name}`;
-    for (let attempt = 0; ; attempt += 1) {
-      const current = vms.get(key) ?? vm;
-      try {
-        const body = {
-          metadata: { resourceVersion: current.metadata.resourceVersion },
-          status: { restoreInProgress: restoreName },
-        };
-        vms.remember(
-          (await api.patchNamespacedCustomObjectStatus(
-            { ...vmResource, namespace, name, body },
-            mergePatch,
-          )) as VirtualMachine,
-        );
+    const key = `${vm.metadata.namespace}/${vm.metadata.name}`;
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const current = vms.get(key);
+      if (
+        !current ||
+        (await writeStatus(api, vms, kubevirtResources.vm, current, { restoreInProgress: restoreName }))
+      )
         return;
-      } catch (error) {
-        if (httpStatusOf(error) === 404) return;
-        if (httpStatusOf(error) !== 409 || attempt >= 5) throw error;
-        const fresh = await unlessNotFound(api.getNamespacedCustomObject({ ...vmResource, namespace, name }));
-        if (!fresh) return;
-        vms.remember(fresh as VirtualMachine);
-      }
     }
+    throw new Error(`could not set status.restoreInProgress of VirtualMachine ${key}: it kept changing`);
   };
 
   const fail = async (clone: VirtualMachineClone, message: string, now: number) => {
@@ -199,7 +163,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
     holds.set(`${namespace}/${clone.metadata.name}`, { targetKey, restoreName });
     try {
       const created = (await api.createNamespacedCustomObject({
-        ...vmResource,
+        ...kubevirtResources.vm,
         namespace,
         body: built.vm,
       })) as VirtualMachine;

@@ -7,7 +7,7 @@ import {
   type V1CustomResourceValidation,
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
-import { httpStatusOf, pause, unlessNotFound } from './kube-calls.js';
+import { pause, unlessNotFound, upsert } from './kube-calls.js';
 
 // Real KubeVirt objects carry far more fields than the simulator reads; keep them all. (client-node's
 // serializer knows the extension only by its TypeScript name.)
@@ -134,23 +134,15 @@ export async function installKubevirtCrds(kubeConfig: KubeConfig): Promise<void>
   await Promise.all(
     kubevirtCrds.map(async (body) => {
       const name = body.metadata?.name ?? '';
-      for (;;) {
-        const existing = await unlessNotFound(api.readCustomResourceDefinition({ name }));
-        try {
-          if (existing === undefined) await api.createCustomResourceDefinition({ body });
-          else {
-            const replacement = {
-              ...body,
-              metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion },
-            };
-            await api.replaceCustomResourceDefinition({ name, body: replacement });
-          }
-          break;
-        } catch (error) {
-          // Another process installed or changed it in between: read it again.
-          if (httpStatusOf(error) !== 409) throw error;
-        }
-      }
+      await upsert(
+        () => api.readCustomResourceDefinition({ name }),
+        () => api.createCustomResourceDefinition({ body }),
+        (_, resourceVersion) =>
+          api.replaceCustomResourceDefinition({
+            name,
+            body: { ...body, metadata: { ...body.metadata, resourceVersion } },
+          }),
+      );
       const deadline = Date.now() + 30_000;
       while (!isEstablished(await unlessNotFound(api.readCustomResourceDefinition({ name })))) {
         if (Date.now() > deadline) {

@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
 import type { NodeObject, PermittedHostDevices } from '../../kubevirt-types.js';
-import { ensureNamespace, httpStatusOf, unlessNotFound } from './kube-calls.js';
+import { ensureNamespace, kubevirtResources, unlessNotFound, upsert } from './kube-calls.js';
 
 /** Options of {@link createSimulatedNode}. @category testing */
 export interface SimulatedNodeOptions {
@@ -74,31 +74,26 @@ export async function setPermittedHostDevices(
 ): Promise<void> {
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   await ensureNamespace(kubeConfig, kubevirtCrRef.namespace);
-  const ref = { group: 'kubevirt.io', version: 'v1', plural: 'kubevirts', ...kubevirtCrRef };
-  for (;;) {
-    const existing = (await unlessNotFound(custom.getNamespacedCustomObject(ref))) as
-      | { metadata: Record<string, unknown>; spec?: { configuration?: Record<string, unknown> } }
-      | undefined;
-    try {
-      if (existing === undefined) {
-        const body = {
+  const ref = { ...kubevirtResources.kubevirt, ...kubevirtCrRef };
+  type KubevirtCr = { metadata: Record<string, unknown>; spec?: { configuration?: Record<string, unknown> } };
+  await upsert(
+    async () => (await custom.getNamespacedCustomObject(ref)) as KubevirtCr,
+    () =>
+      custom.createNamespacedCustomObject({
+        ...ref,
+        body: {
           apiVersion: 'kubevirt.io/v1',
           kind: 'KubeVirt',
           metadata: { name: ref.name, namespace: ref.namespace },
           spec: { configuration: { permittedHostDevices: permitted } },
-        };
-        await custom.createNamespacedCustomObject({ ...ref, body });
-      } else {
-        const spec = {
-          ...existing.spec,
-          configuration: { ...existing.spec?.configuration, permittedHostDevices: permitted },
-        };
-        await custom.replaceNamespacedCustomObject({ ...ref, body: { ...existing, spec } });
-      }
-      return;
-    } catch (error) {
-      // Someone else created or changed it in between: read it again.
-      if (httpStatusOf(error) !== 409) throw error;
-    }
-  }
+        },
+      }),
+    (existing) => {
+      const spec = {
+        ...existing.spec,
+        configuration: { ...existing.spec?.configuration, permittedHostDevices: permitted },
+      };
+      return custom.replaceNamespacedCustomObject({ ...ref, body: { ...existing, spec } });
+    },
+  );
 }

@@ -12,7 +12,7 @@ import { createCloneReconciler } from './clone-controller.js';
 import { installKubevirtCrds } from './crds.js';
 import { startInformer } from './informer.js';
 import { IpPool, parseIpRange } from './ip-pool.js';
-import { ensureNamespace, httpStatusOf, pause, unlessNotFound } from './kube-calls.js';
+import { ensureNamespace, kubevirtResources, pause, unlessNotFound, upsert } from './kube-calls.js';
 import { startSubresourceServer, subresourceGroup } from './subresource-server.js';
 import { createVmReconciler } from './vm-controller.js';
 import { KeyedWorkQueue } from './work-queue.js';
@@ -50,8 +50,11 @@ export interface KubevirtSimulator {
 const serviceRef = { namespace: 'kubevirt', name: 'virt-api' } as const;
 const apiServiceName = `v1.${subresourceGroup}`;
 
-async function upsertService(core: CoreV1Api, port: number): Promise<void> {
-  const body: V1Service = {
+async function registerAggregatedApi(kubeConfig: KubeConfig, port: number): Promise<void> {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const registration = kubeConfig.makeApiClient(ApiregistrationV1Api);
+  await ensureNamespace(kubeConfig, serviceRef.namespace);
+  const service: V1Service = {
     metadata: { name: serviceRef.name, namespace: serviceRef.namespace },
     // Endpoints cannot point into 127.0.0.0/8; an ExternalName service to localhost can.
     spec: {
@@ -60,23 +63,16 @@ async function upsertService(core: CoreV1Api, port: number): Promise<void> {
       ports: [{ name: 'https', port, protocol: 'TCP' }],
     },
   };
-  for (;;) {
-    const existing = await unlessNotFound(core.readNamespacedService(serviceRef));
-    try {
-      if (!existing) await core.createNamespacedService({ namespace: serviceRef.namespace, body });
-      else {
-        const metadata = { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion };
-        await core.replaceNamespacedService({ ...serviceRef, body: { ...body, metadata } });
-      }
-      return;
-    } catch (error) {
-      if (httpStatusOf(error) !== 409) throw error;
-    }
-  }
-}
-
-async function upsertApiService(registration: ApiregistrationV1Api, port: number): Promise<void> {
-  const body: V1APIService = {
+  await upsert(
+    () => core.readNamespacedService(serviceRef),
+    () => core.createNamespacedService({ namespace: serviceRef.namespace, body: service }),
+    (_, resourceVersion) =>
+      core.replaceNamespacedService({
+        ...serviceRef,
+        body: { ...service, metadata: { ...service.metadata, resourceVersion } },
+      }),
+  );
+  const apiService: V1APIService = {
     metadata: { name: apiServiceName },
     spec: {
       group: subresourceGroup,
@@ -87,19 +83,15 @@ async function upsertApiService(registration: ApiregistrationV1Api, port: number
       service: { ...serviceRef, port },
     },
   };
-  for (;;) {
-    const existing = await unlessNotFound(registration.readAPIService({ name: apiServiceName }));
-    try {
-      if (!existing) await registration.createAPIService({ body });
-      else {
-        const metadata = { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion };
-        await registration.replaceAPIService({ name: apiServiceName, body: { ...body, metadata } });
-      }
-      return;
-    } catch (error) {
-      if (httpStatusOf(error) !== 409) throw error;
-    }
-  }
+  await upsert(
+    () => registration.readAPIService({ name: apiServiceName }),
+    () => registration.createAPIService({ body: apiService }),
+    (_, resourceVersion) =>
+      registration.replaceAPIService({
+        name: apiServiceName,
+        body: { ...apiService, metadata: { ...apiService.metadata, resourceVersion } },
+      }),
+  );
 }
 
 async function waitUntilRouted(kubeConfig: KubeConfig, proxiedRequests: () => number): Promise<void> {
@@ -162,9 +154,7 @@ export async function startKubevirtSimulator(
   const informers: Array<{ stop(): void }> = [];
   const queues: KeyedWorkQueue[] = [];
   try {
-    await ensureNamespace(kubeConfig, serviceRef.namespace);
-    await upsertService(kubeConfig.makeApiClient(CoreV1Api), server.port);
-    await upsertApiService(kubeConfig.makeApiClient(ApiregistrationV1Api), server.port);
+    await registerAggregatedApi(kubeConfig, server.port);
     // The aggregator takes seconds to route a new APIService (it rebuilds its OpenAPI first): install meanwhile.
     await installKubevirtCrds(kubeConfig);
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
@@ -178,7 +168,7 @@ export async function startKubevirtSimulator(
 
     const vmis = await startInformer<VirtualMachineInstance>({
       kubeConfig,
-      resource: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' },
+      resource: kubevirtResources.vmi,
       onChange: (key, vmi) => {
         // VMIs from an earlier run keep their addresses.
         const address = vmi?.status?.interfaces?.[0]?.ipAddress;
@@ -190,14 +180,14 @@ export async function startKubevirtSimulator(
     informers.push(vmis);
     const vms = await startInformer<VirtualMachine>({
       kubeConfig,
-      resource: { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' },
+      resource: kubevirtResources.vm,
       onChange: (key) => vmQueue.add(key),
       log,
     });
     informers.push(vms);
     const clones = await startInformer<VirtualMachineClone>({
       kubeConfig,
-      resource: { group: 'clone.kubevirt.io', version: 'v1beta1', plural: 'virtualmachineclones' },
+      resource: kubevirtResources.clone,
       onChange: (key) => cloneQueue.add(key),
       log,
     });

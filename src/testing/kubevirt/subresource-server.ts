@@ -5,7 +5,7 @@ import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { readVmKnobs } from './fault-knobs.js';
-import { httpStatusOf, mergePatch, unlessNotFound } from './kube-calls.js';
+import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
 import { planSubresource, type VmAction } from './run-strategy.js';
 
 /** The aggregated API group of KubeVirt's VM subresources. */
@@ -111,12 +111,12 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
   let proxied = 0;
 
   const act = async (namespace: string, name: string, action: VmAction): Promise<[number, unknown]> => {
-    const vmRef = { group: 'kubevirt.io', version: 'v1', namespace, plural: 'virtualmachines', name };
+    const vmRef = { ...kubevirtResources.vm, namespace, name };
     for (let attempt = 0; attempt < 5; attempt += 1) {
       const vm = (await unlessNotFound(api.getNamespacedCustomObject(vmRef))) as VirtualMachine | undefined;
       if (!vm) return [404, failureStatus(404, `virtualmachine.kubevirt.io "${name}" not found`, name)];
       const vmi = (await unlessNotFound(
-        api.getNamespacedCustomObject({ ...vmRef, plural: 'virtualmachineinstances' }),
+        api.getNamespacedCustomObject({ ...kubevirtResources.vmi, namespace, name }),
       )) as VirtualMachineInstance | undefined;
       const plan = planSubresource(action, vm, vmi, readVmKnobs(vm.metadata.annotations).knobs);
       if (plan.kind === 'refuse') return [plan.status, refusal(plan.status, plan.message, name)];

@@ -3,7 +3,7 @@ import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-type
 import { readVmKnobs } from './fault-knobs.js';
 import type { Informer } from './informer.js';
 import type { IpPool } from './ip-pool.js';
-import { httpStatusOf, mergePatch, unlessNotFound } from './kube-calls.js';
+import { httpStatusOf, kubevirtResources, splitKey, unlessNotFound, writeStatus } from './kube-calls.js';
 import { planVm, type VmStep } from './vm-plan.js';
 
 /** What the VM controller needs. */
@@ -20,16 +20,8 @@ export interface VmControllerOptions {
   requeueAfter: (key: string, ms: number) => void;
 }
 
-const vmResource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' } as const;
-const vmiResource = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachineinstances' } as const;
-
 // A reconcile that needs more steps than this is looping; the next event or wake-up continues it.
 const maxStepsPerReconcile = 12;
-
-function splitKey(key: string): { namespace: string; name: string } {
-  const slash = key.indexOf('/');
-  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
 
 function isOwnedBy(vmi: VirtualMachineInstance, name: string): boolean {
   return (
@@ -40,7 +32,7 @@ function isOwnedBy(vmi: VirtualMachineInstance, name: string): boolean {
 
 /**
  * Creates the reconcile function of the simulated VM controller: it turns VMs into VMIs and back, one key at a
- * time, reading from the informers' caches and writing with resourceVersion preconditions.
+ * time, reading from the informers' caches and writing with resourceVersion or UID preconditions.
  */
 export function createVmReconciler(options: VmControllerOptions): (key: string) => Promise<void> {
   const { kubeConfig, vms, vmis, ips, log } = options;
@@ -48,36 +40,23 @@ export function createVmReconciler(options: VmControllerOptions): (key: string) 
   const timers = new Map<string, { startDueAt: number | undefined; stopDueAt: number | undefined }>();
   const reported = new Map<string, string>();
 
-  const refresh = async <T extends VirtualMachine | VirtualMachineInstance>(
-    informer: Informer<T>,
-    resource: typeof vmResource | typeof vmiResource,
-    key: string,
-  ) => {
-    const found = (await unlessNotFound(api.getNamespacedCustomObject({ ...resource, ...splitKey(key) }))) as
-      | T
-      | undefined;
-    if (found) informer.remember(found);
-    else informer.forget(key, undefined);
+  // The cache was behind (a create or delete met a different object): read the VMI again and decide anew.
+  const refreshVmi = async (key: string) => {
+    const found = await unlessNotFound(
+      api.getNamespacedCustomObject({ ...kubevirtResources.vmi, ...splitKey(key) }),
+    );
+    if (found) vmis.remember(found as VirtualMachineInstance);
+    else vmis.forget(key, undefined);
   };
 
-  const writeStatus = async <T extends VirtualMachine | VirtualMachineInstance>(
-    informer: Informer<T>,
-    resource: typeof vmResource | typeof vmiResource,
-    object: T,
-    status: Record<string, unknown>,
-  ) => {
-    const key = `${object.metadata.namespace}/${object.metadata.name}`;
+  const deleteVmi = async (key: string, uid: string) => {
     try {
-      const body = { metadata: { resourceVersion: object.metadata.resourceVersion }, status };
-      const written = await api.patchNamespacedCustomObjectStatus(
-        { ...resource, ...splitKey(key), body },
-        mergePatch,
-      );
-      informer.remember(written as T);
+      const body = { preconditions: { uid } };
+      await api.deleteNamespacedCustomObject({ ...kubevirtResources.vmi, ...splitKey(key), body });
+      vmis.forget(key, uid);
     } catch (error) {
-      // Someone else wrote first (or it is gone): read it again and decide anew.
       if (httpStatusOf(error) !== 409 && httpStatusOf(error) !== 404) throw error;
-      await refresh(informer, resource, key);
+      await refreshVmi(key);
     }
   };
 
@@ -87,39 +66,28 @@ export function createVmReconciler(options: VmControllerOptions): (key: string) 
     vmi: VirtualMachineInstance | undefined,
     step: VmStep,
   ) => {
-    const { namespace } = splitKey(key);
     switch (step.kind) {
       case 'create-vmi':
         try {
+          const body = step.vmi;
           const created = await api.createNamespacedCustomObject({
-            ...vmiResource,
-            namespace,
-            body: step.vmi,
+            ...kubevirtResources.vmi,
+            namespace: splitKey(key).namespace,
+            body,
           });
           vmis.remember(created as VirtualMachineInstance);
         } catch (error) {
           if (httpStatusOf(error) !== 409) throw error;
-          await refresh(vmis, vmiResource, key);
+          await refreshVmi(key);
         }
         return;
       case 'delete-vmi':
-        try {
-          await api.deleteNamespacedCustomObject({
-            ...vmiResource,
-            ...splitKey(key),
-            body: { preconditions: { uid: step.uid } },
-          });
-          vmis.forget(key, step.uid);
-        } catch (error) {
-          if (httpStatusOf(error) !== 409 && httpStatusOf(error) !== 404) throw error;
-          await refresh(vmis, vmiResource, key);
-        }
-        return;
+        return await deleteVmi(key, step.uid);
       case 'write-vmi-status':
-        if (vmi) await writeStatus(vmis, vmiResource, vmi, step.status);
+        if (vmi) await writeStatus(api, vmis, kubevirtResources.vmi, vmi, step.status);
         return;
       case 'write-vm-status':
-        await writeStatus(vms, vmResource, vm, step.status);
+        await writeStatus(api, vms, kubevirtResources.vm, vm, step.status);
         return;
       case 'none':
         return;
@@ -131,13 +99,8 @@ export function createVmReconciler(options: VmControllerOptions): (key: string) 
     reported.delete(key);
     ips.release(key);
     const vmi = vmis.get(key);
-    if (vmi && isOwnedBy(vmi, splitKey(key).name)) {
-      // Without kube-controller-manager no garbage collector follows ownerReferences, so delete the VMI here.
-      await execute(key, { metadata: {}, spec: {} }, vmi, {
-        kind: 'delete-vmi',
-        uid: vmi.metadata.uid ?? '',
-      });
-    }
+    // Without kube-controller-manager no garbage collector follows ownerReferences, so delete the VMI here.
+    if (vmi && isOwnedBy(vmi, splitKey(key).name)) await deleteVmi(key, vmi.metadata.uid ?? '');
   };
 
   return async (key: string) => {
