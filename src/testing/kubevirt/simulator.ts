@@ -160,10 +160,9 @@ export async function startKubevirtSimulator(
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
 
     const restoring = new Set<string>();
-    let reconcileVm: (key: string) => Promise<void> = async () => {};
-    let reconcileClone: (key: string) => Promise<void> = async () => {};
-    const vmQueue = new KeyedWorkQueue((key) => reconcileVm(key), 32, log);
-    const cloneQueue = new KeyedWorkQueue((key) => reconcileClone(key), 8, log);
+    // The queues collect the keys of the first lists and start once the reconcilers have their caches.
+    const vmQueue = new KeyedWorkQueue(32, log);
+    const cloneQueue = new KeyedWorkQueue(8, log);
     queues.push(vmQueue, cloneQueue);
 
     const vmis = await startInformer<VirtualMachineInstance>({
@@ -193,7 +192,7 @@ export async function startKubevirtSimulator(
     });
     informers.push(clones);
 
-    reconcileVm = createVmReconciler({
+    const reconcileVm = createVmReconciler({
       kubeConfig,
       vms,
       vmis,
@@ -203,7 +202,7 @@ export async function startKubevirtSimulator(
       log,
       requeueAfter: (key, ms) => vmQueue.addAfter(key, ms),
     });
-    reconcileClone = createCloneReconciler({
+    const reconcileClone = createCloneReconciler({
       kubeConfig,
       clones,
       vms,
@@ -212,8 +211,8 @@ export async function startKubevirtSimulator(
       log,
       requeueAfter: (key, ms) => cloneQueue.addAfter(key, ms),
     });
-    vmQueue.start();
-    cloneQueue.start();
+    vmQueue.start(reconcileVm);
+    cloneQueue.start(reconcileClone);
   } catch (error) {
     for (const informer of informers) informer.stop();
     await Promise.all(queues.map((queue) => queue.stop()));

@@ -10,18 +10,17 @@ export class KeyedWorkQueue {
   private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly failures = new Map<string, number>();
   private readonly idleWaiters: Array<() => void> = [];
-  private started = false;
   private stopped = false;
+  private work: ((key: string) => Promise<void>) | undefined;
 
   constructor(
-    private readonly work: (key: string) => Promise<void>,
     private readonly concurrency: number,
     private readonly log: (line: string) => void,
   ) {}
 
-  /** Starts working; keys added before are kept until then. */
-  start(): void {
-    this.started = true;
+  /** Starts working keys with `work`; keys added before are kept until then. */
+  start(work: (key: string) => Promise<void>): void {
+    this.work = work;
     this.pump();
   }
 
@@ -62,7 +61,7 @@ export class KeyedWorkQueue {
   }
 
   private pump(): void {
-    if (!this.started) return;
+    if (this.work === undefined) return;
     while (!this.stopped && this.active.size < this.concurrency && this.waiting.size > 0) {
       const key = this.waiting.values().next().value as string;
       this.waiting.delete(key);
@@ -73,7 +72,7 @@ export class KeyedWorkQueue {
 
   private async run(key: string): Promise<void> {
     try {
-      await this.work(key);
+      await this.work?.(key);
       this.failures.delete(key);
     } catch (error) {
       const count = (this.failures.get(key) ?? 0) + 1;
