@@ -14,6 +14,7 @@ import {
 } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import { compareNatural } from '../pools/member-names.js';
 import { recreateMember } from '../pools/recreate-member.js';
 import { classifyMember, type MemberClassification } from './classify-member.js';
 import { type DesktopView, presentedHolder, toDesktopView } from './desktop-view.js';
@@ -393,7 +394,10 @@ export interface ClaimsService {
    * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `INVALID_INPUT`.
    */
   claim(options: ClaimOptions): Promise<ClaimResult>;
-  /** Claims on behalf of a named user (an administrator's assign); the same rules as {@link ClaimsService.claim}. */
+  /**
+   * Claims on behalf of a named user (an administrator's assign); the same rules as {@link ClaimsService.claim},
+   * except that the lowest free member (in natural order) is taken.
+   */
   assign(options: ClaimOptions & { actor?: string }): Promise<ClaimResult>;
   /**
    * Releases a desktop: stops it (or recreates an ephemeral member), then ends the claim. Only the holder, or
@@ -480,7 +484,11 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     }
   }
 
-  async function claimAs(options: ClaimOptions, actor: string | undefined): Promise<ClaimResult> {
+  async function claimAs(
+    options: ClaimOptions,
+    actor: string | undefined,
+    order: 'random' | 'lowest',
+  ): Promise<ClaimResult> {
     const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
     validateIdentity(identity);
     validatePoolName(pool);
@@ -488,7 +496,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     const poolId = `vm/${namespace}/${pool}`;
     const user = actor ?? identity;
     try {
-      const result = await claimMember(namespace, pool, identity);
+      const result = await claimMember(namespace, pool, identity, order);
       await recordAudit(
         ctx,
         'vdi claim',
@@ -512,7 +520,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     }
   }
 
-  async function claimMember(namespace: string, pool: string, identity: string): Promise<ClaimResult> {
+  async function claimMember(
+    namespace: string,
+    pool: string,
+    identity: string,
+    order: 'random' | 'lowest',
+  ): Promise<ClaimResult> {
     // Every lost race means another claimant won a member, so the rounds are bounded by the pool's size.
     for (let round = 0; ; round += 1) {
       const [vms, leases] = await Promise.all([
@@ -557,9 +570,13 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const adoptable = states.find(
         (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
       );
-      const free = shuffled(
-        states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale'),
-      );
+      const open = states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale');
+      const free =
+        order === 'random'
+          ? shuffled(open)
+          : open.sort((left, right) =>
+              compareNatural(left.vm.metadata.name ?? '', right.vm.metadata.name ?? ''),
+            );
       const candidate = adoptable ?? free[0];
       if (candidate) {
         const member = candidate.vm.metadata.name ?? '';
@@ -647,8 +664,9 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
   }
 
   return {
-    claim: (options) => claimAs(options, undefined),
-    assign: ({ actor, ...options }) => claimAs(options, actor),
+    claim: (options) => claimAs(options, undefined, 'random'),
+    // an administrator hands out members in order, as people expect; self-service spreads claimants out
+    assign: ({ actor, ...options }) => claimAs(options, actor, 'lowest'),
     async release(options) {
       const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'release');
       validateIdentity(identity);

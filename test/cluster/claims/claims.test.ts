@@ -125,6 +125,16 @@ describe('claim and release against the real apiserver', () => {
     expect(isVdiError(other, 'NO_FREE_MEMBER')).toBe(true);
   });
 
+  it('assigns the lowest free member in natural order, as an administrator expects', async () => {
+    const namespace = await createTestNamespace(cluster(), 'assign');
+    await createPoolMembers(cluster(), namespace, 'devpool', 12);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+    const assigned = [];
+    for (const identity of ['alice', 'bob', 'carol'])
+      assigned.push((await vdi.assign({ pool: 'devpool', identity })).member);
+    expect(assigned).toEqual(['devpool-1', 'devpool-2', 'devpool-3']);
+  });
+
   it('rejects bad input before any change', async () => {
     const namespace = await createTestNamespace(cluster(), 'badinput');
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
