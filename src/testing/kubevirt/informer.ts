@@ -39,6 +39,9 @@ export function keyOf(object: CachedObject): string {
   return `${object.metadata.namespace ?? ''}/${object.metadata.name ?? ''}`;
 }
 
+// Enough to cover every deletion of a large test run; the oldest are forgotten first.
+const maxTombstones = 20_000;
+
 // Servers end a watch at timeoutSeconds; client-node aborts one that is silent for 30 s, so ask for less.
 const watchSeconds = 25;
 
@@ -55,8 +58,13 @@ export async function startInformer<T extends CachedObject>(
   const watch = new Watch(kubeConfig);
   const path = `/apis/${resource.group}/${resource.version}/${resource.plural}`;
   const objects = new Map<string, T>();
-  // UIDs this process deleted whose DELETED event has not arrived: late events must not bring them back.
+  // UIDs known to be deleted: an answer to a write that raced the delete must not bring the object back.
   const deletedUids = new Set<string>();
+  const bury = (uid: string | undefined) => {
+    if (uid === undefined) return;
+    deletedUids.add(uid);
+    if (deletedUids.size > maxTombstones) deletedUids.delete(deletedUids.values().next().value as string);
+  };
   const stopping = new AbortController();
   let resourceVersion: string | undefined;
   let current: AbortController | undefined;
@@ -73,7 +81,7 @@ export async function startInformer<T extends CachedObject>(
 
   const drop = (object: T) => {
     const key = keyOf(object);
-    if (object.metadata.uid !== undefined) deletedUids.delete(object.metadata.uid);
+    bury(object.metadata.uid);
     const known = objects.get(key);
     if (!known || known.metadata.uid !== object.metadata.uid) return;
     objects.delete(key);
@@ -99,7 +107,6 @@ export async function startInformer<T extends CachedObject>(
       continueToken = page.metadata.continue || undefined;
       resourceVersion = page.metadata.resourceVersion;
     } while (continueToken);
-    deletedUids.clear();
     for (const [key, object] of objects) if (!seen.has(key)) drop(object);
   };
 
@@ -159,7 +166,7 @@ export async function startInformer<T extends CachedObject>(
     remember: offer,
     forget: (key, uid) => {
       const known = objects.get(key);
-      if (uid !== undefined) deletedUids.add(uid);
+      bury(uid);
       if (known && (uid === undefined || known.metadata.uid === uid)) {
         objects.delete(key);
         onChange(key, undefined);
