@@ -239,7 +239,11 @@ export class KubeCluster {
       return 'changed';
     } catch (error) {
       const failure = apiFailureOf((error as { cause?: unknown }).cause);
-      const already = action === 'start' ? /already running/i : /not running|already stopped/i;
+      // a Halted VM whose instance is still going down is already being stopped
+      const already =
+        action === 'start'
+          ? /already running/i
+          : /not running|already stopped|Halted only supports manual stop/i;
       if (failure?.status === 409 && already.test(failure.message)) return 'already';
       throw error;
     }
