@@ -2,13 +2,17 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll } from 'vitest';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
-import { type LocalCluster, startLocalCluster } from '../../src/testing/local-cluster.js';
+import {
+  type LocalCluster,
+  type StartLocalClusterOptions,
+  startLocalCluster,
+} from '../../src/testing/local-cluster.js';
 
 /** Starts one local control plane for the test file and stops it afterwards. */
-export function useLocalCluster(): () => LocalCluster {
+export function useLocalCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
   let cluster: LocalCluster | undefined;
   beforeAll(async () => {
-    cluster = await startLocalCluster();
+    cluster = await startLocalCluster(options);
     console.info(`local control plane started in ${cluster.startupMs} ms`);
   });
   afterAll(async () => {

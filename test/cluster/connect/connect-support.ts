@@ -1,37 +1,19 @@
-import { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import { leaseMemberLabel, leasePoolLabel, poolLabel } from '../../../src/keys.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachineInstance, VmDevices } from '../../../src/kubevirt-types.js';
-import { type LocalCluster, startLocalCluster } from '../../../src/testing/local-cluster.js';
+import type { LocalCluster } from '../../../src/testing/local-cluster.js';
+import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
 
 /**
  * Starts a control plane whose simulator hands out VMI addresses from a range of this file's own, so a listener
  * on a VMI's address and port 3389 can never meet another test file's VM.
  */
 export function useConnectCluster(ipRange: string): () => LocalCluster {
-  let cluster: LocalCluster | undefined;
-  beforeAll(async () => {
-    cluster = await startLocalCluster({ simulator: { ipRange } });
-  });
-  afterAll(async () => {
-    await cluster?.stop();
-  });
-  return () => {
-    if (!cluster) throw new Error('the local cluster is not started');
-    return cluster;
-  };
+  return useLocalCluster({ simulator: { ipRange } });
 }
 
-let namespaceCounter = 0;
-
-export async function createNamespace(cluster: LocalCluster, prefix: string): Promise<string> {
-  namespaceCounter += 1;
-  const name = `${prefix}-${process.pid}-${namespaceCounter}`;
-  await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
-  return name;
-}
+export const createNamespace = createTestNamespace;
 
 /** Creates a stopped pool member with the given domain devices. */
 export async function createMember(

@@ -1,15 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll } from 'vitest';
+import { beforeAll } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
-import {
-  type LocalCluster,
-  type StartLocalClusterOptions,
-  startLocalCluster,
-} from '../../../src/testing/local-cluster.js';
+import type { LocalCluster, StartLocalClusterOptions } from '../../../src/testing/local-cluster.js';
+import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
 
 /** The built bin, as npm links it: the tests run what users run. */
 export const cliPath = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
@@ -123,29 +119,12 @@ export function collectOutput(child: ChildProcess): OutputLog {
 
 /** One control plane for the test file, with VMI addresses from a range of the file's own (see the RDP tests). */
 export function useCliCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
-  let cluster: LocalCluster | undefined;
-  beforeAll(async () => {
-    requireBuiltCli();
-    cluster = await startLocalCluster(options);
-  });
-  afterAll(async () => {
-    await cluster?.stop();
-  });
-  return () => {
-    if (!cluster) throw new Error('the local cluster is not started');
-    return cluster;
-  };
+  beforeAll(requireBuiltCli);
+  return useLocalCluster(options);
 }
-
-let namespaceCounter = 0;
 
 /** A fresh namespace for one test. */
-export async function createNamespace(cluster: LocalCluster, prefix: string): Promise<string> {
-  namespaceCounter += 1;
-  const name = `${prefix}-${process.pid}-${namespaceCounter}`;
-  await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
-  return name;
-}
+export const createNamespace = createTestNamespace;
 
 /** Creates a stopped golden VM with a network interface (so its clones get an address) and `devices`. */
 export async function createGoldenVm(
