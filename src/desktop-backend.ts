@@ -1,0 +1,251 @@
+import type { ConnectFacts } from './connect-planner/plan-connect.js';
+
+/**
+ * The kinds of desktop the SDK serves: `vm` (a KubeVirt VirtualMachine) and `ct` (a container: Pod, headless
+ * Service and PVC).
+ *
+ * @category backends
+ */
+export type DesktopKind = 'vm' | 'ct';
+
+/**
+ * Where a member's power stands, the same words for every kind.
+ *
+ * - `running`: its instance runs.
+ * - `starting`: it was asked to run and its instance is not running yet.
+ * - `stopping`: it was asked to stop and its instance is still going down.
+ * - `stopped`: it does not run and nothing asks it to.
+ * - `provisioning`: it is still being made (a clone restoring into it, an image pulling); it cannot start yet.
+ * - `failed`: the backend reports an error state; {@link MemberFacts.phase} says which.
+ * - `unknown`: the backend reports nothing the SDK recognises.
+ *
+ * @category backends
+ */
+export type MemberPower =
+  | 'running'
+  | 'starting'
+  | 'stopping'
+  | 'stopped'
+  | 'provisioning'
+  | 'failed'
+  | 'unknown';
+
+/**
+ * How a reset left a member: `stopped` (a persistent member, its disks kept) or `recreated` (an ephemeral
+ * member, made again from its source).
+ *
+ * @category backends
+ */
+export type ResetHow = 'stopped' | 'recreated';
+
+/** What a start or stop did: `changed` it, or found it `already` so. @category backends */
+export type PowerChangeResult = 'changed' | 'already';
+
+/** A console a member's definition offers, besides RDP (which only a probe can tell). @category backends */
+export type MemberConsole = 'vnc' | 'serial' | 'terminal';
+
+/** One member of a pool, by name. @category backends */
+export interface MemberRef {
+  namespace: string;
+  /** The member's name, such as `devpool-1`; for a VM the VirtualMachine's, for a CT the Pod's. */
+  member: string;
+}
+
+/** A member together with the pool it belongs to, for calls that must work even while the member is gone. @category backends */
+export interface PoolMemberRef extends MemberRef {
+  /** The pool's name (the `corral.dev/vdi-pool` label value). */
+  pool: string;
+}
+
+/** A device a member asks for, such as a GPU; `resource` is the extended resource it takes on a node. @category backends */
+export interface MemberDevice {
+  kind: 'gpu' | 'host-device';
+  /** The name the member gives the device. */
+  name: string;
+  /** The extended resource, such as `nvidia.com/GA102GL_A10`. */
+  resource: string;
+}
+
+/**
+ * The presentation copy of a claim that a member object carries: the `corral.dev/vdi-assigned-to` annotation
+ * (exact identity) and label (label-safe copy), and the `corral.dev/vdi-claimed-at` annotation. The claim's
+ * Lease stays the truth; each field is `undefined` when the member does not carry it.
+ *
+ * @category backends
+ */
+export interface PresentedClaim {
+  /** The exact identity, from the annotation. */
+  holder: string | undefined;
+  /** The label-safe copy, from the label (v0.6.0 wrote only this, with the raw user). */
+  label: string | undefined;
+  /** When the claim began (RFC 3339). */
+  claimedAt: string | undefined;
+}
+
+/** A claim to show on a member: its holder and when it began. @category backends */
+export interface ClaimToPresent {
+  /** The holder's exact identity. */
+  holder: string;
+  /** When the claim began (RFC 3339), normally the Lease's `acquireTime`. */
+  claimedAt: string;
+}
+
+/**
+ * Everything the services know about one member, read in one go and as plain data: no KubeVirt or Pod type
+ * reaches a service through it.
+ *
+ * @category backends
+ */
+export interface MemberFacts {
+  kind: DesktopKind;
+  namespace: string;
+  member: string;
+  /** The pool it belongs to. */
+  pool: string;
+  /** `<kind>/<namespace>/<member>`; stays the same across claims and recreates. */
+  desktopId: string;
+  /** The member object's UID; a recreate changes it. */
+  uid: string;
+  /** The member object's resourceVersion as read: the precondition of a presentation write. */
+  resourceVersion: string;
+  /** The member object is being deleted (a recreate or a pool delete is under way); it must not be handed out. */
+  deleting: boolean;
+  power: MemberPower;
+  /** The backend's own word for the state, for people, such as KubeVirt's `Running` or `Provisioning`. */
+  phase: string;
+  /** The running instance's IP address; `undefined` while none is known. */
+  address: string | undefined;
+  /** The node the instance runs on; `undefined` while it is not scheduled. */
+  node: string | undefined;
+  /** The consoles it offers, from the running instance when there is one, else from its definition. */
+  consoles: MemberConsole[];
+  /** The devices it asks for, from the running instance when there is one, else from its definition. */
+  devices: MemberDevice[];
+  /** A reset recreates it from its source instead of stopping it. */
+  ephemeral: boolean;
+  presentation: PresentedClaim;
+  /** An instance of an earlier run still exists (finished, or still going down while the member is stopped). */
+  previousInstance: boolean;
+  /** It still uses v0.6.0's run field (`spec.running` without `spec.runStrategy`); always `false` for a CT. */
+  usesLegacyRunField: boolean;
+}
+
+/**
+ * Whether a member can take redirected USB devices: `supported`, or `unsupported` with a `reason` that says
+ * what to change. A service reports `unsupported` as `VdiError` `UNSUPPORTED_BACKEND` with the reason as its
+ * message and `details` as its details.
+ *
+ * @category backends
+ */
+export type UsbSupport =
+  | { kind: 'supported' }
+  | { kind: 'unsupported'; reason: string; details: Readonly<Record<string, unknown>> };
+
+/** Options of {@link DesktopBackend.resetMember}. @category backends */
+export interface ResetMemberOptions {
+  /** How long a recreate may take, in milliseconds. @defaultValue 120000 */
+  timeoutMs?: number;
+  /** Cancels a recreate's waits; the member is then left for a later reset to finish. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link DesktopBackend.gatherConnectFacts}. @category backends */
+export interface GatherConnectFactsOptions {
+  /** How long the RDP probe waits, in milliseconds. @defaultValue 1500 */
+  probeTimeoutMs?: number;
+  /** Cancels the probe. */
+  signal?: AbortSignal;
+}
+
+/**
+ * What differs between desktop kinds, behind one seam. Services pick the backend by a member's `kind` and never
+ * see KubeVirt or Pod objects. The claim (a Lease) is not the backend's: it is the same for every kind, and a
+ * backend never reads or writes Leases.
+ *
+ * Every method is safe to call again with the same arguments after any failure. A method that names one member
+ * throws `MEMBER_NOT_FOUND` when the member object does not exist (a 404), except {@link DesktopBackend.readMember},
+ * which returns `undefined`, and {@link DesktopBackend.resetMember}, which finishes an interrupted recreate.
+ * Apiserver failures arrive as the adapter's `VdiError`s (`FORBIDDEN`, `CLUSTER_UNAVAILABLE`, …) unchanged.
+ *
+ * @category backends
+ */
+export interface DesktopBackend {
+  readonly kind: DesktopKind;
+
+  /**
+   * The members of one pool, or of every pool in the namespace when `pool` is undefined, in no set order.
+   * An empty list means there is no such pool here. Reads, never writes.
+   */
+  listMembers(namespace: string, pool?: string): Promise<MemberFacts[]>;
+
+  /**
+   * One member's facts, read fresh. Reads, never writes.
+   *
+   * @returns `undefined` when there is no member object of that name (404).
+   * @throws `VdiError` `INVALID_INPUT` when the object exists but belongs to no pool.
+   */
+  readMember(ref: MemberRef): Promise<MemberFacts | undefined>;
+
+  /**
+   * Asks the member to run. Idempotent: a member already running or starting is `already`. Returns once the
+   * request is accepted, not once the instance runs; read the facts to see it run.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND`; `START_FAILED` (retryable, with the backend's reason) when the
+   *   backend refuses or fails the request. Nothing changes on a failure.
+   */
+  startMember(ref: MemberRef): Promise<PowerChangeResult>;
+
+  /**
+   * Asks the member to stop, keeping its disks. Idempotent: a member already stopped or stopping is `already`.
+   * Returns once the request is accepted.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND`; `STOP_FAILED` (retryable) when the backend refuses or fails it.
+   */
+  stopMember(ref: MemberRef): Promise<PowerChangeResult>;
+
+  /**
+   * Resets a member for its next holder: a persistent member is stopped (disks kept), an ephemeral one is
+   * deleted and made again from its source under the same name, stopped, and is ready when this returns.
+   * Repeating it after a failure at any step finishes the job: a recreate under way is waited for, and a member
+   * whose object is already gone is made again (its source read from another member of `pool`). A failure
+   * half-way leaves the member absent or being made; the caller keeps it claimed until a reset succeeds, so it
+   * is never handed out half-made.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND` when the member is gone and nothing in its pool tells what to make
+   *   it from; `INVALID_INPUT` when it belongs to another pool; `STOP_FAILED`; `GOLDEN_NOT_FOUND`,
+   *   `CLONE_FAILED`, `CLONE_TIMEOUT` when a recreate cannot finish.
+   */
+  resetMember(ref: PoolMemberRef, options?: ResetMemberOptions): Promise<ResetHow>;
+
+  /**
+   * Writes the presentation copy of a claim on the member, conditional on the resourceVersion in `facts`; when
+   * the member changed meanwhile it reads it again and retries a few times. Idempotent: a member that already
+   * presents this claim is not written.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing.
+   */
+  presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<void>;
+
+  /**
+   * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone),
+   * conditional on the member's resourceVersion, reading it again on a conflict. Idempotent.
+   *
+   * @returns whether it removed a copy; `false` when there was none of `holder`'s or the member is gone.
+   * @throws `VdiError` `CONFLICT` (retryable) when the member kept changing.
+   */
+  clearPresentation(ref: MemberRef, holder: string): Promise<boolean>;
+
+  /**
+   * What connect planning needs about a running member, read and probed now. Reads, never writes.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND`; `DESKTOP_STOPPED` when its instance does not run.
+   */
+  gatherConnectFacts(ref: MemberRef, options?: GatherConnectFactsOptions): Promise<ConnectFacts>;
+
+  /**
+   * Whether the member, as it runs now, takes redirected USB devices. Reads, never writes.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND`.
+   */
+  checkUsbSupport(ref: MemberRef): Promise<UsbSupport>;
+}

@@ -1,0 +1,138 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { VdiContext } from '../context.js';
+import type { PoolMemberRef } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
+import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
+import { cloneNameFor } from '../pools/clone-object.js';
+import { cloneMember, defaultCloneTimeoutMs, waitForClone } from '../pools/clone-runner.js';
+
+/** Options of {@link recreateVmMember}. */
+export interface RecreateVmMemberOptions {
+  /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+const goneInterval = 100;
+
+/** The golden VM a member is made from: its own annotation, or once it is gone, another ephemeral member's. */
+async function sourceOf(
+  ctx: VdiContext,
+  ref: PoolMemberRef,
+  current: VirtualMachine | undefined,
+): Promise<string> {
+  const { namespace, member, pool } = ref;
+  if (current) {
+    const source = current.metadata.annotations?.[sourceAnnotation];
+    const labels = current.metadata.labels ?? {};
+    if (labels[poolLabel] !== pool || labels[ephemeralLabel] !== 'true' || !source) {
+      throw new VdiError(
+        'INVALID_INPUT',
+        `VM ${namespace}/${member} is not an ephemeral member of pool "${pool}" (it needs the ${poolLabel}=${pool} and ${ephemeralLabel}=true labels and the ${sourceAnnotation} annotation); only ephemeral members are recreated.`,
+        { details: { member, namespace } },
+      );
+    }
+    return source;
+  }
+  const siblings = await ctx.cluster.listVms(namespace, `${poolLabel}=${pool}`);
+  const source = siblings
+    .filter((sibling) => sibling.metadata.labels?.[ephemeralLabel] === 'true')
+    .map((sibling) => sibling.metadata.annotations?.[sourceAnnotation])
+    .find(Boolean);
+  if (!source) {
+    throw new VdiError(
+      'MEMBER_NOT_FOUND',
+      `Member ${namespace}/${member} is gone, and no ephemeral member of pool "${pool}" tells which golden VM to recreate it from; resize the pool to make it again.`,
+      { details: { member, namespace, pool } },
+    );
+  }
+  return source;
+}
+
+async function readGolden(ctx: VdiContext, namespace: string, name: string): Promise<VirtualMachine> {
+  const golden = await ctx.cluster.getVm(namespace, name);
+  if (golden) return golden;
+  throw new VdiError(
+    'GOLDEN_NOT_FOUND',
+    `Golden VM "${name}" not found in namespace "${namespace}"; an ephemeral member is recreated from it, so restore it or recreate the pool.`,
+    { details: { golden: name, namespace } },
+  );
+}
+
+async function waitUntilGone(
+  ctx: VdiContext,
+  namespace: string,
+  member: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const started = ctx.clock.now().getTime();
+  while (await ctx.cluster.getVm(namespace, member)) {
+    if (ctx.clock.now().getTime() - started >= timeoutMs) {
+      throw new VdiError(
+        'CLONE_TIMEOUT',
+        `VM ${namespace}/${member} was still being deleted after ${Math.round(timeoutMs / 1000)} s; check its finalizers with "kubectl get vm -n ${namespace} ${member} -o yaml".`,
+        { retryable: true, details: { member, namespace } },
+      );
+    }
+    try {
+      await sleep(goneInterval, undefined, signal ? { signal } : {});
+    } catch (error) {
+      throw new VdiError('CLONE_FAILED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
+        details: { cancelled: true },
+        cause: error,
+      });
+    }
+  }
+}
+
+/**
+ * Recreates an ephemeral VM member: deletes its VM and clones it again from its golden VM under the same name,
+ * stopped, with its pool and ephemeral labels; waits for the clone's `Succeeded` and deletes the clone object.
+ *
+ * Safe to call again after a failure at any step: a clone already under way is waited for, a finished one is
+ * cleared away, a VM already gone is just cloned (its golden VM read from another ephemeral member of the pool),
+ * and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
+ *
+ * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`; `GOLDEN_NOT_FOUND`;
+ *   `MEMBER_NOT_FOUND` when the member is gone and no ephemeral sibling names its golden VM; `CLONE_FAILED`,
+ *   `CLONE_TIMEOUT`.
+ */
+export async function recreateVmMember(
+  ctx: VdiContext,
+  ref: PoolMemberRef,
+  options: RecreateVmMemberOptions = {},
+): Promise<void> {
+  const { namespace, member, pool } = ref;
+  const { signal } = options;
+  const timeoutMs = options.timeoutMs ?? defaultCloneTimeoutMs;
+  const cloneName = cloneNameFor(member);
+
+  const pending = await ctx.cluster.getClone(namespace, cloneName);
+  const pendingPhase = pending?.status?.phase;
+  if (pending && pendingPhase !== 'Succeeded' && pendingPhase !== 'Failed') {
+    // an earlier attempt already deleted the old VM and started the clone: finish that one
+    await waitForClone(ctx, { namespace, name: cloneName, timeoutMs, signal });
+    await ctx.cluster.deleteClone(namespace, cloneName);
+    return;
+  }
+  if (pending) await ctx.cluster.deleteClone(namespace, cloneName);
+
+  const current = await ctx.cluster.getVm(namespace, member);
+  const source = await sourceOf(ctx, ref, current);
+  const golden = await readGolden(ctx, namespace, source);
+  const poolId = `vm/${namespace}/${pool}`;
+  ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
+  try {
+    if (current && !current.metadata.deletionTimestamp) {
+      await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
+    }
+    await waitUntilGone(ctx, namespace, member, timeoutMs, signal);
+    await cloneMember(ctx, { namespace, pool, member, golden, ephemeral: true, timeoutMs, signal });
+  } catch (error) {
+    ctx.events.emit('pool-progress', { poolId, member, step: 'failed', done: 1, total: 1 });
+    throw error;
+  }
+  ctx.events.emit('pool-progress', { poolId, member, step: 'ready', done: 1, total: 1 });
+}

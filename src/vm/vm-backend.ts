@@ -1,0 +1,133 @@
+import type { VdiContext } from '../context.js';
+import type { DesktopBackend, MemberFacts, MemberRef, PowerChangeResult } from '../desktop-backend.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { ephemeralLabel, poolLabel } from '../keys.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { recreateVmMember } from './recreate-vm-member.js';
+import { gatherVmConnectFacts } from './vm-connect-facts.js';
+import { toVmMemberFacts } from './vm-member-facts.js';
+import { clearVmPresentation, presentVmClaim } from './vm-presentation.js';
+import { checkVmUsbSupport } from './vm-usb-support.js';
+
+// failures about the caller's access or the cluster keep their own code; the rest are the desktop's
+const passedThrough = ['FORBIDDEN', 'UNAUTHENTICATED', 'CLUSTER_UNAVAILABLE'] as const;
+
+function memberNotFound({ namespace, member }: MemberRef, cause?: unknown): VdiError {
+  return new VdiError(
+    'MEMBER_NOT_FOUND',
+    `There is no VM "${member}" in namespace "${namespace}"; check the name and the namespace.`,
+    { details: { namespace, member }, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+function notInPool(vm: VirtualMachine, { namespace, member }: MemberRef, pool?: string): VdiError {
+  const belongs = vm.metadata.labels?.[poolLabel];
+  return new VdiError(
+    'INVALID_INPUT',
+    belongs
+      ? `VM "${namespace}/${member}" belongs to pool "${belongs}", not "${pool}".`
+      : `VM "${namespace}/${member}" is not a member of any pool (it has no ${poolLabel} label).`,
+    { details: { namespace, member, ...(pool === undefined ? {} : { pool }) } },
+  );
+}
+
+interface RequiredMember {
+  vm: VirtualMachine;
+  vmi: VirtualMachineInstance | undefined;
+  facts: MemberFacts;
+}
+
+/**
+ * The KubeVirt VM {@link DesktopBackend}: a pool's members are the VirtualMachines labelled
+ * `corral.dev/vdi-pool=<pool>`, their facts come from each VM and its VirtualMachineInstance, power goes through
+ * KubeVirt's `start`/`stop` subresources, and an ephemeral member is reset by cloning it again from the golden
+ * VM named in its `corral.dev/vdi-source` annotation.
+ *
+ * @example
+ * ```ts
+ * const vms = createVmBackend(vdi.context);
+ * const facts = await vms.readMember({ namespace: 'corral-vms', member: 'devpool-1' });
+ * if (facts?.power === 'stopped') await vms.startMember(facts);
+ * ```
+ * @category backends
+ */
+export function createVmBackend(ctx: VdiContext): DesktopBackend {
+  const { cluster } = ctx;
+
+  async function changePower(ref: MemberRef, action: 'start' | 'stop'): Promise<PowerChangeResult> {
+    const desktopId = `vm/${ref.namespace}/${ref.member}`;
+    try {
+      return action === 'start'
+        ? await cluster.startVm(ref.namespace, ref.member)
+        : await cluster.stopVm(ref.namespace, ref.member);
+    } catch (error) {
+      if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref, error);
+      if (isVdiError(error, ...passedThrough)) throw error;
+      throw new VdiError(
+        action === 'start' ? 'START_FAILED' : 'STOP_FAILED',
+        `Could not ${action} ${desktopId}: ${(error as Error).message} Try again once the cause is fixed.`,
+        { retryable: true, details: { desktopId }, cause: error },
+      );
+    }
+  }
+
+  async function requireMember(ref: MemberRef): Promise<RequiredMember> {
+    const [vm, vmi] = await Promise.all([
+      cluster.getVm(ref.namespace, ref.member),
+      cluster.getVmi(ref.namespace, ref.member),
+    ]);
+    if (!vm) throw memberNotFound(ref);
+    if (!vm.metadata.labels?.[poolLabel]) throw notInPool(vm, ref);
+    return { vm, vmi, facts: toVmMemberFacts(vm, vmi) };
+  }
+
+  return {
+    kind: 'vm',
+
+    async listMembers(namespace, pool) {
+      const [vms, vmis] = await Promise.all([
+        cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`),
+        cluster.listVmis(namespace),
+      ]);
+      const vmiByName = new Map(vmis.map((vmi) => [vmi.metadata.name, vmi]));
+      return vms.map((vm) => toVmMemberFacts(vm, vmiByName.get(vm.metadata.name)));
+    },
+
+    async readMember(ref) {
+      try {
+        return (await requireMember(ref)).facts;
+      } catch (error) {
+        if (isVdiError(error, 'MEMBER_NOT_FOUND')) return undefined;
+        throw error;
+      }
+    },
+
+    startMember: (ref) => changePower(ref, 'start'),
+    stopMember: (ref) => changePower(ref, 'stop'),
+
+    async resetMember(ref, options = {}) {
+      const vm = await cluster.getVm(ref.namespace, ref.member);
+      if (vm && vm.metadata.labels?.[poolLabel] !== ref.pool) throw notInPool(vm, ref, ref.pool);
+      // a member whose VM is gone or going was mid-recreate: only an ephemeral reset deletes a VM
+      if (vm && !vm.metadata.deletionTimestamp && vm.metadata.labels?.[ephemeralLabel] !== 'true') {
+        await changePower(ref, 'stop');
+        return 'stopped';
+      }
+      await recreateVmMember(ctx, ref, options);
+      return 'recreated';
+    },
+
+    presentClaim: (facts, claim) => presentVmClaim(cluster, facts, claim),
+
+    clearPresentation: (ref, holder) => clearVmPresentation(cluster, ref, holder),
+
+    async gatherConnectFacts(ref, options) {
+      return await gatherVmConnectFacts((await requireMember(ref)).facts, options);
+    },
+
+    async checkUsbSupport(ref) {
+      const { vm, vmi, facts } = await requireMember(ref);
+      return checkVmUsbSupport(vm, vmi, facts.desktopId);
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { MemberConsole, MemberDevice, MemberFacts, MemberPower } from '../desktop-backend.js';
+import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel } from '../keys.js';
+import type { VirtualMachine, VirtualMachineInstance, VmDevices } from '../kubevirt-types.js';
+
+const finishedPhases = new Set(['Succeeded', 'Failed']);
+const startingStatuses = new Set(['Starting', 'WaitingForVolumeBinding', 'Migrating']);
+const stoppingStatuses = new Set(['Stopping', 'Terminating']);
+const failedStatuses = new Set(['CrashLoopBackOff', 'DataVolumeError', 'Unschedulable']);
+
+function asksToRun(vm: VirtualMachine): boolean {
+  const { running, runStrategy } = vm.spec;
+  const wanted = running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure';
+  return wanted || (vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false);
+}
+
+/**
+ * The power of a VM in the backend-neutral words, from KubeVirt's `printableStatus` and what the VM asks for.
+ * A `Stopped` VM that asks to run (a start just accepted) is `starting`, so it is never taken for free.
+ */
+export function powerOfVm(vm: VirtualMachine): MemberPower {
+  const status = vm.status?.printableStatus ?? '';
+  if (status === 'Running') return 'running';
+  if (status === 'Stopped') return asksToRun(vm) ? 'starting' : 'stopped';
+  if (status === 'Provisioning') return 'provisioning';
+  if (startingStatuses.has(status)) return 'starting';
+  if (stoppingStatuses.has(status)) return 'stopping';
+  if (status.startsWith('Err') || failedStatuses.has(status)) return 'failed';
+  return 'unknown';
+}
+
+function consolesOf(devices: VmDevices | undefined): MemberConsole[] {
+  return [
+    ...(devices?.autoattachGraphicsDevice === false ? [] : ['vnc' as const]),
+    ...(devices?.autoattachSerialConsole === false ? [] : ['serial' as const]),
+  ];
+}
+
+function devicesOf(devices: VmDevices | undefined): MemberDevice[] {
+  return [
+    ...(devices?.gpus ?? []).map(({ name, deviceName }) => ({
+      kind: 'gpu' as const,
+      name,
+      resource: deviceName,
+    })),
+    ...(devices?.hostDevices ?? []).map(({ name, deviceName }) => ({
+      kind: 'host-device' as const,
+      name,
+      resource: deviceName,
+    })),
+  ];
+}
+
+/**
+ * Turns a member VM and its VMI (when there is one) into the plain {@link MemberFacts} services see. Pure.
+ * The running instance's devices are what a console or a device can reach; the template's only count once it
+ * starts again, so they are read only while there is no live instance.
+ *
+ * @example
+ * ```ts
+ * const facts = toVmMemberFacts(await cluster.getVm(ns, 'devpool-1'), await cluster.getVmi(ns, 'devpool-1'));
+ * ```
+ */
+export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): MemberFacts {
+  const namespace = vm.metadata.namespace ?? '';
+  const member = vm.metadata.name ?? '';
+  const labels = vm.metadata.labels ?? {};
+  const annotations = vm.metadata.annotations ?? {};
+  const power = powerOfVm(vm);
+  const finished = vmi !== undefined && finishedPhases.has(vmi.status?.phase ?? '');
+  const live = vmi !== undefined && !finished;
+  const devices = (live ? vmi.spec?.domain?.devices : undefined) ?? vm.spec.template?.spec?.domain?.devices;
+  return {
+    kind: 'vm',
+    namespace,
+    member,
+    pool: labels[poolLabel] ?? '',
+    desktopId: `vm/${namespace}/${member}`,
+    uid: vm.metadata.uid ?? '',
+    resourceVersion: vm.metadata.resourceVersion ?? '',
+    deleting: vm.metadata.deletionTimestamp !== undefined,
+    power,
+    phase: vm.status?.printableStatus ?? 'Unknown',
+    address: live ? vmi.status?.interfaces?.[0]?.ipAddress : undefined,
+    node: live ? vmi.status?.nodeName : undefined,
+    consoles: consolesOf(devices),
+    devices: devicesOf(devices),
+    ephemeral: labels[ephemeralLabel] === 'true',
+    presentation: {
+      holder: annotations[assignedToKey],
+      label: labels[assignedToKey],
+      claimedAt: annotations[claimedAtAnnotation],
+    },
+    previousInstance: finished || (live && (power === 'stopped' || power === 'stopping')),
+    usesLegacyRunField: typeof vm.spec.running === 'boolean' && vm.spec.runStrategy === undefined,
+  };
+}
