@@ -243,7 +243,8 @@ export interface DesktopBackend {
   gatherConnectFacts(ref: MemberRef, options?: GatherConnectFactsOptions): Promise<ConnectFacts>;
 
   /**
-   * Whether the member, as it runs now, takes redirected USB devices. Reads, never writes.
+   * Whether the member takes redirected USB devices: as its instance runs now, or as its definition would
+   * start when it does not run. Reads, never writes; a service checks that the member runs separately.
    *
    * @throws `VdiError` `MEMBER_NOT_FOUND`.
    */

@@ -1,3 +1,5 @@
+import { isValidVmName, validatePoolName } from '../claims/object-names.js';
+import { maxIdentityLength } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MemberRef, PowerChangeResult } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -11,6 +13,40 @@ import { checkVmUsbSupport } from './vm-usb-support.js';
 
 // failures about the caller's access or the cluster keep their own code; the rest are the desktop's
 const passedThrough = ['FORBIDDEN', 'UNAUTHENTICATED', 'CLUSTER_UNAVAILABLE'] as const;
+
+const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+// the seam is reachable from every service, so it refuses malformed names before any request goes out
+function checkNamespace(namespace: string): void {
+  if (namespace.length > 63 || !namespacePattern.test(namespace)) {
+    throw new VdiError('INVALID_INPUT', `"${namespace}" is not a valid namespace name (a DNS-1123 label).`, {
+      details: { namespace },
+    });
+  }
+}
+
+function checkRef(ref: MemberRef & { pool?: string }): void {
+  checkNamespace(ref.namespace);
+  if (!isValidVmName(ref.member)) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `"${ref.member}" is not a valid member name; pass a VM name such as devpool-1.`,
+      {
+        details: { namespace: ref.namespace, member: ref.member },
+      },
+    );
+  }
+  if (ref.pool !== undefined) validatePoolName(ref.pool);
+}
+
+function checkHolder(holder: string): void {
+  if (holder.trim() === '' || holder.trim() !== holder || holder.length > maxIdentityLength) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `The holder must be 1 to ${maxIdentityLength} characters without surrounding spaces; pass the claim's holder identity.`,
+    );
+  }
+}
 
 function memberNotFound({ namespace, member }: MemberRef, cause?: unknown): VdiError {
   return new VdiError(
@@ -55,6 +91,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
   const { cluster } = ctx;
 
   async function changePower(ref: MemberRef, action: 'start' | 'stop'): Promise<PowerChangeResult> {
+    checkRef(ref);
     const desktopId = `vm/${ref.namespace}/${ref.member}`;
     try {
       return action === 'start'
@@ -72,6 +109,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
   }
 
   async function requireMember(ref: MemberRef): Promise<RequiredMember> {
+    checkRef(ref);
     const [vm, vmi] = await Promise.all([
       cluster.getVm(ref.namespace, ref.member),
       cluster.getVmi(ref.namespace, ref.member),
@@ -85,6 +123,8 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     kind: 'vm',
 
     async listMembers(namespace, pool) {
+      checkNamespace(namespace);
+      if (pool !== undefined) validatePoolName(pool);
       const [vms, vmis] = await Promise.all([
         cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`),
         cluster.listVmis(namespace),
@@ -106,6 +146,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     stopMember: (ref) => changePower(ref, 'stop'),
 
     async resetMember(ref, options = {}) {
+      checkRef(ref);
       const vm = await cluster.getVm(ref.namespace, ref.member);
       if (vm && vm.metadata.labels?.[poolLabel] !== ref.pool) throw notInPool(vm, ref, ref.pool);
       // a member whose VM is gone or going was mid-recreate: only an ephemeral reset deletes a VM
@@ -117,9 +158,26 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       return 'recreated';
     },
 
-    presentClaim: (facts, claim) => presentVmClaim(cluster, facts, claim),
+    async presentClaim(facts, claim) {
+      checkRef(facts);
+      checkHolder(claim.holder);
+      if (Number.isNaN(Date.parse(claim.claimedAt))) {
+        throw new VdiError(
+          'INVALID_INPUT',
+          `"${claim.claimedAt}" is not an RFC 3339 time; pass the Lease's acquireTime.`,
+          {
+            details: { claimedAt: claim.claimedAt },
+          },
+        );
+      }
+      await presentVmClaim(cluster, facts, claim);
+    },
 
-    clearPresentation: (ref, holder) => clearVmPresentation(cluster, ref, holder),
+    async clearPresentation(ref, holder) {
+      checkRef(ref);
+      checkHolder(holder);
+      return await clearVmPresentation(cluster, ref, holder);
+    },
 
     async gatherConnectFacts(ref, options) {
       return await gatherVmConnectFacts((await requireMember(ref)).facts, options);
