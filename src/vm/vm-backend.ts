@@ -11,9 +11,6 @@ import { toVmMemberFacts } from './vm-member-facts.js';
 import { clearVmPresentation, presentVmClaim } from './vm-presentation.js';
 import { checkVmUsbSupport } from './vm-usb-support.js';
 
-// failures about the caller's access or the cluster keep their own code; the rest are the desktop's
-const passedThrough = ['FORBIDDEN', 'UNAUTHENTICATED', 'CLUSTER_UNAVAILABLE'] as const;
-
 const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 // the seam is reachable from every service, so it refuses malformed names before any request goes out
@@ -99,7 +96,6 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         : await cluster.stopVm(ref.namespace, ref.member);
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref, error);
-      if (isVdiError(error, ...passedThrough)) throw error;
       throw new VdiError(
         action === 'start' ? 'START_FAILED' : 'STOP_FAILED',
         `Could not ${action} ${desktopId}: ${(error as Error).message} Try again once the cause is fixed.`,
