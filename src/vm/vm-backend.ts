@@ -155,7 +155,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     },
 
     async presentClaim(facts, claim) {
-      checkRef(facts);
+      checkRef({ namespace: facts.namespace, member: facts.member });
       checkHolder(claim.holder);
       if (Number.isNaN(Date.parse(claim.claimedAt))) {
         throw new VdiError(

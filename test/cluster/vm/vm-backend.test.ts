@@ -6,7 +6,6 @@ import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone, VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
-import type { LocalCluster } from '../../../src/testing/local-cluster.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
