@@ -14,9 +14,22 @@ import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
 // this file's own VMI addresses, so a listener on port 3389 never meets another file's VM
 const cluster = useLocalCluster({ simulator: { ipRange: '127.203.0.0/16' } });
 
-/** The adapter with fault knobs added to the clone objects of chosen members, as a test's own annotations. */
+/**
+ * The adapter with fault knobs added to the clone objects of chosen members, as a test's own annotations, and
+ * a concurrent writer that changes each busy VM just before every conditional patch of it.
+ */
 class FaultyCluster extends KubeCluster {
   readonly faults: Record<string, Record<string, string>> = {};
+  readonly busy = new Set<string>();
+  private writes = 0;
+
+  override async patchVm(namespace: string, name: string, patch: Record<string, unknown>) {
+    const conditional = (patch.metadata as { resourceVersion?: string } | undefined)?.resourceVersion;
+    if (this.busy.has(name) && conditional) {
+      await super.patchVm(namespace, name, { metadata: { annotations: { other: String(++this.writes) } } });
+    }
+    return await super.patchVm(namespace, name, patch);
+  }
 
   override createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
     const knobs = this.faults[clone.spec.target?.name ?? ''];
@@ -351,6 +364,25 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(await vms.clearPresentation({ namespace, member: 'legacy-1' }, 'carol')).toBe(true);
     expect((await kube.getVm(namespace, 'legacy-1'))?.metadata.labels).toEqual(pool('legacy'));
     expect(await vms.clearPresentation({ namespace, member: 'devpool-9' }, 'bob')).toBe(false);
+  });
+
+  it('gives up with a retryable CONFLICT when the member keeps changing, having written no copy', async () => {
+    const { namespace, kube, vms } = await setUp('vm-busy');
+    await kube.createVm(namespace, vm('devpool-1', pool('devpool')));
+    await waitForPower(vms, namespace, 'devpool-1', 'stopped');
+    const ref = { namespace, member: 'devpool-1' };
+    const facts = (await vms.readMember(ref)) as MemberFacts;
+    await vms.presentClaim(facts, { holder: 'bob', claimedAt: '2026-01-02T03:04:05.000000Z' });
+    kube.busy.add('devpool-1');
+
+    const present = await failureOf(
+      vms.presentClaim(facts, { holder: 'alice', claimedAt: '2026-01-02T04:00:00.000000Z' }),
+    );
+    expect(present).toMatchObject({ code: 'CONFLICT', retryable: true });
+    expect((await vms.readMember(ref))?.presentation.holder).toBe('bob');
+    const clear = await failureOf(vms.clearPresentation(ref, 'bob'));
+    expect(clear).toMatchObject({ code: 'CONFLICT', retryable: true });
+    expect((await vms.readMember(ref))?.presentation.holder).toBe('bob');
   });
 
   it('gathers connect facts of a running member, probing RDP at its address', async () => {
