@@ -123,6 +123,8 @@ export interface MemberFacts {
   devices: MemberDevice[];
   /** A reset recreates it from its source instead of stopping it. */
   ephemeral: boolean;
+  /** What it was made from, when it records it: a VM's golden VM, a CT's image. */
+  source: string | undefined;
   presentation: PresentedClaim;
   /** An instance of an earlier run still exists (finished, or still going down while the member is stopped). */
   previousInstance: boolean;

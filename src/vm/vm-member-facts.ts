@@ -1,5 +1,5 @@
 import type { MemberConsole, MemberDevice, MemberFacts, MemberPower } from '../desktop-backend.js';
-import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel } from '../keys.js';
+import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance, VmDevices } from '../kubevirt-types.js';
 
 const finishedPhases = new Set(['Succeeded', 'Failed']);
@@ -85,6 +85,7 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
     consoles: consolesOf(devices),
     devices: devicesOf(devices),
     ephemeral: labels[ephemeralLabel] === 'true',
+    source: annotations[sourceAnnotation],
     presentation: {
       holder: annotations[assignedToKey],
       label: labels[assignedToKey],

@@ -242,7 +242,10 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(after.metadata.labels).toMatchObject(ephemeral('eph'));
     expect(after.spec.runStrategy).toBe('Halted');
     expect(await kube.listClones(namespace)).toEqual([]);
-    expect((await vms.readMember({ namespace, member: 'eph-1' }))?.ephemeral).toBe(true);
+    expect(await vms.readMember({ namespace, member: 'eph-1' })).toMatchObject({
+      ephemeral: true,
+      source: 'golden',
+    });
   });
 
   it('leaves an ephemeral member absent after a failed clone, and a second reset makes it again', async () => {

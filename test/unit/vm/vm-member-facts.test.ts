@@ -83,6 +83,7 @@ describe('toVmMemberFacts', () => {
         annotations: {
           'corral.dev/vdi-assigned-to': 'alice@example.com',
           'corral.dev/vdi-claimed-at': '2026-01-02T03:04:05.000000Z',
+          'corral.dev/vdi-source': 'golden',
         },
       },
     );
@@ -111,6 +112,7 @@ describe('toVmMemberFacts', () => {
         { kind: 'host-device', name: 'nic', resource: 'intel.com/sriov' },
       ],
       ephemeral: true,
+      source: 'golden',
       presentation: {
         holder: 'alice@example.com',
         label: 'alice_example.com',
@@ -132,6 +134,7 @@ describe('toVmMemberFacts', () => {
       consoles: ['serial'],
       devices: [],
       ephemeral: false,
+      source: undefined,
       presentation: { holder: undefined, label: undefined, claimedAt: undefined },
       previousInstance: false,
     });
