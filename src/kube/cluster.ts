@@ -7,6 +7,7 @@ import {
   setHeaderOptions,
   type V1Lease,
 } from '@kubernetes/client-node';
+import { isVdiError } from '../errors.js';
 import type {
   LeaseObject,
   NodeObject,
@@ -118,7 +119,8 @@ export class KubeCluster {
     try {
       return await this.call(verb, doing, run);
     } catch (error) {
-      if (apiFailureOf((error as { cause?: unknown }).cause)?.status === 404) return undefined;
+      // not an unserved API group: that 404 is translated to CLUSTER_UNAVAILABLE
+      if (isVdiError(error, 'NOT_FOUND')) return undefined;
       throw error;
     }
   }
