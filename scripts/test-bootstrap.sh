@@ -108,13 +108,14 @@ else
 fi
 
 # 5. Without root or sudo, the apt step says in one line exactly what to install.
-log="$scratch/no-root.log"
 chmod -R a+rX "$scratch"
-if [ "$(id -u)" -ne 0 ]; then
-  printf 'skip without root or sudo the apt step names the packages (needs root to switch to nobody)\n'
-elif run_hidden "$scratch" "$scratch/home-nobody" setpriv --reuid=65534 --regid=65534 --clear-groups \
+# root runs these as nobody; anyone else is unprivileged already, and sudo is not on the hidden PATH
+unprivileged=()
+[ "$(id -u)" -ne 0 ] || unprivileged=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+log="$scratch/no-root.log"
+if run_hidden "$scratch" "$scratch/home-nobody" "${unprivileged[@]}" \
   bash "$scratch/fresh/scripts/apt-install.sh" corral-vdi-no-such-package >"$log" 2>&1; then
-  fail 'without root or sudo the apt step names the packages to install' "$log"
+  fail 'without root or sudo the apt step names the packages to install, in one line' "$log"
 elif [ "$(wc -l <"$log")" -eq 1 ] &&
   grep -q 'as root, run "apt-get update && apt-get install -y corral-vdi-no-such-package"' "$log"; then
   pass 'without root or sudo the apt step names the packages to install, in one line'
@@ -124,7 +125,7 @@ fi
 
 # 6. Installed packages need no apt-get at all, so no root either.
 log="$scratch/installed.log"
-if run_hidden "$scratch" "$scratch/home-nobody" setpriv --reuid=65534 --regid=65534 --clear-groups \
+if run_hidden "$scratch" "$scratch/home-nobody" "${unprivileged[@]}" \
   bash "$scratch/fresh/scripts/apt-install.sh" bash coreutils >"$log" 2>&1 && [ ! -s "$log" ]; then
   pass 'packages that are installed already need no apt-get'
 else
