@@ -10,6 +10,9 @@ bin_dir="$cache_root/bin/$k8s_version"
 work_dir="$cache_root/build"
 
 say() { printf '[control-plane] %s\n' "$*" >&2; }
+retry='run "bash scripts/build-control-plane.sh" again'
+step='checking the cache'
+trap 'say "step '"'"'$step'"'"' failed (see above); $retry"' ERR
 
 if [ -x "$bin_dir/kube-apiserver" ] && [ -x "$bin_dir/etcd" ]; then
   say "binaries ready in $bin_dir"
@@ -19,6 +22,7 @@ fi
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
+step='apt install'
 need_packages=()
 for pair in etcd:etcd-server go:golang-go rsync:rsync dpkg-source:dpkg-dev; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need_packages+=("${pair#*:}")
@@ -28,6 +32,7 @@ reflect2_src=/usr/share/gocode/src/github.com/modern-go/reflect2
 
 src_list=/etc/apt/sources.list.d/corral-vdi-src.sources
 if [ ! -f "$src_list" ]; then
+  step='deb-src entry'
   say "adding a deb-src entry for Debian's kubernetes source package"
   as_root tee "$src_list" >/dev/null <<'SRC'
 Types: deb-src
@@ -37,12 +42,10 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
   as_root apt-get update -qq
-elif [ ${#need_packages[@]} -gt 0 ]; then
-  as_root apt-get update -qq
 fi
 if [ ${#need_packages[@]} -gt 0 ]; then
-  say "installing ${need_packages[*]}"
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${need_packages[@]}" >/dev/null
+  # it names its failed step itself
+  bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${need_packages[@]}" || exit 1
 fi
 
 mkdir -p "$bin_dir" "$work_dir"
@@ -53,9 +56,11 @@ if [ ! -x "$bin_dir/kube-apiserver" ]; then
   tree=$(find . -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
   if [ -z "$tree" ] || [ ! -f "$tree/.corral-extracted" ]; then
     rm -rf ./kubernetes-*/
+    step='kubernetes source download'
     say "downloading Debian's kubernetes source package (about 34 MB)"
     apt-get source --download-only kubernetes >/dev/null 2>&1 || apt-get source --download-only kubernetes
     dsc=$(ls kubernetes_*.dsc | head -n 1)
+    step='kubernetes source unpack'
     say "unpacking $dsc"
     dpkg-source --no-check -x "$dsc" >/dev/null
     tree=$(find . -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
@@ -71,15 +76,16 @@ if [ ! -x "$bin_dir/kube-apiserver" ]; then
   ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
   # A failed generator run leaves a 0-byte binary behind that breaks the next build.
   rm -rf "$tree/_output"
+  step='kube-apiserver build'
   say "building kube-apiserver $k8s_version with $(go version | cut -d' ' -f3) (about 5 minutes on 2 cores)"
   (cd "$gopath/src/k8s.io/kubernetes" && GOPATH="$gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= \
     make WHAT=cmd/kube-apiserver >"$work_dir/build.log" 2>&1) || {
     tail -n 40 "$work_dir/build.log" >&2
-    say "build failed; the full log is $work_dir/build.log"
+    say "step 'kube-apiserver build' failed; the full log is $work_dir/build.log; $retry"
     exit 1
   }
   built="$tree/_output/bin/kube-apiserver"
-  [ -s "$built" ] || { say "the build wrote no kube-apiserver"; exit 1; }
+  [ -s "$built" ] || { say "step 'kube-apiserver build' wrote no kube-apiserver; $retry"; exit 1; }
   cp "$built" "$bin_dir/kube-apiserver.partial"
   mv -f "$bin_dir/kube-apiserver.partial" "$bin_dir/kube-apiserver"
   rm -rf "$tree/_output"

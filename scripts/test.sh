@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs every check and every test: lint, typecheck, build, package checks, API docs, then the unit, cluster
-# and end-to-end tests against a real local control plane. Sets up Node, dependencies and binaries first.
+# Runs every check and every test: the set-up on a machine without Node.js, lint, typecheck, build, package
+# checks, API docs, then the unit, cluster and end-to-end tests against a real local control plane. Sets up
+# Node, dependencies and binaries first.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 bash scripts/build-control-plane.sh >/dev/null
 
 step() { printf '\n== %s\n' "$*"; }
+step 'set-up without Node.js (scripts/test-bootstrap.sh)' && bash scripts/test-bootstrap.sh
 step lint && npx biome check .
 step typecheck && npx tsc --noEmit
 step build && npx tsup --silent

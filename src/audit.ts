@@ -1,3 +1,5 @@
+import { VdiError } from './errors.js';
+
 /** The actions the audit log records. @category audit */
 export type AuditAction =
   | 'vdi claim'
@@ -46,7 +48,17 @@ export class MemoryAuditSink implements AuditSink {
   private readonly entries: AuditRecord[] = [];
   readonly limit: number;
 
+  /** @throws {@link VdiError} `INVALID_INPUT` when `limit` is not a whole number of at least 0. */
   constructor(limit = 1000) {
+    // NaN or Infinity would let the log grow without bound
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw new VdiError(
+        'INVALID_INPUT',
+        `The audit limit must be a whole number of at least 0, not ${limit}.`,
+        {
+          details: { limit },
+        },
+      );
     this.limit = limit;
   }
 

@@ -1,3 +1,4 @@
+import { formatTime, normalizeTime } from '../format-time.js';
 import {
   assignedToKey,
   claimedAtAnnotation,
@@ -27,6 +28,7 @@ export interface DesktopView {
   owner: string | undefined;
   /** Changes with every claim; `undefined` when nobody holds it or for a v0.6.0 assignment. */
   sessionId: string | undefined;
+  /** When it was claimed, RFC 3339 in UTC with milliseconds like every time the SDK reports. */
   claimedAt: string | undefined;
   /** When the claim's Lease expires unless renewed. */
   expiresAt: string | undefined;
@@ -56,10 +58,13 @@ export function toDesktopView(vm: VirtualMachine, lease: LeaseObject | undefined
     poolId: `vm/${namespace}/${pool}`,
     owner: owner || undefined,
     sessionId: lease?.metadata.annotations?.[sessionIdAnnotation],
-    claimedAt:
+    claimedAt: normalizeTime(
       lease?.spec.acquireTime ??
-      (legacy.kind === 'legacy-assigned' ? legacy.claimedAt : vm.metadata.annotations?.[claimedAtAnnotation]),
-    expiresAt: expiresAt?.toISOString(),
+        (legacy.kind === 'legacy-assigned'
+          ? legacy.claimedAt
+          : vm.metadata.annotations?.[claimedAtAnnotation]),
+    ),
+    expiresAt: expiresAt && formatTime(expiresAt),
     legacy: legacy.kind === 'legacy-assigned',
     phase,
     running: phase === 'Running',

@@ -26,6 +26,7 @@ export type {
 export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
+export { formatTime, normalizeTime } from '../format-time.js';
 export {
   assignedToKey,
   claimedAtAnnotation,

@@ -7,6 +7,8 @@ import {
   setHeaderOptions,
   type V1Lease,
 } from '@kubernetes/client-node';
+import { isVdiError } from '../errors.js';
+import { formatMicroTime } from '../format-time.js';
 import type {
   LeaseObject,
   NodeObject,
@@ -15,6 +17,7 @@ import type {
   VirtualMachineClone,
   VirtualMachineInstance,
 } from '../kubevirt-types.js';
+import { makeKeepAliveClient } from './connections.js';
 import { apiFailureOf } from './errors.js';
 import { rawRequest } from './raw-request.js';
 import { callWithRetry, type RetryOptions } from './retry.js';
@@ -52,8 +55,7 @@ function leaseFromApi(lease: V1Lease): LeaseObject {
 
 // Lease times are MicroTime: the apiserver rejects them without the microsecond digits.
 function microTime(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  return new Date(value).toISOString().replace(/Z$/, '000Z');
+  return value === undefined ? undefined : formatMicroTime(value);
 }
 
 function leaseToApi(lease: LeaseObject): V1Lease {
@@ -86,9 +88,9 @@ export class KubeCluster {
 
   constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
     this.kubeConfig = kubeConfig;
-    this.core = kubeConfig.makeApiClient(CoreV1Api);
-    this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
-    this.custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.core = makeKeepAliveClient(kubeConfig, CoreV1Api);
+    this.coordination = makeKeepAliveClient(kubeConfig, CoordinationV1Api);
+    this.custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
     this.retry = retry;
   }
 
@@ -118,7 +120,8 @@ export class KubeCluster {
     try {
       return await this.call(verb, doing, run);
     } catch (error) {
-      if (apiFailureOf((error as { cause?: unknown }).cause)?.status === 404) return undefined;
+      // not an unserved API group: that 404 is translated to CLUSTER_UNAVAILABLE
+      if (isVdiError(error, 'NOT_FOUND')) return undefined;
       throw error;
     }
   }

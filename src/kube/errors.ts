@@ -7,6 +7,8 @@ export interface ApiFailure {
   reason: string;
   message: string;
   retryAfterSeconds: number | undefined;
+  /** Whether the body was a Kubernetes `Status`; a bare text 404 comes from a mux that does not serve the API. */
+  isStatus: boolean;
 }
 
 const networkErrorCodes = new Set([
@@ -18,7 +20,7 @@ const networkErrorCodes = new Set([
   'UND_ERR_SOCKET',
 ]);
 
-function parseStatusBody(body: unknown): { reason?: string; message?: string } {
+function parseStatusBody(body: unknown): { reason?: string; message?: string; isStatus?: true } {
   if (typeof body === 'string') {
     try {
       return parseStatusBody(JSON.parse(body));
@@ -27,10 +29,11 @@ function parseStatusBody(body: unknown): { reason?: string; message?: string } {
     }
   }
   if (typeof body === 'object' && body !== null) {
-    const status = body as { reason?: unknown; message?: unknown };
+    const status = body as { kind?: unknown; reason?: unknown; message?: unknown };
     return {
       ...(typeof status.reason === 'string' ? { reason: status.reason } : {}),
       ...(typeof status.message === 'string' ? { message: status.message } : {}),
+      ...(status.kind === 'Status' ? { isStatus: true } : {}),
     };
   }
   return {};
@@ -46,6 +49,7 @@ export function apiFailureOf(error: unknown): ApiFailure | undefined {
       reason: parsed.reason ?? '',
       message: parsed.message ?? '',
       retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+      isStatus: parsed.isStatus === true,
     };
   }
   return undefined;
@@ -65,14 +69,36 @@ function isNetworkError(error: unknown): boolean {
   return false;
 }
 
-function codeForStatus(status: number): VdiErrorCode {
+// While an apiserver restarts, or an aggregated API is down, its mux answers a bare 404 instead of a Status.
+function isUnservedApi(failure: ApiFailure): boolean {
+  return failure.status === 404 && !failure.isStatus;
+}
+
+function codeForStatus(failure: ApiFailure): VdiErrorCode {
+  const { status } = failure;
   if (status === 401) return 'UNAUTHENTICATED';
   if (status === 403) return 'FORBIDDEN';
+  if (isUnservedApi(failure)) return 'CLUSTER_UNAVAILABLE';
   if (status === 404) return 'NOT_FOUND';
   if (status === 409) return 'CONFLICT';
   if (status === 400 || status === 422) return 'INVALID_INPUT';
   if (status === 429 || status >= 500) return 'CLUSTER_UNAVAILABLE';
   return 'INTERNAL';
+}
+
+function adviceFor(failure: ApiFailure, code: VdiErrorCode): string {
+  if (code === 'FORBIDDEN')
+    return ' Grant the caller that permission in the namespace (see the permissions in the docs).';
+  if (isUnservedApi(failure))
+    return (
+      " The apiserver does not serve this API right now, as happens while it restarts or while KubeVirt's API" +
+      ' is not ready. Wait a few seconds and try again; if it lasts, check that KubeVirt is installed and running.'
+    );
+  if (failure.status === 429) return ' The apiserver is busy; wait a moment and try again.';
+  if (failure.status === 503)
+    return ' The apiserver or an API behind it is unavailable, maybe restarting; wait a few seconds and try again.';
+  if (code === 'CLUSTER_UNAVAILABLE') return ' The apiserver failed to answer; try again.';
+  return '';
 }
 
 /**
@@ -83,15 +109,9 @@ export function toVdiError(error: unknown, doing: string): VdiError {
   if (isVdiError(error)) return error;
   const failure = apiFailureOf(error);
   if (failure) {
-    const code = codeForStatus(failure.status);
-    const said = failure.message || failure.reason || `HTTP ${failure.status}`;
-    const advice =
-      code === 'FORBIDDEN'
-        ? ' Grant the caller that permission in the namespace (see the permissions in the docs).'
-        : code === 'CLUSTER_UNAVAILABLE'
-          ? ' The apiserver is busy or unavailable; try again.'
-          : '';
-    return new VdiError(code, `Could not ${doing}: ${said}.${advice}`, {
+    const code = codeForStatus(failure);
+    const said = failure.message.trim() || failure.reason || `HTTP ${failure.status}`;
+    return new VdiError(code, `Could not ${doing}: ${said}.${adviceFor(failure, code)}`, {
       retryable: code === 'CLUSTER_UNAVAILABLE',
       details: {
         status: failure.status,

@@ -1,5 +1,5 @@
-import pRetry, { AbortError } from 'p-retry';
-import { isVdiError } from '../errors.js';
+import { setTimeout as wait } from 'node:timers/promises';
+import { VdiError } from '../errors.js';
 import { toVdiError } from './errors.js';
 
 /** How the adapters retry transient apiserver errors (429, 5xx, a dropped connection). @category configuration */
@@ -16,38 +16,63 @@ export interface RetryOptions {
   minDelayMs?: number;
 }
 
+/** Waits `ms` milliseconds, or rejects as soon as `signal` aborts. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** Options of one {@link callWithRetry}: the retry budget, a signal that cancels it, and how it waits. */
+export interface CallWithRetryOptions extends RetryOptions {
+  /** Cancels the call: no further try starts and a wait between tries ends at once. */
+  signal?: AbortSignal;
+  /** Tests pass one that returns at once and records the waits. */
+  sleep?: Sleep;
+}
+
+const maxBackoffMs = 2000;
+const maxRetryAfterMs = 10_000;
+
+const sleepFor: Sleep = (ms, signal) => wait(ms, undefined, signal ? { signal } : {});
+
+// The apiserver's Retry-After is the wait it asked for; otherwise a doubling backoff, jittered up to twice.
+function delayBefore(retry: number, error: VdiError, minDelayMs: number): number {
+  const seconds = error.details.retryAfterSeconds;
+  if (typeof seconds === 'number' && seconds >= 0) return Math.min(seconds * 1000, maxRetryAfterMs);
+  return Math.min(minDelayMs * 2 ** retry * (1 + Math.random()), maxBackoffMs);
+}
+
+function cancelled(doing: string, signal: AbortSignal): VdiError {
+  return new VdiError('INTERNAL', `Could not ${doing}: the caller cancelled it.`, {
+    details: { cancelled: true },
+    cause: signal.reason,
+  });
+}
+
 /**
  * Runs one apiserver call, retrying only errors marked retryable. Conflicts are never retried here: the
- * caller re-reads and re-plans. A `Retry-After` from the apiserver sets the next wait.
+ * caller re-reads and re-plans. A `Retry-After` from the apiserver replaces the backoff before the next try.
+ *
+ * @throws {@link VdiError} the translated error of the last try; `details.cancelled` when `signal` aborted.
  */
 export async function callWithRetry<T>(
   doing: string,
   call: () => Promise<T>,
-  options: RetryOptions = {},
+  options: CallWithRetryOptions = {},
 ): Promise<T> {
-  const minDelayMs = options.minDelayMs ?? 100;
-  return await pRetry(
-    async () => {
-      try {
-        return await call();
-      } catch (error) {
-        const translated = toVdiError(error, doing);
-        if (!translated.retryable) throw new AbortError(translated);
-        throw translated;
-      }
-    },
-    {
-      retries: options.retries ?? 4,
-      minTimeout: minDelayMs,
-      maxTimeout: 2000,
-      randomize: true,
-      onFailedAttempt: async ({ error }) => {
-        const seconds = isVdiError(error) ? error.details.retryAfterSeconds : undefined;
-        if (typeof seconds === 'number' && seconds > 0)
-          await new Promise((resolve) => setTimeout(resolve, Math.min(seconds, 10) * 1000));
-      },
-    },
-  ).catch((error: unknown) => {
-    throw toVdiError(error, doing);
-  });
+  const { signal, sleep = sleepFor, retries = 4, minDelayMs = 100 } = options;
+  for (let retry = 0; ; retry++) {
+    if (signal?.aborted) throw cancelled(doing, signal);
+    let failure: VdiError;
+    try {
+      return await call();
+    } catch (error) {
+      failure = toVdiError(error, doing);
+    }
+    if (signal?.aborted) throw cancelled(doing, signal);
+    if (!failure.retryable || retry >= retries) throw failure;
+    try {
+      await sleep(delayBefore(retry, failure, minDelayMs), signal);
+    } catch (error) {
+      if (signal?.aborted) throw cancelled(doing, signal);
+      throw error;
+    }
+  }
 }

@@ -1,5 +1,6 @@
 import { classifyMember } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
+import { formatTime, normalizeTime } from '../format-time.js';
 import { claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from './member-names.js';
@@ -57,26 +58,24 @@ function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date):
       return { kind: 'free' };
     case 'held-by-caller':
     case 'held-by-other': {
-      const since = lease?.spec.acquireTime ?? lease?.spec.renewTime;
+      const since = normalizeTime(lease?.spec.acquireTime ?? lease?.spec.renewTime);
       return {
         kind: 'claimed',
         holder: classified.holder,
         ...(since ? { since } : {}),
-        expiresAt: classified.expiresAt.toISOString(),
+        expiresAt: formatTime(classified.expiresAt),
       };
     }
     case 'orphan-adoptable':
     case 'orphan-held-by-other': {
-      const since = vm.metadata.annotations?.[claimedAtAnnotation];
+      const since = normalizeTime(vm.metadata.annotations?.[claimedAtAnnotation]);
       return { kind: 'claimed', holder: classified.holder, ...(since ? { since } : {}), leaseMissing: true };
     }
     case 'legacy-adoptable':
-    case 'legacy-held-by-other':
-      return {
-        kind: 'legacy-assigned',
-        user: classified.user,
-        ...(classified.claimedAt ? { since: classified.claimedAt } : {}),
-      };
+    case 'legacy-held-by-other': {
+      const since = normalizeTime(classified.claimedAt);
+      return { kind: 'legacy-assigned', user: classified.user, ...(since ? { since } : {}) };
+    }
     case 'unavailable':
       return { kind: 'deleting' };
   }

@@ -60,7 +60,7 @@ describe('describePools', () => {
         {
           kind: 'claimed',
           holder: 'alice@example.com',
-          since: '2026-07-02T11:30:00.000000Z',
+          since: '2026-07-02T11:30:00.000Z',
           expiresAt: '2026-07-02T12:50:00.000Z',
         },
         'Running',
@@ -88,7 +88,7 @@ describe('describePools', () => {
     expect(pool?.members[0]?.state).toEqual({
       kind: 'claimed',
       holder: 'alice',
-      since: '2026-07-02T11:00:00Z',
+      since: '2026-07-02T11:00:00.000Z',
       leaseMissing: true,
     });
   });
