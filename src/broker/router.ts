@@ -118,13 +118,13 @@ export function createRouter(options: RouterOptions): Router {
     let desktop: unknown;
     if (route.auth === 'holder-or-admin') {
       const read = await desktops.read(params.ns ?? '', params.member ?? '');
-      void requireHolderOrAdmin;
+      requireHolderOrAdmin(read.view, caller);
       desktop = read;
     }
     // The table and the handlers share their keys, so this handler takes this route's input.
     const handle = handlers[name] as (input: unknown) => Promise<unknown>;
     const answer = await handle({ caller, params, query, desktop });
-    return answerJson(route.response.status, answer);
+    return answerJson(route.response.status, route.response.schema.parse(answer));
   }
 
   return async (request) => {
