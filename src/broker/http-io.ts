@@ -108,7 +108,7 @@ export function writeNodeResponse(res: ServerResponse, response: BrokerResponse)
   res.end(response.body);
 }
 
-/** A node:http request as the router sees it; behind Express, the path before any mount point was stripped. */
+/** A node:http request as the router sees it; behind Express, `originalUrl` keeps what a mount point strips. */
 export function nodeRequest(req: IncomingMessage): BrokerRequest {
   const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
   return {

@@ -41,12 +41,13 @@ export interface RouteHandlerDependencies {
   log: (message: string) => void;
 }
 
+const nullable = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
+
 /** Builds the handlers of the broker's routes. */
 export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
   const { vdi, desktops, tasks, namespaces, log } = deps;
   const ctx = vdi.context;
   const openApiDocument = buildOpenApiDocument();
-  const nullable = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
 
   return {
     async listPools() {
