@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import { maxPoolNameLength, maxSubdomainLength } from '../claims/object-names.js';
 import type { VdiErrorCode } from '../errors.js';
