@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { VdiError } from '../errors.js';
 import { parseDuration } from '../sessions/parse-duration.js';
 import { defaultNamespace } from '../vdi.js';
+import { dnsLabelPattern, maxNamespaceLength } from './input-rules.js';
 
 /**
  * The broker's settings that can come from the environment. Every field is optional in code; the defaults are
@@ -36,8 +37,6 @@ export const brokerEnvironmentVariables = [
 
 type BrokerEnvironmentVariable = (typeof brokerEnvironmentVariables)[number];
 
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 const switchValue = z
   .string()
   .trim()
@@ -56,8 +55,8 @@ const namespaceList = commaList.pipe(
   z.array(
     z
       .string()
-      .max(63, 'a namespace name has at most 63 characters')
-      .regex(namespacePattern, 'a namespace name is a DNS-1123 label such as corral-vms'),
+      .max(maxNamespaceLength, `a namespace name has at most ${maxNamespaceLength} characters`)
+      .regex(dnsLabelPattern, 'a namespace name is a DNS-1123 label such as corral-vms'),
   ),
 );
 

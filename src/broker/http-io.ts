@@ -1,7 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-
-/** The largest request body the broker reads; its POST routes take nothing that needs more. */
-export const maxBodyBytes = 16 * 1024;
+import { maxBodyBytes } from './input-rules.js';
 
 /** A request body as read: its bytes, or the fact that it was too large to read. */
 export type BodyRead = { kind: 'body'; bytes: Uint8Array } | { kind: 'too-large' };
@@ -108,4 +106,34 @@ export function splitTarget(target: string): { rawPath: string; query: URLSearch
 export function writeNodeResponse(res: ServerResponse, response: BrokerResponse): void {
   res.writeHead(response.status, response.headers);
   res.end(response.body);
+}
+
+/** A node:http request as the router sees it; behind Express, `originalUrl` keeps what a mount point strips. */
+export function nodeRequest(req: IncomingMessage): BrokerRequest {
+  const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  return {
+    method: req.method ?? 'GET',
+    ...splitTarget(target),
+    headers: headersOfNode(req),
+    remoteAddress: req.socket.remoteAddress,
+    readBody: () => readNodeBody(req),
+  };
+}
+
+/** A fetch `Request` as the router sees it; the peer address comes from the host, when it tells. */
+export function webRequest(request: Request, remoteAddress: string | undefined): BrokerRequest {
+  const url = new URL(request.url);
+  return {
+    method: request.method,
+    rawPath: url.pathname,
+    query: url.searchParams,
+    headers: request.headers,
+    remoteAddress,
+    readBody: () => readWebBody(request),
+  };
+}
+
+/** A broker answer as a fetch `Response`. */
+export function webResponse(response: BrokerResponse): Response {
+  return new Response(response.body, { status: response.status, headers: response.headers });
 }

@@ -1,181 +1,96 @@
 import { z } from 'zod';
+import { kindParam, maxBodyBytes } from './input-rules.js';
+import type { RouteDeclaration } from './route-declaration.js';
+import { routes } from './routes.js';
 import { componentRegistry } from './schemas.js';
 
 type Json = Record<string, unknown>;
 
+type Paths = Record<string, Record<string, Json>>;
+
 const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 
-const json = (id: string, description: string): Json => ({
+// A registered schema is a component; any other is written in place, without its own $schema.
+function schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
+  const id = componentRegistry.get(schema)?.id;
+  if (id !== undefined) return ref(id);
+  const { $schema: _schema, ...inline } = z.toJSONSchema(schema, { target: 'draft-2020-12', io }) as Json;
+  return inline;
+}
+
+const json = (description: string, schema: Json): Json => ({
   description,
-  content: { 'application/json': { schema: ref(id) } },
+  content: { 'application/json': { schema } },
 });
 
-const errorAnswers = (entries: Record<number, string>): Json =>
-  Object.fromEntries(
-    Object.entries(entries).map(([status, description]) => [status, json('Error', description)]),
-  );
+// A parameter's description belongs on the parameter, not inside its schema.
+function parameter(name: string, where: 'path' | 'query', schema: z.ZodType, required: boolean): Json {
+  // Parameter rules never transform; their output (a `vm` kind, not any string) is what a client may send.
+  const { description, ...rest } = schemaOf(schema, 'output');
+  return { name, in: where, required, ...(description === undefined ? {} : { description }), schema: rest };
+}
 
-const common = {
-  401: 'No identity: the request did not come through a trusted identity provider.',
-  403: 'A service identity, or a caller who is neither the holder nor an admin.',
-  404: 'The broker is off, or the namespace is not served, or the object does not exist.',
-};
-
-const pathParameter = (name: string, description: string, schema: Json): Json => ({
-  name,
-  in: 'path',
-  required: true,
-  description,
-  schema,
-});
-
-const kindParameter = pathParameter('kind', 'The backend; only `vm` is served (`ct` answers 422).', {
-  type: 'string',
-  enum: ['vm'],
-});
-const namespaceParameter = pathParameter('ns', 'A namespace the broker serves.', {
-  type: 'string',
-  pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$',
-  maxLength: 63,
-});
-const memberParameter = pathParameter('member', 'The member VM, such as devpool-1.', {
-  type: 'string',
-  maxLength: 253,
-});
-const desktopParameters = [kindParameter, namespaceParameter, memberParameter];
-
-const actionBody: Json = {
-  required: false,
-  content: { 'application/json': { schema: ref('ActionBody') } },
-};
-
-const desktopErrors = errorAnswers({
-  400: 'A malformed ID, an unknown kind or invalid JSON.',
-  ...common,
-  405: 'Another method than the route takes; see the Allow header.',
-  413: 'A body over 16 KiB.',
-  422: 'A CT desktop: this SDK serves VM pools only.',
-});
-
-function paths(): Json {
+// What the router itself can answer, before or around the route's own work.
+function routerErrors(route: RouteDeclaration): Partial<Record<number, string>> {
+  const params = Object.values<z.ZodType>(route.params);
+  const malformed = [
+    params.length > 0 ? 'a malformed ID' : undefined,
+    params.includes(kindParam) ? 'an unknown kind' : undefined,
+    route.query ? 'a bad query value' : undefined,
+    route.body ? 'a body that is not a JSON object' : undefined,
+  ].filter((part) => part !== undefined);
   return {
-    '/api/vdi/pools': {
-      get: {
-        operationId: 'listPools',
-        summary: 'The served pools with member, claimed and free counts.',
-        responses: { 200: json('PoolList', 'The pools.'), ...errorAnswers(common) },
-      },
-    },
-    '/api/vdi/pools/{kind}/{ns}/{pool}/claim': {
-      post: {
-        operationId: 'claim',
-        summary:
-          'Claims a free member for the caller and starts it; a retry returns the desktop the caller holds.',
-        parameters: [
-          kindParameter,
-          namespaceParameter,
-          pathParameter('pool', 'The pool name.', { type: 'string', maxLength: 50 }),
-        ],
-        requestBody: actionBody,
-        responses: {
-          200: json('ClaimedDesktop', 'The claimed desktop; `startError` is set when it did not start.'),
-          ...desktopErrors,
-          ...errorAnswers({ 409: 'The pool has no free member.' }),
-        },
-      },
-    },
-    '/api/vdi/desktops': {
-      get: {
-        operationId: 'listDesktops',
-        summary: "The caller's desktops; `?all=1` lists every user's (admins only).",
-        parameters: [
-          { name: 'all', in: 'query', required: false, schema: { type: 'string', enum: ['0', '1'] } },
-        ],
-        responses: {
-          200: json('DesktopList', 'The desktops.'),
-          ...errorAnswers({ 400: 'A bad query value.', ...common }),
-        },
-      },
-    },
-    '/api/vdi/desktops/{kind}/{ns}/{member}': {
-      get: {
-        operationId: 'getDesktop',
-        summary: 'One desktop (holder or admin).',
-        parameters: desktopParameters,
-        responses: { 200: json('Desktop', 'The desktop.'), ...desktopErrors },
-      },
-    },
-    '/api/vdi/desktops/{kind}/{ns}/{member}/start': {
-      post: {
-        operationId: 'startDesktop',
-        summary: 'Starts the desktop (holder or admin); a running desktop is left alone.',
-        parameters: desktopParameters,
-        requestBody: actionBody,
-        responses: {
-          200: json('Desktop', 'The desktop after the start.'),
-          ...desktopErrors,
-          ...errorAnswers({
-            409: 'The claim expired; claim the pool again.',
-            502: 'The start failed; the claim stays.',
-          }),
-        },
-      },
-    },
-    '/api/vdi/desktops/{kind}/{ns}/{member}/release': {
-      post: {
-        operationId: 'releaseDesktop',
-        summary: 'Releases the desktop (holder or admin) in a task: the VM stops and keeps its disks.',
-        parameters: desktopParameters,
-        requestBody: actionBody,
-        responses: { 202: json('ReleaseAccepted', 'The release runs; poll the task.'), ...desktopErrors },
-      },
-    },
-    '/api/vdi/desktops/{kind}/{ns}/{member}/connect': {
-      get: {
-        operationId: 'connectDesktop',
-        summary: 'The console to use (holder or admin), probed again on every call.',
-        parameters: desktopParameters,
-        responses: {
-          200: json('ConnectAnswer', 'The target console, the fallbacks and what was skipped.'),
-          ...desktopErrors,
-          ...errorAnswers({
-            409: 'The claim expired (claim again) or the desktop is stopped (start it first).',
-          }),
-        },
-      },
-    },
-    '/api/vdi/openapi.json': {
-      get: {
-        operationId: 'openapi',
-        summary: 'This document.',
-        responses: {
-          200: { description: 'The OpenAPI 3.1 document.', content: { 'application/json': {} } },
-          ...errorAnswers(common),
-        },
-      },
-    },
-    '/api/tasks/{id}': {
-      get: {
-        operationId: 'getTask',
-        summary: 'A task the caller started (admins: any task).',
-        parameters: [pathParameter('id', 'The task ID a release answered with.', { type: 'string' })],
-        responses: {
-          200: json('Task', 'The task.'),
-          ...errorAnswers({ 400: 'A malformed task ID.', ...common }),
-        },
-      },
-    },
-    '/api/tasklog': {
-      get: {
-        operationId: 'taskLog',
-        summary: 'The task log: admins see every record, users their own (where they acted).',
-        responses: { 200: json('TaskLog', 'The records, oldest first.'), ...errorAnswers(common) },
-      },
+    ...(malformed.length > 0 ? { 400: `Bad input: ${malformed.join(', ')}.` } : {}),
+    401: 'No identity: the request did not come through a trusted identity provider.',
+    403:
+      route.auth === 'holder-or-admin'
+        ? 'A service identity, or a caller who is neither the holder nor an admin.'
+        : 'A service identity.',
+    404: 'The broker is off, or the namespace is not served, or the object does not exist.',
+    405: 'Another method than the route takes; see the Allow header.',
+    ...(route.body ? { 413: `A body over ${maxBodyBytes / 1024} KiB.` } : {}),
+    ...(params.includes(kindParam) ? { 422: 'A CT desktop or pool: this SDK serves VM pools only.' } : {}),
+  };
+}
+
+function operation(operationId: string, route: RouteDeclaration): Json {
+  const parameters = [
+    ...Object.entries<z.ZodType>(route.params).map(([name, schema]) => parameter(name, 'path', schema, true)),
+    ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) =>
+      parameter(name, 'query', schema, !schema.safeParse(undefined).success),
+    ),
+  ];
+  const errors = { ...routerErrors(route), ...route.errors };
+  return {
+    operationId,
+    summary: route.summary,
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(route.body
+      ? {
+          requestBody: {
+            required: false,
+            content: { 'application/json': { schema: schemaOf(route.body, 'input') } },
+          },
+        }
+      : {}),
+    responses: {
+      [route.response.status]: json(route.response.description, schemaOf(route.response.schema, 'output')),
+      ...Object.fromEntries(
+        Object.entries(errors).map(([status, description]) => [status, json(description, ref('Error'))]),
+      ),
     },
   };
 }
 
-function components(): Json {
+function paths(): Paths {
+  const paths: Paths = {};
+  for (const [operationId, route] of Object.entries<RouteDeclaration>(routes)) {
+    paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operation(operationId, route) };
+  }
+  return paths;
+}
+
+function components(): { schemas: Record<string, Json> } {
   const { schemas } = z.toJSONSchema(componentRegistry, {
     target: 'draft-2020-12',
     uri: (id) => `#/components/schemas/${id}`,
@@ -189,8 +104,9 @@ function components(): Json {
 }
 
 /**
- * The OpenAPI 3.1 document of the broker's routes, generated from the zod schemas the broker answers with.
- * The broker serves it at `GET /api/vdi/openapi.json`.
+ * The OpenAPI 3.1 document of the broker, derived from its route table and the zod schemas the broker checks
+ * requests and answers with. The broker serves it at `GET /api/vdi/openapi.json`; `npm run openapi` writes it
+ * to `docs/openapi.json`.
  *
  * @example
  * ```ts

@@ -160,17 +160,6 @@ export const connectAnswerSchema = z
   })
   .register(componentRegistry, { id: 'ConnectAnswer', description: 'How to reach a desktop.' });
 
-/** The optional body of the POST routes. The broker takes nothing from it, least of all an identity. */
-export const actionBodySchema = z.looseObject({}).register(componentRegistry, {
-  id: 'ActionBody',
-  description: 'Optional. Any JSON object; its fields are ignored, so a body never names the caller.',
-});
-
-/** The query of `GET /api/vdi/desktops`. */
-export const desktopListQuerySchema = z.object({
-  all: z.enum(['0', '1']).optional(),
-});
-
 /** A desktop as the API answers it. @category broker */
 export type DesktopBody = z.infer<typeof desktopSchema>;
 /** A claim as the API answers it. @category broker */

@@ -1,48 +1,54 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { matchRoute, parseDesktopId } from '../../../src/broker/match-route.js';
+import { matchRoute } from '../../../src/broker/match-route.js';
 
 const served = ['corral-vms', 'team-a'];
 const match = (method: string, rawPath: string) => matchRoute({ method, rawPath, servedNamespaces: served });
 
 describe('matchRoute', () => {
   it.each([
-    ['GET', '/api/vdi/pools', { name: 'list-pools' }],
+    ['GET', '/api/vdi/pools', 'listPools', {}],
     [
       'POST',
       '/api/vdi/pools/vm/corral-vms/devpool/claim',
-      { name: 'claim', namespace: 'corral-vms', pool: 'devpool' },
+      'claim',
+      { kind: 'vm', ns: 'corral-vms', pool: 'devpool' },
     ],
-    ['GET', '/api/vdi/desktops', { name: 'list-desktops' }],
+    ['GET', '/api/vdi/desktops', 'listDesktops', {}],
     [
       'GET',
       '/api/vdi/desktops/vm/team-a/devpool-1',
-      { name: 'get-desktop', namespace: 'team-a', member: 'devpool-1' },
+      'getDesktop',
+      { kind: 'vm', ns: 'team-a', member: 'devpool-1' },
     ],
     [
       'POST',
       '/api/vdi/desktops/vm/corral-vms/devpool-1/start',
-      { name: 'start', namespace: 'corral-vms', member: 'devpool-1' },
+      'startDesktop',
+      { kind: 'vm', ns: 'corral-vms', member: 'devpool-1' },
     ],
     [
       'POST',
       '/api/vdi/desktops/vm/corral-vms/devpool-1/release',
-      { name: 'release', namespace: 'corral-vms', member: 'devpool-1' },
+      'releaseDesktop',
+      { kind: 'vm', ns: 'corral-vms', member: 'devpool-1' },
     ],
     [
       'GET',
       '/api/vdi/desktops/vm/corral-vms/devpool-1/connect',
-      { name: 'connect', namespace: 'corral-vms', member: 'devpool-1' },
+      'connectDesktop',
+      { kind: 'vm', ns: 'corral-vms', member: 'devpool-1' },
     ],
-    ['GET', '/api/vdi/openapi.json', { name: 'openapi' }],
+    ['GET', '/api/vdi/openapi.json', 'openapi', {}],
     [
       'GET',
       '/api/tasks/vdi-release-corral-vms-devpool-1-0a1b2c',
-      { name: 'get-task', id: 'vdi-release-corral-vms-devpool-1-0a1b2c' },
+      'getTask',
+      { id: 'vdi-release-corral-vms-devpool-1-0a1b2c' },
     ],
-    ['GET', '/api/tasklog', { name: 'task-log' }],
-  ])('routes %s %s', (method, rawPath, route) => {
-    expect(match(method, rawPath)).toEqual({ kind: 'route', route });
+    ['GET', '/api/tasklog', 'taskLog', {}],
+  ])('routes %s %s to %s', (method, rawPath, name, params) => {
+    expect(match(method, rawPath)).toEqual({ kind: 'route', name, params });
   });
 
   it.each([
@@ -118,29 +124,13 @@ describe('matchRoute', () => {
       fc.property(fc.string({ maxLength: 20 }), (member) => {
         const result = match('GET', `/api/vdi/desktops/vm/corral-vms/${member}`);
         if (result.kind === 'route')
-          expect(result.route).toEqual({ name: 'get-desktop', namespace: 'corral-vms', member });
+          expect(result).toEqual({
+            kind: 'route',
+            name: 'getDesktop',
+            params: { kind: 'vm', ns: 'corral-vms', member },
+          });
         if (result.kind === 'route') expect(member).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
       }),
     );
-  });
-});
-
-describe('parseDesktopId', () => {
-  it('reads a served desktop ID', () => {
-    expect(parseDesktopId('vm/team-a/devpool-2', served)).toEqual({
-      kind: 'desktop',
-      namespace: 'team-a',
-      member: 'devpool-2',
-    });
-  });
-
-  it.each([
-    ['vm/corral-vms', 'INVALID_INPUT'],
-    ['vm/corral-vms/devpool-1/extra', 'INVALID_INPUT'],
-    ['vm/corral-vms/..', 'INVALID_INPUT'],
-    ['ct/corral-vms/devpool-1', 'UNSUPPORTED_BACKEND'],
-    ['vm/elsewhere/devpool-1', 'NOT_FOUND'],
-  ])('rejects %s with %s', (id, code) => {
-    expect(parseDesktopId(id, served)).toMatchObject({ kind: 'reject', code });
   });
 });

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { parseOptions } from '../claims/claims-service.js';
+import { classifyMember } from '../claims/classify-member.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import { checkDesktopAccess } from '../connect-planner/check-desktop-access.js';
+import type { VdiContext } from '../context.js';
+import { VdiError } from '../errors.js';
+import { poolLabel } from '../keys.js';
+import type { ConsoleHandle, ConsoleKind, SessionEngine } from '../sessions/session-engine.js';
+import { parseDesktopId } from './input-rules.js';
+
+/** Options of {@link Broker.authorizeConsole}. @category broker */
+export interface AuthorizeConsoleOptions {
+  /** `vm/<namespace>/<member>`. */
+  desktopId: string;
+  /** The caller's login, as {@link Broker.identify} found it. */
+  identity: string;
+  /** Which console the caller opens. */
+  kind: ConsoleKind;
+}
+
+const consoleSchema = z.object({
+  desktopId: z.string(),
+  identity: z.string(),
+  kind: z.enum(['vnc', 'terminal', 'rdp']),
+});
+
+/** What the console gate needs of its broker. */
+export interface ConsoleGateOptions {
+  ctx: VdiContext;
+  sessions: SessionEngine;
+  namespaces: readonly string[];
+  isAdmin(login: string): boolean;
+}
+
+/**
+ * Builds the gate of console websockets: the holder of a claimed desktop and the admins pass, and each passed
+ * console is counted by the session engine until its handle closes.
+ */
+export function createConsoleGate(
+  options: ConsoleGateOptions,
+): (consoleOptions: AuthorizeConsoleOptions) => Promise<ConsoleHandle> {
+  const { ctx, sessions, namespaces, isAdmin } = options;
+  return async (consoleOptions) => {
+    const { desktopId, identity, kind } = parseOptions(consoleSchema, consoleOptions, 'authorizeConsole');
+    if (identity.trim() === '')
+      throw new VdiError(
+        'UNAUTHENTICATED',
+        'A console needs a signed-in user; pass the login of broker.identify().',
+      );
+    const id = parseDesktopId(desktopId, namespaces);
+    if (id.kind === 'reject') throw new VdiError(id.code, id.message);
+    const { namespace, member } = id;
+    const [vm, lease] = await Promise.all([
+      ctx.cluster.getVm(namespace, member),
+      ctx.cluster.getLease(namespace, leaseNameFor(member)),
+    ]);
+    if (!vm?.metadata.labels?.[poolLabel]) {
+      throw new VdiError(
+        'MEMBER_NOT_FOUND',
+        `${desktopId} is not a desktop of a served pool; its consoles keep their own rules.`,
+      );
+    }
+    const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
+    checkDesktopAccess(state, { desktopId, asAdmin: isAdmin(identity), action: 'open a console of' });
+    return await sessions.openConsole({ member, namespace, identity, kind });
+  };
+}

@@ -1,0 +1,164 @@
+import { z } from 'zod';
+import { maxPoolNameLength, maxSubdomainLength } from '../claims/object-names.js';
+import type { VdiErrorCode } from '../errors.js';
+import { componentRegistry } from './schemas.js';
+
+// The broker's one home of name, ID and body rules, until it takes them from src/validate.ts and src/ids.ts.
+
+/** The longest namespace name: a DNS-1123 label. */
+export const maxNamespaceLength = 63;
+/** A DNS-1123 label, the form of namespace and pool names. */
+export const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const subdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const taskIdPattern = /^[a-z0-9]([-.a-z0-9]{0,398}[a-z0-9])?$/;
+
+// A message that quotes the refused value first, as every path-parameter message does.
+const refusing = (rest: string) => ({
+  error: (issue: { input?: unknown }) => `"${String(issue.input)}" ${rest}`,
+});
+
+const notKind = refusing('is not a desktop kind; use "vm", as in vm/corral-vms/devpool.');
+const notNamespace = refusing('is not a valid namespace name (a DNS-1123 label such as corral-vms).');
+const notPool = refusing(
+  `is not a valid pool name; use 1 to ${maxPoolNameLength} lowercase letters, digits and "-", such as devpool.`,
+);
+const notMember = refusing('is not a valid member name; use a VM name such as devpool-1.');
+const notTaskId = refusing('is not a task ID; use the ID a release answered with.');
+
+/** The `{kind}` of a pool or desktop path: only `vm`; `ct` is refused as unsupported rather than unknown. */
+export const kindParam = z
+  .string()
+  .superRefine((value, context) => {
+    if (value !== 'ct') return;
+    context.addIssue({
+      code: 'custom',
+      message:
+        'CT pools are not served by this SDK; only VM pools (kind "vm") are. Use an ID such as vm/corral-vms/devpool.',
+      params: { code: 'UNSUPPORTED_BACKEND' },
+    });
+  })
+  .pipe(z.enum(['vm'], notKind))
+  .meta({ description: 'The backend; only `vm` is served (`ct` answers 422).' });
+
+/** The `{ns}` of a path: a namespace name. Whether the broker serves it is checked by {@link checkParams}. */
+export const namespaceParam = z
+  .string()
+  .max(maxNamespaceLength, notNamespace)
+  .regex(dnsLabelPattern, notNamespace)
+  .meta({ description: 'A namespace the broker serves.' });
+
+/** The `{pool}` of a claim path. */
+export const poolParam = z
+  .string()
+  .max(maxPoolNameLength, notPool)
+  .regex(dnsLabelPattern, notPool)
+  .meta({ description: 'The pool name.' });
+
+/** The `{member}` of a desktop path: a VM name. */
+export const memberParam = z
+  .string()
+  .max(maxSubdomainLength, notMember)
+  .regex(subdomainPattern, notMember)
+  .meta({ description: 'The member VM, such as devpool-1.' });
+
+/** The `{id}` of a task path. */
+export const taskIdParam = z
+  .string()
+  .regex(taskIdPattern, notTaskId)
+  .meta({ description: 'The task ID a release answered with.' });
+
+/** The largest request body the broker reads; its POST routes take nothing that needs more. */
+export const maxBodyBytes = 16 * 1024;
+
+/** The optional body of the POST routes. The broker takes nothing from it, least of all an identity. */
+export const actionBodySchema = z
+  .looseObject({}, { error: 'The request body must be a JSON object (its fields are ignored).' })
+  .register(componentRegistry, {
+    id: 'ActionBody',
+    description: 'Optional. Any JSON object; its fields are ignored, so a body never names the caller.',
+  });
+
+/** The query of `GET /api/vdi/desktops`. */
+export const desktopListQuerySchema = z.object({
+  all: z
+    .enum(['0', '1'], { error: 'The query parameter all takes 1 (every user) or 0 (yours).' })
+    .optional()
+    .meta({ description: "`1` lists every user's desktops (admins only)." }),
+});
+
+/** A refusal of a request's input, with the error code it answers with. */
+export interface InputRejection {
+  code: VdiErrorCode;
+  message: string;
+}
+
+/** Checks one value against a rule; a refusal carries the first problem and its code (default `INVALID_INPUT`). */
+export function checkInput<T>(
+  schema: z.ZodType<T>,
+  value: unknown,
+): { ok: true; value: T } | ({ ok: false } & InputRejection) {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const [issue] = parsed.error.issues;
+  const code = issue?.code === 'custom' ? (issue.params?.code as VdiErrorCode | undefined) : undefined;
+  return { ok: false, code: code ?? 'INVALID_INPUT', message: issue?.message ?? 'The input is not valid.' };
+}
+
+/**
+ * Checks path parameters in the order of `values` (the path's), so the first bad one names the problem. A namespace the broker does not
+ * serve answers as if it did not exist.
+ */
+export function checkParams(
+  rules: Readonly<Record<string, z.ZodType<string>>>,
+  values: Readonly<Record<string, string>>,
+  servedNamespaces: readonly string[],
+): { ok: true; params: Record<string, string> } | ({ ok: false } & InputRejection) {
+  const params: Record<string, string> = {};
+  for (const [name, value] of Object.entries(values)) {
+    const rule = rules[name];
+    // a parameter without a rule is refused, never passed on unchecked
+    const checked = checkInput(rule ?? z.never(), value);
+    if (!checked.ok) return checked;
+    if (rule === namespaceParam && !servedNamespaces.includes(checked.value)) {
+      return {
+        ok: false,
+        code: 'NOT_FOUND',
+        message: `Namespace "${checked.value}" has no pools this broker serves.`,
+      };
+    }
+    params[name] = checked.value;
+  }
+  return { ok: true, params };
+}
+
+/** What {@link parseDesktopId} decided. @category broker */
+export type DesktopIdMatch =
+  | { kind: 'desktop'; namespace: string; member: string }
+  | { kind: 'reject'; code: VdiErrorCode; message: string };
+
+/**
+ * Parses and checks a desktop ID `vm/<namespace>/<member>` by the same rules as the routes' path parameters.
+ *
+ * @example
+ * ```ts
+ * parseDesktopId('vm/corral-vms/devpool-1', ['corral-vms']); // { kind: 'desktop', namespace: 'corral-vms', member: 'devpool-1' }
+ * ```
+ */
+export function parseDesktopId(id: string, servedNamespaces: readonly string[]): DesktopIdMatch {
+  const [kind, namespace, member, ...rest] = id.split('/');
+  if (member === undefined || rest.length > 0) {
+    return {
+      kind: 'reject',
+      code: 'INVALID_INPUT',
+      message: `"${id}" is not a desktop ID; use vm/<namespace>/<member>, such as vm/corral-vms/devpool-1.`,
+    };
+  }
+  const checked = checkParams(
+    { kind: kindParam, ns: namespaceParam, member: memberParam },
+    { kind: kind ?? '', ns: namespace ?? '', member },
+    servedNamespaces,
+  );
+  return checked.ok
+    ? { kind: 'desktop', namespace: checked.params.ns ?? '', member: checked.params.member ?? '' }
+    : { kind: 'reject', code: checked.code, message: checked.message };
+}

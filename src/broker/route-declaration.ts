@@ -1,0 +1,71 @@
+import type { z } from 'zod';
+
+/** The HTTP methods of the broker's routes. @category broker */
+export type RouteMethod = 'GET' | 'POST';
+
+/**
+ * Who may call a route. Every route refuses anonymous callers (401) and service identities (403) first.
+ *
+ * - `user`: any signed-in user.
+ * - `holder-or-admin`: the holder of the desktop its `{ns}` and `{member}` name, or an admin; others get 403
+ *   `NOT_HOLDER`, or 404 `CLAIM_ENDED` when nobody holds it.
+ *
+ * @category broker
+ */
+export type RouteAuth = 'user' | 'holder-or-admin';
+
+/** The names of the `{placeholders}` of a route path, such as `'ns' | 'member'`. @category broker */
+export type PathParamNames<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}`
+  ? Name | PathParamNames<Rest>
+  : never;
+
+/** The statuses a route declares beyond those every broker route can answer. @category broker */
+export type DeclaredErrorStatus = 400 | 403 | 404 | 409 | 502;
+
+/**
+ * One broker route: what it takes and answers, and who may call it. Pure data, so the matcher, the OpenAPI
+ * document and clients can all be derived from it.
+ *
+ * @category broker
+ */
+export interface RouteDeclaration<Path extends string = string> {
+  method: RouteMethod;
+  /** The path, with `{name}` for each path parameter. */
+  path: Path;
+  /** Only a path naming a desktop (`{ns}` and `{member}`) can be `holder-or-admin`. */
+  auth: string extends Path ? RouteAuth : 'ns' | 'member' extends PathParamNames<Path> ? RouteAuth : 'user';
+  /** One line for the OpenAPI document. */
+  summary: string;
+  /** The rule of each path parameter. */
+  params: { [Name in PathParamNames<Path>]: z.ZodType<string, string> };
+  /** The query parameters read; any others are ignored. */
+  query?: z.ZodObject;
+  /** The body a POST accepts; its fields are never read. */
+  body?: z.ZodType;
+  /** The success answer. */
+  response: { status: 200 | 202; description: string; schema: z.ZodType };
+  /** What the route's own work can answer besides success, by status. */
+  errors?: Partial<Record<DeclaredErrorStatus, string>>;
+}
+
+/**
+ * Declares a route, keeping its literal types so handlers see typed parameters and answers.
+ *
+ * @example
+ * ```ts
+ * const getTask = defineRoute({
+ *   method: 'GET',
+ *   path: '/api/tasks/{id}',
+ *   auth: 'user',
+ *   summary: 'A task the caller started.',
+ *   params: { id: taskIdParam },
+ *   response: { status: 200, description: 'The task.', schema: taskSchema },
+ * });
+ * ```
+ * @category broker
+ */
+export function defineRoute<const Path extends string, const Route extends RouteDeclaration<Path>>(
+  route: Route & { path: Path },
+): Route {
+  return route;
+}

@@ -1,0 +1,161 @@
+import type { z } from 'zod';
+import type { AuditRecord } from '../audit.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import { connect } from '../connect-planner/connect.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { listPools } from '../pools/pool-service.js';
+import type { Vdi } from '../vdi.js';
+import type { Caller } from './caller-access.js';
+import type { DesktopReader, ReadDesktop } from './desktop-reader.js';
+import { buildOpenApiDocument } from './openapi.js';
+import type { RouteName, routes } from './routes.js';
+import type { TaskRegistry } from './tasks.js';
+
+type Route<Name extends RouteName> = (typeof routes)[Name];
+
+/** What a handler gets: the caller, the checked path parameters and query, and the desktop it may act on. */
+export interface RouteInput<Name extends RouteName> {
+  caller: Caller;
+  params: { [Param in keyof Route<Name>['params']]: string };
+  query: Route<Name> extends { query: z.ZodObject } ? z.output<Route<Name>['query']> : undefined;
+  /** The desktop the path names, for `holder-or-admin` routes, after the access check. */
+  desktop: Route<Name>['auth'] extends 'holder-or-admin' ? ReadDesktop : undefined;
+}
+
+/** Does a route's work; the router checks the answer against the route's response schema. */
+export type RouteHandler<Name extends RouteName> = (
+  input: RouteInput<Name>,
+) => Promise<z.input<Route<Name>['response']['schema']>>;
+
+/** One handler per route of the table. */
+export type RouteHandlers = { [Name in RouteName]: RouteHandler<Name> };
+
+/** The services the handlers call. */
+export interface RouteHandlerDependencies {
+  vdi: Vdi;
+  desktops: DesktopReader;
+  tasks: TaskRegistry;
+  /** The task log records, oldest first. */
+  listAudit(): AuditRecord[] | Promise<AuditRecord[]>;
+  namespaces: readonly string[];
+  log: (message: string) => void;
+}
+
+const nullable = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
+
+/** Builds the handlers of the broker's routes. */
+export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
+  const { vdi, desktops, tasks, namespaces, log } = deps;
+  const ctx = vdi.context;
+  const openApiDocument = buildOpenApiDocument();
+
+  return {
+    async listPools() {
+      const pools = await listPools(ctx, { namespaces: [...namespaces] });
+      return {
+        pools: pools.map((pool) => ({
+          id: pool.id,
+          kind: 'vm' as const,
+          namespace: pool.namespace,
+          name: pool.name,
+          members: pool.counts.members,
+          claimed: pool.counts.claimed,
+          free: pool.counts.free,
+        })),
+      };
+    },
+    async claim({ caller, params }) {
+      const claimed = await vdi.claim({ pool: params.pool, identity: caller.login, namespace: params.ns });
+      const lease = await ctx.cluster.getLease(params.ns, leaseNameFor(claimed.member));
+      return {
+        ...desktops.describe(claimed, lease),
+        owner: claimed.owner,
+        sessionId: claimed.sessionId,
+        retried: claimed.retried,
+        adopted: claimed.adopted,
+        ...(claimed.startError === undefined ? {} : { startError: claimed.startError }),
+      };
+    },
+    async listDesktops({ caller, query }) {
+      const all = query.all === '1';
+      if (all && !caller.admin) {
+        throw new VdiError(
+          'FORBIDDEN',
+          "Only admins may list every user's desktops; drop ?all=1 to list yours.",
+        );
+      }
+      const [views, leases] = await Promise.all([
+        vdi.listDesktops({ namespaces: [...namespaces], ...(all ? {} : { identity: caller.login }) }),
+        desktops.leasesByName(),
+      ]);
+      return {
+        desktops: views.map((view) =>
+          desktops.describe(view, leases.get(`${view.namespace}/${leaseNameFor(view.member)}`)),
+        ),
+      };
+    },
+    async getDesktop({ desktop }) {
+      return desktops.describe(desktop.view, desktop.lease);
+    },
+    async startDesktop({ caller, params, desktop }) {
+      const started = await vdi.start({
+        member: params.member,
+        identity: caller.login,
+        namespace: params.ns,
+        asAdmin: caller.admin,
+      });
+      return desktops.describe(started, desktop.lease);
+    },
+    async releaseDesktop({ caller, params, desktop: { view } }) {
+      const suffix = ctx.newSessionId().replaceAll('-', '').slice(0, 12);
+      const task = tasks.run(
+        {
+          id: `vdi-release-${params.ns}-${params.member}-${suffix}`,
+          action: view.owner === caller.login ? 'vdi release' : 'vdi force-release',
+          desktop: view.id,
+          user: caller.login,
+        },
+        async () => {
+          try {
+            await vdi.release({
+              member: params.member,
+              identity: caller.login,
+              namespace: params.ns,
+              asAdmin: caller.admin,
+            });
+          } catch (error) {
+            if (!isVdiError(error))
+              log(`broker: the release of ${view.id} failed unexpectedly: ${String(error)}`);
+            throw error;
+          }
+        },
+      );
+      return { desktop: view.id, task: task.id };
+    },
+    async connectDesktop({ caller, params }) {
+      return await connect(ctx, {
+        member: params.member,
+        identity: caller.login,
+        namespace: params.ns,
+        asAdmin: caller.admin,
+      });
+    },
+    async openapi() {
+      return openApiDocument;
+    },
+    async getTask({ caller, params }) {
+      const task = tasks.get(params.id);
+      if (!task || (task.user !== caller.login && !caller.admin)) {
+        throw new VdiError(
+          'NOT_FOUND',
+          `There is no task ${params.id} of yours; tasks are kept while this broker runs.`,
+        );
+      }
+      return { ...task, finishedAt: nullable(task.finishedAt), error: nullable(task.error) };
+    },
+    async taskLog({ caller }) {
+      const records = await deps.listAudit();
+      return { records: caller.admin ? records : records.filter((record) => record.user === caller.login) };
+    },
+  };
+}

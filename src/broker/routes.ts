@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import {
+  actionBodySchema,
+  desktopListQuerySchema,
+  kindParam,
+  memberParam,
+  namespaceParam,
+  poolParam,
+  taskIdParam,
+} from './input-rules.js';
+import { defineRoute } from './route-declaration.js';
+import {
+  claimedDesktopSchema,
+  connectAnswerSchema,
+  desktopListSchema,
+  desktopSchema,
+  poolListSchema,
+  releaseAcceptedSchema,
+  taskLogSchema,
+  taskSchema,
+} from './schemas.js';
+
+const desktopParams = { kind: kindParam, ns: namespaceParam, member: memberParam };
+
+/**
+ * Every broker route, declared once; the key is its OpenAPI `operationId`. The matcher, the dispatch, the OpenAPI
+ * document and the handlers' types all come from this table.
+ *
+ * @category broker
+ */
+export const routes = {
+  listPools: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/pools',
+    auth: 'user',
+    summary: 'The served pools with member, claimed and free counts.',
+    params: {},
+    response: { status: 200, description: 'The pools.', schema: poolListSchema },
+  }),
+  claim: defineRoute({
+    method: 'POST',
+    path: '/api/vdi/pools/{kind}/{ns}/{pool}/claim',
+    auth: 'user',
+    summary:
+      'Claims a free member for the caller and starts it; a retry returns the desktop the caller holds.',
+    params: { kind: kindParam, ns: namespaceParam, pool: poolParam },
+    body: actionBodySchema,
+    response: {
+      status: 200,
+      description: 'The claimed desktop; `startError` is set when it did not start.',
+      schema: claimedDesktopSchema,
+    },
+    errors: { 409: 'The pool has no free member.' },
+  }),
+  listDesktops: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/desktops',
+    auth: 'user',
+    summary: "The caller's desktops; `?all=1` lists every user's (admins only).",
+    params: {},
+    query: desktopListQuerySchema,
+    response: { status: 200, description: 'The desktops.', schema: desktopListSchema },
+    errors: { 403: 'A service identity, or `?all=1` from a caller who is not an admin.' },
+  }),
+  getDesktop: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/desktops/{kind}/{ns}/{member}',
+    auth: 'holder-or-admin',
+    summary: 'One desktop (holder or admin).',
+    params: desktopParams,
+    response: { status: 200, description: 'The desktop.', schema: desktopSchema },
+  }),
+  startDesktop: defineRoute({
+    method: 'POST',
+    path: '/api/vdi/desktops/{kind}/{ns}/{member}/start',
+    auth: 'holder-or-admin',
+    summary: 'Starts the desktop (holder or admin); a running desktop is left alone.',
+    params: desktopParams,
+    body: actionBodySchema,
+    response: { status: 200, description: 'The desktop after the start.', schema: desktopSchema },
+    errors: { 409: 'The claim expired; claim the pool again.', 502: 'The start failed; the claim stays.' },
+  }),
+  releaseDesktop: defineRoute({
+    method: 'POST',
+    path: '/api/vdi/desktops/{kind}/{ns}/{member}/release',
+    auth: 'holder-or-admin',
+    summary: 'Releases the desktop (holder or admin) in a task: the VM stops and keeps its disks.',
+    params: desktopParams,
+    body: actionBodySchema,
+    response: { status: 202, description: 'The release runs; poll the task.', schema: releaseAcceptedSchema },
+  }),
+  connectDesktop: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/desktops/{kind}/{ns}/{member}/connect',
+    auth: 'holder-or-admin',
+    summary: 'The console to use (holder or admin), probed again on every call.',
+    params: desktopParams,
+    response: {
+      status: 200,
+      description: 'The target console, the fallbacks and what was skipped.',
+      schema: connectAnswerSchema,
+    },
+    errors: { 409: 'The claim expired (claim again) or the desktop is stopped (start it first).' },
+  }),
+  openapi: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/openapi.json',
+    auth: 'user',
+    summary: 'This document.',
+    params: {},
+    response: {
+      status: 200,
+      description: 'The OpenAPI 3.1 document.',
+      schema: z.record(z.string(), z.unknown()),
+    },
+  }),
+  getTask: defineRoute({
+    method: 'GET',
+    path: '/api/tasks/{id}',
+    auth: 'user',
+    summary: 'A task the caller started (admins: any task).',
+    params: { id: taskIdParam },
+    response: { status: 200, description: 'The task.', schema: taskSchema },
+    errors: {
+      404: 'The broker is off, or no task of the caller has this ID (tasks live as long as the broker process).',
+    },
+  }),
+  taskLog: defineRoute({
+    method: 'GET',
+    path: '/api/tasklog',
+    auth: 'user',
+    summary: 'The task log: admins see every record, users their own (where they acted).',
+    params: {},
+    response: { status: 200, description: 'The records, oldest first.', schema: taskLogSchema },
+  }),
+};
+
+/** The name of a broker route, which is also its OpenAPI `operationId`. @category broker */
+export type RouteName = keyof typeof routes;

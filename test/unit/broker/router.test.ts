@@ -1,0 +1,224 @@
+import { describe, expect, it } from 'vitest';
+import { createAdminCheck } from '../../../src/broker/caller-access.js';
+import type { DesktopReader } from '../../../src/broker/desktop-reader.js';
+import { webRequest } from '../../../src/broker/http-io.js';
+import type { RouteHandlers } from '../../../src/broker/route-handlers.js';
+import { createRouter } from '../../../src/broker/router.js';
+import { type RouteName, routes } from '../../../src/broker/routes.js';
+import type { DesktopView } from '../../../src/claims/desktop-view.js';
+
+const alice = 'alice@example.com';
+const bob = 'bob@example.com';
+const admin = 'admin@example.com';
+
+function viewOf(member: string, owner: string | undefined): DesktopView {
+  return {
+    id: `vm/corral-vms/${member}`,
+    kind: 'vm',
+    namespace: 'corral-vms',
+    member,
+    pool: 'devpool',
+    poolId: 'vm/corral-vms/devpool',
+    owner,
+    sessionId: owner && 'session-1',
+    claimedAt: undefined,
+    expiresAt: undefined,
+    legacy: false,
+    phase: 'Running',
+    running: true,
+    ephemeral: false,
+  };
+}
+
+const desktopBody = (view: DesktopView) => ({
+  ...view,
+  owner: view.owner ?? null,
+  sessionId: view.sessionId ?? null,
+  claimedAt: null,
+  expiresAt: null,
+  connected: false,
+  disconnectedAt: null,
+  reclaimAt: null,
+  reclaimReason: null,
+});
+
+// devpool-1 is alice's, devpool-2 nobody's; the router reads desktops only through this reader.
+const desktops: DesktopReader = {
+  read: async (_namespace, member) => ({
+    view: viewOf(member, member === 'devpool-1' ? alice : undefined),
+    lease: undefined,
+  }),
+  describe: (view) => desktopBody(view),
+  leasesByName: async () => new Map(),
+};
+
+/** Handlers that record their calls and answer what each route's schema takes. */
+function recordingHandlers(calls: Array<{ name: RouteName; input: unknown }>): RouteHandlers {
+  const record =
+    <T>(name: RouteName, answer: T) =>
+    async (input: unknown) => {
+      calls.push({ name, input });
+      return answer;
+    };
+  const task = {
+    id: 'vdi-release-corral-vms-devpool-1-abc',
+    action: 'vdi release' as const,
+    desktop: 'vm/corral-vms/devpool-1',
+    user: alice,
+    status: 'done' as const,
+    startedAt: '2026-07-02T12:00:00.000Z',
+    finishedAt: null,
+    error: null,
+  };
+  return {
+    listPools: record('listPools', { pools: [] }),
+    claim: record('claim', {
+      ...desktopBody(viewOf('devpool-1', alice)),
+      owner: alice,
+      sessionId: 'session-1',
+      retried: false,
+      adopted: false,
+    }),
+    listDesktops: record('listDesktops', { desktops: [] }),
+    getDesktop: async (input) => {
+      calls.push({ name: 'getDesktop', input });
+      return desktops.describe(input.desktop.view, input.desktop.lease);
+    },
+    startDesktop: record('startDesktop', desktopBody(viewOf('devpool-1', alice))),
+    releaseDesktop: record('releaseDesktop', { desktop: 'vm/corral-vms/devpool-1', task: task.id }),
+    connectDesktop: record('connectDesktop', {
+      desktopId: 'vm/corral-vms/devpool-1',
+      namespace: 'corral-vms',
+      member: 'devpool-1',
+      holder: alice,
+      target: { protocol: 'vnc' as const, namespace: 'corral-vms', vm: 'devpool-1' },
+      fallbacks: [],
+      skipped: [],
+      launches: [],
+    }),
+    openapi: record('openapi', { openapi: '3.1.0' }),
+    getTask: record('getTask', task),
+    taskLog: record('taskLog', { records: [] }),
+  };
+}
+
+function setUp(handlers?: Partial<RouteHandlers>) {
+  const calls: Array<{ name: RouteName; input: unknown }> = [];
+  const logs: string[] = [];
+  const route = createRouter({
+    namespaces: ['corral-vms'],
+    enabled: true,
+    authRequired: false,
+    identify: async ({ headers }) => {
+      const login = headers.get('x-user');
+      return login === null ? { kind: 'anonymous' } : { kind: 'user', login, provider: 'test' };
+    },
+    isAdmin: createAdminCheck([admin]),
+    desktops,
+    handlers: { ...recordingHandlers(calls), ...handlers },
+    log: (line) => logs.push(line),
+  });
+  const call = async (method: string, path: string, as?: string, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    if (as) headers.set('x-user', as);
+    const response = await route(
+      webRequest(new Request(`http://broker.test${path}`, { ...init, method, headers }), undefined),
+    );
+    return response && { ...response, body: JSON.parse(response.body) };
+  };
+  return { call, calls, logs };
+}
+
+// A path of the route with sample values for its parameters.
+const samplePath = (path: string) =>
+  path.replace(
+    /\{(\w+)\}/g,
+    (_, name: string) =>
+      ({ kind: 'vm', ns: 'corral-vms', pool: 'devpool', member: 'devpool-1', id: 'vdi-release-x-1' })[name] ??
+      name,
+  );
+
+describe('createRouter', () => {
+  it.each(Object.entries(routes))(
+    'dispatches %s to its handler with its declared status',
+    async (name, route) => {
+      const { call, calls } = setUp();
+      const reply = await call(route.method, samplePath(route.path), alice);
+      expect(reply?.status).toBe(route.response.status);
+      expect(calls.map((made) => made.name)).toEqual([name]);
+      expect(reply?.headers).toMatchObject({
+        'content-type': 'application/json; charset=utf-8',
+        'cache-control': 'no-store',
+      });
+    },
+  );
+
+  it('hands a handler the checked parameters, its declared query only, and the caller', async () => {
+    const { call, calls } = setUp();
+    await call('GET', '/api/vdi/desktops?all=1&identity=bob', admin);
+    expect(calls[0]?.input).toEqual({
+      caller: { login: admin, admin: true },
+      params: {},
+      query: { all: '1' },
+      desktop: undefined,
+    });
+    await call('POST', '/api/vdi/pools/vm/corral-vms/devpool/claim?user=bob', alice, {
+      body: '{"identity":"bob"}',
+    });
+    expect(calls[1]?.input).toEqual({
+      caller: { login: alice, admin: false },
+      params: { kind: 'vm', ns: 'corral-vms', pool: 'devpool' },
+      query: undefined,
+      desktop: undefined,
+    });
+  });
+
+  it('lets only the holder or an admin reach a holder-or-admin route, before its handler runs', async () => {
+    const { call, calls } = setUp();
+    const path = '/api/vdi/desktops/vm/corral-vms/devpool-1/release';
+    expect(await call('POST', path, bob)).toMatchObject({
+      status: 403,
+      body: { error: { code: 'NOT_HOLDER' } },
+    });
+    const unclaimed = await call('POST', '/api/vdi/desktops/vm/corral-vms/devpool-2/release', bob);
+    expect(unclaimed).toMatchObject({ status: 404, body: { error: { code: 'CLAIM_ENDED' } } });
+    expect(calls).toEqual([]);
+    expect((await call('POST', path, alice))?.status).toBe(202);
+    expect((await call('POST', path, admin))?.status).toBe(202);
+    expect(calls[1]?.input).toMatchObject({
+      caller: { login: admin, admin: true },
+      desktop: { view: { owner: alice } },
+    });
+  });
+
+  it('answers 500 without details, and logs, when a handler breaks its response schema', async () => {
+    const { call, logs } = setUp({ listPools: async () => ({ pools: [{ id: 'half a pool' }] }) as never });
+    const reply = await call('GET', '/api/vdi/pools', alice);
+    expect(reply).toMatchObject({
+      status: 500,
+      body: {
+        error: { code: 'INTERNAL', message: 'The broker failed unexpectedly; its log has the details.' },
+      },
+    });
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toContain('GET /api/vdi/pools failed unexpectedly');
+  });
+
+  it('refuses a bad body or query before the handler runs', async () => {
+    const { call, calls } = setUp();
+    const claim = '/api/vdi/pools/vm/corral-vms/devpool/claim';
+    expect(await call('POST', claim, alice, { body: '[1]' })).toMatchObject({ status: 400 });
+    expect(await call('POST', claim, alice, { body: '{' })).toMatchObject({ status: 400 });
+    expect(await call('GET', '/api/vdi/desktops?all=2', alice)).toMatchObject({ status: 400 });
+    expect(await call('POST', claim, alice, { headers: { 'sec-fetch-site': 'cross-site' } })).toMatchObject({
+      status: 403,
+      body: { error: { code: 'FORBIDDEN' } },
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it('leaves paths that are not its own to the host', async () => {
+    const { call } = setUp();
+    expect(await call('GET', '/api/vms', alice)).toBeUndefined();
+  });
+});
