@@ -42,7 +42,6 @@ export type { MemberClassification, MemberFacts } from './claims/classify-member
 export { classifyMember, isLeaseExpired, leaseExpiresAt } from './claims/classify-member.js';
 export type { DesktopView } from './claims/desktop-view.js';
 export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
-export { isValidVmName, maxPoolNameLength, validatePoolName } from './claims/object-names.js';
 export { parseRfc3339 } from './claims/parse-time.js';
 export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
@@ -67,6 +66,8 @@ export type { VdiContext } from './context.js';
 export type { VdiErrorCode, VdiErrorOptions } from './errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from './errors.js';
 export type { VdiEvents } from './events.js';
+export type { DesktopKind, DesktopRef, PoolRef } from './ids.js';
+export { formatDesktopId, formatPoolId, parseDesktopId, parsePoolId } from './ids.js';
 export {
   assignedToKey,
   claimedAtAnnotation,
@@ -165,5 +166,25 @@ export type { RedirectUsbOptions, RedirectUsbResult } from './usb/redirect-usb.j
 export { redirectUsb } from './usb/redirect-usb.js';
 export type { UsbSecurityNotice } from './usb/security-notice.js';
 export { usbSecurityNotice } from './usb/security-notice.js';
+export {
+  durationSchema,
+  goldenNameSchema,
+  identitySchema,
+  isValidNamespace,
+  isValidVmName,
+  maxIdentityLength,
+  maxNamespaceLength,
+  maxPoolNameLength,
+  maxSubdomainLength,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateGoldenName,
+  validateIdentity,
+  validateMemberName,
+  validateNamespace,
+  validatePoolName,
+} from './validate.js';
 export type { Vdi, VdiOptions } from './vdi.js';
 export { createVdi, defaultNamespace, systemClock } from './vdi.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { AuditAction } from '../audit.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatDesktopId, formatPoolId } from '../ids.js';
 import {
   assignedToKey,
   claimedAtAnnotation,
@@ -16,11 +17,19 @@ import { isConflictReason } from '../kube/errors.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from '../pools/member-names.js';
 import { recreateMember } from '../pools/recreate-member.js';
+import {
+  identitySchema,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateNamespace,
+  validatePoolName,
+} from '../validate.js';
 import { classifyMember, type MemberClassification } from './classify-member.js';
 import { type DesktopView, presentedHolder, toDesktopView } from './desktop-view.js';
 import { leaseNameFor } from './lease-name.js';
-import { isValidVmName, validatePoolName } from './object-names.js';
-import { isValidLabelValue, maxIdentityLength, sanitizeLabelValue } from './sanitize-label-value.js';
+import { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
 export interface ClaimOptions {
@@ -91,53 +100,20 @@ export interface ReleaseMemberOptions {
   expectedSessionId?: string;
 }
 
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** @deprecated Import `parseOptions` from `validate.ts`; this re-export remains until the broker moves. */
+export { parseOptions } from '../validate.js';
 
-const claimSchema = z.object({ pool: z.string(), identity: z.string(), namespace: z.string().optional() });
+const claimSchema = z.object({
+  pool: poolNameSchema,
+  identity: identitySchema,
+  namespace: namespaceSchema.optional(),
+});
 const memberSchema = z.object({
-  member: z.string(),
-  identity: z.string(),
-  namespace: z.string().optional(),
+  member: memberNameSchema,
+  identity: identitySchema,
+  namespace: namespaceSchema.optional(),
   asAdmin: z.boolean().optional(),
 });
-
-/** Parses an options object with a schema, turning zod's issues into an `INVALID_INPUT` naming the fields. */
-export function parseOptions<T>(schema: z.ZodType<T>, value: unknown, call: string): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`);
-  throw new VdiError('INVALID_INPUT', `${call} was called with bad options (${issues.join('; ')}).`, {
-    details: { issues },
-  });
-}
-
-/** Checks an identity: non-empty, not oversized, no surrounding whitespace. */
-export function validateIdentity(identity: string): void {
-  if (identity.trim() === '' || identity.length > maxIdentityLength || identity.trim() !== identity) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `The identity must be 1 to ${maxIdentityLength} characters without surrounding spaces; pass the login the request pipeline authenticated.`,
-    );
-  }
-}
-
-/** Checks a namespace name and returns it, or the default. */
-export function resolveNamespace(ctx: VdiContext, namespace: string | undefined): string {
-  const resolved = namespace ?? ctx.defaultNamespace;
-  if (resolved.length > 63 || !namespacePattern.test(resolved)) {
-    throw new VdiError('INVALID_INPUT', `"${resolved}" is not a valid namespace name (a DNS-1123 label).`);
-  }
-  return resolved;
-}
-
-function validateMember(member: string): void {
-  if (!isValidVmName(member)) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `"${member}" is not a valid member name; pass a VM name such as devpool-1.`,
-    );
-  }
-}
 
 function poolSelector(pool: string): string {
   return `${poolLabel}=${pool}`;
@@ -240,7 +216,7 @@ async function presentClaim(
  */
 export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
   const { namespace, member, actor, asAdmin } = options;
-  const desktopId = `vm/${namespace}/${member}`;
+  const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
   const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
   const found = await ctx.cluster.getVm(namespace, member);
   // A claimed ephemeral member whose VM is gone or going was mid-recreate: the release finishes the recreate.
@@ -406,7 +382,7 @@ export interface ClaimsService {
    * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
    */
   release(options: MemberOptions): Promise<ReleaseResult>;
-  /** An administrator's unassign: a release that also clears v0.6.0 label-only assignments. */
+  /** The CLI's name for {@link ClaimsService.release}: the same call, the same rules. */
   unassign(options: MemberOptions): Promise<ReleaseResult>;
   /**
    * Starts the caller's desktop; a running desktop is left alone.
@@ -430,10 +406,8 @@ export interface ClaimsService {
 export function createClaimsService(ctx: VdiContext): ClaimsService {
   async function requireHolder(options: MemberOptions, call: string) {
     const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
-    validateIdentity(identity);
-    validateMember(member);
-    const namespace = resolveNamespace(ctx, asked);
-    const desktopId = `vm/${namespace}/${member}`;
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     const vm = await readMember(ctx, namespace, member);
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
     const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
@@ -472,7 +446,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     member: string,
     identity: string,
   ): Promise<string | undefined> {
-    const desktopId = `vm/${namespace}/${member}`;
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     try {
       await ctx.cluster.startVm(namespace, member);
       ctx.events.emit('started', { desktopId, identity });
@@ -490,10 +464,8 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     order: 'random' | 'lowest',
   ): Promise<ClaimResult> {
     const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
-    validateIdentity(identity);
-    validatePoolName(pool);
-    const namespace = resolveNamespace(ctx, asked);
-    const poolId = `vm/${namespace}/${pool}`;
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+    const poolId = formatPoolId({ kind: 'vm', namespace, pool });
     const user = actor ?? identity;
     try {
       const result = await claimMember(namespace, pool, identity, order);
@@ -594,7 +566,10 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         } catch (error) {
           if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
           // lost the race: read the pool again rather than trying members that may be taken too
-          ctx.events.emit('claim-conflict', { desktopId: `vm/${namespace}/${member}`, identity });
+          ctx.events.emit('claim-conflict', {
+            desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
+            identity,
+          });
           continue;
         }
       }
@@ -638,7 +613,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
 
   async function listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]> {
     const namespaces = (options.namespaces ?? [ctx.defaultNamespace]).map((namespace) =>
-      resolveNamespace(ctx, namespace),
+      validateNamespace(namespace),
     );
     if (options.pool !== undefined) validatePoolName(options.pool);
     const selector = options.pool === undefined ? poolLabel : poolSelector(options.pool);
@@ -663,32 +638,22 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     );
   }
 
+  async function releaseAs(options: MemberOptions, call: string): Promise<ReleaseResult> {
+    const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
+    return await releaseMember(ctx, {
+      namespace: validateNamespace(asked ?? ctx.defaultNamespace),
+      member,
+      actor: identity,
+      asAdmin: asAdmin ?? false,
+    });
+  }
+
   return {
     claim: (options) => claimAs(options, undefined, 'random'),
     // an administrator hands out members in order, as people expect; self-service spreads claimants out
     assign: ({ actor, ...options }) => claimAs(options, actor, 'lowest'),
-    async release(options) {
-      const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'release');
-      validateIdentity(identity);
-      validateMember(member);
-      return await releaseMember(ctx, {
-        namespace: resolveNamespace(ctx, asked),
-        member,
-        actor: identity,
-        asAdmin: asAdmin ?? false,
-      });
-    },
-    async unassign(options) {
-      const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'unassign');
-      validateIdentity(identity);
-      validateMember(member);
-      return await releaseMember(ctx, {
-        namespace: resolveNamespace(ctx, asked),
-        member,
-        actor: identity,
-        asAdmin: asAdmin ?? false,
-      });
-    },
+    release: (options) => releaseAs(options, 'release'),
+    unassign: (options) => releaseAs(options, 'unassign'),
     async start(options) {
       const { namespace, member, identity, desktopId, vm, lease } = await requireHolder(options, 'start');
       const startError = await startMember(namespace, member, identity);
@@ -729,12 +694,11 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     },
     async getDesktop(options) {
       const { member, namespace: asked } = parseOptions(
-        z.object({ member: z.string(), namespace: z.string().optional() }),
+        z.object({ member: memberNameSchema, namespace: namespaceSchema.optional() }),
         options,
         'getDesktop',
       );
-      validateMember(member);
-      const namespace = resolveNamespace(ctx, asked);
+      const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
       const vm = await readMember(ctx, namespace, member);
       return toDesktopView(vm, await ctx.cluster.getLease(namespace, leaseNameFor(member)));
     },

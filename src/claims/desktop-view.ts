@@ -1,3 +1,4 @@
+import { formatDesktopId, formatPoolId } from '../ids.js';
 import {
   assignedToKey,
   claimedAtAnnotation,
@@ -48,12 +49,12 @@ export function toDesktopView(vm: VirtualMachine, lease: LeaseObject | undefined
   const expiresAt = lease && leaseExpiresAt(lease);
   const owner = lease?.spec.holderIdentity ?? (legacy.kind === 'legacy-assigned' ? legacy.user : undefined);
   return {
-    id: `vm/${namespace}/${member}`,
+    id: formatDesktopId({ kind: 'vm', namespace, member }),
     kind: 'vm',
     namespace,
     member,
     pool,
-    poolId: `vm/${namespace}/${pool}`,
+    poolId: formatPoolId({ kind: 'vm', namespace, pool }),
     owner: owner || undefined,
     sessionId: lease?.metadata.annotations?.[sessionIdAnnotation],
     claimedAt:

@@ -7,7 +7,6 @@ export { parseDeviceCount } from '../capacity/parse-quantity.js';
 export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
 export { classifyMember, isLeaseExpired, leaseExpiresAt } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-export { isValidVmName, maxPoolNameLength, validatePoolName } from '../claims/object-names.js';
 export { parseRfc3339 } from '../claims/parse-time.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 export type { Clock } from '../clock.js';
@@ -26,6 +25,8 @@ export type {
 export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
+export type { DesktopKind, DesktopRef, PoolRef } from '../ids.js';
+export { formatDesktopId, formatPoolId, parseDesktopId, parsePoolId } from '../ids.js';
 export {
   assignedToKey,
   claimedAtAnnotation,
@@ -79,3 +80,23 @@ export type { UsbDeviceId } from '../usb/device-id.js';
 export { parseUsbDeviceId } from '../usb/device-id.js';
 export type { UsbSecurityNotice } from '../usb/security-notice.js';
 export { usbSecurityNotice } from '../usb/security-notice.js';
+export {
+  durationSchema,
+  goldenNameSchema,
+  identitySchema,
+  isValidNamespace,
+  isValidVmName,
+  maxIdentityLength,
+  maxNamespaceLength,
+  maxPoolNameLength,
+  maxSubdomainLength,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateGoldenName,
+  validateIdentity,
+  validateMemberName,
+  validateNamespace,
+  validatePoolName,
+} from '../validate.js';

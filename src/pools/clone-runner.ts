@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
@@ -188,7 +189,7 @@ export async function cloneMembers(
   },
 ): Promise<MemberOutcome[]> {
   const { namespace, pool, members, concurrency, signal } = input;
-  const poolId = `vm/${namespace}/${pool}`;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   const outcomes: MemberOutcome[] = members.map((member) => ({
     member,
     clone: cloneNameFor(member),
@@ -238,7 +239,7 @@ export async function removeMembers(
   input: { namespace: string; pool: string; outcomes: MemberOutcome[]; concurrency: number },
 ): Promise<void> {
   const { namespace, pool, outcomes, concurrency } = input;
-  const poolId = `vm/${namespace}/${pool}`;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   const started = outcomes.filter((outcome) => outcome.status !== 'not-started');
   let done = 0;
   await forEachBounded(started, concurrency, async (outcome) => {

@@ -4,11 +4,19 @@ import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import { isLeaseExpired } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
-import { isValidVmName, validatePoolName } from '../claims/object-names.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import {
+  goldenNameSchema,
+  identitySchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateNamespace,
+} from '../validate.js';
 import {
   cloneMembers,
   defaultCloneConcurrency,
@@ -26,7 +34,6 @@ export const maxPoolSize = 1000;
 export const defaultPoolActor = 'corral-vdi';
 
 const deleteConcurrency = 8;
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Options of {@link createPool}. @category pools */
 export interface CreatePoolOptions {
@@ -127,51 +134,32 @@ export interface ResizePoolResult {
 }
 
 const commonSchema = {
-  namespace: z.string().optional(),
+  namespace: namespaceSchema.optional(),
   concurrency: z.number().int().min(1).max(64).optional(),
   cloneTimeoutMs: z.number().int().positive().optional(),
   keepPartial: z.boolean().optional(),
   signal: z.instanceof(AbortSignal).optional(),
-  identity: z.string().min(1).optional(),
+  identity: identitySchema.optional(),
 };
 const createSchema = z.object({
-  name: z.string(),
-  from: z.string(),
+  name: poolNameSchema,
+  from: goldenNameSchema,
   size: z.number(),
   ephemeral: z.boolean().optional(),
   ...commonSchema,
 });
 const resizeSchema = z.object({
-  name: z.string(),
+  name: poolNameSchema,
   size: z.number(),
-  from: z.string().optional(),
+  from: goldenNameSchema.optional(),
   ...commonSchema,
 });
-const poolSchema = z.object({ name: z.string(), namespace: z.string().optional() });
+const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
 const deleteSchema = poolSchema.extend({
   force: z.boolean().optional(),
-  identity: z.string().min(1).optional(),
+  identity: identitySchema.optional(),
 });
-const listSchema = z.object({ namespaces: z.array(z.string()).optional() });
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, call: string): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`);
-  throw new VdiError('INVALID_INPUT', `${call} was called with bad options (${issues.join('; ')}).`, {
-    details: { issues },
-  });
-}
-
-function namespaceOf(ctx: VdiContext, namespace: string | undefined): string {
-  const resolved = namespace ?? ctx.defaultNamespace;
-  if (resolved.length > 63 || !namespacePattern.test(resolved)) {
-    throw new VdiError('INVALID_INPUT', `"${resolved}" is not a valid namespace name (a DNS-1123 label).`, {
-      details: { namespace: resolved },
-    });
-  }
-  return resolved;
-}
+const listSchema = z.object({ namespaces: z.array(namespaceSchema).optional() });
 
 function validateSize(size: number): void {
   if (!Number.isSafeInteger(size) || size < 1 || size > maxPoolSize) {
@@ -179,18 +167,6 @@ function validateSize(size: number): void {
       'INVALID_INPUT',
       `Pool size ${size} is not valid; pass a whole number from 1 to ${maxPoolSize}. To remove a pool, delete it.`,
       { details: { size, maxPoolSize } },
-    );
-  }
-}
-
-function validateGoldenName(from: string): void {
-  if (!isValidVmName(from)) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `"${from}" is not a valid VM name; pass the name of the golden VM to clone.`,
-      {
-        details: { golden: from },
-      },
     );
   }
 }
@@ -324,13 +300,11 @@ async function makeMembers(
  * @category pools
  */
 export async function createPool(ctx: VdiContext, options: CreatePoolOptions): Promise<CreatePoolResult> {
-  const parsed = parse(createSchema, options, 'createPool');
-  validatePoolName(parsed.name);
+  const parsed = parseOptions(createSchema, options, 'createPool');
   validateSize(parsed.size);
-  validateGoldenName(parsed.from);
-  const namespace = namespaceOf(ctx, parsed.namespace);
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name, from, size } = parsed;
-  const id = `vm/${namespace}/${name}`;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   const ephemeral = parsed.ephemeral ?? false;
   return await audited(
     ctx,
@@ -391,10 +365,8 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
  * @category pools
  */
 export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {}): Promise<PoolView[]> {
-  const parsed = parse(listSchema, options, 'listPools');
-  const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map((namespace) =>
-    namespaceOf(ctx, namespace),
-  );
+  const parsed = parseOptions(listSchema, options, 'listPools');
+  const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map(validateNamespace);
   const pools = await Promise.all(
     namespaces.map(async (namespace) => {
       const [vms, leases] = await Promise.all([
@@ -414,9 +386,8 @@ export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {})
  * @category pools
  */
 export async function getPool(ctx: VdiContext, options: PoolOptions): Promise<PoolView> {
-  const parsed = parse(poolSchema, options, 'getPool');
-  validatePoolName(parsed.name);
-  return (await readPool(ctx, namespaceOf(ctx, parsed.namespace), parsed.name)).pool;
+  const parsed = parseOptions(poolSchema, options, 'getPool');
+  return (await readPool(ctx, validateNamespace(parsed.namespace ?? ctx.defaultNamespace), parsed.name)).pool;
 }
 
 function holderText(member: PoolMemberView): string {
@@ -439,11 +410,10 @@ function holderText(member: PoolMemberView): string {
  * @category pools
  */
 export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): Promise<DeletePoolResult> {
-  const parsed = parse(deleteSchema, options, 'deletePool');
-  validatePoolName(parsed.name);
-  const namespace = namespaceOf(ctx, parsed.namespace);
+  const parsed = parseOptions(deleteSchema, options, 'deletePool');
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name } = parsed;
-  const id = `vm/${namespace}/${name}`;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   const force = parsed.force ?? false;
   return await audited(
     ctx,
@@ -516,7 +486,6 @@ async function goldenForGrowth(
   from: string | undefined,
 ): Promise<VirtualMachine> {
   if (from !== undefined) {
-    validateGoldenName(from);
     return await readGoldenVm(ctx, namespace, from);
   }
   const sources = [
@@ -548,12 +517,11 @@ async function goldenForGrowth(
  * @category pools
  */
 export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): Promise<ResizePoolResult> {
-  const parsed = parse(resizeSchema, options, 'resizePool');
-  validatePoolName(parsed.name);
+  const parsed = parseOptions(resizeSchema, options, 'resizePool');
   validateSize(parsed.size);
-  const namespace = namespaceOf(ctx, parsed.namespace);
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name, size } = parsed;
-  const id = `vm/${namespace}/${name}`;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   return await audited(
     ctx,
     { action: 'vdi pool resize', user: parsed.identity ?? defaultPoolActor, target: id },

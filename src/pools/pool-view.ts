@@ -1,5 +1,6 @@
 import { classifyMember } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
+import { formatDesktopId, formatPoolId } from '../ids.js';
 import { claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from './member-names.js';
@@ -121,7 +122,7 @@ export function describePools(input: {
     const members = byPool.get(pool) ?? [];
     members.push({
       name,
-      desktopId: `vm/${namespace}/${name}`,
+      desktopId: formatDesktopId({ kind: 'vm', namespace, member: name }),
       state: stateOf(vm, leaseByName.get(leaseNameFor(name)), now),
       power: vm.status?.printableStatus ?? 'Unknown',
       ephemeral: vm.metadata.labels?.[ephemeralLabel] === 'true',
@@ -138,7 +139,7 @@ export function describePools(input: {
         (member) => member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned',
       ).length;
       return {
-        id: `vm/${namespace}/${name}`,
+        id: formatPoolId({ kind: 'vm', namespace, pool: name }),
         name,
         namespace,
         members,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { parseOptions, releaseMember, resolveNamespace } from '../claims/claims-service.js';
+import { releaseMember } from '../claims/claims-service.js';
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-import { isValidVmName } from '../claims/object-names.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatDesktopId } from '../ids.js';
 import {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
@@ -15,6 +15,14 @@ import {
 } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { LeaseObject } from '../kubevirt-types.js';
+import {
+  identitySchema,
+  isValidVmName,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  validateNamespace,
+} from '../validate.js';
 import {
   checkReclaimPolicy,
   defaultReclaimPolicy,
@@ -158,7 +166,7 @@ type LeaseUpdate = { kind: 'written'; lease: LeaseObject } | { kind: 'unchanged'
 
 const positiveMs = z.number().int().positive().max(2_147_483_647);
 const optionsSchema = z.object({
-  namespaces: z.array(z.string()).min(1),
+  namespaces: z.array(namespaceSchema).min(1),
   policy: z
     .object({ disconnectGraceMs: z.number().optional(), maxSessionMs: z.number().optional() })
     .optional(),
@@ -167,9 +175,9 @@ const optionsSchema = z.object({
   processStartedAt: z.date().optional(),
 });
 const consoleSchema = z.object({
-  member: z.string(),
-  namespace: z.string().optional(),
-  identity: z.string().min(1),
+  member: memberNameSchema,
+  namespace: namespaceSchema.optional(),
+  identity: identitySchema,
   kind: z.enum(['vnc', 'terminal', 'rdp']),
 });
 const writeConcurrency = 16;
@@ -237,7 +245,7 @@ async function forEachLimited<T>(items: T[], limit: number, run: (item: T) => Pr
  */
 export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptions): SessionEngine {
   const parsed = parseOptions(optionsSchema, options, 'createSessionEngine');
-  const namespaces = [...new Set(parsed.namespaces.map((namespace) => resolveNamespace(ctx, namespace)))];
+  const namespaces = [...new Set(parsed.namespaces)];
   const policy: ReclaimPolicy = { ...defaultReclaimPolicy, ...parsed.policy };
   checkReclaimPolicy(policy);
   const intervalMs = parsed.intervalMs ?? 30_000;
@@ -338,13 +346,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
       identity,
       kind,
     } = parseOptions(consoleSchema, openOptions, 'openConsole');
-    if (!isValidVmName(member)) {
-      throw new VdiError(
-        'INVALID_INPUT',
-        `"${member}" is not a valid member name; pass a VM name such as devpool-1.`,
-      );
-    }
-    const namespace = resolveNamespace(ctx, asked);
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
     if (!namespaces.includes(namespace)) {
       throw new VdiError(
         'INVALID_INPUT',
@@ -354,7 +356,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         },
       );
     }
-    const desktopId = `vm/${namespace}/${member}`;
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
     const now = ctx.clock.now();
     if (!lease?.spec.holderIdentity) {
@@ -459,7 +461,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     { member, lease: listed }: DueReclaim,
     result: SessionPassResult,
   ): Promise<void> {
-    const desktopId = `vm/${namespace}/${member}`;
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     const holder = listed.spec.holderIdentity ?? '';
     // the list may be old by now: act only if this very claim is still due
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
@@ -518,7 +520,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     if (renew && outcome.kind === 'written') {
       result.renewed += 1;
       ctx.events.emit('renewed', {
-        desktopId: `vm/${namespace}/${member}`,
+        desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
         holder: lease.spec.holderIdentity ?? '',
       });
     }
