@@ -212,7 +212,8 @@ async function presentClaim(
  * Only after that does the Lease go, deleted with its uid and resourceVersion as preconditions, and then the
  * VM's presentation copy. A failed reset keeps the claim, so the next call can retry.
  *
- * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
+ * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
+ *   `MEMBER_NOT_FOUND`.
  */
 export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
   const { namespace, member, actor, asAdmin } = options;
@@ -267,7 +268,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     else await ctx.cluster.stopVm(namespace, member);
   } catch (error) {
     const failed = new VdiError(
-      'STOP_FAILED',
+      ephemeral ? 'RECREATE_FAILED' : 'STOP_FAILED',
       `Could not ${ephemeral ? 'recreate' : 'stop'} ${desktopId}, so it stays claimed by ${holder}: ${(error as Error).message} Release it again once the cause is fixed.`,
       { retryable: true, details: { desktopId }, cause: error },
     );
@@ -379,7 +380,8 @@ export interface ClaimsService {
    * Releases a desktop: stops it (or recreates an ephemeral member), then ends the claim. Only the holder, or
    * an administrator (`asAdmin`, recorded as a force-release), may release.
    *
-   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
+   *   `MEMBER_NOT_FOUND`.
    */
   release(options: MemberOptions): Promise<ReleaseResult>;
   /** The CLI's name for {@link ClaimsService.release}: the same call, the same rules. */

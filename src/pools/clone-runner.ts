@@ -37,10 +37,7 @@ export interface MemberOutcome {
 }
 
 function cancelledError(what: string, cause: unknown): VdiError {
-  return new VdiError('CLONE_FAILED', `${what} was cancelled by the caller.`, {
-    details: { cancelled: true },
-    cause,
-  });
+  return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
 }
 
 function failureReason(clone: VirtualMachineClone): string {
@@ -211,7 +208,7 @@ export async function cloneMembers(
         failed = true;
         outcome.status = isVdiError(error, 'CLONE_TIMEOUT')
           ? 'timed-out'
-          : isVdiError(error) && error.details.cancelled === true
+          : isVdiError(error, 'CANCELLED')
             ? 'cancelled'
             : 'failed';
         outcome.error = (error as Error).message;

@@ -269,8 +269,9 @@ async function makeMembers(
     .map((outcome) => `${outcome.member}: ${outcome.status}${outcome.error ? ` (${outcome.error})` : ''}`)
     .join('; ');
   const first = failures[0];
-  const code = first?.status === 'timed-out' ? 'CLONE_TIMEOUT' : 'CLONE_FAILED';
-  const what = input.signal?.aborted ? 'was cancelled' : 'failed';
+  const cancelled = input.signal?.aborted === true;
+  const code = cancelled ? 'CANCELLED' : first?.status === 'timed-out' ? 'CLONE_TIMEOUT' : 'CLONE_FAILED';
+  const what = cancelled ? 'was cancelled' : 'failed';
   throw new VdiError(code, `${input.doing} ${what}: ${report}. ${cleanup}`, {
     retryable: code === 'CLONE_TIMEOUT',
     details: { pool: input.pool, namespace: input.namespace, members: outcomes, kept: input.keepPartial },
@@ -295,8 +296,9 @@ async function makeMembers(
  * const pool = await createPool(vdi.context, { name: 'devpool', from: 'golden-desktop', size: 3 });
  * console.log(pool.members); // ['devpool-1', 'devpool-2', 'devpool-3']
  * ```
- * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `MEMBER_EXISTS`, `INSUFFICIENT_CAPACITY` (all
- *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT` with `details.members`.
+ * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
+ *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, or `CANCELLED` when
+ *   `signal` aborted it, with `details.members`.
  * @category pools
  */
 export async function createPool(ctx: VdiContext, options: CreatePoolOptions): Promise<CreatePoolResult> {
@@ -317,7 +319,7 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
         .map((vm) => vm.metadata.name ?? '');
       if (existing.length > 0) {
         throw new VdiError(
-          'MEMBER_EXISTS',
+          'ALREADY_EXISTS',
           `Pool "${name}" already exists in namespace "${namespace}" (${existing.join(', ')}); resize it, or delete it first.`,
           { details: { pool: name, namespace, members: existing } },
         );
@@ -327,7 +329,7 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
       const taken = members.filter((member) => names.has(member));
       if (taken.length > 0) {
         throw new VdiError(
-          'MEMBER_EXISTS',
+          'ALREADY_EXISTS',
           `The member name${taken.length === 1 ? '' : 's'} ${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} already taken by ${taken.length === 1 ? 'a VM' : 'VMs'} in namespace "${namespace}"; choose another pool name or remove ${taken.length === 1 ? 'that VM' : 'those VMs'}.`,
           { details: { pool: name, namespace, taken } },
         );

@@ -74,8 +74,7 @@ async function waitUntilGone(
     try {
       await sleep(goneInterval, undefined, signal ? { signal } : {});
     } catch (error) {
-      throw new VdiError('CLONE_FAILED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
-        details: { cancelled: true },
+      throw new VdiError('CANCELLED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
         cause: error,
       });
     }
@@ -97,7 +96,8 @@ async function waitUntilGone(
  * await recreateMember(vdi.context, { namespace: 'corral-vms', vm: 'devpool-2' });
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` when the VM is not an ephemeral member; `GOLDEN_NOT_FOUND`;
- *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`, `CLONE_TIMEOUT`.
+ *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`, `CLONE_TIMEOUT`; `CANCELLED` when
+ *   `signal` aborted it.
  * @category pools
  */
 export async function recreateMember(ctx: VdiContext, options: RecreateMemberOptions): Promise<void> {
