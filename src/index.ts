@@ -1,4 +1,12 @@
 // Every public name of the SDK, listed; the pure cores are also reachable alone as @corral/vdi/core.
+
+export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+} from './access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from './access.js';
 export type { AuditAction, AuditRecord, AuditSink } from './audit.js';
 export { MemoryAuditSink } from './audit.js';
 export type {
@@ -30,6 +38,16 @@ export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
+export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from './claims/claim-liveness.js';
+export {
+  claimHolder,
+  classifyClaim,
+  classifyLease,
+  classifyLeaselessVm,
+  isClaimable,
+  isLeaseExpired,
+  leaseExpiresAt,
+} from './claims/claim-liveness.js';
 export type {
   ClaimOptions,
   ClaimResult,
@@ -39,7 +57,7 @@ export type {
   ReleaseResult,
 } from './claims/claims-service.js';
 export type { MemberClassification, MemberFacts } from './claims/classify-member.js';
-export { classifyMember, isLeaseExpired, leaseExpiresAt } from './claims/classify-member.js';
+export { classifyMember } from './claims/classify-member.js';
 export type { DesktopView } from './claims/desktop-view.js';
 export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
 export { parseRfc3339 } from './claims/parse-time.js';

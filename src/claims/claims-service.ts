@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { canRelease, canStart, refusalError } from '../access.js';
 import type { AuditAction } from '../audit.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -24,9 +25,9 @@ import {
   parseOptions,
   poolNameSchema,
   validateNamespace,
-  validatePoolName,
 } from '../validate.js';
-import { classifyMember, type MemberClassification } from './classify-member.js';
+import { claimHolder, classifyClaim, isClaimable } from './claim-liveness.js';
+import { classifyMember } from './classify-member.js';
 import { type DesktopView, presentedHolder, toDesktopView } from './desktop-view.js';
 import { leaseNameFor } from './lease-name.js';
 import { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
@@ -107,6 +108,12 @@ const claimSchema = z.object({
   pool: poolNameSchema,
   identity: identitySchema,
   namespace: namespaceSchema.optional(),
+});
+const listSchema = z.object({
+  identity: identitySchema.optional(),
+  all: z.boolean().optional(),
+  namespaces: z.array(namespaceSchema).optional(),
+  pool: poolNameSchema.optional(),
 });
 const memberSchema = z.object({
   member: memberNameSchema,
@@ -224,29 +231,16 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   const interrupted =
     lease !== undefined && (found === undefined || found.metadata.deletionTimestamp !== undefined);
   const vm = interrupted ? undefined : await readMember(ctx, namespace, member);
-  const state = vm
-    ? classifyMember({ vm, lease, identity: actor, now: ctx.clock.now() })
-    : ({
-        kind: 'held-by-other',
-        member,
-        holder: lease?.spec.holderIdentity ?? '',
-        expiresAt: new Date(0),
-      } as const);
-  const holder = holderOf(state) || undefined;
-  if (holder === undefined) {
-    throw new VdiError('CLAIM_ENDED', `Desktop ${desktopId} is not claimed; there is nothing to release.`, {
-      details: { desktopId },
-    });
-  }
-  if (holder !== actor && !asAdmin) {
-    throw new VdiError(
-      'NOT_HOLDER',
-      `Desktop ${desktopId} is held by another identity; only its holder or an administrator may release it.`,
-      {
-        details: { desktopId },
-      },
-    );
-  }
+  // with the VM gone or going, the Lease alone says who holds the member
+  const state = classifyMember({
+    vm: vm ?? { metadata: { name: member }, spec: {} },
+    lease,
+    identity: actor,
+    now: ctx.clock.now(),
+  });
+  const decision = canRelease({ state, identity: actor, isAdmin: asAdmin, desktopId });
+  if (decision.kind === 'refused') throw refusalError(decision);
+  const holder = decision.holder ?? actor;
   if (
     options.expectedSessionId !== undefined &&
     lease?.metadata.annotations?.[sessionIdAnnotation] !== options.expectedSessionId
@@ -299,23 +293,6 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   await recordAudit(ctx, action, actor, auditTarget);
   ctx.events.emit('released', { desktopId, identity: actor, holder, force });
   return { desktopId, holder, force, reset: ephemeral ? 'recreated' : 'stopped' };
-}
-
-function holderOf(state: MemberClassification): string | undefined {
-  switch (state.kind) {
-    case 'held-by-caller':
-    case 'held-by-other':
-    case 'orphan-adoptable':
-    case 'orphan-held-by-other':
-      return state.holder;
-    case 'stale':
-      return state.previousHolder;
-    case 'legacy-adoptable':
-    case 'legacy-held-by-other':
-      return state.user;
-    default:
-      return undefined;
-  }
 }
 
 // Removes the presentation copy only while it still names the released holder: a new claim may have begun.
@@ -400,7 +377,10 @@ export interface ClaimsService {
   renew(options: MemberOptions): Promise<DesktopView>;
   /** One desktop. @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`. */
   getDesktop(options: { member: string; namespace?: string }): Promise<DesktopView>;
-  /** Desktops of an identity, or every pool member with `all`. */
+  /**
+   * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
+   * `identity` when given; with `all`, every pool member. An expired claim is nobody's desktop, as for a claim.
+   */
   listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]>;
 }
 
@@ -413,33 +393,8 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     const vm = await readMember(ctx, namespace, member);
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
     const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
-    if (state.kind === 'stale') {
-      throw new VdiError(
-        'CLAIM_EXPIRED',
-        `The claim on ${desktopId} expired; claim the pool "${vm.metadata.labels?.[poolLabel]}" again.`,
-        {
-          details: { desktopId },
-        },
-      );
-    }
-    if (!lease || (state.kind !== 'held-by-caller' && state.kind !== 'held-by-other')) {
-      throw new VdiError(
-        'CLAIM_ENDED',
-        `Desktop ${desktopId} is not claimed; claim the pool "${vm.metadata.labels?.[poolLabel]}" first.`,
-        {
-          details: { desktopId },
-        },
-      );
-    }
-    if (state.kind === 'held-by-other' && !asAdmin) {
-      throw new VdiError(
-        'NOT_HOLDER',
-        `Desktop ${desktopId} is held by another identity; only its holder or an administrator may do this.`,
-        {
-          details: { desktopId },
-        },
-      );
-    }
+    const decision = canStart({ state, identity, isAdmin: asAdmin ?? false, desktopId });
+    if (decision.kind === 'refused') throw refusalError(decision);
     return { namespace, member, identity, desktopId, vm, lease };
   }
 
@@ -529,7 +484,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const now = ctx.clock.now();
       const states = vms.map((vm) => {
         const lease = leaseByName.get(leaseNameFor(vm.metadata.name ?? ''));
-        return { vm, lease, state: classifyMember({ vm, lease, identity, now }) };
+        return {
+          vm,
+          lease,
+          state: classifyMember({ vm, lease, identity, now }),
+          claimable: isClaimable(classifyClaim({ vm, lease, now })),
+        };
       });
 
       const held = states.find((entry) => entry.state.kind === 'held-by-caller');
@@ -544,7 +504,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const adoptable = states.find(
         (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
       );
-      const open = states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale');
+      const open = states.filter((entry) => entry.claimable);
       const free =
         order === 'random'
           ? shuffled(open)
@@ -556,13 +516,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         const member = candidate.vm.metadata.name ?? '';
         const lease = newLease(ctx, namespace, pool, member, identity);
         try {
-          const written =
-            candidate.state.kind === 'stale' && candidate.lease
-              ? await ctx.cluster.replaceLease(namespace, {
-                  metadata: { ...lease.metadata, resourceVersion: candidate.state.resourceVersion },
-                  spec: { ...lease.spec, leaseTransitions: (candidate.lease.spec.leaseTransitions ?? 0) + 1 },
-                })
-              : await ctx.cluster.createLease(namespace, lease);
+          const written = candidate.lease
+            ? await ctx.cluster.replaceLease(namespace, {
+                metadata: { ...lease.metadata, resourceVersion: candidate.lease.metadata.resourceVersion },
+                spec: { ...lease.spec, leaseTransitions: (candidate.lease.spec.leaseTransitions ?? 0) + 1 },
+              })
+            : await ctx.cluster.createLease(namespace, lease);
           const adopted = candidate === adoptable;
           return await finishClaim(candidate.vm, written, identity, { retried: false, adopted });
         } catch (error) {
@@ -614,30 +573,25 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
   }
 
   async function listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]> {
-    const namespaces = (options.namespaces ?? [ctx.defaultNamespace]).map((namespace) =>
-      validateNamespace(namespace),
-    );
-    if (options.pool !== undefined) validatePoolName(options.pool);
-    const selector = options.pool === undefined ? poolLabel : poolSelector(options.pool);
+    const { identity, all, namespaces: asked, pool } = parseOptions(listSchema, options, 'listDesktops');
+    const namespaces = (asked ?? [ctx.defaultNamespace]).map(validateNamespace);
     const views: DesktopView[] = [];
     for (const namespace of namespaces) {
       const [vms, leases] = await Promise.all([
-        ctx.cluster.listVms(namespace, selector),
-        ctx.cluster.listLeases(
-          namespace,
-          options.pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${options.pool}`,
-        ),
+        ctx.cluster.listVms(namespace, pool === undefined ? poolLabel : poolSelector(pool)),
+        ctx.cluster.listLeases(namespace, pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${pool}`),
       ]);
       const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
-      for (const vm of vms)
-        views.push(toDesktopView(vm, leaseByName.get(leaseNameFor(vm.metadata.name ?? ''))));
+      const now = ctx.clock.now();
+      for (const vm of vms) {
+        const lease = leaseByName.get(leaseNameFor(vm.metadata.name ?? ''));
+        const holder = claimHolder(classifyClaim({ vm, lease, now }));
+        if (all || (holder !== undefined && (identity === undefined || holder === identity))) {
+          views.push(toDesktopView(vm, lease));
+        }
+      }
     }
-    const now = ctx.clock.now().getTime();
-    const live = (view: DesktopView) =>
-      view.owner !== undefined && (view.expiresAt === undefined || Date.parse(view.expiresAt) >= now);
-    return views.filter((view) =>
-      options.all ? true : live(view) && (options.identity === undefined || view.owner === options.identity),
-    );
+    return views;
   }
 
   async function releaseAs(options: MemberOptions, call: string): Promise<ReleaseResult> {
@@ -680,6 +634,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     },
     async renew(options) {
       const { vm, lease, desktopId } = await requireHolder(options, 'renew');
+      // an administrator passes the start rule for a v0.6.0 or Lease-less member, but there is nothing to renew
+      if (lease === undefined) {
+        throw new VdiError('CLAIM_ENDED', `${desktopId} has no claim Lease to renew; claim its pool first.`, {
+          details: { desktopId },
+        });
+      }
       try {
         return toDesktopView(vm, await renewLease(lease));
       } catch (error) {

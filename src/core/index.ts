@@ -1,11 +1,29 @@
 // The pure cores only: nothing here imports Node built-ins, client-node or any I/O, so a browser can load it.
+
+export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+} from '../access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from '../access.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from '../capacity/admit-pool.js';
 export { admitPool } from '../capacity/admit-pool.js';
 export type { DeviceKind, DeviceNeed } from '../capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
 export { parseDeviceCount } from '../capacity/parse-quantity.js';
+export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from '../claims/claim-liveness.js';
+export {
+  claimHolder,
+  classifyClaim,
+  classifyLease,
+  classifyLeaselessVm,
+  isClaimable,
+  isLeaseExpired,
+  leaseExpiresAt,
+} from '../claims/claim-liveness.js';
 export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
-export { classifyMember, isLeaseExpired, leaseExpiresAt } from '../claims/classify-member.js';
+export { classifyMember } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 export { parseRfc3339 } from '../claims/parse-time.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';

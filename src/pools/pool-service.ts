@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { AuditAction } from '../audit.js';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
-import { isLeaseExpired } from '../claims/classify-member.js';
+import { classifyClaim, isClaimable } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -569,17 +569,18 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
           return { ...result, added: plan.add, capacity };
         }
         case 'shrink': {
-          const uids = new Map(vms.map((vm) => [vm.metadata.name ?? '', vm.metadata.uid ?? '']));
+          const vmByName = new Map(vms.map((vm) => [vm.metadata.name ?? '', vm]));
           const leaseByName = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
           let done = 0;
           for (const member of plan.remove) {
             // a claim may have landed since the pool was read; its Lease is the truth
             const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
-            if (lease?.spec.holderIdentity && !isLeaseExpired(lease, ctx.clock.now())) {
+            const vm = vmByName.get(member) as VirtualMachine;
+            if (!isClaimable(classifyClaim({ vm, lease, now: ctx.clock.now() }))) {
               result.skipped.push(member);
               continue;
             }
-            await ctx.cluster.deleteVm(namespace, member, { uid: uids.get(member) ?? '' });
+            await ctx.cluster.deleteVm(namespace, member, { uid: vm.metadata.uid ?? '' });
             const stale = lease ?? leaseByName.get(leaseNameFor(member));
             if (stale)
               await ctx.cluster.deleteLease(namespace, stale.metadata.name ?? '', {

@@ -1,7 +1,7 @@
-import { classifyMember } from '../claims/classify-member.js';
+import { classifyClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
-import { claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from './member-names.js';
 
@@ -47,38 +47,36 @@ export interface PoolView {
   counts: { members: number; free: number; claimed: number };
 }
 
-// validateIdentity refuses surrounding spaces, so no claimant is ever this observer
-const observer = ' ';
-
 function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date): MemberState {
-  const classified = classifyMember({ vm, lease, identity: observer, now });
-  switch (classified.kind) {
+  const claim = classifyClaim({ vm, lease, now });
+  switch (claim.kind) {
     case 'free':
     case 'stale':
+    case 'expired':
       return { kind: 'free' };
-    case 'held-by-caller':
-    case 'held-by-other': {
+    case 'held': {
       const since = lease?.spec.acquireTime ?? lease?.spec.renewTime;
       return {
         kind: 'claimed',
-        holder: classified.holder,
+        holder: claim.holder,
         ...(since ? { since } : {}),
-        expiresAt: classified.expiresAt.toISOString(),
+        expiresAt: claim.expiresAt.toISOString(),
       };
     }
-    case 'orphan-adoptable':
-    case 'orphan-held-by-other': {
-      const since = vm.metadata.annotations?.[claimedAtAnnotation];
-      return { kind: 'claimed', holder: classified.holder, ...(since ? { since } : {}), leaseMissing: true };
-    }
-    case 'legacy-adoptable':
-    case 'legacy-held-by-other':
+    case 'orphan':
+      return {
+        kind: 'claimed',
+        holder: claim.holder,
+        ...(claim.claimedAt ? { since: claim.claimedAt } : {}),
+        leaseMissing: true,
+      };
+    case 'legacy':
       return {
         kind: 'legacy-assigned',
-        user: classified.user,
-        ...(classified.claimedAt ? { since: classified.claimedAt } : {}),
+        user: claim.holder,
+        ...(claim.claimedAt ? { since: claim.claimedAt } : {}),
       };
-    case 'unavailable':
+    case 'deleting':
       return { kind: 'deleting' };
   }
 }

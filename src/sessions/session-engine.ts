@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { classifyClaim } from '../claims/claim-liveness.js';
 import { releaseMember } from '../claims/claims-service.js';
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
@@ -119,7 +120,9 @@ export interface SessionPassResult {
 export interface SessionEngine {
   /**
    * Counts a console of a claimed desktop. When it is the desktop's first open console, its start is
-   * recorded on the Lease (`corral.dev/vdi-connected-at`) before this resolves.
+   * recorded on the Lease (`corral.dev/vdi-connected-at`) before this resolves. A v0.6.0 assignment or a member
+   * whose Lease is gone (which only an administrator may open) has no Lease to record on: its console is not
+   * counted.
    *
    * @throws {@link VdiError} `CLAIM_ENDED` when the desktop is not claimed, `CLAIM_EXPIRED` when its claim
    *   expired, `INVALID_INPUT` for bad options or a namespace the engine does not serve, and the apiserver's
@@ -357,21 +360,30 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
       );
     }
     const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
-    const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+    const [vm, lease] = await Promise.all([
+      ctx.cluster.getVm(namespace, member),
+      ctx.cluster.getLease(namespace, leaseNameFor(member)),
+    ]);
     const now = ctx.clock.now();
-    if (!lease?.spec.holderIdentity) {
+    // with the VM gone, the Lease alone says whether the member is claimed
+    const claim = classifyClaim({ vm: vm ?? { metadata: { name: member }, spec: {} }, lease, now });
+    if (claim.kind === 'expired') {
       throw new VdiError(
-        'CLAIM_ENDED',
-        `Desktop ${desktopId} is not claimed; claim its pool before opening a console.`,
+        'CLAIM_EXPIRED',
+        `The claim on ${desktopId} expired; claim its pool again before opening a console.`,
         {
           details: { desktopId },
         },
       );
     }
-    if (planRenewal(lease, now).kind === 'expired') {
+    // a v0.6.0 or Lease-less member has no Lease to carry marks, and so no grace to start when it closes
+    if (claim.kind === 'legacy' || claim.kind === 'orphan') {
+      return { desktopId, identity, kind, openedAt: now, close: async () => undefined };
+    }
+    if (claim.kind !== 'held' || lease === undefined) {
       throw new VdiError(
-        'CLAIM_EXPIRED',
-        `The claim on ${desktopId} expired; claim its pool again before opening a console.`,
+        'CLAIM_ENDED',
+        `Desktop ${desktopId} is not claimed; claim its pool before opening a console.`,
         {
           details: { desktopId },
         },
