@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { canRelease, canStart, refusalError } from '../access.js';
-import type { AuditAction } from '../audit.js';
+import { type AuditAction, recordAudit } from '../audit.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
@@ -126,23 +126,6 @@ function poolSelector(pool: string): string {
   return `${poolLabel}=${pool}`;
 }
 
-async function recordAudit(
-  ctx: VdiContext,
-  action: AuditAction,
-  user: string,
-  target: string,
-  error?: unknown,
-): Promise<void> {
-  await ctx.audit.record({
-    at: ctx.clock.now().toISOString(),
-    action,
-    user,
-    target,
-    status: error === undefined ? 'ok' : 'error',
-    ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
-  });
-}
-
 /** Reads a member VM and checks that it belongs to a pool in that namespace. */
 async function readMember(ctx: VdiContext, namespace: string, member: string): Promise<VirtualMachine> {
   const vm = await ctx.cluster.getVm(namespace, member);
@@ -266,7 +249,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
       `Could not ${ephemeral ? 'recreate' : 'stop'} ${desktopId}, so it stays claimed by ${holder}: ${(error as Error).message} Release it again once the cause is fixed.`,
       { retryable: true, details: { desktopId }, cause: error },
     );
-    await recordAudit(ctx, action, actor, auditTarget, failed);
+    await recordAudit(ctx, { action, user: actor, target: auditTarget, error: failed });
     throw failed;
   }
   if (lease) {
@@ -285,12 +268,12 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
           cause: error,
         },
       );
-      await recordAudit(ctx, action, actor, auditTarget, changed);
+      await recordAudit(ctx, { action, user: actor, target: auditTarget, error: changed });
       throw changed;
     }
   }
   await clearPresentation(ctx, namespace, member, holder);
-  await recordAudit(ctx, action, actor, auditTarget);
+  await recordAudit(ctx, { action, user: actor, target: auditTarget });
   ctx.events.emit('released', { desktopId, identity: actor, holder, force });
   return { desktopId, holder, force, reset: ephemeral ? 'recreated' : 'stopped' };
 }
@@ -426,15 +409,14 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     const user = actor ?? identity;
     try {
       const result = await claimMember(namespace, pool, identity, order);
-      await recordAudit(
-        ctx,
-        'vdi claim',
+      await recordAudit(ctx, {
+        action: 'vdi claim',
         user,
-        result.id,
-        result.startError === undefined
-          ? undefined
-          : new Error(`claimed, but the start failed: ${result.startError}`),
-      );
+        target: result.id,
+        ...(result.startError === undefined
+          ? {}
+          : { error: new Error(`claimed, but the start failed: ${result.startError}`) }),
+      });
       ctx.events.emit('claimed', {
         desktopId: result.id,
         identity,
@@ -444,7 +426,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       });
       return result;
     } catch (error) {
-      await recordAudit(ctx, 'vdi claim', user, poolId, error);
+      await recordAudit(ctx, { action: 'vdi claim', user, target: poolId, error });
       throw error;
     }
   }
@@ -613,13 +595,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     async start(options) {
       const { namespace, member, identity, desktopId, vm, lease } = await requireHolder(options, 'start');
       const startError = await startMember(namespace, member, identity);
-      await recordAudit(
-        ctx,
-        'vdi start',
-        identity,
-        desktopId,
-        startError === undefined ? undefined : new Error(startError),
-      );
+      await recordAudit(ctx, {
+        action: 'vdi start',
+        user: identity,
+        target: desktopId,
+        ...(startError === undefined ? {} : { error: new Error(startError) }),
+      });
       if (startError !== undefined) {
         throw new VdiError(
           'START_FAILED',

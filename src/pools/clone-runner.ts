@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
@@ -148,23 +149,6 @@ export async function cloneMember(
   const name = clone.metadata.name ?? '';
   await waitForClone(ctx, { namespace, name, timeoutMs, signal });
   await ctx.cluster.deleteClone(namespace, name);
-}
-
-/** Runs `work` over `items`, at most `limit` at a time, in order of `items`; stops taking new items once `stop()`. */
-export async function forEachBounded<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T, index: number) => Promise<void>,
-  stop: () => boolean = () => false,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length && !stop()) {
-      const index = next++;
-      await work(items[index] as T, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /**

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import type { AuditAction } from '../audit.js';
+import { type AuditAction, recordAudit } from '../audit.js';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import { classifyClaim, isClaimable } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
@@ -21,7 +22,6 @@ import {
   cloneMembers,
   defaultCloneConcurrency,
   defaultCloneTimeoutMs,
-  forEachBounded,
   removeMembers,
 } from './clone-runner.js';
 import { memberNameFor } from './member-names.js';
@@ -169,20 +169,6 @@ function validateSize(size: number): void {
       { details: { size, maxPoolSize } },
     );
   }
-}
-
-async function recordAudit(
-  ctx: VdiContext,
-  entry: { action: AuditAction; user: string; target: string; error?: unknown },
-): Promise<void> {
-  await ctx.audit.record({
-    at: ctx.clock.now().toISOString(),
-    action: entry.action,
-    user: entry.user,
-    target: entry.target,
-    status: entry.error === undefined ? 'ok' : 'error',
-    ...(entry.error === undefined ? {} : { error: (entry.error as Error).message }),
-  });
 }
 
 /** Runs `act`, recording its outcome in the audit log either way; `actionFor` may name the action from the result. */

@@ -5,6 +5,7 @@ import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import {
   connectedAtAnnotation,
@@ -213,17 +214,6 @@ function acquiredAtOf(lease: LeaseObject): Date | undefined {
     if (parsed) return parsed;
   }
   return undefined;
-}
-
-async function forEachLimited<T>(items: T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await run(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /**
@@ -573,14 +563,14 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
       if (renewal.kind === 'renew' || marksPending)
         writes.push({ member, lease, renew: renewal.kind === 'renew', entry });
     }
-    await forEachLimited(writes, writeConcurrency, (due) =>
+    await forEachBounded(writes, writeConcurrency, (due) =>
       write(namespace, due, result).catch((error: unknown) => {
         result.errors.push(
           isVdiError(error) ? error : new VdiError('INTERNAL', String(error), { cause: error }),
         );
       }),
     );
-    await forEachLimited(reclaims, reclaimConcurrency, (due) =>
+    await forEachBounded(reclaims, reclaimConcurrency, (due) =>
       reclaim(namespace, due, result).catch((error: unknown) => {
         result.errors.push(
           isVdiError(error) ? error : new VdiError('INTERNAL', String(error), { cause: error }),
