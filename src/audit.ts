@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js';
 import { VdiError } from './errors.js';
 
 /** The actions the audit log records. @category audit */
@@ -72,4 +73,20 @@ export class MemoryAuditSink implements AuditSink {
   list(): AuditRecord[] {
     return [...this.entries];
   }
+}
+
+/** Writes one audit record at the clock's now: `ok`, or `error` with the error's message. */
+export async function recordAudit(
+  ctx: { audit: AuditSink; clock: Clock },
+  entry: { action: AuditAction; user: string; target: string; error?: unknown },
+): Promise<void> {
+  const { action, user, target, error } = entry;
+  await ctx.audit.record({
+    at: ctx.clock.now().toISOString(),
+    action,
+    user,
+    target,
+    status: error === undefined ? 'ok' : 'error',
+    ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
+  });
 }

@@ -1,4 +1,12 @@
 // Every public name of the SDK, listed; the pure cores are also reachable alone as @corral/vdi/core.
+
+export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+} from './access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from './access.js';
 export type { AuditAction, AuditRecord, AuditSink } from './audit.js';
 export { MemoryAuditSink } from './audit.js';
 export type {
@@ -30,6 +38,16 @@ export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
+export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from './claims/claim-liveness.js';
+export {
+  claimHolder,
+  classifyClaim,
+  classifyLease,
+  classifyLeaselessVm,
+  isClaimable,
+  isLeaseExpired,
+  leaseExpiresAt,
+} from './claims/claim-liveness.js';
 export type {
   ClaimOptions,
   ClaimResult,
@@ -39,10 +57,9 @@ export type {
   ReleaseResult,
 } from './claims/claims-service.js';
 export type { MemberClassification, MemberFacts } from './claims/classify-member.js';
-export { classifyMember, isLeaseExpired, leaseExpiresAt } from './claims/classify-member.js';
+export { classifyMember } from './claims/classify-member.js';
 export type { DesktopView } from './claims/desktop-view.js';
 export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
-export { isValidVmName, maxPoolNameLength, validatePoolName } from './claims/object-names.js';
 export { parseRfc3339 } from './claims/parse-time.js';
 export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
@@ -67,6 +84,8 @@ export type { VdiContext } from './context.js';
 export type { VdiErrorCode, VdiErrorOptions } from './errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from './errors.js';
 export type { VdiEvents } from './events.js';
+export type { DesktopKind, DesktopRef, PoolRef } from './ids.js';
+export { formatDesktopId, formatPoolId, parseDesktopId, parsePoolId } from './ids.js';
 export {
   assignedToKey,
   claimedAtAnnotation,
@@ -165,5 +184,25 @@ export type { RedirectUsbOptions, RedirectUsbResult } from './usb/redirect-usb.j
 export { redirectUsb } from './usb/redirect-usb.js';
 export type { UsbSecurityNotice } from './usb/security-notice.js';
 export { usbSecurityNotice } from './usb/security-notice.js';
+export {
+  durationSchema,
+  goldenNameSchema,
+  identitySchema,
+  isValidNamespace,
+  isValidVmName,
+  maxIdentityLength,
+  maxNamespaceLength,
+  maxPoolNameLength,
+  maxSubdomainLength,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateGoldenName,
+  validateIdentity,
+  validateMemberName,
+  validateNamespace,
+  validatePoolName,
+} from './validate.js';
 export type { Vdi, VdiOptions } from './vdi.js';
 export { createVdi, defaultNamespace, systemClock } from './vdi.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
+import { goldenNameSchema, namespaceSchema, parseOptions } from '../validate.js';
 import { type AdmissionPlan, admitPool } from './admit-pool.js';
 import { readDeviceNeeds } from './device-needs.js';
 
@@ -19,11 +20,10 @@ export interface PlanCapacityOptions {
   namespace?: string;
 }
 
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const planSchema = z.object({
-  from: z.string().min(1),
+  from: goldenNameSchema,
   size: z.number().int().min(0),
-  namespace: z.string().regex(namespacePattern).max(63).optional(),
+  namespace: namespaceSchema.optional(),
 });
 
 /**
@@ -121,16 +121,8 @@ export async function requireCapacity(
  * @category capacity
  */
 export async function planCapacity(ctx: VdiContext, options: PlanCapacityOptions): Promise<AdmissionPlan> {
-  const parsed = planSchema.safeParse(options);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`,
-    );
-    throw new VdiError('INVALID_INPUT', `planCapacity was called with bad options (${issues.join('; ')}).`, {
-      details: { issues },
-    });
-  }
-  const namespace = parsed.data.namespace ?? ctx.defaultNamespace;
-  const golden = await readGoldenVm(ctx, namespace, parsed.data.from);
-  return planAdmission(ctx, { golden, size: parsed.data.size, namespace });
+  const parsed = parseOptions(planSchema, options, 'planCapacity');
+  const namespace = parsed.namespace ?? ctx.defaultNamespace;
+  const golden = await readGoldenVm(ctx, namespace, parsed.from);
+  return planAdmission(ctx, { golden, size: parsed.size, namespace });
 }

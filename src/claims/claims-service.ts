@@ -1,7 +1,9 @@
 import { z } from 'zod';
-import type { AuditAction } from '../audit.js';
+import { canRelease, canStart, refusalError } from '../access.js';
+import { type AuditAction, recordAudit } from '../audit.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatDesktopId, formatPoolId } from '../ids.js';
 import {
   assignedToKey,
   claimedAtAnnotation,
@@ -16,11 +18,19 @@ import { isConflictReason } from '../kube/errors.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from '../pools/member-names.js';
 import { recreateMember } from '../pools/recreate-member.js';
-import { classifyMember, type MemberClassification } from './classify-member.js';
+import {
+  identitySchema,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateNamespace,
+} from '../validate.js';
+import { claimHolder, classifyClaim, isClaimable } from './claim-liveness.js';
+import { classifyMember } from './classify-member.js';
 import { type DesktopView, presentedHolder, toDesktopView } from './desktop-view.js';
 import { leaseNameFor } from './lease-name.js';
-import { isValidVmName, validatePoolName } from './object-names.js';
-import { isValidLabelValue, maxIdentityLength, sanitizeLabelValue } from './sanitize-label-value.js';
+import { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
 export interface ClaimOptions {
@@ -91,73 +101,29 @@ export interface ReleaseMemberOptions {
   expectedSessionId?: string;
 }
 
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** @deprecated Import `parseOptions` from `validate.ts`; this re-export remains until the broker moves. */
+export { parseOptions } from '../validate.js';
 
-const claimSchema = z.object({ pool: z.string(), identity: z.string(), namespace: z.string().optional() });
+const claimSchema = z.object({
+  pool: poolNameSchema,
+  identity: identitySchema,
+  namespace: namespaceSchema.optional(),
+});
+const listSchema = z.object({
+  identity: identitySchema.optional(),
+  all: z.boolean().optional(),
+  namespaces: z.array(namespaceSchema).optional(),
+  pool: poolNameSchema.optional(),
+});
 const memberSchema = z.object({
-  member: z.string(),
-  identity: z.string(),
-  namespace: z.string().optional(),
+  member: memberNameSchema,
+  identity: identitySchema,
+  namespace: namespaceSchema.optional(),
   asAdmin: z.boolean().optional(),
 });
 
-/** Parses an options object with a schema, turning zod's issues into an `INVALID_INPUT` naming the fields. */
-export function parseOptions<T>(schema: z.ZodType<T>, value: unknown, call: string): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`);
-  throw new VdiError('INVALID_INPUT', `${call} was called with bad options (${issues.join('; ')}).`, {
-    details: { issues },
-  });
-}
-
-/** Checks an identity: non-empty, not oversized, no surrounding whitespace. */
-export function validateIdentity(identity: string): void {
-  if (identity.trim() === '' || identity.length > maxIdentityLength || identity.trim() !== identity) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `The identity must be 1 to ${maxIdentityLength} characters without surrounding spaces; pass the login the request pipeline authenticated.`,
-    );
-  }
-}
-
-/** Checks a namespace name and returns it, or the default. */
-export function resolveNamespace(ctx: VdiContext, namespace: string | undefined): string {
-  const resolved = namespace ?? ctx.defaultNamespace;
-  if (resolved.length > 63 || !namespacePattern.test(resolved)) {
-    throw new VdiError('INVALID_INPUT', `"${resolved}" is not a valid namespace name (a DNS-1123 label).`);
-  }
-  return resolved;
-}
-
-function validateMember(member: string): void {
-  if (!isValidVmName(member)) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `"${member}" is not a valid member name; pass a VM name such as devpool-1.`,
-    );
-  }
-}
-
 function poolSelector(pool: string): string {
   return `${poolLabel}=${pool}`;
-}
-
-async function recordAudit(
-  ctx: VdiContext,
-  action: AuditAction,
-  user: string,
-  target: string,
-  error?: unknown,
-): Promise<void> {
-  await ctx.audit.record({
-    at: ctx.clock.now().toISOString(),
-    action,
-    user,
-    target,
-    status: error === undefined ? 'ok' : 'error',
-    ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
-  });
 }
 
 /** Reads a member VM and checks that it belongs to a pool in that namespace. */
@@ -236,40 +202,28 @@ async function presentClaim(
  * Only after that does the Lease go, deleted with its uid and resourceVersion as preconditions, and then the
  * VM's presentation copy. A failed reset keeps the claim, so the next call can retry.
  *
- * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
+ * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
+ *   `MEMBER_NOT_FOUND`.
  */
 export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
   const { namespace, member, actor, asAdmin } = options;
-  const desktopId = `vm/${namespace}/${member}`;
+  const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
   const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
   const found = await ctx.cluster.getVm(namespace, member);
   // A claimed ephemeral member whose VM is gone or going was mid-recreate: the release finishes the recreate.
   const interrupted =
     lease !== undefined && (found === undefined || found.metadata.deletionTimestamp !== undefined);
   const vm = interrupted ? undefined : await readMember(ctx, namespace, member);
-  const state = vm
-    ? classifyMember({ vm, lease, identity: actor, now: ctx.clock.now() })
-    : ({
-        kind: 'held-by-other',
-        member,
-        holder: lease?.spec.holderIdentity ?? '',
-        expiresAt: new Date(0),
-      } as const);
-  const holder = holderOf(state) || undefined;
-  if (holder === undefined) {
-    throw new VdiError('CLAIM_ENDED', `Desktop ${desktopId} is not claimed; there is nothing to release.`, {
-      details: { desktopId },
-    });
-  }
-  if (holder !== actor && !asAdmin) {
-    throw new VdiError(
-      'NOT_HOLDER',
-      `Desktop ${desktopId} is held by another identity; only its holder or an administrator may release it.`,
-      {
-        details: { desktopId },
-      },
-    );
-  }
+  // with the VM gone or going, the Lease alone says who holds the member
+  const state = classifyMember({
+    vm: vm ?? { metadata: { name: member }, spec: {} },
+    lease,
+    identity: actor,
+    now: ctx.clock.now(),
+  });
+  const decision = canRelease({ state, identity: actor, isAdmin: asAdmin, desktopId });
+  if (decision.kind === 'refused') throw refusalError(decision);
+  const holder = decision.holder ?? actor;
   if (
     options.expectedSessionId !== undefined &&
     lease?.metadata.annotations?.[sessionIdAnnotation] !== options.expectedSessionId
@@ -291,11 +245,11 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     else await ctx.cluster.stopVm(namespace, member);
   } catch (error) {
     const failed = new VdiError(
-      'STOP_FAILED',
+      ephemeral ? 'RECREATE_FAILED' : 'STOP_FAILED',
       `Could not ${ephemeral ? 'recreate' : 'stop'} ${desktopId}, so it stays claimed by ${holder}: ${(error as Error).message} Release it again once the cause is fixed.`,
       { retryable: true, details: { desktopId }, cause: error },
     );
-    await recordAudit(ctx, action, actor, auditTarget, failed);
+    await recordAudit(ctx, { action, user: actor, target: auditTarget, error: failed });
     throw failed;
   }
   if (lease) {
@@ -314,31 +268,14 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
           cause: error,
         },
       );
-      await recordAudit(ctx, action, actor, auditTarget, changed);
+      await recordAudit(ctx, { action, user: actor, target: auditTarget, error: changed });
       throw changed;
     }
   }
   await clearPresentation(ctx, namespace, member, holder);
-  await recordAudit(ctx, action, actor, auditTarget);
+  await recordAudit(ctx, { action, user: actor, target: auditTarget });
   ctx.events.emit('released', { desktopId, identity: actor, holder, force });
   return { desktopId, holder, force, reset: ephemeral ? 'recreated' : 'stopped' };
-}
-
-function holderOf(state: MemberClassification): string | undefined {
-  switch (state.kind) {
-    case 'held-by-caller':
-    case 'held-by-other':
-    case 'orphan-adoptable':
-    case 'orphan-held-by-other':
-      return state.holder;
-    case 'stale':
-      return state.previousHolder;
-    case 'legacy-adoptable':
-    case 'legacy-held-by-other':
-      return state.user;
-    default:
-      return undefined;
-  }
 }
 
 // Removes the presentation copy only while it still names the released holder: a new claim may have begun.
@@ -403,10 +340,11 @@ export interface ClaimsService {
    * Releases a desktop: stops it (or recreates an ephemeral member), then ends the claim. Only the holder, or
    * an administrator (`asAdmin`, recorded as a force-release), may release.
    *
-   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `MEMBER_NOT_FOUND`.
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
+   *   `MEMBER_NOT_FOUND`.
    */
   release(options: MemberOptions): Promise<ReleaseResult>;
-  /** An administrator's unassign: a release that also clears v0.6.0 label-only assignments. */
+  /** The CLI's name for {@link ClaimsService.release}: the same call, the same rules. */
   unassign(options: MemberOptions): Promise<ReleaseResult>;
   /**
    * Starts the caller's desktop; a running desktop is left alone.
@@ -422,7 +360,10 @@ export interface ClaimsService {
   renew(options: MemberOptions): Promise<DesktopView>;
   /** One desktop. @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`. */
   getDesktop(options: { member: string; namespace?: string }): Promise<DesktopView>;
-  /** Desktops of an identity, or every pool member with `all`. */
+  /**
+   * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
+   * `identity` when given; with `all`, every pool member. An expired claim is nobody's desktop, as for a claim.
+   */
   listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]>;
 }
 
@@ -430,40 +371,13 @@ export interface ClaimsService {
 export function createClaimsService(ctx: VdiContext): ClaimsService {
   async function requireHolder(options: MemberOptions, call: string) {
     const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
-    validateIdentity(identity);
-    validateMember(member);
-    const namespace = resolveNamespace(ctx, asked);
-    const desktopId = `vm/${namespace}/${member}`;
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     const vm = await readMember(ctx, namespace, member);
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
     const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
-    if (state.kind === 'stale') {
-      throw new VdiError(
-        'CLAIM_EXPIRED',
-        `The claim on ${desktopId} expired; claim the pool "${vm.metadata.labels?.[poolLabel]}" again.`,
-        {
-          details: { desktopId },
-        },
-      );
-    }
-    if (!lease || (state.kind !== 'held-by-caller' && state.kind !== 'held-by-other')) {
-      throw new VdiError(
-        'CLAIM_ENDED',
-        `Desktop ${desktopId} is not claimed; claim the pool "${vm.metadata.labels?.[poolLabel]}" first.`,
-        {
-          details: { desktopId },
-        },
-      );
-    }
-    if (state.kind === 'held-by-other' && !asAdmin) {
-      throw new VdiError(
-        'NOT_HOLDER',
-        `Desktop ${desktopId} is held by another identity; only its holder or an administrator may do this.`,
-        {
-          details: { desktopId },
-        },
-      );
-    }
+    const decision = canStart({ state, identity, isAdmin: asAdmin ?? false, desktopId });
+    if (decision.kind === 'refused') throw refusalError(decision);
     return { namespace, member, identity, desktopId, vm, lease };
   }
 
@@ -472,7 +386,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     member: string,
     identity: string,
   ): Promise<string | undefined> {
-    const desktopId = `vm/${namespace}/${member}`;
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     try {
       await ctx.cluster.startVm(namespace, member);
       ctx.events.emit('started', { desktopId, identity });
@@ -490,22 +404,19 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     order: 'random' | 'lowest',
   ): Promise<ClaimResult> {
     const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
-    validateIdentity(identity);
-    validatePoolName(pool);
-    const namespace = resolveNamespace(ctx, asked);
-    const poolId = `vm/${namespace}/${pool}`;
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+    const poolId = formatPoolId({ kind: 'vm', namespace, pool });
     const user = actor ?? identity;
     try {
       const result = await claimMember(namespace, pool, identity, order);
-      await recordAudit(
-        ctx,
-        'vdi claim',
+      await recordAudit(ctx, {
+        action: 'vdi claim',
         user,
-        result.id,
-        result.startError === undefined
-          ? undefined
-          : new Error(`claimed, but the start failed: ${result.startError}`),
-      );
+        target: result.id,
+        ...(result.startError === undefined
+          ? {}
+          : { error: new Error(`claimed, but the start failed: ${result.startError}`) }),
+      });
       ctx.events.emit('claimed', {
         desktopId: result.id,
         identity,
@@ -515,7 +426,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       });
       return result;
     } catch (error) {
-      await recordAudit(ctx, 'vdi claim', user, poolId, error);
+      await recordAudit(ctx, { action: 'vdi claim', user, target: poolId, error });
       throw error;
     }
   }
@@ -555,7 +466,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const now = ctx.clock.now();
       const states = vms.map((vm) => {
         const lease = leaseByName.get(leaseNameFor(vm.metadata.name ?? ''));
-        return { vm, lease, state: classifyMember({ vm, lease, identity, now }) };
+        return {
+          vm,
+          lease,
+          state: classifyMember({ vm, lease, identity, now }),
+          claimable: isClaimable(classifyClaim({ vm, lease, now })),
+        };
       });
 
       const held = states.find((entry) => entry.state.kind === 'held-by-caller');
@@ -570,7 +486,7 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       const adoptable = states.find(
         (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
       );
-      const open = states.filter((entry) => entry.state.kind === 'free' || entry.state.kind === 'stale');
+      const open = states.filter((entry) => entry.claimable);
       const free =
         order === 'random'
           ? shuffled(open)
@@ -582,19 +498,21 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
         const member = candidate.vm.metadata.name ?? '';
         const lease = newLease(ctx, namespace, pool, member, identity);
         try {
-          const written =
-            candidate.state.kind === 'stale' && candidate.lease
-              ? await ctx.cluster.replaceLease(namespace, {
-                  metadata: { ...lease.metadata, resourceVersion: candidate.state.resourceVersion },
-                  spec: { ...lease.spec, leaseTransitions: (candidate.lease.spec.leaseTransitions ?? 0) + 1 },
-                })
-              : await ctx.cluster.createLease(namespace, lease);
+          const written = candidate.lease
+            ? await ctx.cluster.replaceLease(namespace, {
+                metadata: { ...lease.metadata, resourceVersion: candidate.lease.metadata.resourceVersion },
+                spec: { ...lease.spec, leaseTransitions: (candidate.lease.spec.leaseTransitions ?? 0) + 1 },
+              })
+            : await ctx.cluster.createLease(namespace, lease);
           const adopted = candidate === adoptable;
           return await finishClaim(candidate.vm, written, identity, { retried: false, adopted });
         } catch (error) {
           if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
           // lost the race: read the pool again rather than trying members that may be taken too
-          ctx.events.emit('claim-conflict', { desktopId: `vm/${namespace}/${member}`, identity });
+          ctx.events.emit('claim-conflict', {
+            desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
+            identity,
+          });
           continue;
         }
       }
@@ -637,68 +555,52 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
   }
 
   async function listDesktops(options: ListDesktopsOptions): Promise<DesktopView[]> {
-    const namespaces = (options.namespaces ?? [ctx.defaultNamespace]).map((namespace) =>
-      resolveNamespace(ctx, namespace),
-    );
-    if (options.pool !== undefined) validatePoolName(options.pool);
-    const selector = options.pool === undefined ? poolLabel : poolSelector(options.pool);
+    const { identity, all, namespaces: asked, pool } = parseOptions(listSchema, options, 'listDesktops');
+    const namespaces = (asked ?? [ctx.defaultNamespace]).map(validateNamespace);
     const views: DesktopView[] = [];
     for (const namespace of namespaces) {
       const [vms, leases] = await Promise.all([
-        ctx.cluster.listVms(namespace, selector),
-        ctx.cluster.listLeases(
-          namespace,
-          options.pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${options.pool}`,
-        ),
+        ctx.cluster.listVms(namespace, pool === undefined ? poolLabel : poolSelector(pool)),
+        ctx.cluster.listLeases(namespace, pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${pool}`),
       ]);
       const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
-      for (const vm of vms)
-        views.push(toDesktopView(vm, leaseByName.get(leaseNameFor(vm.metadata.name ?? ''))));
+      const now = ctx.clock.now();
+      for (const vm of vms) {
+        const lease = leaseByName.get(leaseNameFor(vm.metadata.name ?? ''));
+        const holder = claimHolder(classifyClaim({ vm, lease, now }));
+        if (all || (holder !== undefined && (identity === undefined || holder === identity))) {
+          views.push(toDesktopView(vm, lease));
+        }
+      }
     }
-    const now = ctx.clock.now().getTime();
-    const live = (view: DesktopView) =>
-      view.owner !== undefined && (view.expiresAt === undefined || Date.parse(view.expiresAt) >= now);
-    return views.filter((view) =>
-      options.all ? true : live(view) && (options.identity === undefined || view.owner === options.identity),
-    );
+    return views;
+  }
+
+  async function releaseAs(options: MemberOptions, call: string): Promise<ReleaseResult> {
+    const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
+    return await releaseMember(ctx, {
+      namespace: validateNamespace(asked ?? ctx.defaultNamespace),
+      member,
+      actor: identity,
+      asAdmin: asAdmin ?? false,
+    });
   }
 
   return {
     claim: (options) => claimAs(options, undefined, 'random'),
     // an administrator hands out members in order, as people expect; self-service spreads claimants out
     assign: ({ actor, ...options }) => claimAs(options, actor, 'lowest'),
-    async release(options) {
-      const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'release');
-      validateIdentity(identity);
-      validateMember(member);
-      return await releaseMember(ctx, {
-        namespace: resolveNamespace(ctx, asked),
-        member,
-        actor: identity,
-        asAdmin: asAdmin ?? false,
-      });
-    },
-    async unassign(options) {
-      const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, 'unassign');
-      validateIdentity(identity);
-      validateMember(member);
-      return await releaseMember(ctx, {
-        namespace: resolveNamespace(ctx, asked),
-        member,
-        actor: identity,
-        asAdmin: asAdmin ?? false,
-      });
-    },
+    release: (options) => releaseAs(options, 'release'),
+    unassign: (options) => releaseAs(options, 'unassign'),
     async start(options) {
       const { namespace, member, identity, desktopId, vm, lease } = await requireHolder(options, 'start');
       const startError = await startMember(namespace, member, identity);
-      await recordAudit(
-        ctx,
-        'vdi start',
-        identity,
-        desktopId,
-        startError === undefined ? undefined : new Error(startError),
-      );
+      await recordAudit(ctx, {
+        action: 'vdi start',
+        user: identity,
+        target: desktopId,
+        ...(startError === undefined ? {} : { error: new Error(startError) }),
+      });
       if (startError !== undefined) {
         throw new VdiError(
           'START_FAILED',
@@ -713,6 +615,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     },
     async renew(options) {
       const { vm, lease, desktopId } = await requireHolder(options, 'renew');
+      // an administrator passes the start rule for a v0.6.0 or Lease-less member, but there is nothing to renew
+      if (lease === undefined) {
+        throw new VdiError('CLAIM_ENDED', `${desktopId} has no claim Lease to renew; claim its pool first.`, {
+          details: { desktopId },
+        });
+      }
       try {
         return toDesktopView(vm, await renewLease(lease));
       } catch (error) {
@@ -729,12 +637,11 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
     },
     async getDesktop(options) {
       const { member, namespace: asked } = parseOptions(
-        z.object({ member: z.string(), namespace: z.string().optional() }),
+        z.object({ member: memberNameSchema, namespace: namespaceSchema.optional() }),
         options,
         'getDesktop',
       );
-      validateMember(member);
-      const namespace = resolveNamespace(ctx, asked);
+      const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
       const vm = await readMember(ctx, namespace, member);
       return toDesktopView(vm, await ctx.cluster.getLease(namespace, leaseNameFor(member)));
     },

@@ -1,9 +1,6 @@
 import { VdiError } from '../errors.js';
-import { assignedToKey, leaseDurationSeconds, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
-import { classifyLegacy } from '../upgrade/classify-legacy.js';
-import { leaseNameFor } from './lease-name.js';
-import { parseRfc3339 } from './parse-time.js';
+import { classifyClaim } from './claim-liveness.js';
 
 /**
  * What {@link classifyMember} looks at: one pool member's VM, its claim Lease if there is one, who asks, and when.
@@ -13,7 +10,7 @@ import { parseRfc3339 } from './parse-time.js';
 export interface MemberFacts {
   /** The member's VirtualMachine as read from the cluster. */
   vm: VirtualMachine;
-  /** The Lease named {@link leaseNameFor}(member), as read from the cluster; `undefined` when there is none. */
+  /** The Lease named `leaseNameFor(member)`, as read from the cluster; `undefined` when there is none. */
   lease?: LeaseObject | undefined;
   /** The caller's exact identity, as the request pipeline authenticated it. */
   identity: string;
@@ -73,52 +70,9 @@ export type MemberClassification =
   | { kind: 'unavailable'; member: string; reason: 'deleting' };
 
 /**
- * When a Lease stops binding: its `renewTime` (or, never renewed, its `acquireTime`) plus its
- * `leaseDurationSeconds` (or, when unset, the SDK's one hour).
- *
- * @returns the instant, or `undefined` when the Lease carries no readable time.
- * @example
- * ```ts
- * leaseExpiresAt({ metadata: {}, spec: { renewTime: '2026-07-02T12:00:00.000000Z', leaseDurationSeconds: 3600 } });
- * // 2026-07-02T13:00:00.000Z
- * ```
- * @category claims
- */
-export function leaseExpiresAt(lease: LeaseObject): Date | undefined {
-  const { renewTime, acquireTime, leaseDurationSeconds: duration } = lease.spec;
-  const from =
-    (renewTime === undefined ? undefined : parseRfc3339(renewTime)) ??
-    (acquireTime === undefined ? undefined : parseRfc3339(acquireTime));
-  if (from === undefined) return undefined;
-  const seconds = typeof duration === 'number' && duration > 0 ? duration : leaseDurationSeconds;
-  return new Date(from.getTime() + seconds * 1000);
-}
-
-/**
- * Whether a Lease no longer binds at `now`. It binds up to and including {@link leaseExpiresAt}; a Lease with
- * no readable time counts as expired, so a malformed Lease cannot hold a member forever.
- *
- * @example
- * ```ts
- * isLeaseExpired(lease, clock.now());
- * ```
- * @category claims
- */
-export function isLeaseExpired(lease: LeaseObject, now: Date): boolean {
-  const expiresAt = leaseExpiresAt(lease);
-  return expiresAt === undefined || now.getTime() > expiresAt.getTime();
-}
-
-/**
- * Decides what one pool member is to one caller. The Lease decides ownership whenever it exists; the VM's own
- * labels and annotations count only without one.
- *
- * A VM without a Lease that still carries the current `corral.dev/vdi-assigned-to` annotation is what a release
- * that stopped half way, or a Lease deleted by hand, leaves behind. It counts as `free` only once the VM is
- * stopped (KubeVirt reports `Stopped` and nothing asks it to run), because a stopped member holds no live
- * session and is what a finished release leaves. While it may still run, it is an `orphan-*`, so it is never
- * handed to a second user silently, and is never stranded either: its user can claim it back, and an
- * administrator can release it.
+ * Decides what one pool member is to one caller: {@link classifyClaim}'s answer, told from the caller's side. A
+ * member whose Lease is gone but whose VM may still run (`orphan-*`) is never handed to a second user silently,
+ * and is never stranded either: its user can claim it back, and an administrator can release it.
  *
  * @example
  * ```ts
@@ -132,93 +86,47 @@ export function isLeaseExpired(lease: LeaseObject, now: Date): boolean {
  */
 export function classifyMember(facts: MemberFacts): MemberClassification {
   const { vm, lease, identity, now } = facts;
-  const member = vm.metadata.name ?? '';
-  checkFacts(member, facts);
-  if (vm.metadata.deletionTimestamp) return { kind: 'unavailable', member, reason: 'deleting' };
-
-  if (lease !== undefined) {
-    const resourceVersion = lease.metadata.resourceVersion ?? '';
-    const holder = lease.spec.holderIdentity;
-    const expiresAt = leaseExpiresAt(lease);
-    if (!holder) return { kind: 'stale', member, reason: 'no-holder', resourceVersion };
-    if (expiresAt === undefined || now.getTime() > expiresAt.getTime()) {
-      return {
-        kind: 'stale',
-        member,
-        reason: 'expired',
-        previousHolder: holder,
-        ...(expiresAt ? { expiredAt: expiresAt } : {}),
-        resourceVersion,
-      };
-    }
-    if (holder !== identity) return { kind: 'held-by-other', member, holder, expiresAt };
-    const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
-    const acquireTime =
-      lease.spec.acquireTime === undefined ? undefined : parseRfc3339(lease.spec.acquireTime);
-    const renewTime = lease.spec.renewTime === undefined ? undefined : parseRfc3339(lease.spec.renewTime);
-    return {
-      kind: 'held-by-caller',
-      member,
-      holder,
-      ...(sessionId ? { sessionId } : {}),
-      ...(acquireTime ? { acquireTime } : {}),
-      ...(renewTime ? { renewTime } : {}),
-      expiresAt,
-      resourceVersion,
-    };
-  }
-
-  const presented = vm.metadata.annotations?.[assignedToKey];
-  if (presented) {
-    if (isStopped(vm)) return { kind: 'free', member };
-    return presented === identity
-      ? { kind: 'orphan-adoptable', member, holder: presented }
-      : { kind: 'orphan-held-by-other', member, holder: presented };
-  }
-
-  const legacy = classifyLegacy(vm);
-  if (legacy.kind === 'legacy-assigned') {
-    const { user, claimedAt } = legacy;
-    const kind = user === identity ? 'legacy-adoptable' : 'legacy-held-by-other';
-    return { kind, member, user, ...(claimedAt === undefined ? {} : { claimedAt }) };
-  }
-  return { kind: 'free', member };
-}
-
-function checkFacts(member: string, { lease, identity, now }: MemberFacts): void {
   if (identity === '') {
     throw new VdiError(
       'INVALID_INPUT',
       'The identity is empty; pass the login the request pipeline authenticated.',
     );
   }
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
-    throw new VdiError('INVALID_INPUT', 'The time to classify at is not a valid Date; pass clock.now().');
+  const claim = classifyClaim({ vm, lease, now });
+  const member = vm.metadata.name ?? '';
+  switch (claim.kind) {
+    case 'deleting':
+      return { kind: 'unavailable', member, reason: 'deleting' };
+    case 'free':
+      return { kind: 'free', member };
+    case 'stale':
+      return { kind: 'stale', member, reason: 'no-holder', resourceVersion: claim.resourceVersion };
+    case 'expired': {
+      const { holder, expiredAt, resourceVersion } = claim;
+      return {
+        kind: 'stale',
+        member,
+        reason: 'expired',
+        previousHolder: holder,
+        ...(expiredAt ? { expiredAt } : {}),
+        resourceVersion,
+      };
+    }
+    case 'held': {
+      const { kind: _, ...held } = claim;
+      return held.holder === identity
+        ? { kind: 'held-by-caller', member, ...held }
+        : { kind: 'held-by-other', member, holder: held.holder, expiresAt: held.expiresAt };
+    }
+    case 'orphan':
+      return {
+        kind: claim.holder === identity ? 'orphan-adoptable' : 'orphan-held-by-other',
+        member,
+        holder: claim.holder,
+      };
+    case 'legacy': {
+      const kind = claim.holder === identity ? 'legacy-adoptable' : 'legacy-held-by-other';
+      return { kind, member, user: claim.holder, ...(claim.claimedAt ? { claimedAt: claim.claimedAt } : {}) };
+    }
   }
-  if (member === '') {
-    throw new VdiError('INVALID_INPUT', 'The VM has no metadata.name; pass the VM as read from the cluster.');
-  }
-  if (lease === undefined) return;
-  const expected = leaseNameFor(member);
-  if (lease.metadata.name !== expected) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `Lease "${lease.metadata.name ?? ''}" is not the claim of member "${member}"; pass the Lease named "${expected}".`,
-      { details: { member, lease: lease.metadata.name, expected } },
-    );
-  }
-  if (!lease.metadata.resourceVersion) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `Lease "${expected}" has no resourceVersion; pass the Lease as read from the cluster.`,
-      { details: { member, lease: expected } },
-    );
-  }
-}
-
-function isStopped(vm: VirtualMachine): boolean {
-  const { running, runStrategy } = vm.spec;
-  const asksToRun = running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure';
-  const startPending = vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false;
-  return !asksToRun && !startPending && vm.status?.printableStatus === 'Stopped';
 }

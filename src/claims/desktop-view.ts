@@ -1,4 +1,5 @@
 import { formatTime, normalizeTime } from '../format-time.js';
+import { formatDesktopId, formatPoolId } from '../ids.js';
 import {
   assignedToKey,
   claimedAtAnnotation,
@@ -8,7 +9,7 @@ import {
 } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { classifyLegacy } from '../upgrade/classify-legacy.js';
-import { leaseExpiresAt } from './classify-member.js';
+import { claimHolder, classifyLeaselessVm, leaseExpiresAt } from './claim-liveness.js';
 
 /**
  * One desktop as every front end shows it: which pool member it is, who holds it, and its power state.
@@ -24,7 +25,10 @@ export interface DesktopView {
   pool: string;
   /** `vm/<namespace>/<pool>`. */
   poolId: string;
-  /** The holder's exact identity; `undefined` when nobody holds it. */
+  /**
+   * The exact identity the claim names: its Lease's holder (also once it expired; see `expiresAt`), a v0.6.0
+   * user, or the user a running member without a Lease still shows; `undefined` when nothing names one.
+   */
   owner: string | undefined;
   /** Changes with every claim; `undefined` when nobody holds it or for a v0.6.0 assignment. */
   sessionId: string | undefined;
@@ -48,14 +52,14 @@ export function toDesktopView(vm: VirtualMachine, lease: LeaseObject | undefined
   const phase = vm.status?.printableStatus ?? 'Unknown';
   const legacy = lease === undefined ? classifyLegacy(vm) : { kind: 'not-legacy' as const };
   const expiresAt = lease && leaseExpiresAt(lease);
-  const owner = lease?.spec.holderIdentity ?? (legacy.kind === 'legacy-assigned' ? legacy.user : undefined);
+  const owner = lease ? lease.spec.holderIdentity : claimHolder(classifyLeaselessVm(vm));
   return {
-    id: `vm/${namespace}/${member}`,
+    id: formatDesktopId({ kind: 'vm', namespace, member }),
     kind: 'vm',
     namespace,
     member,
     pool,
-    poolId: `vm/${namespace}/${pool}`,
+    poolId: formatPoolId({ kind: 'vm', namespace, pool }),
     owner: owner || undefined,
     sessionId: lease?.metadata.annotations?.[sessionIdAnnotation],
     claimedAt: normalizeTime(

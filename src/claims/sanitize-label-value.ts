@@ -1,10 +1,11 @@
 import { VdiError } from '../errors.js';
+import { maxIdentityLength } from '../validate.js';
 import { shortHash, shortHashLength } from './hash.js';
+
+export { maxIdentityLength };
 
 /** Longest label value the apiserver accepts. @category claims */
 export const maxLabelValueLength = 63;
-/** Longest identity {@link sanitizeLabelValue} accepts; longer ones are not logins. @category claims */
-export const maxIdentityLength = 1024;
 
 const labelValuePattern = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const labelValueCharacter = /^[-A-Za-z0-9_.]$/;

@@ -1,6 +1,6 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
-import { parseDuration } from '../sessions/parse-duration.js';
+import { durationSchema } from '../validate.js';
 import type { ClusterSession } from './cluster-session.js';
 import {
   booleanFlag,
@@ -25,12 +25,11 @@ const cloneTimeoutOption = {
 function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | undefined {
   const text = stringFlag(input, 'clone-timeout');
   if (text === undefined) return undefined;
-  let ms: number;
-  try {
-    ms = parseDuration(text);
-  } catch (error) {
-    throw new UsageError(`--clone-timeout: ${(error as Error).message}`, command.words);
+  const parsed = durationSchema.safeParse(text);
+  if (!parsed.success) {
+    throw new UsageError(`--clone-timeout: ${parsed.error.issues[0]?.message}`, command.words);
   }
+  const ms = parsed.data;
   if (ms <= 0) throw new UsageError('--clone-timeout must be longer than 0', command.words);
   return ms;
 }

@@ -2,7 +2,9 @@ import { classifyMember } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
+import { formatDesktopId } from '../ids.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { checkDesktopAccess, type DesktopAccess } from './check-desktop-access.js';
 import { gatherVmConnectFacts } from './gather-connect-facts.js';
 import { type LaunchPlan, planLaunch } from './launch-plan.js';
@@ -70,8 +72,10 @@ export async function readUsableDesktop(
   options: { member: string; identity: string; namespace?: string; asAdmin?: boolean; action: string },
 ): Promise<UsableDesktop> {
   const { member, identity, action } = options;
-  const namespace = options.namespace ?? ctx.defaultNamespace;
-  const desktopId = `vm/${namespace}/${member}`;
+  validateMemberName(member);
+  validateIdentity(identity);
+  const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
+  const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
   const leaseName = leaseNameFor(member);
   const [vm, lease] = await Promise.all([
     ctx.cluster.getVm(namespace, member),

@@ -1,13 +1,30 @@
 // The pure cores only: nothing here imports Node built-ins, client-node or any I/O, so a browser can load it.
+
+export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+} from '../access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from '../access.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from '../capacity/admit-pool.js';
 export { admitPool } from '../capacity/admit-pool.js';
 export type { DeviceKind, DeviceNeed } from '../capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
 export { parseDeviceCount } from '../capacity/parse-quantity.js';
+export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from '../claims/claim-liveness.js';
+export {
+  claimHolder,
+  classifyClaim,
+  classifyLease,
+  classifyLeaselessVm,
+  isClaimable,
+  isLeaseExpired,
+  leaseExpiresAt,
+} from '../claims/claim-liveness.js';
 export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
-export { classifyMember, isLeaseExpired, leaseExpiresAt } from '../claims/classify-member.js';
+export { classifyMember } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-export { isValidVmName, maxPoolNameLength, validatePoolName } from '../claims/object-names.js';
 export { parseRfc3339 } from '../claims/parse-time.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 export type { Clock } from '../clock.js';
@@ -27,6 +44,8 @@ export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-co
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
 export { formatTime, normalizeTime } from '../format-time.js';
+export type { DesktopKind, DesktopRef, PoolRef } from '../ids.js';
+export { formatDesktopId, formatPoolId, parseDesktopId, parsePoolId } from '../ids.js';
 export {
   assignedToKey,
   claimedAtAnnotation,
@@ -80,3 +99,23 @@ export type { UsbDeviceId } from '../usb/device-id.js';
 export { parseUsbDeviceId } from '../usb/device-id.js';
 export type { UsbSecurityNotice } from '../usb/security-notice.js';
 export { usbSecurityNotice } from '../usb/security-notice.js';
+export {
+  durationSchema,
+  goldenNameSchema,
+  identitySchema,
+  isValidNamespace,
+  isValidVmName,
+  maxIdentityLength,
+  maxNamespaceLength,
+  maxPoolNameLength,
+  maxSubdomainLength,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateGoldenName,
+  validateIdentity,
+  validateMemberName,
+  validateNamespace,
+  validatePoolName,
+} from '../validate.js';

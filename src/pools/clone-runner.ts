@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
@@ -36,10 +38,7 @@ export interface MemberOutcome {
 }
 
 function cancelledError(what: string, cause: unknown): VdiError {
-  return new VdiError('CLONE_FAILED', `${what} was cancelled by the caller.`, {
-    details: { cancelled: true },
-    cause,
-  });
+  return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
 }
 
 function failureReason(clone: VirtualMachineClone): string {
@@ -152,23 +151,6 @@ export async function cloneMember(
   await ctx.cluster.deleteClone(namespace, name);
 }
 
-/** Runs `work` over `items`, at most `limit` at a time, in order of `items`; stops taking new items once `stop()`. */
-export async function forEachBounded<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T, index: number) => Promise<void>,
-  stop: () => boolean = () => false,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length && !stop()) {
-      const index = next++;
-      await work(items[index] as T, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
 /**
  * Clones `members` from `golden` in parallel, at most `concurrency` at once, emitting `pool-progress` for each.
  * The first failure stops new clones from starting; the ones under way finish (each within its timeout), so
@@ -188,7 +170,7 @@ export async function cloneMembers(
   },
 ): Promise<MemberOutcome[]> {
   const { namespace, pool, members, concurrency, signal } = input;
-  const poolId = `vm/${namespace}/${pool}`;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   const outcomes: MemberOutcome[] = members.map((member) => ({
     member,
     clone: cloneNameFor(member),
@@ -210,7 +192,7 @@ export async function cloneMembers(
         failed = true;
         outcome.status = isVdiError(error, 'CLONE_TIMEOUT')
           ? 'timed-out'
-          : isVdiError(error) && error.details.cancelled === true
+          : isVdiError(error, 'CANCELLED')
             ? 'cancelled'
             : 'failed';
         outcome.error = (error as Error).message;
@@ -238,7 +220,7 @@ export async function removeMembers(
   input: { namespace: string; pool: string; outcomes: MemberOutcome[]; concurrency: number },
 ): Promise<void> {
   const { namespace, pool, outcomes, concurrency } = input;
-  const poolId = `vm/${namespace}/${pool}`;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   const started = outcomes.filter((outcome) => outcome.status !== 'not-started');
   let done = 0;
   await forEachBounded(started, concurrency, async (outcome) => {

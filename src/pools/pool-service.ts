@@ -1,19 +1,27 @@
 import { z } from 'zod';
-import type { AuditAction } from '../audit.js';
+import { type AuditAction, recordAudit } from '../audit.js';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
-import { isLeaseExpired } from '../claims/classify-member.js';
+import { classifyClaim, isClaimable } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
-import { isValidVmName, validatePoolName } from '../claims/object-names.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import {
+  goldenNameSchema,
+  identitySchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateNamespace,
+} from '../validate.js';
 import {
   cloneMembers,
   defaultCloneConcurrency,
   defaultCloneTimeoutMs,
-  forEachBounded,
   removeMembers,
 } from './clone-runner.js';
 import { memberNameFor } from './member-names.js';
@@ -26,7 +34,6 @@ export const maxPoolSize = 1000;
 export const defaultPoolActor = 'corral-vdi';
 
 const deleteConcurrency = 8;
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Options of {@link createPool}. @category pools */
 export interface CreatePoolOptions {
@@ -127,51 +134,32 @@ export interface ResizePoolResult {
 }
 
 const commonSchema = {
-  namespace: z.string().optional(),
+  namespace: namespaceSchema.optional(),
   concurrency: z.number().int().min(1).max(64).optional(),
   cloneTimeoutMs: z.number().int().positive().optional(),
   keepPartial: z.boolean().optional(),
   signal: z.instanceof(AbortSignal).optional(),
-  identity: z.string().min(1).optional(),
+  identity: identitySchema.optional(),
 };
 const createSchema = z.object({
-  name: z.string(),
-  from: z.string(),
+  name: poolNameSchema,
+  from: goldenNameSchema,
   size: z.number(),
   ephemeral: z.boolean().optional(),
   ...commonSchema,
 });
 const resizeSchema = z.object({
-  name: z.string(),
+  name: poolNameSchema,
   size: z.number(),
-  from: z.string().optional(),
+  from: goldenNameSchema.optional(),
   ...commonSchema,
 });
-const poolSchema = z.object({ name: z.string(), namespace: z.string().optional() });
+const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
 const deleteSchema = poolSchema.extend({
   force: z.boolean().optional(),
-  identity: z.string().min(1).optional(),
+  identity: identitySchema.optional(),
 });
-const listSchema = z.object({ namespaces: z.array(z.string()).optional() });
-
-function parse<T>(schema: z.ZodType<T>, value: unknown, call: string): T {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'options'}: ${issue.message}`);
-  throw new VdiError('INVALID_INPUT', `${call} was called with bad options (${issues.join('; ')}).`, {
-    details: { issues },
-  });
-}
-
-function namespaceOf(ctx: VdiContext, namespace: string | undefined): string {
-  const resolved = namespace ?? ctx.defaultNamespace;
-  if (resolved.length > 63 || !namespacePattern.test(resolved)) {
-    throw new VdiError('INVALID_INPUT', `"${resolved}" is not a valid namespace name (a DNS-1123 label).`, {
-      details: { namespace: resolved },
-    });
-  }
-  return resolved;
-}
+const listSchema = z.object({ namespaces: z.array(namespaceSchema).optional() });
 
 function validateSize(size: number): void {
   if (!Number.isSafeInteger(size) || size < 1 || size > maxPoolSize) {
@@ -181,32 +169,6 @@ function validateSize(size: number): void {
       { details: { size, maxPoolSize } },
     );
   }
-}
-
-function validateGoldenName(from: string): void {
-  if (!isValidVmName(from)) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `"${from}" is not a valid VM name; pass the name of the golden VM to clone.`,
-      {
-        details: { golden: from },
-      },
-    );
-  }
-}
-
-async function recordAudit(
-  ctx: VdiContext,
-  entry: { action: AuditAction; user: string; target: string; error?: unknown },
-): Promise<void> {
-  await ctx.audit.record({
-    at: ctx.clock.now().toISOString(),
-    action: entry.action,
-    user: entry.user,
-    target: entry.target,
-    status: entry.error === undefined ? 'ok' : 'error',
-    ...(entry.error === undefined ? {} : { error: (entry.error as Error).message }),
-  });
 }
 
 /** Runs `act`, recording its outcome in the audit log either way; `actionFor` may name the action from the result. */
@@ -293,8 +255,9 @@ async function makeMembers(
     .map((outcome) => `${outcome.member}: ${outcome.status}${outcome.error ? ` (${outcome.error})` : ''}`)
     .join('; ');
   const first = failures[0];
-  const code = first?.status === 'timed-out' ? 'CLONE_TIMEOUT' : 'CLONE_FAILED';
-  const what = input.signal?.aborted ? 'was cancelled' : 'failed';
+  const cancelled = input.signal?.aborted === true;
+  const code = cancelled ? 'CANCELLED' : first?.status === 'timed-out' ? 'CLONE_TIMEOUT' : 'CLONE_FAILED';
+  const what = cancelled ? 'was cancelled' : 'failed';
   throw new VdiError(code, `${input.doing} ${what}: ${report}. ${cleanup}`, {
     retryable: code === 'CLONE_TIMEOUT',
     details: { pool: input.pool, namespace: input.namespace, members: outcomes, kept: input.keepPartial },
@@ -319,18 +282,17 @@ async function makeMembers(
  * const pool = await createPool(vdi.context, { name: 'devpool', from: 'golden-desktop', size: 3 });
  * console.log(pool.members); // ['devpool-1', 'devpool-2', 'devpool-3']
  * ```
- * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `MEMBER_EXISTS`, `INSUFFICIENT_CAPACITY` (all
- *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT` with `details.members`.
+ * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
+ *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, or `CANCELLED` when
+ *   `signal` aborted it, with `details.members`.
  * @category pools
  */
 export async function createPool(ctx: VdiContext, options: CreatePoolOptions): Promise<CreatePoolResult> {
-  const parsed = parse(createSchema, options, 'createPool');
-  validatePoolName(parsed.name);
+  const parsed = parseOptions(createSchema, options, 'createPool');
   validateSize(parsed.size);
-  validateGoldenName(parsed.from);
-  const namespace = namespaceOf(ctx, parsed.namespace);
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name, from, size } = parsed;
-  const id = `vm/${namespace}/${name}`;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   const ephemeral = parsed.ephemeral ?? false;
   return await audited(
     ctx,
@@ -343,7 +305,7 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
         .map((vm) => vm.metadata.name ?? '');
       if (existing.length > 0) {
         throw new VdiError(
-          'MEMBER_EXISTS',
+          'ALREADY_EXISTS',
           `Pool "${name}" already exists in namespace "${namespace}" (${existing.join(', ')}); resize it, or delete it first.`,
           { details: { pool: name, namespace, members: existing } },
         );
@@ -353,7 +315,7 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
       const taken = members.filter((member) => names.has(member));
       if (taken.length > 0) {
         throw new VdiError(
-          'MEMBER_EXISTS',
+          'ALREADY_EXISTS',
           `The member name${taken.length === 1 ? '' : 's'} ${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} already taken by ${taken.length === 1 ? 'a VM' : 'VMs'} in namespace "${namespace}"; choose another pool name or remove ${taken.length === 1 ? 'that VM' : 'those VMs'}.`,
           { details: { pool: name, namespace, taken } },
         );
@@ -391,10 +353,8 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
  * @category pools
  */
 export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {}): Promise<PoolView[]> {
-  const parsed = parse(listSchema, options, 'listPools');
-  const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map((namespace) =>
-    namespaceOf(ctx, namespace),
-  );
+  const parsed = parseOptions(listSchema, options, 'listPools');
+  const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map(validateNamespace);
   const pools = await Promise.all(
     namespaces.map(async (namespace) => {
       const [vms, leases] = await Promise.all([
@@ -414,9 +374,8 @@ export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {})
  * @category pools
  */
 export async function getPool(ctx: VdiContext, options: PoolOptions): Promise<PoolView> {
-  const parsed = parse(poolSchema, options, 'getPool');
-  validatePoolName(parsed.name);
-  return (await readPool(ctx, namespaceOf(ctx, parsed.namespace), parsed.name)).pool;
+  const parsed = parseOptions(poolSchema, options, 'getPool');
+  return (await readPool(ctx, validateNamespace(parsed.namespace ?? ctx.defaultNamespace), parsed.name)).pool;
 }
 
 function holderText(member: PoolMemberView): string {
@@ -439,11 +398,10 @@ function holderText(member: PoolMemberView): string {
  * @category pools
  */
 export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): Promise<DeletePoolResult> {
-  const parsed = parse(deleteSchema, options, 'deletePool');
-  validatePoolName(parsed.name);
-  const namespace = namespaceOf(ctx, parsed.namespace);
+  const parsed = parseOptions(deleteSchema, options, 'deletePool');
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name } = parsed;
-  const id = `vm/${namespace}/${name}`;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   const force = parsed.force ?? false;
   return await audited(
     ctx,
@@ -516,7 +474,6 @@ async function goldenForGrowth(
   from: string | undefined,
 ): Promise<VirtualMachine> {
   if (from !== undefined) {
-    validateGoldenName(from);
     return await readGoldenVm(ctx, namespace, from);
   }
   const sources = [
@@ -548,12 +505,11 @@ async function goldenForGrowth(
  * @category pools
  */
 export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): Promise<ResizePoolResult> {
-  const parsed = parse(resizeSchema, options, 'resizePool');
-  validatePoolName(parsed.name);
+  const parsed = parseOptions(resizeSchema, options, 'resizePool');
   validateSize(parsed.size);
-  const namespace = namespaceOf(ctx, parsed.namespace);
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name, size } = parsed;
-  const id = `vm/${namespace}/${name}`;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   return await audited(
     ctx,
     { action: 'vdi pool resize', user: parsed.identity ?? defaultPoolActor, target: id },
@@ -599,17 +555,18 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
           return { ...result, added: plan.add, capacity };
         }
         case 'shrink': {
-          const uids = new Map(vms.map((vm) => [vm.metadata.name ?? '', vm.metadata.uid ?? '']));
+          const vmByName = new Map(vms.map((vm) => [vm.metadata.name ?? '', vm]));
           const leaseByName = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
           let done = 0;
           for (const member of plan.remove) {
             // a claim may have landed since the pool was read; its Lease is the truth
             const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
-            if (lease?.spec.holderIdentity && !isLeaseExpired(lease, ctx.clock.now())) {
+            const vm = vmByName.get(member) as VirtualMachine;
+            if (!isClaimable(classifyClaim({ vm, lease, now: ctx.clock.now() }))) {
               result.skipped.push(member);
               continue;
             }
-            await ctx.cluster.deleteVm(namespace, member, { uid: uids.get(member) ?? '' });
+            await ctx.cluster.deleteVm(namespace, member, { uid: vm.metadata.uid ?? '' });
             const stale = lease ?? leaseByName.get(leaseNameFor(member));
             if (stale)
               await ctx.cluster.deleteLease(namespace, stale.metadata.name ?? '', {

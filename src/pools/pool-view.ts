@@ -1,7 +1,8 @@
-import { classifyMember } from '../claims/classify-member.js';
+import { classifyClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { formatTime, normalizeTime } from '../format-time.js';
-import { claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { formatDesktopId, formatPoolId } from '../ids.js';
+import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from './member-names.js';
 
@@ -47,36 +48,31 @@ export interface PoolView {
   counts: { members: number; free: number; claimed: number };
 }
 
-// validateIdentity refuses surrounding spaces, so no claimant is ever this observer
-const observer = ' ';
-
 function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date): MemberState {
-  const classified = classifyMember({ vm, lease, identity: observer, now });
-  switch (classified.kind) {
+  const claim = classifyClaim({ vm, lease, now });
+  switch (claim.kind) {
     case 'free':
     case 'stale':
+    case 'expired':
       return { kind: 'free' };
-    case 'held-by-caller':
-    case 'held-by-other': {
+    case 'held': {
       const since = normalizeTime(lease?.spec.acquireTime ?? lease?.spec.renewTime);
       return {
         kind: 'claimed',
-        holder: classified.holder,
+        holder: claim.holder,
         ...(since ? { since } : {}),
-        expiresAt: formatTime(classified.expiresAt),
+        expiresAt: formatTime(claim.expiresAt),
       };
     }
-    case 'orphan-adoptable':
-    case 'orphan-held-by-other': {
-      const since = normalizeTime(vm.metadata.annotations?.[claimedAtAnnotation]);
-      return { kind: 'claimed', holder: classified.holder, ...(since ? { since } : {}), leaseMissing: true };
+    case 'orphan': {
+      const since = normalizeTime(claim.claimedAt);
+      return { kind: 'claimed', holder: claim.holder, ...(since ? { since } : {}), leaseMissing: true };
     }
-    case 'legacy-adoptable':
-    case 'legacy-held-by-other': {
-      const since = normalizeTime(classified.claimedAt);
-      return { kind: 'legacy-assigned', user: classified.user, ...(since ? { since } : {}) };
+    case 'legacy': {
+      const since = normalizeTime(claim.claimedAt);
+      return { kind: 'legacy-assigned', user: claim.holder, ...(since ? { since } : {}) };
     }
-    case 'unavailable':
+    case 'deleting':
       return { kind: 'deleting' };
   }
 }
@@ -120,7 +116,7 @@ export function describePools(input: {
     const members = byPool.get(pool) ?? [];
     members.push({
       name,
-      desktopId: `vm/${namespace}/${name}`,
+      desktopId: formatDesktopId({ kind: 'vm', namespace, member: name }),
       state: stateOf(vm, leaseByName.get(leaseNameFor(name)), now),
       power: vm.status?.printableStatus ?? 'Unknown',
       ephemeral: vm.metadata.labels?.[ephemeralLabel] === 'true',
@@ -137,7 +133,7 @@ export function describePools(input: {
         (member) => member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned',
       ).length;
       return {
-        id: `vm/${namespace}/${name}`,
+        id: formatPoolId({ kind: 'vm', namespace, pool: name }),
         name,
         namespace,
         members,

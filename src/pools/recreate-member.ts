@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readGoldenVm } from '../capacity/capacity-service.js';
 import { leaseNameFor } from '../claims/lease-name.js';
-import { isValidVmName } from '../claims/object-names.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
+import { isValidVmName } from '../validate.js';
 import { cloneNameFor } from './clone-object.js';
 import { cloneMember, defaultCloneTimeoutMs, waitForClone } from './clone-runner.js';
 
@@ -73,8 +74,7 @@ async function waitUntilGone(
     try {
       await sleep(goneInterval, undefined, signal ? { signal } : {});
     } catch (error) {
-      throw new VdiError('CLONE_FAILED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
-        details: { cancelled: true },
+      throw new VdiError('CANCELLED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
         cause: error,
       });
     }
@@ -96,7 +96,8 @@ async function waitUntilGone(
  * await recreateMember(vdi.context, { namespace: 'corral-vms', vm: 'devpool-2' });
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` when the VM is not an ephemeral member; `GOLDEN_NOT_FOUND`;
- *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`, `CLONE_TIMEOUT`.
+ *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`, `CLONE_TIMEOUT`; `CANCELLED` when
+ *   `signal` aborted it.
  * @category pools
  */
 export async function recreateMember(ctx: VdiContext, options: RecreateMemberOptions): Promise<void> {
@@ -127,7 +128,7 @@ export async function recreateMember(ctx: VdiContext, options: RecreateMemberOpt
   const current = await ctx.cluster.getVm(namespace, member);
   const { pool, source } = await originOf(ctx, namespace, member, current);
   const golden = await readGoldenVm(ctx, namespace, source);
-  const poolId = `vm/${namespace}/${pool}`;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
   try {
     if (current && !current.metadata.deletionTimestamp) {

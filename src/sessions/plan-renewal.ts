@@ -1,4 +1,4 @@
-import { leaseExpiresAt } from '../claims/classify-member.js';
+import { classifyLease } from '../claims/claim-liveness.js';
 import { VdiError } from '../errors.js';
 import { leaseDurationSeconds } from '../keys.js';
 import type { LeaseObject } from '../kubevirt-types.js';
@@ -40,9 +40,9 @@ export function planRenewal(lease: LeaseObject, now: Date, renewIntervalMs?: num
       },
     );
   }
-  const expiresAt = leaseExpiresAt(lease);
-  if (!lease.spec.holderIdentity || expiresAt === undefined || now.getTime() > expiresAt.getTime())
-    return { kind: 'expired' };
+  const claim = classifyLease(lease, now);
+  if (claim.kind !== 'held') return { kind: 'expired' };
+  const { expiresAt } = claim;
   const seconds = lease.spec.leaseDurationSeconds;
   const durationMs = (typeof seconds === 'number' && seconds > 0 ? seconds : leaseDurationSeconds) * 1000;
   // expiresAt is the last renewal plus the duration

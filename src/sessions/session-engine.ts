@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { parseOptions, releaseMember, resolveNamespace } from '../claims/claims-service.js';
+import { classifyClaim } from '../claims/claim-liveness.js';
+import { releaseMember } from '../claims/claims-service.js';
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-import { isValidVmName } from '../claims/object-names.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatDesktopId } from '../ids.js';
 import {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
@@ -15,6 +17,14 @@ import {
 } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { LeaseObject } from '../kubevirt-types.js';
+import {
+  identitySchema,
+  isValidVmName,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  validateNamespace,
+} from '../validate.js';
 import {
   checkReclaimPolicy,
   defaultReclaimPolicy,
@@ -111,7 +121,9 @@ export interface SessionPassResult {
 export interface SessionEngine {
   /**
    * Counts a console of a claimed desktop. When it is the desktop's first open console, its start is
-   * recorded on the Lease (`corral.dev/vdi-connected-at`) before this resolves.
+   * recorded on the Lease (`corral.dev/vdi-connected-at`) before this resolves. A v0.6.0 assignment or a member
+   * whose Lease is gone (which only an administrator may open) has no Lease to record on: its console is not
+   * counted.
    *
    * @throws {@link VdiError} `CLAIM_ENDED` when the desktop is not claimed, `CLAIM_EXPIRED` when its claim
    *   expired, `INVALID_INPUT` for bad options or a namespace the engine does not serve, and the apiserver's
@@ -158,7 +170,7 @@ type LeaseUpdate = { kind: 'written'; lease: LeaseObject } | { kind: 'unchanged'
 
 const positiveMs = z.number().int().positive().max(2_147_483_647);
 const optionsSchema = z.object({
-  namespaces: z.array(z.string()).min(1),
+  namespaces: z.array(namespaceSchema).min(1),
   policy: z
     .object({ disconnectGraceMs: z.number().optional(), maxSessionMs: z.number().optional() })
     .optional(),
@@ -167,9 +179,9 @@ const optionsSchema = z.object({
   processStartedAt: z.date().optional(),
 });
 const consoleSchema = z.object({
-  member: z.string(),
-  namespace: z.string().optional(),
-  identity: z.string().min(1),
+  member: memberNameSchema,
+  namespace: namespaceSchema.optional(),
+  identity: identitySchema,
   kind: z.enum(['vnc', 'terminal', 'rdp']),
 });
 const writeConcurrency = 16;
@@ -204,17 +216,6 @@ function acquiredAtOf(lease: LeaseObject): Date | undefined {
   return undefined;
 }
 
-async function forEachLimited<T>(items: T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await run(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
 /**
  * Creates the session engine of one process: it counts open consoles, records connected periods on the claims'
  * Leases, renews the Leases of live claims in its namespaces, and reclaims desktops by the policy of
@@ -237,7 +238,7 @@ async function forEachLimited<T>(items: T[], limit: number, run: (item: T) => Pr
  */
 export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptions): SessionEngine {
   const parsed = parseOptions(optionsSchema, options, 'createSessionEngine');
-  const namespaces = [...new Set(parsed.namespaces.map((namespace) => resolveNamespace(ctx, namespace)))];
+  const namespaces = [...new Set(parsed.namespaces)];
   const policy: ReclaimPolicy = { ...defaultReclaimPolicy, ...parsed.policy };
   checkReclaimPolicy(policy);
   const intervalMs = parsed.intervalMs ?? 30_000;
@@ -338,13 +339,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
       identity,
       kind,
     } = parseOptions(consoleSchema, openOptions, 'openConsole');
-    if (!isValidVmName(member)) {
-      throw new VdiError(
-        'INVALID_INPUT',
-        `"${member}" is not a valid member name; pass a VM name such as devpool-1.`,
-      );
-    }
-    const namespace = resolveNamespace(ctx, asked);
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
     if (!namespaces.includes(namespace)) {
       throw new VdiError(
         'INVALID_INPUT',
@@ -354,22 +349,31 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         },
       );
     }
-    const desktopId = `vm/${namespace}/${member}`;
-    const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
+    const [vm, lease] = await Promise.all([
+      ctx.cluster.getVm(namespace, member),
+      ctx.cluster.getLease(namespace, leaseNameFor(member)),
+    ]);
     const now = ctx.clock.now();
-    if (!lease?.spec.holderIdentity) {
+    // with the VM gone, the Lease alone says whether the member is claimed
+    const claim = classifyClaim({ vm: vm ?? { metadata: { name: member }, spec: {} }, lease, now });
+    if (claim.kind === 'expired') {
       throw new VdiError(
-        'CLAIM_ENDED',
-        `Desktop ${desktopId} is not claimed; claim its pool before opening a console.`,
+        'CLAIM_EXPIRED',
+        `The claim on ${desktopId} expired; claim its pool again before opening a console.`,
         {
           details: { desktopId },
         },
       );
     }
-    if (planRenewal(lease, now).kind === 'expired') {
+    // a v0.6.0 or Lease-less member has no Lease to carry marks, and so no grace to start when it closes
+    if (claim.kind === 'legacy' || claim.kind === 'orphan') {
+      return { desktopId, identity, kind, openedAt: now, close: async () => undefined };
+    }
+    if (claim.kind !== 'held' || lease === undefined) {
       throw new VdiError(
-        'CLAIM_EXPIRED',
-        `The claim on ${desktopId} expired; claim its pool again before opening a console.`,
+        'CLAIM_ENDED',
+        `Desktop ${desktopId} is not claimed; claim its pool before opening a console.`,
         {
           details: { desktopId },
         },
@@ -459,7 +463,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     { member, lease: listed }: DueReclaim,
     result: SessionPassResult,
   ): Promise<void> {
-    const desktopId = `vm/${namespace}/${member}`;
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
     const holder = listed.spec.holderIdentity ?? '';
     // the list may be old by now: act only if this very claim is still due
     const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
@@ -518,7 +522,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     if (renew && outcome.kind === 'written') {
       result.renewed += 1;
       ctx.events.emit('renewed', {
-        desktopId: `vm/${namespace}/${member}`,
+        desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
         holder: lease.spec.holderIdentity ?? '',
       });
     }
@@ -559,14 +563,14 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
       if (renewal.kind === 'renew' || marksPending)
         writes.push({ member, lease, renew: renewal.kind === 'renew', entry });
     }
-    await forEachLimited(writes, writeConcurrency, (due) =>
+    await forEachBounded(writes, writeConcurrency, (due) =>
       write(namespace, due, result).catch((error: unknown) => {
         result.errors.push(
           isVdiError(error) ? error : new VdiError('INTERNAL', String(error), { cause: error }),
         );
       }),
     );
-    await forEachLimited(reclaims, reclaimConcurrency, (due) =>
+    await forEachBounded(reclaims, reclaimConcurrency, (due) =>
       reclaim(namespace, due, result).catch((error: unknown) => {
         result.errors.push(
           isVdiError(error) ? error : new VdiError('INTERNAL', String(error), { cause: error }),

@@ -196,12 +196,12 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     await kube.createVm(namespace, { metadata: { name: 'devpool-2' }, spec: { runStrategy: 'Halted' } });
 
     const taken = await failureOf(createPool(ctx, { name: 'devpool', from: 'golden', size: 3 }));
-    expect(taken.code).toBe('MEMBER_EXISTS');
+    expect(taken.code).toBe('ALREADY_EXISTS');
     expect(taken.details.taken).toEqual(['devpool-2']);
 
     await createPool(ctx, { name: 'other', from: 'golden', size: 1 });
     const again = await failureOf(createPool(ctx, { name: 'other', from: 'golden', size: 1 }));
-    expect(again.code).toBe('MEMBER_EXISTS');
+    expect(again.code).toBe('ALREADY_EXISTS');
     expect(again.message).toMatch(/already exists/);
 
     for (const options of [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AuditRecord, MemoryAuditSink } from '../../../src/audit.js';
-import { isLeaseExpired } from '../../../src/claims/classify-member.js';
+import { isLeaseExpired } from '../../../src/claims/claim-liveness.js';
 import type { VdiEvents } from '../../../src/events.js';
 import {
   connectedAtAnnotation,

@@ -1,9 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { isLeaseExpired, leaseExpiresAt } from '../../../src/claims/claim-liveness.js';
 import {
   classifyMember,
-  isLeaseExpired,
-  leaseExpiresAt,
   type MemberClassification,
   type MemberFacts,
 } from '../../../src/claims/classify-member.js';

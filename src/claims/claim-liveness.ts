@@ -1,0 +1,238 @@
+import { VdiError } from '../errors.js';
+import { assignedToKey, claimedAtAnnotation, leaseDurationSeconds, sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import { classifyLegacy } from '../upgrade/classify-legacy.js';
+import { leaseNameFor } from './lease-name.js';
+import { parseRfc3339 } from './parse-time.js';
+
+/**
+ * What a claim Lease says at one instant.
+ *
+ * - `held`: it names a holder and binds until `expiresAt`.
+ * - `expired`: it names a holder but ran out (or carries no readable time). Nobody holds the member: its holder
+ *   is told `CLAIM_EXPIRED`, and any claimant may take the member by replacing the Lease.
+ * - `stale`: it names no holder; any claimant may take the member by replacing it.
+ *
+ * @category claims
+ */
+export type LeaseLiveness =
+  | {
+      kind: 'held';
+      holder: string;
+      expiresAt: Date;
+      /** The `corral.dev/vdi-session-id` annotation, when present. */
+      sessionId?: string;
+      acquireTime?: Date;
+      renewTime?: Date;
+      /** Renew, replace or delete the Lease with this precondition. */
+      resourceVersion: string;
+    }
+  | { kind: 'expired'; holder: string; expiredAt?: Date; resourceVersion: string }
+  | { kind: 'stale'; resourceVersion: string };
+
+/**
+ * Whether a pool member is claimed, and by whom: the one answer claims, sessions, pools, connect and the broker
+ * all use. A Lease decides whenever one exists; without one, the VM's own marks count.
+ *
+ * - `held`, `expired`, `stale`: what its Lease says (see {@link LeaseLiveness}).
+ * - `free`: no Lease, and nothing on the VM names a user (or the VM is stopped, which is what a finished
+ *   release leaves).
+ * - `legacy`: a v0.6.0 assignment, kept only as the `corral.dev/vdi-assigned-to` label; it has no Lease.
+ * - `orphan`: the VM names a current holder (the `corral.dev/vdi-assigned-to` annotation) and may still run,
+ *   but its Lease is gone, for example deleted by hand. It may still run that user's session.
+ * - `deleting`: the VM is being deleted.
+ *
+ * @category claims
+ */
+export type ClaimLiveness =
+  | LeaseLiveness
+  | { kind: 'free' }
+  | { kind: 'legacy'; holder: string; claimedAt?: string }
+  | { kind: 'orphan'; holder: string; claimedAt?: string }
+  | { kind: 'deleting' };
+
+/** What {@link classifyClaim} looks at. @category claims */
+export interface ClaimFacts {
+  /** The member's VirtualMachine as read from the cluster. */
+  vm: VirtualMachine;
+  /** The Lease named `leaseNameFor(member)`, as read from the cluster; `undefined` when there is none. */
+  lease?: LeaseObject | undefined;
+  /** The time to judge expiry at; pass `clock.now()`. */
+  now: Date;
+}
+
+/**
+ * When a Lease stops binding: its `renewTime` (or, never renewed, its `acquireTime`) plus its
+ * `leaseDurationSeconds` (or, when unset, the SDK's one hour).
+ *
+ * @returns the instant, or `undefined` when the Lease carries no readable time.
+ * @example
+ * ```ts
+ * leaseExpiresAt({ metadata: {}, spec: { renewTime: '2026-07-02T12:00:00.000000Z', leaseDurationSeconds: 3600 } });
+ * // 2026-07-02T13:00:00.000Z
+ * ```
+ * @category claims
+ */
+export function leaseExpiresAt(lease: LeaseObject): Date | undefined {
+  const { renewTime, acquireTime, leaseDurationSeconds: duration } = lease.spec;
+  const from =
+    (renewTime === undefined ? undefined : parseRfc3339(renewTime)) ??
+    (acquireTime === undefined ? undefined : parseRfc3339(acquireTime));
+  if (from === undefined) return undefined;
+  const seconds = typeof duration === 'number' && duration > 0 ? duration : leaseDurationSeconds;
+  return new Date(from.getTime() + seconds * 1000);
+}
+
+/**
+ * Whether a Lease's time ran out at `now`. It binds up to and including {@link leaseExpiresAt}; a Lease with no
+ * readable time counts as expired, so a malformed Lease cannot hold a member forever.
+ *
+ * @example
+ * ```ts
+ * isLeaseExpired(lease, clock.now());
+ * ```
+ * @category claims
+ */
+export function isLeaseExpired(lease: LeaseObject, now: Date): boolean {
+  const expiresAt = leaseExpiresAt(lease);
+  return expiresAt === undefined || now.getTime() > expiresAt.getTime();
+}
+
+function checkNow(now: Date): void {
+  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
+    throw new VdiError('INVALID_INPUT', 'The time to classify at is not a valid Date; pass clock.now().');
+  }
+}
+
+/**
+ * Reads a claim Lease at `now`: held while it names a holder and {@link isLeaseExpired} says no.
+ *
+ * @example
+ * ```ts
+ * if (classifyLease(lease, clock.now()).kind === 'held') await renew(lease);
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when `now` is not a valid date.
+ * @category claims
+ */
+export function classifyLease(lease: LeaseObject, now: Date): LeaseLiveness {
+  checkNow(now);
+  const resourceVersion = lease.metadata.resourceVersion ?? '';
+  const holder = lease.spec.holderIdentity;
+  if (!holder) return { kind: 'stale', resourceVersion };
+  const expiresAt = leaseExpiresAt(lease);
+  if (expiresAt === undefined || isLeaseExpired(lease, now)) {
+    return { kind: 'expired', holder, ...(expiresAt ? { expiredAt: expiresAt } : {}), resourceVersion };
+  }
+  const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  const acquireTime = lease.spec.acquireTime === undefined ? undefined : parseRfc3339(lease.spec.acquireTime);
+  const renewTime = lease.spec.renewTime === undefined ? undefined : parseRfc3339(lease.spec.renewTime);
+  return {
+    kind: 'held',
+    holder,
+    expiresAt,
+    ...(sessionId ? { sessionId } : {}),
+    ...(acquireTime ? { acquireTime } : {}),
+    ...(renewTime ? { renewTime } : {}),
+    resourceVersion,
+  };
+}
+
+/**
+ * What a member VM without a Lease says about its user. A VM that still carries the current
+ * `corral.dev/vdi-assigned-to` annotation is what a release that stopped half way, or a Lease deleted by hand,
+ * leaves behind. It counts as `free` once the VM is stopped (KubeVirt reports `Stopped` and nothing asks it to
+ * run), because a stopped member holds no live session; while it may still run, it is an `orphan`.
+ *
+ * @category claims
+ */
+export function classifyLeaselessVm(
+  vm: VirtualMachine,
+): Extract<ClaimLiveness, { kind: 'free' | 'legacy' | 'orphan' }> {
+  const presented = vm.metadata.annotations?.[assignedToKey];
+  if (presented) {
+    if (isStopped(vm)) return { kind: 'free' };
+    const claimedAt = vm.metadata.annotations?.[claimedAtAnnotation];
+    return { kind: 'orphan', holder: presented, ...(claimedAt ? { claimedAt } : {}) };
+  }
+  const legacy = classifyLegacy(vm);
+  if (legacy.kind !== 'legacy-assigned') return { kind: 'free' };
+  const { user, claimedAt } = legacy;
+  return { kind: 'legacy', holder: user, ...(claimedAt === undefined ? {} : { claimedAt }) };
+}
+
+/**
+ * Decides whether a pool member is claimed at `now`, and by whom. See {@link ClaimLiveness} for the answers.
+ *
+ * @example
+ * ```ts
+ * const claim = classifyClaim({ vm, lease, now: clock.now() });
+ * if (isClaimable(claim)) await takeMember();
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when `now` is not a valid date, the VM has no name, or the Lease is
+ *   not the member's (another name, or no `resourceVersion` because it was not read from the cluster).
+ * @category claims
+ */
+export function classifyClaim(facts: ClaimFacts): ClaimLiveness {
+  const { vm, lease, now } = facts;
+  checkNow(now);
+  const member = vm.metadata.name ?? '';
+  if (member === '') {
+    throw new VdiError('INVALID_INPUT', 'The VM has no metadata.name; pass the VM as read from the cluster.');
+  }
+  if (lease !== undefined) checkLease(member, lease);
+  if (vm.metadata.deletionTimestamp) return { kind: 'deleting' };
+  return lease === undefined ? classifyLeaselessVm(vm) : classifyLease(lease, now);
+}
+
+/**
+ * The identity a member belongs to now: the holder of a live Lease, of a v0.6.0 assignment, or of an orphaned
+ * presentation copy. `undefined` for a member nobody holds, including one whose Lease expired.
+ *
+ * @example
+ * ```ts
+ * const mine = claimHolder(classifyClaim({ vm, lease, now })) === identity;
+ * ```
+ * @category claims
+ */
+export function claimHolder(claim: ClaimLiveness): string | undefined {
+  return claim.kind === 'held' || claim.kind === 'legacy' || claim.kind === 'orphan'
+    ? claim.holder
+    : undefined;
+}
+
+/**
+ * Whether a claimant may take the member: nobody holds it, and it is not being deleted. A `free` member is
+ * taken by creating its Lease; an `expired` or `stale` one by replacing the Lease with its `resourceVersion`.
+ *
+ * @category claims
+ */
+export function isClaimable(
+  claim: ClaimLiveness,
+): claim is Extract<ClaimLiveness, { kind: 'free' | 'expired' | 'stale' }> {
+  return claim.kind === 'free' || claim.kind === 'expired' || claim.kind === 'stale';
+}
+
+function checkLease(member: string, lease: LeaseObject): void {
+  const expected = leaseNameFor(member);
+  if (lease.metadata.name !== expected) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `Lease "${lease.metadata.name ?? ''}" is not the claim of member "${member}"; pass the Lease named "${expected}".`,
+      { details: { member, lease: lease.metadata.name, expected } },
+    );
+  }
+  if (!lease.metadata.resourceVersion) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `Lease "${expected}" has no resourceVersion; pass the Lease as read from the cluster.`,
+      { details: { member, lease: expected } },
+    );
+  }
+}
+
+function isStopped(vm: VirtualMachine): boolean {
+  const { running, runStrategy } = vm.spec;
+  const asksToRun = running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure';
+  const startPending = vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false;
+  return !asksToRun && !startPending && vm.status?.printableStatus === 'Stopped';
+}
