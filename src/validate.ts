@@ -16,8 +16,10 @@ export const maxPoolNameLength = 50;
 /** Longest identity the SDK accepts; longer ones are not logins. @category validate */
 export const maxIdentityLength = 1024;
 
-const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const subdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A DNS-1123 label: the form of namespace and pool names. @category validate */
+export const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A DNS-1123 subdomain: the form of VM and Lease names. @category validate */
+export const subdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /**
  * Whether `name` is a valid namespace name: a DNS-1123 label (lowercase letters, digits and `-`, starting and
@@ -48,6 +50,19 @@ export function isValidVmName(name: string): boolean {
   return name.length <= maxSubdomainLength && subdomainPattern.test(name);
 }
 
+/**
+ * Whether `name` is a valid pool name: a DNS-1123 label of 1 to {@link maxPoolNameLength} characters.
+ *
+ * @example
+ * ```ts
+ * isValidPoolName('devpool'); // true
+ * ```
+ * @category validate
+ */
+export function isValidPoolName(name: string): boolean {
+  return name.length > 0 && name.length <= maxPoolNameLength && dnsLabelPattern.test(name);
+}
+
 /** What is wrong with a name, as a sentence that says what to pass instead; `undefined` when nothing is. */
 type Problem = (value: string) => string | undefined;
 
@@ -55,13 +70,11 @@ const namespaceProblem: Problem = (name) =>
   isValidNamespace(name) ? undefined : `"${name}" is not a valid namespace name (a DNS-1123 label).`;
 
 const poolNameProblem: Problem = (name) => {
+  if (isValidPoolName(name)) return undefined;
   if (name.length === 0 || name.length > maxPoolNameLength) {
     return `Pool name "${name}" is ${name.length} characters long; use 1 to ${maxPoolNameLength} characters, for example "devpool".`;
   }
-  if (!dnsLabelPattern.test(name)) {
-    return `Pool name "${name}" is not valid; use lowercase letters, digits and "-", starting and ending with a letter or digit, for example "devpool".`;
-  }
-  return undefined;
+  return `Pool name "${name}" is not valid; use lowercase letters, digits and "-", starting and ending with a letter or digit, for example "devpool".`;
 };
 
 const memberNameProblem: Problem = (name) =>

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { VdiError } from '../errors.js';
 import { parseDuration } from '../sessions/parse-duration.js';
+import { dnsLabelPattern, maxNamespaceLength } from '../validate.js';
 import { defaultNamespace } from '../vdi.js';
-import { dnsLabelPattern, maxNamespaceLength } from './input-rules.js';
 
 /**
  * The broker's settings that can come from the environment. Every field is optional in code; the defaults are

@@ -1,15 +1,17 @@
 import { z } from 'zod';
-import { maxPoolNameLength, maxSubdomainLength } from '../claims/object-names.js';
 import type { VdiErrorCode } from '../errors.js';
+import { parseDesktopId as parseDesktopIdParts } from '../ids.js';
+import {
+  dnsLabelPattern,
+  maxNamespaceLength,
+  maxPoolNameLength,
+  maxSubdomainLength,
+  subdomainPattern,
+} from '../validate.js';
 import { componentRegistry } from './schemas.js';
 
-// The broker's one home of name, ID and body rules, until it takes them from src/validate.ts and src/ids.ts.
+// The broker's request rules: names follow src/validate.ts's patterns, with messages that quote the path.
 
-/** The longest namespace name: a DNS-1123 label. */
-export const maxNamespaceLength = 63;
-/** A DNS-1123 label, the form of namespace and pool names. */
-export const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const subdomainPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const taskIdPattern = /^[a-z0-9]([-.a-z0-9]{0,398}[a-z0-9])?$/;
 
 // A message that quotes the refused value first, as every path-parameter message does.
@@ -145,20 +147,18 @@ export type DesktopIdMatch =
  * ```
  */
 export function parseDesktopId(id: string, servedNamespaces: readonly string[]): DesktopIdMatch {
-  const [kind, namespace, member, ...rest] = id.split('/');
-  if (member === undefined || rest.length > 0) {
-    return {
-      kind: 'reject',
-      code: 'INVALID_INPUT',
-      message: `"${id}" is not a desktop ID; use vm/<namespace>/<member>, such as vm/corral-vms/devpool-1.`,
-    };
+  let ref: ReturnType<typeof parseDesktopIdParts>;
+  try {
+    ref = parseDesktopIdParts(id);
+  } catch (error) {
+    return { kind: 'reject', code: 'INVALID_INPUT', message: (error as Error).message };
   }
   const checked = checkParams(
-    { kind: kindParam, ns: namespaceParam, member: memberParam },
-    { kind: kind ?? '', ns: namespace ?? '', member },
+    { kind: kindParam, ns: namespaceParam },
+    { kind: ref.kind, ns: ref.namespace },
     servedNamespaces,
   );
   return checked.ok
-    ? { kind: 'desktop', namespace: checked.params.ns ?? '', member: checked.params.member ?? '' }
+    ? { kind: 'desktop', namespace: ref.namespace, member: ref.member }
     : { kind: 'reject', code: checked.code, message: checked.message };
 }
