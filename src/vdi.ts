@@ -5,13 +5,14 @@ import { z } from 'zod';
 import { type AuditSink, MemoryAuditSink } from './audit.js';
 import type { AdmissionPlan } from './capacity/admit-pool.js';
 import { type PlanCapacityOptions, planCapacity } from './capacity/capacity-service.js';
-import { type ClaimsService, createClaimsService, parseOptions } from './claims/claims-service.js';
+import { type ClaimsService, createClaimsService } from './claims/claims-service.js';
 import type { Clock } from './clock.js';
 import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
 import type { RetryOptions } from './kube/retry.js';
+import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
 import {
   type CreatePoolOptions,
   type CreatePoolResult,
@@ -34,9 +35,14 @@ import {
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
+import { parseOptions } from './validate.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
 export const defaultNamespace = 'corral-vms';
+
+// Front ends take the cluster's configuration through the SDK, never from the adapter or client-node directly.
+export type { KubeConfig } from '@kubernetes/client-node';
+export { type KubeConfigSource, loadKubeConfig } from './kube/load-kube-config.js';
 
 /** The real clock. @category time */
 export const systemClock: Clock = { now: () => new Date() };
@@ -62,6 +68,8 @@ export interface VdiOptions {
 export interface Vdi extends ClaimsService {
   /** Creates a pool by cloning a golden VM; see {@link createPool}. */
   createPool(options: CreatePoolOptions): Promise<CreatePoolResult>;
+  /** The namespaces that hold pool members, read cluster-wide; see {@link listPoolNamespaces}. */
+  listPoolNamespaces(): Promise<string[]>;
   /** Lists pools and their members; see {@link listPools}. */
   listPools(options?: ListPoolsOptions): Promise<PoolView[]>;
   /** One pool; see {@link getPool}. */
@@ -135,6 +143,7 @@ export function createVdi(options: VdiOptions = {}): Vdi {
   return {
     ...createClaimsService(context),
     createPool: (pool) => createPool(context, pool),
+    listPoolNamespaces: () => listPoolNamespaces(context),
     listPools: (list) => listPools(context, list),
     getPool: (pool) => getPool(context, pool),
     resizePool: (resize) => resizePool(context, resize),

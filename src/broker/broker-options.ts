@@ -1,11 +1,10 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { type AuditRecord, type AuditSink, MemoryAuditSink } from '../audit.js';
-import { parseOptions } from '../claims/claims-service.js';
 import type { Clock } from '../clock.js';
 import { VdiError } from '../errors.js';
 import type { SessionEngineOptions } from '../sessions/session-engine.js';
-import { createVdi, defaultNamespace, type Vdi } from '../vdi.js';
+import { parseOptions } from '../validate.js';
+import { createVdi, defaultNamespace, type KubeConfig, type Vdi } from '../vdi.js';
 import type { BrokerSettings } from './broker-settings.js';
 import type { IdentityProvider } from './identity.js';
 

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { parseOptions } from '../claims/claims-service.js';
 import { classifyMember } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { checkDesktopAccess } from '../connect-planner/check-desktop-access.js';
@@ -7,6 +6,7 @@ import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
 import type { ConsoleHandle, ConsoleKind, SessionEngine } from '../sessions/session-engine.js';
+import { parseOptions } from '../validate.js';
 import { parseDesktopId } from './input-rules.js';
 
 /** Options of {@link Broker.authorizeConsole}. @category broker */

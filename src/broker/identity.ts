@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { parseOptions } from '../claims/claims-service.js';
-import { maxIdentityLength } from '../claims/sanitize-label-value.js';
+import { maxIdentityLength, parseOptions } from '../validate.js';
 
 /**
  * What the broker knows of one request when it asks an {@link IdentityProvider}: its headers and the address

@@ -226,8 +226,7 @@ const list: CommandSpec = {
     if (all && stringFlag(input, 'namespace') !== undefined)
       throw new UsageError('pass either -n or -A, not both', list.words);
     const { listPools } = await import('../pools/pool-service.js');
-    const { listPoolNamespaces } = await import('./pool-namespaces.js');
-    const namespaces = all ? await listPoolNamespaces(session.kubeConfig) : [session.namespace];
+    const namespaces = all ? await session.vdi.listPoolNamespaces() : [session.namespace];
     const pools = namespaces.length === 0 ? [] : await listPools(session.vdi.context, { namespaces });
     const { terminal } = input;
     if (terminal.json) {

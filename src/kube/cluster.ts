@@ -181,15 +181,18 @@ export class KubeCluster {
     );
   }
 
-  /** Lists the VMs of a namespace, optionally by label selector. */
-  async listVms(namespace: string, labelSelector?: string): Promise<VirtualMachine[]> {
-    const list = await this.call('list', `list VirtualMachines in ${namespace}`, () =>
-      this.custom.listNamespacedCustomObject({
-        ...kubevirt,
-        plural: 'virtualmachines',
-        namespace,
-        ...(labelSelector ? { labelSelector } : {}),
-      }),
+  /** Lists the VMs of a namespace, or of every namespace, optionally by label selector. */
+  async listVms(namespace: string | undefined, labelSelector?: string): Promise<VirtualMachine[]> {
+    const selector = labelSelector ? { labelSelector } : {};
+    const list = await this.call('list', `list VirtualMachines in ${namespace ?? 'all namespaces'}`, () =>
+      namespace
+        ? this.custom.listNamespacedCustomObject({
+            ...kubevirt,
+            plural: 'virtualmachines',
+            namespace,
+            ...selector,
+          })
+        : this.custom.listClusterCustomObject({ ...kubevirt, plural: 'virtualmachines', ...selector }),
     );
     return (list as { items: VirtualMachine[] }).items;
   }

@@ -40,17 +40,14 @@ function delayBefore(retry: number, error: VdiError, minDelayMs: number): number
 }
 
 function cancelled(doing: string, signal: AbortSignal): VdiError {
-  return new VdiError('INTERNAL', `Could not ${doing}: the caller cancelled it.`, {
-    details: { cancelled: true },
-    cause: signal.reason,
-  });
+  return new VdiError('CANCELLED', `Could not ${doing}: the caller cancelled it.`, { cause: signal.reason });
 }
 
 /**
  * Runs one apiserver call, retrying only errors marked retryable. Conflicts are never retried here: the
  * caller re-reads and re-plans. A `Retry-After` from the apiserver replaces the backoff before the next try.
  *
- * @throws {@link VdiError} the translated error of the last try; `details.cancelled` when `signal` aborted.
+ * @throws {@link VdiError} the translated error of the last try; `CANCELLED` when `signal` aborted.
  */
 export async function callWithRetry<T>(
   doing: string,

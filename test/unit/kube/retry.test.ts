@@ -119,8 +119,7 @@ describe('callWithRetry', () => {
     await Promise.resolve();
     controller.abort();
     const error = await rejectionOf(waiting);
-    expect(isVdiError(error)).toBe(true);
-    expect((error as VdiError).details.cancelled).toBe(true);
+    expect(isVdiError(error, 'CANCELLED')).toBe(true);
     expect((error as VdiError).retryable).toBe(false);
     expect((error as VdiError).message).toBe('Could not read Lease a/b: the caller cancelled it.');
     expect(tries()).toBe(1);
@@ -131,7 +130,7 @@ describe('callWithRetry', () => {
     const error = await rejectionOf(
       callWithRetry('read Lease a/b', call, { signal: AbortSignal.abort(), sleep: recordingSleep().sleep }),
     );
-    expect((error as VdiError).details.cancelled).toBe(true);
+    expect(isVdiError(error, 'CANCELLED')).toBe(true);
     expect(tries()).toBe(0);
   });
 
@@ -147,7 +146,7 @@ describe('callWithRetry', () => {
     const error = await rejectionOf(
       callWithRetry('read Lease a/b', call, { signal: controller.signal, sleep }),
     );
-    expect((error as VdiError).details.cancelled).toBe(true);
+    expect(isVdiError(error, 'CANCELLED')).toBe(true);
     expect(tries).toBe(1);
     expect(waits).toEqual([]);
   });
