@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+// Starts one control plane in the background for the cluster and e2e projects together; unit tests never wait.
+const sharedControlPlane = ['test/support/global-setup.ts'];
+
 export default defineConfig({
   test: {
     projects: [
@@ -13,6 +16,7 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],
+          globalSetup: sharedControlPlane,
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -21,6 +25,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          globalSetup: sharedControlPlane,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },

@@ -17,11 +17,16 @@ import {
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, stoppedVm, useLocalCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  stoppedVm,
+  useSharedCluster,
+} from '../../support/cluster.js';
 
 const minute = 60_000;
 const grace = 15 * minute;
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 interface Setup {
   namespace: string;

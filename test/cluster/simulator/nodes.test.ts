@@ -2,9 +2,9 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/index.js';
-import { useLocalCluster } from '../../support/cluster.js';
+import { useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 describe('the capacity helpers', () => {
   it('creates a Node whose status shows the allocatable resources, and updates it when called again', async () => {

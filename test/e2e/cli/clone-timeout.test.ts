@@ -1,17 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
-import {
-  collectOutput,
-  createGoldenVm,
-  createNamespace,
-  jsonOf,
-  runCli,
-  startCli,
-  useCliCluster,
-} from './cli-support.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { usePrivateCluster } from '../../support/cluster.js';
+import { collectOutput, createGoldenVm, createNamespace, jsonOf, runCli, startCli } from './cli-support.js';
 
-// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is stopped outright.
-const cluster = useCliCluster({ simulator: { ipRange: '127.219.0.0/16' } });
+// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is stopped outright, so the
+// file has a control plane of its own (its addresses apart from the shared simulator's).
+const cluster = usePrivateCluster({ simulator: { ipRange: '127.219.0.0/16' } });
 
 describe('corral-vdi pool create when clones never finish', () => {
   it('gives up after --clone-timeout, removes what it made, and says where to look', async () => {
@@ -99,10 +94,11 @@ describe('corral-vdi pool create when clones never finish', () => {
     ]);
     const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    for (let attempt = 0; (await kube.listClones(namespace)).length < 2; attempt += 1) {
-      if (attempt > 600) throw new Error(`no clones appeared:\n${output.text()}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitFor(async () => (await kube.listClones(namespace)).length, {
+      describe: 'both clones to appear',
+      until: (count) => count >= 2,
+      timeoutMs: 60_000,
+    });
     child.kill('SIGINT');
     expect(await exited).toBe(1);
     expect(output.text()).toContain(

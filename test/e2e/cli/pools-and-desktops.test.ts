@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import {
   cliEnv,
   createGoldenVm,
@@ -15,8 +16,8 @@ import {
   waitForVmiAddress,
 } from './cli-support.js';
 
-// VMI addresses of this file's own, so the RDP listener below meets no other file's VM.
-const cluster = useCliCluster({ simulator: { ipRange: '127.218.0.0/16' } });
+// The shared simulator hands every VM of the run its own address, so the RDP listener below meets no other VM.
+const cluster = useCliCluster();
 
 /** `corral-vdi <args> --kubeconfig <the test cluster>`. */
 function cli(args: string[], env = cliEnv()) {
@@ -261,9 +262,16 @@ describe('corral-vdi assign, connect and unassign', () => {
     expect(match?.[3]).toBe(namespace);
     const member = match?.[1] ?? '';
 
+    // assign asked KubeVirt to start it; once the simulator has seen that, the list shows it started
+    const kube = new KubeCluster(cluster().kubeConfig);
+    expect((await kube.getVm(namespace, member))?.spec.runStrategy).toBe('Always');
+    await waitFor(() => kube.getVm(namespace, member), {
+      describe: `the simulator to show ${member} started`,
+      until: (vm) => ['Starting', 'Running'].includes(vm?.status?.printableStatus ?? ''),
+    });
     const listed = await cli(['pool', 'list'], cliEnv({ CORRAL_NAMESPACE: namespace }));
     const line = listed.stdout.split('\n').find((row) => row.startsWith(`  ${member} `));
-    expect(line).toMatch(new RegExp(`^ {2}${member} +alice +(stopped|starting|running)$`));
+    expect(line).toMatch(new RegExp(`^ {2}${member} +alice +(starting|running)$`));
 
     // Without -n the hint names no namespace: the environment already chose it.
     const again = await cli(['assign', 'devpool', 'alice'], cliEnv({ CORRAL_NAMESPACE: namespace }));
