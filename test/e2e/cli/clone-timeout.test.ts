@@ -1,18 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { usePrivateCluster } from '../../support/cluster.js';
-import { collectOutput, createGoldenVm, createNamespace, jsonOf, runCli, startCli } from './cli-support.js';
+import {
+  collectOutput,
+  createGoldenVm,
+  createNamespace,
+  jsonOf,
+  runCli,
+  startCli,
+  useCliCluster,
+} from './cli-support.js';
 
-// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is stopped outright, so the
-// file has a control plane of its own (its addresses apart from the shared simulator's).
-const cluster = usePrivateCluster({ simulator: { ipRange: '127.219.0.0/16' } });
+// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is paused for the namespace.
+const cluster = useCliCluster();
 
 describe('corral-vdi pool create when clones never finish', () => {
   it('gives up after --clone-timeout, removes what it made, and says where to look', async () => {
     const namespace = await createNamespace(cluster(), 'stuck');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
-    await cluster().simulator?.stop();
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const kubeconfig = ['--kubeconfig', cluster().kubeconfigPath];
 
     const text = await runCli([
@@ -75,7 +82,7 @@ describe('corral-vdi pool create when clones never finish', () => {
   it('undoes what it made when interrupted with Ctrl-C', async () => {
     const namespace = await createNamespace(cluster(), 'interrupted');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
-    await cluster().simulator?.stop();
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const kube = new KubeCluster(cluster().kubeConfig);
     const child = startCli([
       'pool',
