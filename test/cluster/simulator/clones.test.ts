@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachineClone } from '../../../src/kubevirt-types.js';
-import { simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
+import { createNamespaceClock, simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { kubevirtObjects, sampleVm } from './simulator-support.js';
@@ -84,29 +84,35 @@ describe('the VirtualMachineClone controller', () => {
   });
 
   it('creates the target VM while the clone is still in progress, and starts it only after the restore', async () => {
-    const { objects } = await setUp('clone-early');
+    const { namespace, objects } = await setUp('clone-early');
+    // each phase lasts 3 s of the namespace's clock, which moves only when the test moves it
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
     await objects.patchVm('golden', { spec: { runStrategy: 'Always' } });
     await objects.createClone(cloneOf('c1', {}, { [simulatorAnnotations.phaseDelayMs]: '3000' }));
+    const inPhase = (phase: string) =>
+      waitFor(() => objects.getClone('c1'), {
+        describe: `the clone in ${phase}`,
+        until: (clone) => clone?.status?.phase === phase,
+      });
+    await inPhase('SnapshotInProgress');
+    expect(await objects.getVm('c1-vm')).toBeUndefined();
 
-    const target = await waitFor(() => objects.getVm('c1-vm'), {
-      describe: 'the target VM appears',
-      until: (vm) => vm !== undefined,
-    });
-    const clone = await objects.getClone('c1');
-    expect(['RestoreInProgress', 'CreatingTargetVM']).toContain(clone?.status?.phase);
-    expect(target?.spec.runStrategy).toBe('Always');
+    await clock.advance(3000);
+    const clone = await inPhase('RestoreInProgress');
     const restoring = await waitFor(() => objects.getVm('c1-vm'), {
       describe: 'the target shows the restore',
       until: (vm) =>
         vm?.status?.restoreInProgress !== undefined && vm.status.printableStatus === 'Provisioning',
     });
+    expect(restoring?.spec.runStrategy).toBe('Always');
     expect(restoring?.status?.restoreInProgress).toBe(`tmp-restore-${clone?.metadata.uid}`);
+    expect((await objects.getClone('c1'))?.status?.phase).toBe('RestoreInProgress');
     expect(await objects.getVmi('c1-vm')).toBeUndefined();
 
-    await waitFor(() => objects.getClone('c1'), {
-      describe: 'the clone succeeds',
-      until: (c) => c?.status?.phase === 'Succeeded',
-    });
+    await clock.advance(3000);
+    await inPhase('CreatingTargetVM');
+    await clock.advance(3000);
+    await inPhase('Succeeded');
     await waitFor(() => objects.getVmi('c1-vm'), {
       describe: 'the target runs',
       until: (vmi) => vmi?.status?.phase === 'Running',
