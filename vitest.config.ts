@@ -5,6 +5,8 @@ const sharedControlPlane = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
+    // Cluster and e2e files mostly wait on the apiserver and child processes: two at a time even on two cores.
+    maxWorkers: 2,
     projects: [
       {
         test: {

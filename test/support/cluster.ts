@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
-import { connectLocalCluster, type LocalClusterAccess } from '../../src/testing/local-cluster.js';
+import {
+  connectLocalCluster,
+  type LocalCluster,
+  type LocalClusterAccess,
+  type StartLocalClusterOptions,
+  startLocalCluster,
+} from '../../src/testing/local-cluster.js';
 import type { SharedClusterAnswer } from './global-setup.js';
 
 let shared: Promise<LocalClusterAccess> | undefined;
@@ -18,7 +24,6 @@ async function connectSharedCluster(): Promise<LocalClusterAccess> {
 /**
  * The control plane the whole test run shares (started by the global set-up, simulator included). Each test
  * works in its own namespace from {@link createTestNamespace}; see docs/testing.md for what else it may touch.
- * A test that stops or restarts a control plane starts one of its own with `startLocalCluster`.
  */
 export function useSharedCluster(): () => LocalClusterAccess {
   let cluster: LocalClusterAccess | undefined;
@@ -28,6 +33,24 @@ export function useSharedCluster(): () => LocalClusterAccess {
   });
   return () => {
     if (!cluster) throw new Error('the shared cluster is not connected yet');
+    return cluster;
+  };
+}
+
+/**
+ * Starts a control plane of the test file's own and stops it afterwards, for tests that read or replace what is
+ * cluster-wide (every node, the whole KubeVirt CR); everything else uses {@link useSharedCluster}.
+ */
+export function usePrivateCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
+  let cluster: LocalCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startLocalCluster(options);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (!cluster) throw new Error('the private cluster is not started');
     return cluster;
   };
 }

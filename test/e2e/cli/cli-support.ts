@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { beforeAll } from 'vitest';
+import { beforeAll, expect } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
@@ -122,6 +122,38 @@ export function collectOutput(child: ChildProcess): OutputLog {
 export function useCliCluster(): () => LocalClusterAccess {
   beforeAll(requireBuiltCli);
   return useSharedCluster();
+}
+
+/**
+ * `corral-vdi <args> --kubeconfig <the cluster>` and the pool steps the CLI tests share: a namespace with the
+ * golden VM `golden-desktop` and the pool `devpool` of `size` members, and an assigned member.
+ */
+export function cliFor(cluster: () => LocalClusterAccess) {
+  const cli = (args: string[], env = cliEnv()) =>
+    runCli([...args, '--kubeconfig', cluster().kubeconfigPath], env);
+  const poolOf = async (prefix: string, size: number): Promise<string> => {
+    const namespace = await createTestNamespace(cluster(), prefix);
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const created = await cli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      String(size),
+      '-n',
+      namespace,
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    return namespace;
+  };
+  const assignedMember = async (namespace: string, user: string): Promise<string> => {
+    const run = await cli(['assign', 'devpool', user, '-n', namespace, '-o', 'json']);
+    expect(run.code, run.stderr).toBe(0);
+    return jsonOf<{ desktop: { member: string } }>(run).desktop.member;
+  };
+  return { cli, poolOf, assignedMember };
 }
 
 /** A fresh namespace for one test. */
