@@ -154,7 +154,7 @@ function httpsGet(url: string, ca: string, token: string): Promise<{ status: num
   });
 }
 
-async function waitFor(
+async function waitUntilUp(
   what: string,
   check: () => Promise<boolean>,
   exited: () => string | undefined,
@@ -341,7 +341,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     );
     children.push(etcd);
     reaper = startOrphanReaper(children, dir);
-    await waitFor(
+    await waitUntilUp(
       'etcd',
       async () => (await fetch(`${etcdUrl}/health`)).ok,
       () => exitDescription(etcd),
@@ -387,7 +387,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     children.push(apiserver);
     reaper.kill('SIGKILL');
     reaper = startOrphanReaper(children, dir);
-    await waitFor(
+    await waitUntilUp(
       'kube-apiserver',
       async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
       () => exitDescription(apiserver),
