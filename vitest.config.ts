@@ -1,7 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
+// Starts one control plane in the background for the cluster and e2e projects together; unit tests never wait.
+const sharedControlPlane = ['test/support/global-setup.ts'];
+
 export default defineConfig({
   test: {
+    // Cluster and e2e files mostly wait on the apiserver and child processes: two at a time even on two cores.
+    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -13,6 +18,7 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],
+          globalSetup: sharedControlPlane,
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -21,6 +27,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          globalSetup: sharedControlPlane,
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },

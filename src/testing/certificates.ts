@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -76,7 +77,9 @@ export function issueCertificate(
       ca.certPath,
       '-CAkey',
       ca.keyPath,
-      '-CAcreateserial',
+      // A random serial instead of a serial file, so processes sharing a cluster can issue at the same time.
+      '-set_serial',
+      `0x${randomBytes(16).toString('hex')}`,
       '-days',
       '3650',
       '-out',

@@ -8,20 +8,27 @@ export {
 } from './binaries.js';
 export { type FixtureSet, loadFixtures } from './fixtures.js';
 export {
+  createNamespaceClock,
   createSimulatedNode,
   installKubevirtCrds,
   type KubevirtSimulator,
   type KubevirtSimulatorCluster,
   type KubevirtSimulatorOptions,
+  type NamespaceClock,
   type SimulatedNodeOptions,
   setPermittedHostDevices,
+  setSimulatorPaused,
   simulatorAnnotations,
   startKubevirtSimulator,
 } from './kubevirt/index.js';
 export {
+  connectLocalCluster,
   type LocalCluster,
+  type LocalClusterAccess,
   type LocalClusterCertificates,
+  type LocalClusterConnection,
   type StartLocalClusterOptions,
   startLocalCluster,
 } from './local-cluster.js';
 export { createTestClock, type TestClock } from './test-clock.js';
+export { type WaitForOptions, type WaitUntilOptions, waitFor } from './wait-for.js';

@@ -26,8 +26,22 @@ export interface LocalClusterCertificates {
   frontProxyCaPem: string;
 }
 
-/** A running etcd + kube-apiserver on loopback. @category testing */
-export interface LocalCluster {
+/**
+ * What another process needs to use a running {@link LocalCluster}: plain data, so it passes through `JSON` and
+ * `structuredClone` (a test runner's global set-up hands it to its workers this way). @category testing
+ */
+export interface LocalClusterConnection {
+  /** The apiserver's URL, `https://127.0.0.1:<port>`. */
+  server: string;
+  /** The administrator's kubeconfig file. */
+  kubeconfigPath: string;
+  /** The cluster's data folder; its CA signs the certificates of {@link LocalClusterAccess.userKubeConfig}. */
+  dataDir: string;
+  certificates: LocalClusterCertificates;
+}
+
+/** A running local control plane as every process that uses it sees it. @category testing */
+export interface LocalClusterAccess {
   /** An administrator's configuration (group `system:masters`). */
   kubeConfig: KubeConfig;
   /** The administrator's kubeconfig as a file, for kubectl and the CLI. */
@@ -35,17 +49,23 @@ export interface LocalCluster {
   /** The apiserver's URL, `https://127.0.0.1:<port>`. */
   server: string;
   certificates: LocalClusterCertificates;
-  /** The KubeVirt simulator, unless it was turned off. */
-  simulator: KubevirtSimulator | undefined;
-  /** How long the start took, in milliseconds. */
-  startupMs: number;
+  /** The same cluster as plain data, for {@link connectLocalCluster} in another process. */
+  connection: LocalClusterConnection;
   /**
    * A configuration for a non-admin user with a client certificate: `name` is the user, `groups` its groups.
    * RBAC applies to it as to any user.
    */
   userKubeConfig(name: string, groups?: string[]): KubeConfig;
-  /** Writes {@link LocalCluster.userKubeConfig}'s configuration to a kubeconfig file and returns its path. */
+  /** Writes {@link LocalClusterAccess.userKubeConfig}'s configuration to a kubeconfig file and returns its path. */
   userKubeconfigPath(name: string, groups?: string[]): string;
+}
+
+/** A running etcd + kube-apiserver on loopback, as the process that started it sees it. @category testing */
+export interface LocalCluster extends LocalClusterAccess {
+  /** The KubeVirt simulator, unless it was turned off. */
+  simulator: KubevirtSimulator | undefined;
+  /** How long the start took, in milliseconds. */
+  startupMs: number;
   /** Stops the simulator, kube-apiserver and etcd, and removes the data folder. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -134,7 +154,7 @@ function httpsGet(url: string, ca: string, token: string): Promise<{ status: num
   });
 }
 
-async function waitFor(
+async function waitUntilUp(
   what: string,
   check: () => Promise<boolean>,
   exited: () => string | undefined,
@@ -174,6 +194,66 @@ function kubeConfigFor(
     currentContext: clusterName,
   });
   return config;
+}
+
+function accessOf(connection: LocalClusterConnection, kubeConfig: KubeConfig): LocalClusterAccess {
+  const { server, dataDir, certificates } = connection;
+  const ca = {
+    certPath: join(dataDir, 'ca.crt'),
+    keyPath: join(dataDir, 'ca.key'),
+    certPem: certificates.caPem,
+    keyPem: '',
+  };
+  // Random file names: processes that share the cluster issue users into the same folder.
+  const fileName = () => `user-${randomBytes(6).toString('hex')}`;
+  const userKubeConfig = (name: string, groups: string[] = []) => {
+    if (!name.trim()) throw new VdiError('INVALID_INPUT', 'userKubeConfig needs a non-empty user name.');
+    const cert = issueCertificate(dataDir, fileName(), ca, {
+      kind: 'client',
+      commonName: name,
+      organizations: groups,
+    });
+    return kubeConfigFor(server, certificates.caPem, { name, certPem: cert.certPem, keyPem: cert.keyPem });
+  };
+  const userKubeconfigPath = (name: string, groups: string[] = []) => {
+    const path = join(dataDir, `kubeconfig-${fileName()}`);
+    writeFileSync(path, userKubeConfig(name, groups).exportConfig(), { mode: 0o600 });
+    return path;
+  };
+  return {
+    kubeConfig,
+    kubeconfigPath: connection.kubeconfigPath,
+    server,
+    certificates,
+    connection,
+    userKubeConfig,
+    userKubeconfigPath,
+  };
+}
+
+/**
+ * Uses a local control plane that another process started, from its {@link LocalClusterAccess.connection}: the
+ * administrator's configuration and new users, without the start's simulator or `stop` (its owner stops it).
+ *
+ * @example
+ * ```ts
+ * // in a worker of a test runner whose global set-up started the cluster and provided `cluster.connection`
+ * const cluster = connectLocalCluster(inject('localCluster'));
+ * const vdi = createVdi({ kubeConfig: cluster.kubeConfig, namespace: 'corral-vms' });
+ * ```
+ * @throws `VdiError` `INVALID_INPUT` when the kubeconfig file or the data folder is missing.
+ * @category testing
+ */
+export function connectLocalCluster(connection: LocalClusterConnection): LocalClusterAccess {
+  if (!existsSync(connection.kubeconfigPath) || !existsSync(join(connection.dataDir, 'ca.key'))) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `No local control plane at ${connection.dataDir}: its kubeconfig or CA is missing; was it stopped?`,
+    );
+  }
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(connection.kubeconfigPath);
+  return accessOf(connection, kubeConfig);
 }
 
 /**
@@ -261,7 +341,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     );
     children.push(etcd);
     reaper = startOrphanReaper(children, dir);
-    await waitFor(
+    await waitUntilUp(
       'etcd',
       async () => (await fetch(`${etcdUrl}/health`)).ok,
       () => exitDescription(etcd),
@@ -307,7 +387,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     children.push(apiserver);
     reaper.kill('SIGKILL');
     reaper = startOrphanReaper(children, dir);
-    await waitFor(
+    await waitUntilUp(
       'kube-apiserver',
       async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
       () => exitDescription(apiserver),
@@ -326,22 +406,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       servingKeyPem: serving.keyPem,
       frontProxyCaPem: frontProxyCa.certPem,
     };
-    let issued = 0;
-    const userKubeConfig = (name: string, groups: string[] = []) => {
-      if (!name.trim()) throw new VdiError('INVALID_INPUT', 'userKubeConfig needs a non-empty user name.');
-      issued += 1;
-      const cert = issueCertificate(dir, `user-${issued}`, ca, {
-        kind: 'client',
-        commonName: name,
-        organizations: groups,
-      });
-      return kubeConfigFor(server, ca.certPem, { name, certPem: cert.certPem, keyPem: cert.keyPem });
-    };
-    const userKubeconfigPath = (name: string, groups: string[] = []) => {
-      const path = join(dir, `kubeconfig-user-${issued + 1}`);
-      writeFileSync(path, userKubeConfig(name, groups).exportConfig(), { mode: 0o600 });
-      return path;
-    };
+    const access = accessOf({ server, kubeconfigPath, dataDir: dir, certificates }, kubeConfig);
 
     if (options.simulator !== false) {
       simulator = await startKubevirtSimulator(
@@ -350,17 +415,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       );
       log('KubeVirt simulator ready');
     }
-    return {
-      kubeConfig,
-      kubeconfigPath,
-      server,
-      certificates,
-      simulator,
-      startupMs: Date.now() - started,
-      userKubeConfig,
-      userKubeconfigPath,
-      stop,
-    };
+    return { ...access, simulator, startupMs: Date.now() - started, stop };
   } catch (error) {
     await stop();
     throw error;

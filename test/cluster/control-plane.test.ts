@@ -7,9 +7,9 @@ import { KubeCluster } from '../../src/kube/cluster.js';
 import { isConflictReason } from '../../src/kube/errors.js';
 import type { LeaseObject } from '../../src/kubevirt-types.js';
 import { startLocalCluster } from '../../src/testing/local-cluster.js';
-import { createTestNamespace, useLocalCluster } from '../support/cluster.js';
+import { createTestNamespace, useSharedCluster } from '../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 function lease(name: string, holder: string): LeaseObject {
   const now = new Date().toISOString();

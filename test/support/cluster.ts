@@ -1,35 +1,68 @@
+import { randomBytes } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
 import {
+  connectLocalCluster,
   type LocalCluster,
+  type LocalClusterAccess,
   type StartLocalClusterOptions,
   startLocalCluster,
 } from '../../src/testing/local-cluster.js';
+import type { SharedClusterAnswer } from './global-setup.js';
 
-/** Starts one local control plane for the test file and stops it afterwards. */
-export function useLocalCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
+let shared: Promise<LocalClusterAccess> | undefined;
+
+async function connectSharedCluster(): Promise<LocalClusterAccess> {
+  const response = await fetch(inject('sharedClusterUrl'));
+  const answer = (await response.json()) as SharedClusterAnswer;
+  if ('error' in answer) throw new Error(`the shared control plane did not start: ${answer.error}`);
+  return connectLocalCluster(answer.connection);
+}
+
+/**
+ * The control plane the whole test run shares (started by the global set-up, simulator included). Each test
+ * works in its own namespace from {@link createTestNamespace}; see docs/testing.md for what else it may touch.
+ */
+export function useSharedCluster(): () => LocalClusterAccess {
+  let cluster: LocalClusterAccess | undefined;
+  beforeAll(async () => {
+    shared ??= connectSharedCluster();
+    cluster = await shared;
+  });
+  return () => {
+    if (!cluster) throw new Error('the shared cluster is not connected yet');
+    return cluster;
+  };
+}
+
+/**
+ * Starts a control plane of the test file's own and stops it afterwards, for tests that read or replace what is
+ * cluster-wide (every node, the whole KubeVirt CR); everything else uses {@link useSharedCluster}.
+ */
+export function usePrivateCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
   let cluster: LocalCluster | undefined;
   beforeAll(async () => {
     cluster = await startLocalCluster(options);
-    console.info(`local control plane started in ${cluster.startupMs} ms`);
   });
   afterAll(async () => {
     await cluster?.stop();
   });
   return () => {
-    if (!cluster) throw new Error('the local cluster is not started');
+    if (!cluster) throw new Error('the private cluster is not started');
     return cluster;
   };
 }
 
 let namespaceCounter = 0;
+// Files share the cluster and a worker may run several files: the suffix keeps names apart across both.
+const namespaceSuffix = randomBytes(3).toString('hex');
 
 /** Creates a fresh namespace for one test and returns its name. */
-export async function createTestNamespace(cluster: LocalCluster, prefix = 'test'): Promise<string> {
+export async function createTestNamespace(cluster: LocalClusterAccess, prefix = 'test'): Promise<string> {
   namespaceCounter += 1;
-  const name = `${prefix}-${process.pid}-${namespaceCounter}`;
+  const name = `${prefix}-${namespaceSuffix}-${namespaceCounter}`;
   await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
   return name;
 }
@@ -47,7 +80,7 @@ export function stoppedVm(name: string, labels: Record<string, string> = {}): Vi
 
 /** Creates `size` pool members `<pool>-1 … <pool>-N` directly, as a pool create would leave them. */
 export async function createPoolMembers(
-  cluster: LocalCluster,
+  cluster: LocalClusterAccess,
   namespace: string,
   pool: string,
   size: number,

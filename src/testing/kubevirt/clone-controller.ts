@@ -13,7 +13,8 @@ import {
 } from './clone-plan.js';
 import { readCloneKnobs } from './fault-knobs.js';
 import type { Informer } from './informer.js';
-import { httpStatusOf, kubevirtResources, unlessNotFound, writeStatus } from './kube-calls.js';
+import { httpStatusOf, kubevirtResources, splitKey, unlessNotFound, writeStatus } from './kube-calls.js';
+import type { NamespaceScope } from './namespace-scope.js';
 
 /** What the clone controller needs. */
 export interface CloneControllerOptions {
@@ -26,6 +27,8 @@ export interface CloneControllerOptions {
   wakeVm: (key: string) => void;
   log: (line: string) => void;
   requeueAfter: (key: string, ms: number) => void;
+  /** The knobs of a namespace: its clock, whether it is paused. */
+  scopeOf: (namespace: string) => Promise<NamespaceScope>;
 }
 
 // A reconcile that needs more steps than this is looping; the next event or wake-up continues it.
@@ -178,6 +181,8 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
   };
 
   return async (key: string) => {
+    const scope = await options.scopeOf(splitKey(key).namespace);
+    if (scope.paused) return;
     for (let steps = 0; steps < maxStepsPerReconcile; steps += 1) {
       const clone = clones.get(key);
       if (!clone) {
@@ -185,7 +190,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
         reported.delete(key);
         return await release(key);
       }
-      const now = Date.now();
+      const { now } = scope;
       const phase = clone.status?.phase ?? '';
       const { namespace = '' } = clone.metadata;
       const { knobs, problems } = readCloneKnobs(clone.metadata.annotations);
@@ -216,7 +221,8 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
           holds.delete(key);
           return;
         case 'wait':
-          if (step.until !== undefined) options.requeueAfter(key, step.until - now);
+          // Under a namespace clock only the clock's next move can end a phase; that move wakes the key.
+          if (step.until !== undefined && !scope.clocked) options.requeueAfter(key, step.until - now);
           return;
         case 'fail':
           await fail(clone, step.message, now);

@@ -33,6 +33,13 @@ export const simulatorAnnotations = {
   failPhase: `${prefix}fail-phase`,
   /** Clone: `"true"` keeps it in `RestoreInProgress` forever, with its target VM created. */
   neverFinish: `${prefix}never-finish`,
+  /**
+   * Namespace: an RFC 3339 time that the delay knobs of its VMs and clones are measured against instead of the
+   * simulator's clock; a test moves it on to let delays pass (see `createNamespaceClock`).
+   */
+  clock: `${prefix}clock`,
+  /** Namespace: `"true"` makes the controllers leave its VMs and clones alone, as if KubeVirt's were down. */
+  paused: `${prefix}paused`,
 } as const;
 
 /** A subresource failure a test asked for. */
@@ -60,6 +67,13 @@ export interface CloneKnobs {
   phaseDelayMs: number;
   fail: { message: string; phase: CloneFailPhase } | undefined;
   neverFinish: boolean;
+}
+
+/** The knobs read from a Namespace's annotations: the simulator's scope for the objects in it. */
+export interface NamespaceKnobs {
+  /** Milliseconds since the epoch of the namespace's own clock, or undefined to use the simulator's. */
+  clock: number | undefined;
+  paused: boolean;
 }
 
 /** Knobs plus the annotations that were set but could not be read (the simulator logs and ignores them). */
@@ -137,6 +151,22 @@ export function readCloneKnobs(annotations: Annotations): KnobReading<CloneKnobs
       fail:
         message === undefined ? undefined : { message: message.trim() || 'injected clone failure', phase },
       neverFinish: readFlag(annotations, simulatorAnnotations.neverFinish, problems),
+    },
+    problems,
+  };
+}
+
+/** Reads the knobs of a Namespace. */
+export function readNamespaceKnobs(annotations: Annotations): KnobReading<NamespaceKnobs> {
+  const problems: string[] = [];
+  const text = annotations?.[simulatorAnnotations.clock];
+  const time = text === undefined ? undefined : Date.parse(text);
+  if (text !== undefined && !Number.isFinite(time))
+    problems.push(`${simulatorAnnotations.clock}=${text} is not an RFC 3339 time`);
+  return {
+    knobs: {
+      clock: time !== undefined && Number.isFinite(time) ? time : undefined,
+      paused: readFlag(annotations, simulatorAnnotations.paused, problems),
     },
     problems,
   };

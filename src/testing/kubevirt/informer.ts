@@ -1,4 +1,4 @@
-import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { ObjectMeta } from '../../kubevirt-types.js';
 import { isNewerVersion, pause } from './kube-calls.js';
 
@@ -17,13 +17,14 @@ export interface ResourceRef {
 /** Options of {@link startInformer}. */
 export interface InformerOptions<T> {
   kubeConfig: KubeConfig;
-  resource: ResourceRef;
+  /** A custom resource, or the cluster's Namespaces. */
+  resource: ResourceRef | 'namespaces';
   /** Called with the `namespace/name` of every object that changed (and its new state) or went away. */
   onChange: (key: string, current: T | undefined) => void;
   log: (line: string) => void;
 }
 
-/** A list-and-watch cache of one resource across all namespaces. */
+/** A list-and-watch cache of one resource across all namespaces (or of the Namespaces themselves). */
 export interface Informer<T extends CachedObject> {
   get(key: string): T | undefined;
   keys(): IterableIterator<string>;
@@ -54,9 +55,15 @@ export async function startInformer<T extends CachedObject>(
   options: InformerOptions<T>,
 ): Promise<Informer<T>> {
   const { kubeConfig, resource, onChange, log } = options;
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const watch = new Watch(kubeConfig);
-  const path = `/apis/${resource.group}/${resource.version}/${resource.plural}`;
+  const path =
+    resource === 'namespaces'
+      ? '/api/v1/namespaces'
+      : `/apis/${resource.group}/${resource.version}/${resource.plural}`;
+  const listPage = (page: { limit: number; _continue: string | undefined }) => {
+    if (resource === 'namespaces') return kubeConfig.makeApiClient(CoreV1Api).listNamespace(page);
+    return kubeConfig.makeApiClient(CustomObjectsApi).listClusterCustomObject({ ...resource, ...page });
+  };
   const objects = new Map<string, T>();
   // UIDs known to be deleted: an answer to a write that raced the delete must not bring the object back.
   const deletedUids = new Set<string>();
@@ -92,11 +99,7 @@ export async function startInformer<T extends CachedObject>(
     const seen = new Set<string>();
     let continueToken: string | undefined;
     do {
-      const page = (await api.listClusterCustomObject({
-        ...resource,
-        limit: 500,
-        _continue: continueToken,
-      })) as {
+      const page = (await listPage({ limit: 500, _continue: continueToken })) as unknown as {
         items: T[];
         metadata: { resourceVersion?: string; continue?: string };
       };

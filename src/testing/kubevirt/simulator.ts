@@ -10,9 +10,10 @@ import { VdiError } from '../../errors.js';
 import type { VirtualMachine, VirtualMachineClone, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { createCloneReconciler } from './clone-controller.js';
 import { installKubevirtCrds } from './crds.js';
-import { startInformer } from './informer.js';
+import { type Informer, startInformer } from './informer.js';
 import { IpPool, parseIpRange } from './ip-pool.js';
-import { ensureNamespace, kubevirtResources, pause, unlessNotFound, upsert } from './kube-calls.js';
+import { ensureNamespace, kubevirtResources, pause, splitKey, unlessNotFound, upsert } from './kube-calls.js';
+import { startNamespaceScopes } from './namespace-scope.js';
 import { startSubresourceServer, subresourceGroup } from './subresource-server.js';
 import { createVmReconciler } from './vm-controller.js';
 import { KeyedWorkQueue } from './work-queue.js';
@@ -164,6 +165,17 @@ export async function startKubevirtSimulator(
     const vmQueue = new KeyedWorkQueue(32, log);
     const cloneQueue = new KeyedWorkQueue(8, log);
     queues.push(vmQueue, cloneQueue);
+    const watched: Array<{ informer: Informer<{ metadata: object }>; queue: KeyedWorkQueue }> = [];
+    // A namespace's knobs changed (its clock moved, it was paused or resumed): look at its objects again.
+    const scopes = await startNamespaceScopes({
+      kubeConfig,
+      onChange: (namespace) => {
+        for (const { informer, queue } of watched)
+          for (const key of informer.keys()) if (splitKey(key).namespace === namespace) queue.add(key);
+      },
+      log,
+    });
+    informers.push(scopes);
 
     const vmis = await startInformer<VirtualMachineInstance>({
       kubeConfig,
@@ -184,6 +196,7 @@ export async function startKubevirtSimulator(
       log,
     });
     informers.push(vms);
+    watched.push({ informer: vms, queue: vmQueue });
     const clones = await startInformer<VirtualMachineClone>({
       kubeConfig,
       resource: kubevirtResources.clone,
@@ -191,6 +204,7 @@ export async function startKubevirtSimulator(
       log,
     });
     informers.push(clones);
+    watched.push({ informer: clones, queue: cloneQueue });
 
     const reconcileVm = createVmReconciler({
       kubeConfig,
@@ -201,6 +215,7 @@ export async function startKubevirtSimulator(
       restoring,
       log,
       requeueAfter: (key, ms) => vmQueue.addAfter(key, ms),
+      scopeOf: scopes.of,
     });
     const reconcileClone = createCloneReconciler({
       kubeConfig,
@@ -210,6 +225,7 @@ export async function startKubevirtSimulator(
       wakeVm: (key) => vmQueue.add(key),
       log,
       requeueAfter: (key, ms) => cloneQueue.addAfter(key, ms),
+      scopeOf: scopes.of,
     });
     vmQueue.start(reconcileVm);
     cloneQueue.start(reconcileClone);

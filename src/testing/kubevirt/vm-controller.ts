@@ -4,6 +4,7 @@ import { readVmKnobs } from './fault-knobs.js';
 import type { Informer } from './informer.js';
 import type { IpPool } from './ip-pool.js';
 import { httpStatusOf, kubevirtResources, splitKey, unlessNotFound, writeStatus } from './kube-calls.js';
+import type { NamespaceScope } from './namespace-scope.js';
 import { planVm, type VmStep } from './vm-plan.js';
 
 /** What the VM controller needs. */
@@ -18,6 +19,8 @@ export interface VmControllerOptions {
   log: (line: string) => void;
   /** Asks for another look at `key` after `ms` milliseconds. */
   requeueAfter: (key: string, ms: number) => void;
+  /** The knobs of a namespace: its clock, whether it is paused. */
+  scopeOf: (namespace: string) => Promise<NamespaceScope>;
 }
 
 // A reconcile that needs more steps than this is looping; the next event or wake-up continues it.
@@ -104,6 +107,8 @@ export function createVmReconciler(options: VmControllerOptions): (key: string) 
   };
 
   return async (key: string) => {
+    const scope = await options.scopeOf(splitKey(key).namespace);
+    if (scope.paused) return;
     for (let steps = 0; steps < maxStepsPerReconcile; steps += 1) {
       const vm = vms.get(key);
       if (!vm) return await cleanUpDeleted(key);
@@ -115,7 +120,7 @@ export function createVmReconciler(options: VmControllerOptions): (key: string) 
       const problemText = problems.join('; ');
       if (problemText && reported.get(key) !== problemText) log(`${key}: ${problemText}`);
       reported.set(key, problemText);
-      const now = Date.now();
+      const { now } = scope;
       const kept = timers.get(key);
       const plan = planVm({
         vm,
@@ -131,7 +136,8 @@ export function createVmReconciler(options: VmControllerOptions): (key: string) 
       if (plan.startDueAt === undefined && plan.stopDueAt === undefined) timers.delete(key);
       else timers.set(key, { startDueAt: plan.startDueAt, stopDueAt: plan.stopDueAt });
       if (plan.step.kind === 'none') {
-        if (plan.wakeAt !== undefined) options.requeueAfter(key, plan.wakeAt - now);
+        // Under a namespace clock only the clock's next move can make a delay pass; that move wakes the key.
+        if (plan.wakeAt !== undefined && !scope.clocked) options.requeueAfter(key, plan.wakeAt - now);
         return;
       }
       await execute(key, vm, vmi, plan.step);

@@ -4,17 +4,17 @@ import { isVdiError } from '../../../src/errors.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kubevirt-types.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 async function waitForPhase(kube: KubeCluster, namespace: string, member: string, phase: string) {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    if ((await kube.getVm(namespace, member))?.status?.printableStatus === phase) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`${member} never reached ${phase}`);
+  await waitFor(async () => (await kube.getVm(namespace, member))?.status?.printableStatus, {
+    describe: `${member} to show ${phase}`,
+    until: (shown) => shown === phase,
+  });
 }
 
 describe('claim and release against the real apiserver', () => {

@@ -4,9 +4,9 @@ import { sanitizeLabelValue } from '../../../src/claims/sanitize-label-value.js'
 import { isVdiError } from '../../../src/errors.js';
 import { loadFixtures } from '../../../src/testing/fixtures.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createTestNamespace, stoppedVm, useLocalCluster } from '../../support/cluster.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 async function loadLegacyPool(namespace: string) {
   const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });

@@ -2,16 +2,8 @@ import type { VdiContext } from '../../../src/context.js';
 import { leaseMemberLabel, leasePoolLabel, poolLabel } from '../../../src/keys.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachineInstance, VmDevices } from '../../../src/kubevirt-types.js';
-import type { LocalCluster } from '../../../src/testing/local-cluster.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
-
-/**
- * Starts a control plane whose simulator hands out VMI addresses from a range of this file's own, so a listener
- * on a VMI's address and port 3389 can never meet another test file's VM.
- */
-export function useConnectCluster(ipRange: string): () => LocalCluster {
-  return useLocalCluster({ simulator: { ipRange } });
-}
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace } from '../../support/cluster.js';
 
 export const createNamespace = createTestNamespace;
 
@@ -56,19 +48,17 @@ export async function waitForRunningVmi(
   namespace: string,
   member: string,
 ): Promise<VirtualMachineInstance> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
-    const vmi = await kube.getVmi(namespace, member);
-    if (vmi?.status?.phase === 'Running' && vmi.status.interfaces?.[0]?.ipAddress) return vmi;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the VMI of ${member} never ran`);
+  const vmi = await waitFor(() => kube.getVmi(namespace, member), {
+    describe: `the VMI of ${member} to run with an address`,
+    until: (found) => found?.status?.phase === 'Running' && !!found.status.interfaces?.[0]?.ipAddress,
+  });
+  return vmi as VirtualMachineInstance;
 }
 
 /** Waits until the member has no VMI any more. */
 export async function waitForNoVmi(kube: KubeCluster, namespace: string, member: string): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
-    if ((await kube.getVmi(namespace, member)) === undefined) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the VMI of ${member} never went away`);
+  await waitFor(() => kube.getVmi(namespace, member), {
+    describe: `the VMI of ${member} to go away`,
+    until: (found) => found === undefined,
+  });
 }

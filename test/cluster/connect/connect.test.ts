@@ -4,16 +4,16 @@ import { connect } from '../../../src/connect-planner/connect.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
+import { useSharedCluster } from '../../support/cluster.js';
 import {
   createClaimLease,
   createMember,
   createNamespace,
-  useConnectCluster,
   waitForNoVmi,
   waitForRunningVmi,
 } from './connect-support.js';
 
-const cluster = useConnectCluster('127.201.0.0/16');
+const cluster = useSharedCluster();
 
 async function setUp(prefix: string, devices = {}) {
   const namespace = await createNamespace(cluster(), prefix);

@@ -9,23 +9,18 @@ import { createTestClock } from '../../../src/testing/test-clock.js';
 import { type RedirectUsbOptions, redirectUsb } from '../../../src/usb/redirect-usb.js';
 import { usbSecurityNotice } from '../../../src/usb/security-notice.js';
 import { createVdi } from '../../../src/vdi.js';
+import { useSharedCluster } from '../../support/cluster.js';
 import {
   createFakeCommands,
   type FakeCommands,
   fakeBehaviours,
 } from '../../unit/connect-planner/fake-commands.js';
-import {
-  createClaimLease,
-  createMember,
-  createNamespace,
-  useConnectCluster,
-  waitForRunningVmi,
-} from './connect-support.js';
+import { createClaimLease, createMember, createNamespace, waitForRunningVmi } from './connect-support.js';
 
 // virtctl and usbredirect cannot be installed where these tests run. Small shell scripts named virtctl and
 // usbredirect stand in for them on the PATH (see fake-commands.ts): they record their arguments and print,
 // exit or wait for signals as each test asks, so the runner is tested against a real child process.
-const cluster = useConnectCluster('127.202.0.0/16');
+const cluster = useSharedCluster();
 const member = 'devpool-1';
 const passthrough: VmDevices = { clientPassthrough: {} };
 

@@ -1,3 +1,4 @@
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { planCapacity } from '../../../src/capacity/capacity-service.js';
@@ -10,17 +11,23 @@ import { createPool, deletePool, getPool, listPools, resizePool } from '../../..
 import { recreateMember } from '../../../src/pools/recreate-member.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
-import type { LocalCluster } from '../../../src/testing/local-cluster.js';
+import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
-/** The adapter with fault knobs added to the clone objects of chosen members, as a test's own annotations. */
+/**
+ * The adapter with fault knobs added to the clone objects of chosen members, as a test's own annotations, and a
+ * record of the clone phases the code under test read.
+ */
 class FaultyCluster extends KubeCluster {
+  readonly clonePhasesRead: Array<string | undefined> = [];
+
   constructor(
-    cluster: LocalCluster,
+    cluster: LocalClusterAccess,
     private readonly faults: Record<string, Record<string, string>>,
   ) {
     super(cluster.kubeConfig);
@@ -32,11 +39,17 @@ class FaultyCluster extends KubeCluster {
     const annotations = { ...clone.metadata.annotations, ...knobs };
     return super.createClone(namespace, { ...clone, metadata: { ...clone.metadata, annotations } });
   }
+
+  override async getClone(namespace: string, name: string): Promise<VirtualMachineClone | undefined> {
+    const clone = await super.getClone(namespace, name);
+    this.clonePhasesRead.push(clone?.status?.phase);
+    return clone;
+  }
 }
 
 interface Setup {
   ctx: VdiContext;
-  kube: KubeCluster;
+  kube: FaultyCluster;
   namespace: string;
   audit: MemoryAuditSink;
   progress: Array<VdiEvents['pool-progress'][0]>;
@@ -88,14 +101,6 @@ async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
   return error;
 }
 
-async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`${what} did not happen`);
-}
-
 async function poolVms(kube: KubeCluster, namespace: string, pool: string): Promise<string[]> {
   return (await kube.listVms(namespace, `corral.dev/vdi-pool=${pool}`))
     .map((vm) => vm.metadata.name ?? '')
@@ -138,10 +143,10 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(await kube.listClones(namespace)).toEqual([]);
     expect(progress.filter((event) => event.step === 'ready').map((event) => event.done)).toEqual([1, 2, 3]);
 
-    await eventually(
+    await waitFor(
       async () =>
         (await getPool(ctx, { name: 'devpool' })).members.every((member) => member.power === 'Stopped'),
-      'the members to report Stopped',
+      { describe: 'the members to report Stopped' },
     );
     const [listed] = await listPools(ctx, { namespaces: [namespace] });
     expect(listed?.members.map((member) => [member.name, member.state.kind, member.power])).toEqual([
@@ -281,26 +286,39 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
   });
 
   it('waits for the clone to succeed, not for its target VM to appear', async () => {
-    const { ctx, kube, namespace } = await setUp('clone-slow', {
-      'devpool-1': { [simulatorAnnotations.phaseDelayMs]: '300' },
+    // the clone stays in RestoreInProgress, its target VM already made, until the test lifts the knob
+    const { ctx, kube, namespace, progress } = await setUp('clone-slow', {
+      'devpool-1': { [simulatorAnnotations.neverFinish]: 'true' },
     });
     await kube.createVm(namespace, goldenVm('golden'));
-    let targetSeenAt: number | undefined;
-    let readyAt: number | undefined;
-    ctx.events.on('pool-progress', (event) => {
-      if (event.step === 'ready') readyAt = Date.now();
-      if (event.step !== 'cloning') return;
-      void eventually(
-        async () => (await kube.getVm(namespace, 'devpool-1')) !== undefined,
-        'the target VM',
-      ).then(() => {
-        targetSeenAt = Date.now();
-      });
+    let settled = false;
+    const created = createPool(ctx, { name: 'devpool', from: 'golden', size: 1 }).finally(() => {
+      settled = true;
     });
-    await createPool(ctx, { name: 'devpool', from: 'golden', size: 1 });
-    // the simulator creates the target in the second of three 300 ms phases
-    expect(targetSeenAt).toBeDefined();
-    expect((readyAt ?? 0) - (targetSeenAt ?? 0)).toBeGreaterThanOrEqual(250);
+    await waitFor(() => kube.getVm(namespace, 'devpool-1'), { describe: 'the target VM devpool-1' });
+    kube.clonePhasesRead.length = 0;
+    // a second read in RestoreInProgress means the first one, target made, was judged not ready
+    await waitFor(() => kube.clonePhasesRead.filter((phase) => phase === 'RestoreInProgress').length >= 2, {
+      describe: 'two reads of the clone in RestoreInProgress by the pool',
+    });
+    expect(settled).toBe(false);
+    expect(progress.map((event) => event.step)).not.toContain('ready');
+
+    await cluster()
+      .kubeConfig.makeApiClient(CustomObjectsApi)
+      .patchNamespacedCustomObject(
+        {
+          group: 'clone.kubevirt.io',
+          version: 'v1beta1',
+          plural: 'virtualmachineclones',
+          namespace,
+          name: 'devpool-1-clone',
+          body: { metadata: { annotations: { [simulatorAnnotations.neverFinish]: null } } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    expect((await created).members).toEqual(['devpool-1']);
+    expect(progress.map((event) => event.step)).toContain('ready');
     expect(await kube.listClones(namespace)).toEqual([]);
   });
 
@@ -324,10 +342,9 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       ...holder,
       spec: { ...holder.spec, running: undefined, runStrategy: 'Always' },
     });
-    await eventually(
-      async () => (await kube.getVmi(namespace, 'holder'))?.status?.phase === 'Running',
-      'the holder to run',
-    );
+    await waitFor(async () => (await kube.getVmi(namespace, 'holder'))?.status?.phase === 'Running', {
+      describe: 'the holder to run',
+    });
     await kube.createVm(namespace, goldenVm('golden', [gpu]));
 
     const error = await failureOf(createPool(ctx, { name: 'gpupool', from: 'golden', size: 3 }));
@@ -466,7 +483,9 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       spec: { holderIdentity: 'alice', renewTime: new Date().toISOString(), leaseDurationSeconds: 3600 },
     });
     await kube.deleteVm(namespace, 'eph-2');
-    await eventually(async () => (await kube.getVm(namespace, 'eph-2')) === undefined, 'eph-2 to go');
+    await waitFor(async () => (await kube.getVm(namespace, 'eph-2')) === undefined, {
+      describe: 'eph-2 to go',
+    });
     await recreateMember(ctx, { namespace, vm: 'eph-2' });
     expect((await kube.getVm(namespace, 'eph-2'))?.metadata.labels).toMatchObject({
       'corral.dev/vdi-ephemeral': 'true',

@@ -16,12 +16,18 @@ import {
 } from '../../../src/sessions/session-engine.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, stoppedVm, useLocalCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  stoppedVm,
+  useSharedCluster,
+} from '../../support/cluster.js';
 
 const minute = 60_000;
 const grace = 15 * minute;
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 interface Setup {
   namespace: string;
@@ -73,12 +79,10 @@ function reclaimRecords(audit: MemoryAuditSink): AuditRecord[] {
 async function expectStopped(setup: Setup, member: string): Promise<void> {
   const vm = await setup.vdi.context.cluster.getVm(setup.namespace, member);
   expect(vm?.spec.runStrategy).toBe('Halted');
-  await expect
-    .poll(
-      async () => (await setup.vdi.context.cluster.getVm(setup.namespace, member))?.status?.printableStatus,
-      { timeout: 15_000 },
-    )
-    .toBe('Stopped');
+  await waitFor(
+    async () => (await setup.vdi.context.cluster.getVm(setup.namespace, member))?.status?.printableStatus,
+    { describe: `${member} to show Stopped`, until: (shown) => shown === 'Stopped' },
+  );
 }
 
 describe('the session engine against a real apiserver', () => {

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachineClone } from '../../../src/kubevirt-types.js';
-import { simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
-import { eventually, kubevirtObjects, sampleVm } from './simulator-support.js';
+import { createNamespaceClock, simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { kubevirtObjects, sampleVm } from './simulator-support.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
@@ -57,7 +58,10 @@ describe('the VirtualMachineClone controller', () => {
       }),
     );
 
-    const clone = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    const clone = await waitFor(() => objects.getClone('c1'), {
+      describe: 'the clone finishes',
+      until: isDone,
+    });
     expect(clone?.status?.phase).toBe('Succeeded');
     expect(clone?.status?.conditions).toEqual(
       expect.arrayContaining([expect.objectContaining({ type: 'Ready', status: 'True' })]),
@@ -80,36 +84,39 @@ describe('the VirtualMachineClone controller', () => {
   });
 
   it('creates the target VM while the clone is still in progress, and starts it only after the restore', async () => {
-    const { objects } = await setUp('clone-early');
+    const { namespace, objects } = await setUp('clone-early');
+    // each phase lasts 3 s of the namespace's clock, which moves only when the test moves it
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
     await objects.patchVm('golden', { spec: { runStrategy: 'Always' } });
     await objects.createClone(cloneOf('c1', {}, { [simulatorAnnotations.phaseDelayMs]: '3000' }));
+    const inPhase = (phase: string) =>
+      waitFor(() => objects.getClone('c1'), {
+        describe: `the clone in ${phase}`,
+        until: (clone) => clone?.status?.phase === phase,
+      });
+    await inPhase('SnapshotInProgress');
+    expect(await objects.getVm('c1-vm')).toBeUndefined();
 
-    const target = await eventually(
-      'the target VM appears',
-      () => objects.getVm('c1-vm'),
-      (vm) => vm !== undefined,
-    );
-    const clone = await objects.getClone('c1');
-    expect(['RestoreInProgress', 'CreatingTargetVM']).toContain(clone?.status?.phase);
-    expect(target?.spec.runStrategy).toBe('Always');
-    const restoring = await eventually(
-      'the target shows the restore',
-      () => objects.getVm('c1-vm'),
-      (vm) => vm?.status?.restoreInProgress !== undefined && vm.status.printableStatus === 'Provisioning',
-    );
+    await clock.advance(3000);
+    const clone = await inPhase('RestoreInProgress');
+    const restoring = await waitFor(() => objects.getVm('c1-vm'), {
+      describe: 'the target shows the restore',
+      until: (vm) =>
+        vm?.status?.restoreInProgress !== undefined && vm.status.printableStatus === 'Provisioning',
+    });
+    expect(restoring?.spec.runStrategy).toBe('Always');
     expect(restoring?.status?.restoreInProgress).toBe(`tmp-restore-${clone?.metadata.uid}`);
+    expect((await objects.getClone('c1'))?.status?.phase).toBe('RestoreInProgress');
     expect(await objects.getVmi('c1-vm')).toBeUndefined();
 
-    await eventually(
-      'the clone succeeds',
-      () => objects.getClone('c1'),
-      (c) => c?.status?.phase === 'Succeeded',
-    );
-    await eventually(
-      'the target runs',
-      () => objects.getVmi('c1-vm'),
-      (vmi) => vmi?.status?.phase === 'Running',
-    );
+    await clock.advance(3000);
+    await inPhase('CreatingTargetVM');
+    await clock.advance(3000);
+    await inPhase('Succeeded');
+    await waitFor(() => objects.getVmi('c1-vm'), {
+      describe: 'the target runs',
+      until: (vmi) => vmi?.status?.phase === 'Running',
+    });
   });
 
   it('accepts a v1alpha1 clone and names the target itself when spec.target is omitted', async () => {
@@ -118,7 +125,10 @@ describe('the VirtualMachineClone controller', () => {
     delete clone.spec.target;
     const created = await objects.createClone(clone, 'v1alpha1');
 
-    const done = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    const done = await waitFor(() => objects.getClone('c1'), {
+      describe: 'the clone finishes',
+      until: isDone,
+    });
     expect(done?.status?.phase).toBe('Succeeded');
     const uidPrefix = (created.metadata.uid ?? '').replace(/-/g, '').slice(0, 5);
     expect(done?.status?.targetName).toBe(`golden-clone-${uidPrefix}`);
@@ -141,7 +151,10 @@ describe('the VirtualMachineClone controller', () => {
     const { objects } = await setUp('clone-invalid');
     await objects.createClone(cloneOf('c1', spec as Partial<VirtualMachineClone['spec']>));
 
-    const clone = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    const clone = await waitFor(() => objects.getClone('c1'), {
+      describe: 'the clone finishes',
+      until: isDone,
+    });
     expect(clone?.status?.phase).toBe('Failed');
     const ready = clone?.status?.conditions?.find((condition) => condition.type === 'Ready');
     expect(ready).toMatchObject({ status: 'False', reason: 'Failed' });
@@ -162,34 +175,34 @@ describe('the VirtualMachineClone controller', () => {
       ),
     );
 
-    const clone = await eventually('the clone finishes', () => objects.getClone('c1'), isDone);
+    const clone = await waitFor(() => objects.getClone('c1'), {
+      describe: 'the clone finishes',
+      until: isDone,
+    });
     expect(clone?.status?.phase).toBe('Failed');
     expect(clone?.status?.conditions?.find((condition) => condition.type === 'Ready')?.message).toBe(
       'storage quota exceeded',
     );
-    const target = await eventually(
-      'the target is released',
-      () => objects.getVm('c1-vm'),
-      (vm) => vm?.status?.printableStatus === 'Stopped',
-    );
+    const target = await waitFor(() => objects.getVm('c1-vm'), {
+      describe: 'the target is released',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped',
+    });
     expect(target?.status?.restoreInProgress).toBeUndefined();
   });
 
   it('keeps a never-finish clone in RestoreInProgress with its target created, while other clones finish', async () => {
     const { objects } = await setUp('clone-stuck');
     await objects.createClone(cloneOf('stuck', {}, { [simulatorAnnotations.neverFinish]: 'true' }));
-    await eventually(
-      'the target VM appears',
-      () => objects.getVm('stuck-vm'),
-      (vm) => vm?.status?.printableStatus === 'Provisioning',
-    );
+    await waitFor(() => objects.getVm('stuck-vm'), {
+      describe: 'the target VM appears',
+      until: (vm) => vm?.status?.printableStatus === 'Provisioning',
+    });
 
     await objects.createClone(cloneOf('later', {}));
-    await eventually(
-      'the later clone succeeds',
-      () => objects.getClone('later'),
-      (c) => c?.status?.phase === 'Succeeded',
-    );
+    await waitFor(() => objects.getClone('later'), {
+      describe: 'the later clone succeeds',
+      until: (c) => c?.status?.phase === 'Succeeded',
+    });
     expect((await objects.getClone('stuck'))?.status?.phase).toBe('RestoreInProgress');
     expect((await objects.getVm('stuck-vm'))?.status?.printableStatus).toBe('Provisioning');
   });

@@ -1,9 +1,16 @@
+import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
-import { eventually, kubevirtObjects, putSubresource, sampleVm } from './simulator-support.js';
+import { isVdiError } from '../../../src/errors.js';
+import {
+  createNamespaceClock,
+  setSimulatorPaused,
+  simulatorAnnotations,
+} from '../../../src/testing/kubevirt/index.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { kubevirtObjects, putSubresource, sampleVm } from './simulator-support.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
@@ -31,7 +38,7 @@ describe('the VM fault knobs', () => {
     await objects.createVm(
       sampleVm('desk-1', { runStrategy: 'Always' }, { [simulatorAnnotations.failStop]: '503 try later' }),
     );
-    await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
+    await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
 
     const answer = await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop');
     expect(answer).toMatchObject({
@@ -41,43 +48,60 @@ describe('the VM fault knobs', () => {
     expect((await objects.getVm('desk-1'))?.spec.runStrategy).toBe('Always');
   });
 
-  it('delays a start: the VM shows Starting with no VMI until start-delay-ms has passed', async () => {
+  it('delays a start: the VM shows Starting with no VMI until start-delay-ms has passed on the namespace clock', async () => {
     const { namespace, objects } = await setUp('start-delay');
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    // a witness one millisecond sooner: once its VMI exists, the simulator has seen the clock's move
     await objects.createVm(sampleVm('desk-1', {}, { [simulatorAnnotations.startDelayMs]: '3000' }));
-    const started = Date.now();
-    expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'start')).status).toBe(202);
+    await objects.createVm(sampleVm('witness', {}, { [simulatorAnnotations.startDelayMs]: '2999' }));
+    for (const name of ['desk-1', 'witness'])
+      expect((await putSubresource(cluster().kubeConfig, namespace, name, 'start')).status).toBe(202);
 
-    await eventually(
-      'the VM shows Starting',
-      () => objects.getVm('desk-1'),
-      (vm) => vm?.status?.printableStatus === 'Starting',
-    );
+    // both wait from the clock's start only once the simulator has seen them want to run
+    for (const name of ['desk-1', 'witness'])
+      await waitFor(() => objects.getVm(name), {
+        describe: `${name} shows Starting`,
+        until: (vm) => vm?.status?.printableStatus === 'Starting',
+      });
     expect(await objects.getVmi('desk-1')).toBeUndefined();
-    await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
+    await clock.advance(2999);
+    await waitFor(() => objects.getVmi('witness'), { describe: 'the witness VMI runs', until: isRunning });
+    expect(await objects.getVmi('desk-1')).toBeUndefined();
+    expect((await objects.getVm('desk-1'))?.status?.printableStatus).toBe('Starting');
+    await clock.advance(1);
+    await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
   });
 
-  it('delays a stop: the VM shows Stopping and keeps its VMI until stop-delay-ms has passed', async () => {
+  it('delays a stop: the VM shows Stopping and keeps its VMI until stop-delay-ms has passed on the namespace clock', async () => {
     const { namespace, objects } = await setUp('stop-delay');
-    await objects.createVm(
-      sampleVm('desk-1', { runStrategy: 'Always' }, { [simulatorAnnotations.stopDelayMs]: '3000' }),
-    );
-    await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
-    const stopped = Date.now();
-    expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop')).status).toBe(202);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const delays = { 'desk-1': '3000', witness: '2999' };
+    for (const [name, delay] of Object.entries(delays)) {
+      await objects.createVm(
+        sampleVm(name, { runStrategy: 'Always' }, { [simulatorAnnotations.stopDelayMs]: delay }),
+      );
+      await waitFor(() => objects.getVmi(name), { describe: `the VMI of ${name} runs`, until: isRunning });
+    }
+    for (const name of Object.keys(delays))
+      expect((await putSubresource(cluster().kubeConfig, namespace, name, 'stop')).status).toBe(202);
 
-    await eventually(
-      'the VM shows Stopping',
-      () => objects.getVm('desk-1'),
-      (vm) => vm?.status?.printableStatus === 'Stopping',
-    );
+    for (const name of Object.keys(delays))
+      await waitFor(() => objects.getVm(name), {
+        describe: `${name} shows Stopping`,
+        until: (vm) => vm?.status?.printableStatus === 'Stopping',
+      });
     expect(await objects.getVmi('desk-1')).toBeDefined();
-    await eventually(
-      'the VMI is deleted',
-      () => objects.getVmi('desk-1'),
-      (vmi) => vmi === undefined,
-    );
-    expect(Date.now() - stopped).toBeGreaterThanOrEqual(3000);
+    await clock.advance(2999);
+    await waitFor(() => objects.getVmi('witness'), {
+      describe: 'the witness VMI is deleted',
+      until: (vmi) => vmi === undefined,
+    });
+    expect(await objects.getVmi('desk-1')).toBeDefined();
+    await clock.advance(1);
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI is deleted',
+      until: (vmi) => vmi === undefined,
+    });
   });
 
   it('keeps a never-ready VM in Scheduling while a VM without the knob becomes ready', async () => {
@@ -85,13 +109,12 @@ describe('the VM fault knobs', () => {
     await objects.createVm(
       sampleVm('stuck', { runStrategy: 'Always' }, { [simulatorAnnotations.neverReady]: 'true' }),
     );
-    await eventually(
-      'the stuck VMI exists',
-      () => objects.getVmi('stuck'),
-      (vmi) => vmi?.status?.phase === 'Scheduling',
-    );
+    await waitFor(() => objects.getVmi('stuck'), {
+      describe: 'the stuck VMI exists',
+      until: (vmi) => vmi?.status?.phase === 'Scheduling',
+    });
     await objects.createVm(sampleVm('fine', { runStrategy: 'Always' }));
-    await eventually('the other VMI runs', () => objects.getVmi('fine'), isRunning);
+    await waitFor(() => objects.getVmi('fine'), { describe: 'the other VMI runs', until: isRunning });
 
     expect((await objects.getVmi('stuck'))?.status?.phase).toBe('Scheduling');
     expect((await objects.getVm('stuck'))?.status).toMatchObject({
@@ -102,7 +125,10 @@ describe('the VM fault knobs', () => {
     await objects.patchVm('stuck', {
       metadata: { annotations: { [simulatorAnnotations.neverReady]: null } },
     });
-    await eventually('the VMI runs once the knob is gone', () => objects.getVmi('stuck'), isRunning);
+    await waitFor(() => objects.getVmi('stuck'), {
+      describe: 'the VMI runs once the knob is gone',
+      until: isRunning,
+    });
   });
 
   it('reports the address and node that the ip and node knobs name', async () => {
@@ -115,12 +141,79 @@ describe('the VM fault knobs', () => {
       ),
     );
 
-    const vmi = await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
+    const vmi = await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
     expect(vmi?.status?.nodeName).toBe('gpu-node-3');
     expect(vmi?.status?.interfaces?.[0]).toMatchObject({
       name: 'default',
       ipAddress: '127.42.0.7',
       ipAddresses: ['127.42.0.7'],
     });
+  });
+});
+
+describe('the namespace knobs', () => {
+  it('leaves the VMs of a paused namespace alone until it is resumed, as if KubeVirt were down', async () => {
+    const { namespace, objects } = await setUp('paused');
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
+    await objects.createVm(sampleVm('desk-1', { runStrategy: 'Always' }));
+    // a witness created later in a namespace that is not paused
+    const other = await setUp('not-paused');
+    await other.objects.createVm(sampleVm('desk-1', { runStrategy: 'Always' }));
+    await waitFor(() => other.objects.getVmi('desk-1'), {
+      describe: 'the witness VMI runs',
+      until: isRunning,
+    });
+
+    expect(await objects.getVmi('desk-1')).toBeUndefined();
+    expect((await objects.getVm('desk-1'))?.status).toBeUndefined();
+    await setSimulatorPaused(cluster().kubeConfig, namespace, false);
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI runs once resumed',
+      until: isRunning,
+    });
+  });
+
+  it('holds a clone in its phase until phase-delay-ms has passed on the namespace clock', async () => {
+    const { namespace, objects } = await setUp('clone-clock');
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    await objects.createVm(sampleVm('golden'));
+    await objects.createClone({
+      metadata: { name: 'copy', annotations: { [simulatorAnnotations.phaseDelayMs]: '60000' } },
+      spec: {
+        source: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'golden' },
+        target: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'copy-vm' },
+      },
+    });
+    await waitFor(() => objects.getClone('copy'), {
+      describe: 'the clone in SnapshotInProgress',
+      until: (clone) => clone?.status?.phase === 'SnapshotInProgress',
+    });
+    for (const phase of ['RestoreInProgress', 'CreatingTargetVM', 'Succeeded']) {
+      await clock.advance(60_000);
+      await waitFor(() => objects.getClone('copy'), {
+        describe: `the clone in ${phase}`,
+        until: (clone) => clone?.status?.phase === phase,
+      });
+    }
+    expect(await objects.getVm('copy-vm')).toBeDefined();
+  });
+
+  it('refuses a namespace clock that is not a time or moves backwards, changing nothing', async () => {
+    const { namespace } = await setUp('bad-clock');
+    const kubeConfig = cluster().kubeConfig;
+    const annotationsOf = async () =>
+      (await kubeConfig.makeApiClient(CoreV1Api).readNamespace({ name: namespace })).metadata?.annotations;
+
+    const notATime = await createNamespaceClock(kubeConfig, namespace, 'soon').catch(
+      (caught: unknown) => caught,
+    );
+    expect(isVdiError(notATime, 'INVALID_INPUT')).toBe(true);
+    expect(await annotationsOf()).toBeUndefined();
+
+    const clock = await createNamespaceClock(kubeConfig, namespace, '2026-07-02T12:00:00Z');
+    const backwards = await clock.advance(-1).catch((caught: unknown) => caught);
+    expect(isVdiError(backwards, 'INVALID_INPUT')).toBe(true);
+    expect(clock.now().toISOString()).toBe('2026-07-02T12:00:00.000Z');
+    expect((await annotationsOf())?.[simulatorAnnotations.clock]).toBe('2026-07-02T12:00:00.000Z');
   });
 });

@@ -1,10 +1,10 @@
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
-import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/index.js';
-import { useLocalCluster } from '../../support/cluster.js';
+import { createSimulatedNode } from '../../../src/testing/kubevirt/index.js';
+import { useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 describe('the capacity helpers', () => {
   it('creates a Node whose status shows the allocatable resources, and updates it when called again', async () => {
@@ -32,28 +32,5 @@ describe('the capacity helpers', () => {
       (caught: unknown) => caught,
     );
     expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
-  });
-
-  it('creates the KubeVirt CR with permittedHostDevices, then replaces them', async () => {
-    const { kubeConfig } = cluster();
-    await setPermittedHostDevices(kubeConfig, {
-      pciHostDevices: [
-        { resourceName: 'nvidia.com/A10', pciVendorSelector: '10DE:2236', externalResourceProvider: true },
-      ],
-    });
-    await setPermittedHostDevices(kubeConfig, {
-      usb: [{ resourceName: 'example.com/token', selectors: [] }],
-    });
-
-    const kubevirt = (await kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
-      group: 'kubevirt.io',
-      version: 'v1',
-      plural: 'kubevirts',
-      namespace: 'kubevirt',
-      name: 'kubevirt',
-    })) as { spec: { configuration: { permittedHostDevices: unknown } } };
-    expect(kubevirt.spec.configuration.permittedHostDevices).toEqual({
-      usb: [{ resourceName: 'example.com/token', selectors: [] }],
-    });
   });
 });

@@ -112,21 +112,3 @@ export async function putSubresource(
     return { status: error.code, body };
   }
 }
-
-/** Polls `read` until `accept` holds for its value, and returns that value; fails after `timeoutMs`. */
-export async function eventually<T>(
-  what: string,
-  read: () => Promise<T>,
-  accept: (value: T) => boolean,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await read();
-    if (accept(last)) return last;
-    if (Date.now() > deadline)
-      throw new Error(`${what} did not happen within ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}

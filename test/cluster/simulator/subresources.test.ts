@@ -1,10 +1,11 @@
 import { createConnection, createServer } from 'node:net';
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
-import { eventually, kubevirtObjects, putSubresource, sampleVm } from './simulator-support.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { kubevirtObjects, putSubresource, sampleVm } from './simulator-support.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
@@ -31,22 +32,20 @@ describe('the start, stop and restart subresources', () => {
     expect(answer.status).toBe(202);
     expect((await objects.getVm('desk-1'))?.spec.runStrategy).toBe('Always');
 
-    const vmi = await eventually(
-      'the VMI runs',
-      () => objects.getVmi('desk-1'),
-      (v) => v?.status?.phase === 'Running',
-    );
+    const vmi = await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI runs',
+      until: (v) => v?.status?.phase === 'Running',
+    });
     const address = vmi?.status?.interfaces?.[0]?.ipAddress ?? '';
     expect(address).toMatch(/^127\.\d+\.\d+\.\d+$/);
     expect(address).not.toBe('127.0.0.1');
     expect(vmi?.status?.nodeName).toBe('sim-node-1');
     expect(vmi?.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'VirtualMachine', name: 'desk-1' });
     expect(vmi?.spec?.domain?.devices?.gpus).toEqual([{ name: 'gpu1', deviceName: 'nvidia.com/A10' }]);
-    const vm = await eventually(
-      'the VM is ready',
-      () => objects.getVm('desk-1'),
-      (v) => v?.status?.ready === true,
-    );
+    const vm = await waitFor(() => objects.getVm('desk-1'), {
+      describe: 'the VM is ready',
+      until: (v) => v?.status?.ready === true,
+    });
     expect(vm?.status).toMatchObject({ printableStatus: 'Running', ready: true, created: true });
 
     const listener = createServer((socket) => socket.end());
@@ -62,11 +61,10 @@ describe('the start, stop and restart subresources', () => {
     const { namespace, objects } = await setUp('start-twice');
     await objects.createVm(sampleVm('desk-1'));
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'start')).status).toBe(202);
-    await eventually(
-      'the VMI exists',
-      () => objects.getVmi('desk-1'),
-      (v) => v?.status?.phase !== undefined,
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI exists',
+      until: (v) => v?.status?.phase !== undefined,
+    });
 
     const again = await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'start');
     expect(again.status).toBe(409);
@@ -81,24 +79,21 @@ describe('the start, stop and restart subresources', () => {
   it('stops a running VM: the VMI goes away, the VM shows Stopped, and a second stop is 409 "not running"', async () => {
     const { namespace, objects } = await setUp('stop');
     await objects.createVm(sampleVm('desk-1', { runStrategy: 'Always' }));
-    await eventually(
-      'the VMI runs',
-      () => objects.getVmi('desk-1'),
-      (v) => v?.status?.phase === 'Running',
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI runs',
+      until: (v) => v?.status?.phase === 'Running',
+    });
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop')).status).toBe(202);
     expect((await objects.getVm('desk-1'))?.spec.runStrategy).toBe('Halted');
-    await eventually(
-      'the VMI is deleted',
-      () => objects.getVmi('desk-1'),
-      (v) => v === undefined,
-    );
-    const vm = await eventually(
-      'the VM shows Stopped',
-      () => objects.getVm('desk-1'),
-      (v) => v?.status?.printableStatus === 'Stopped',
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI is deleted',
+      until: (v) => v === undefined,
+    });
+    const vm = await waitFor(() => objects.getVm('desk-1'), {
+      describe: 'the VM shows Stopped',
+      until: (v) => v?.status?.printableStatus === 'Stopped',
+    });
     expect(vm?.status).toMatchObject({ ready: false, created: false });
 
     const again = await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop');
@@ -111,22 +106,20 @@ describe('the start, stop and restart subresources', () => {
     const names = ['a', 'b', 'c', 'd'];
     await Promise.all(names.map((name) => objects.createVm(sampleVm(name, { runStrategy: 'Always' }))));
     const addressOf = async (name: string) => {
-      const vmi = await eventually(
-        `${name} runs`,
-        () => objects.getVmi(name),
-        (v) => v?.status?.phase === 'Running',
-      );
+      const vmi = await waitFor(() => objects.getVmi(name), {
+        describe: `${name} runs`,
+        until: (v) => v?.status?.phase === 'Running',
+      });
       return vmi?.status?.interfaces?.[0]?.ipAddress;
     };
     const addresses = await Promise.all(names.map(addressOf));
     expect(new Set(addresses).size).toBe(names.length);
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'a', 'stop')).status).toBe(202);
-    await eventually(
-      'the VMI of a is deleted',
-      () => objects.getVmi('a'),
-      (v) => v === undefined,
-    );
+    await waitFor(() => objects.getVmi('a'), {
+      describe: 'the VMI of a is deleted',
+      until: (v) => v === undefined,
+    });
     expect((await putSubresource(cluster().kubeConfig, namespace, 'a', 'start')).status).toBe(202);
     expect(await addressOf('a')).toBe(addresses[0]);
   });
@@ -162,11 +155,10 @@ describe('the start, stop and restart subresources', () => {
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bob' }],
       },
     });
-    const allowed = await eventually(
-      'the Role takes effect',
-      () => putSubresource(bob, namespace, 'desk-1', 'start'),
-      (answer) => answer.status !== 403,
-    );
+    const allowed = await waitFor(() => putSubresource(bob, namespace, 'desk-1', 'start'), {
+      describe: 'the Role takes effect',
+      until: (answer) => answer.status !== 403,
+    });
     expect(allowed.status).toBe(202);
     expect((await putSubresource(bob, namespace, 'desk-1', 'stop')).status).toBe(403);
   });
@@ -174,41 +166,36 @@ describe('the start, stop and restart subresources', () => {
   it('runs a Manual VM through status.stateChangeRequests and keeps its run strategy', async () => {
     const { namespace, objects } = await setUp('manual');
     await objects.createVm(sampleVm('desk-1', { runStrategy: 'Manual' }));
-    await eventually(
-      'the VM shows Stopped',
-      () => objects.getVm('desk-1'),
-      (v) => v?.status?.printableStatus === 'Stopped',
-    );
+    await waitFor(() => objects.getVm('desk-1'), {
+      describe: 'the VM shows Stopped',
+      until: (v) => v?.status?.printableStatus === 'Stopped',
+    });
     expect(await objects.getVmi('desk-1')).toBeUndefined();
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'start')).status).toBe(202);
-    const vmi = await eventually(
-      'the VMI runs',
-      () => objects.getVmi('desk-1'),
-      (v) => v?.status?.phase === 'Running',
-    );
-    const vm = await eventually(
-      'the request is consumed',
-      () => objects.getVm('desk-1'),
-      (v) => v?.status?.ready === true,
-    );
+    const vmi = await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI runs',
+      until: (v) => v?.status?.phase === 'Running',
+    });
+    const vm = await waitFor(() => objects.getVm('desk-1'), {
+      describe: 'the request is consumed',
+      until: (v) => v?.status?.ready === true,
+    });
     expect(vm?.spec.runStrategy).toBe('Manual');
     expect(vm?.status?.stateChangeRequests).toBeUndefined();
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'restart')).status).toBe(202);
-    const restarted = await eventually(
-      'a new VMI runs',
-      () => objects.getVmi('desk-1'),
-      (v) => v?.status?.phase === 'Running' && v.metadata.uid !== vmi?.metadata.uid,
-    );
+    const restarted = await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'a new VMI runs',
+      until: (v) => v?.status?.phase === 'Running' && v.metadata.uid !== vmi?.metadata.uid,
+    });
     expect(restarted?.metadata.uid).not.toBe(vmi?.metadata.uid);
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop')).status).toBe(202);
-    await eventually(
-      'the VMI is deleted',
-      () => objects.getVmi('desk-1'),
-      (v) => v === undefined,
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI is deleted',
+      until: (v) => v === undefined,
+    });
     expect((await objects.getVm('desk-1'))?.spec.runStrategy).toBe('Manual');
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop')).body?.message).toContain(
       'VM is not running',
@@ -226,19 +213,17 @@ describe('the start, stop and restart subresources', () => {
     const started = await objects.getVm('desk-1');
     expect(started?.spec.running).toBe(true);
     expect(started?.spec.runStrategy).toBeUndefined();
-    await eventually(
-      'the VMI runs',
-      () => objects.getVmi('desk-1'),
-      (v) => v?.status?.phase === 'Running',
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI runs',
+      until: (v) => v?.status?.phase === 'Running',
+    });
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'stop')).status).toBe(202);
     expect((await objects.getVm('desk-1'))?.spec.running).toBe(false);
-    await eventually(
-      'the VMI is deleted',
-      () => objects.getVmi('desk-1'),
-      (v) => v === undefined,
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI is deleted',
+      until: (v) => v === undefined,
+    });
   });
 
   it('refuses a start for Always and a restart for Halted, as virt-api does', async () => {
@@ -249,11 +234,10 @@ describe('the start, stop and restart subresources', () => {
     expect(restart.body?.message).toContain('does not support manual restart requests');
 
     await objects.createVm(sampleVm('always', { runStrategy: 'Always' }));
-    await eventually(
-      'the VMI runs',
-      () => objects.getVmi('always'),
-      (v) => v?.status?.phase === 'Running',
-    );
+    await waitFor(() => objects.getVmi('always'), {
+      describe: 'the VMI runs',
+      until: (v) => v?.status?.phase === 'Running',
+    });
     expect(
       (await putSubresource(cluster().kubeConfig, namespace, 'always', 'start')).body?.message,
     ).toContain('VM is already running');

@@ -2,10 +2,11 @@ import { Watch } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachineInstance } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
-import { eventually, kubevirtObjects, putSubresource, sampleVm } from './simulator-support.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { kubevirtObjects, putSubresource, sampleVm } from './simulator-support.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
@@ -29,11 +30,10 @@ describe('the simulated VM controller', () => {
     );
     try {
       await objects.createVm(sampleVm('desk-1', { runStrategy: 'Always' }));
-      await eventually(
-        'the watch sees Running',
-        async () => phases,
-        (seen) => seen.includes('Running'),
-      );
+      await waitFor(async () => phases, {
+        describe: 'the watch sees Running',
+        until: (seen) => seen.includes('Running'),
+      });
       expect(phases).toEqual(['Scheduling', 'Scheduled', 'Running']);
     } finally {
       watch.abort();
@@ -52,7 +52,7 @@ describe('the simulated VM controller', () => {
     });
     await objects.createVm(vm);
 
-    const vmi = await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
+    const vmi = await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
     expect(vmi?.spec?.domain?.devices).toMatchObject({
       gpus: [{ name: 'gpu1', deviceName: 'nvidia.com/A10' }],
       hostDevices: [{ name: 'usb1', deviceName: 'example.com/token' }],
@@ -66,14 +66,13 @@ describe('the simulated VM controller', () => {
   it('deletes the VMI of a deleted VM, which no garbage collector would', async () => {
     const { objects } = await setUp('delete');
     await objects.createVm(sampleVm('desk-1', { runStrategy: 'Always' }));
-    await eventually('the VMI runs', () => objects.getVmi('desk-1'), isRunning);
+    await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
 
     await objects.deleteVm('desk-1');
-    await eventually(
-      'the VMI is deleted',
-      () => objects.getVmi('desk-1'),
-      (vmi) => vmi === undefined,
-    );
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI is deleted',
+      until: (vmi) => vmi === undefined,
+    });
   });
 
   it('replaces a VMI whose guest shut down when the run strategy is Always, and keeps it for Manual', async () => {
@@ -82,23 +81,24 @@ describe('the simulated VM controller', () => {
     await objects.createVm(
       sampleVm('manual', { runStrategy: 'Manual' }, { [simulatorAnnotations.ip]: '127.9.0.9' }),
     );
-    const first = await eventually('the Always VMI runs', () => objects.getVmi('always'), isRunning);
+    const first = await waitFor(() => objects.getVmi('always'), {
+      describe: 'the Always VMI runs',
+      until: isRunning,
+    });
     await objects.patchVmiStatus('always', { phase: 'Succeeded' });
-    const second = await eventually(
-      'a new VMI runs',
-      () => objects.getVmi('always'),
-      (vmi) => isRunning(vmi) && vmi?.metadata.uid !== first?.metadata.uid,
-    );
+    const second = await waitFor(() => objects.getVmi('always'), {
+      describe: 'a new VMI runs',
+      until: (vmi) => isRunning(vmi) && vmi?.metadata.uid !== first?.metadata.uid,
+    });
     expect(second?.status?.interfaces?.[0]?.ipAddress).toBe(first?.status?.interfaces?.[0]?.ipAddress);
 
     expect((await putSubresource(cluster().kubeConfig, namespace, 'manual', 'start')).status).toBe(202);
-    await eventually('the Manual VMI runs', () => objects.getVmi('manual'), isRunning);
+    await waitFor(() => objects.getVmi('manual'), { describe: 'the Manual VMI runs', until: isRunning });
     await objects.patchVmiStatus('manual', { phase: 'Succeeded' });
-    const stopped = await eventually(
-      'the Manual VM shows Stopped',
-      () => objects.getVm('manual'),
-      (vm) => vm?.status?.printableStatus === 'Stopped',
-    );
+    const stopped = await waitFor(() => objects.getVm('manual'), {
+      describe: 'the Manual VM shows Stopped',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped',
+    });
     expect(stopped?.status?.created).toBe(true);
     expect((await objects.getVmi('manual'))?.status?.phase).toBe('Succeeded');
   });

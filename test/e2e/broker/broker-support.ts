@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { type Broker, type BrokerOptions, createBroker } from '../../../src/broker/broker.js';
 import { tailscaleIdentity } from '../../../src/broker/identity.js';
-import type { LocalCluster } from '../../../src/testing/local-cluster.js';
+import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import type { TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 
@@ -62,7 +62,7 @@ function send(base: string, method: string, path: string, call: Call = {}): Prom
 
 /** Starts a broker for one namespace, with the Tailscale header trusted and `admin` as the only admin. */
 export async function startBroker(
-  cluster: LocalCluster,
+  cluster: LocalClusterAccess,
   namespace: string,
   clock: TestClock,
   options: Partial<BrokerOptions> = {},

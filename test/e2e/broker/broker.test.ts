@@ -10,10 +10,10 @@ import {
 } from '../../../src/broker/schemas.js';
 import { isVdiError } from '../../../src/errors.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
-import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { admin, peerToken, type RunningBroker, startBroker } from './broker-support.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const minute = 60_000;

@@ -4,9 +4,9 @@ import type { IdentityProvider } from '../../../src/broker/identity.js';
 import { serveBroker } from '../../../src/broker/serve.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 describe('serveBroker', () => {
   it('shuts down on SIGTERM: the request in flight finishes and the claim outlives the shutdown', async () => {

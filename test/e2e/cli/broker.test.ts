@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import {
   cliEnv,
   collectOutput,
@@ -14,7 +15,7 @@ import {
   useCliCluster,
 } from './cli-support.js';
 
-const cluster = useCliCluster({ simulator: { ipRange: '127.220.0.0/16' } });
+const cluster = useCliCluster();
 const running: ChildProcess[] = [];
 const servers: Server[] = [];
 
@@ -121,13 +122,13 @@ describe('corral-vdi broker serve', () => {
 
     // connect --broker: the broker decides, as the login its proxy vouches for
     const proxy = await startProxy(url, 'bob');
-    for (let attempt = 0; ; attempt += 1) {
-      const state = (await (
-        await fetch(`${url}/api/vdi/desktops/vm/${namespace}/${desktop.member}`, { headers: bob })
-      ).json()) as { running: boolean };
-      if (state.running || attempt > 300) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitFor(
+      async () =>
+        (await (
+          await fetch(`${url}/api/vdi/desktops/vm/${namespace}/${desktop.member}`, { headers: bob })
+        ).json()) as { running: boolean },
+      { describe: `the broker to show ${desktop.member} running`, until: (state) => state.running },
+    );
     const connected = await runCli(['connect', desktop.member, '-n', namespace, '--broker', proxy], cliEnv());
     expect(connected.code, connected.stderr).toBe(0);
     expect(connected.stdout.split('\n').slice(0, 2)).toEqual([
@@ -156,14 +157,13 @@ describe('corral-vdi broker serve', () => {
     });
     expect(release.status).toBe(202);
     const { task } = (await release.json()) as { task: string };
-    let status = 'running';
-    for (let attempt = 0; status === 'running' && attempt < 300; attempt += 1) {
-      status = (
-        (await (await fetch(`${url}/api/tasks/${task}`, { headers: bob })).json()) as { status: string }
-      ).status;
-      if (status === 'running') await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(status).toBe('done');
+    const finished = await waitFor(
+      async () =>
+        ((await (await fetch(`${url}/api/tasks/${task}`, { headers: bob })).json()) as { status: string })
+          .status,
+      { describe: `the release task ${task} to finish`, until: (status) => status !== 'running' },
+    );
+    expect(finished).toBe('done');
     const listed = await runCli([
       'pool',
       'list',

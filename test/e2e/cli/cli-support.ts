@@ -1,11 +1,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { beforeAll } from 'vitest';
+import { beforeAll, expect } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
-import type { LocalCluster, StartLocalClusterOptions } from '../../../src/testing/local-cluster.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 /** The built bin, as npm links it: the tests run what users run. */
 export const cliPath = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
@@ -117,10 +118,42 @@ export function collectOutput(child: ChildProcess): OutputLog {
   };
 }
 
-/** One control plane for the test file, with VMI addresses from a range of the file's own (see the RDP tests). */
-export function useCliCluster(options: StartLocalClusterOptions = {}): () => LocalCluster {
+/** The shared control plane, for a file that runs the built CLI against it. */
+export function useCliCluster(): () => LocalClusterAccess {
   beforeAll(requireBuiltCli);
-  return useLocalCluster(options);
+  return useSharedCluster();
+}
+
+/**
+ * `corral-vdi <args> --kubeconfig <the cluster>` and the pool steps the CLI tests share: a namespace with the
+ * golden VM `golden-desktop` and the pool `devpool` of `size` members, and an assigned member.
+ */
+export function cliFor(cluster: () => LocalClusterAccess) {
+  const cli = (args: string[], env = cliEnv()) =>
+    runCli([...args, '--kubeconfig', cluster().kubeconfigPath], env);
+  const poolOf = async (prefix: string, size: number): Promise<string> => {
+    const namespace = await createTestNamespace(cluster(), prefix);
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const created = await cli([
+      'pool',
+      'create',
+      'devpool',
+      '--from',
+      'golden-desktop',
+      '--size',
+      String(size),
+      '-n',
+      namespace,
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    return namespace;
+  };
+  const assignedMember = async (namespace: string, user: string): Promise<string> => {
+    const run = await cli(['assign', 'devpool', user, '-n', namespace, '-o', 'json']);
+    expect(run.code, run.stderr).toBe(0);
+    return jsonOf<{ desktop: { member: string } }>(run).desktop.member;
+  };
+  return { cli, poolOf, assignedMember };
 }
 
 /** A fresh namespace for one test. */
@@ -128,7 +161,7 @@ export const createNamespace = createTestNamespace;
 
 /** Creates a stopped golden VM with a network interface (so its clones get an address) and `devices`. */
 export async function createGoldenVm(
-  cluster: LocalCluster,
+  cluster: LocalClusterAccess,
   namespace: string,
   name: string,
   devices: VmDevices = {},
@@ -156,16 +189,14 @@ export function jsonOf<T = Record<string, unknown>>(run: CliRun): T {
 
 /** Waits until a member's VMI runs and has an address, and returns the address. */
 export async function waitForVmiAddress(
-  cluster: LocalCluster,
+  cluster: LocalClusterAccess,
   namespace: string,
   member: string,
 ): Promise<string> {
   const kube = new KubeCluster(cluster.kubeConfig);
-  for (let attempt = 0; attempt < 600; attempt += 1) {
-    const vmi = await kube.getVmi(namespace, member);
-    const address = vmi?.status?.interfaces?.[0]?.ipAddress;
-    if (vmi?.status?.phase === 'Running' && address) return address;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${namespace}/${member} did not run`);
+  const vmi = await waitFor(() => kube.getVmi(namespace, member), {
+    describe: `the VMI of ${namespace}/${member} to run with an address`,
+    until: (found) => found?.status?.phase === 'Running' && !!found.status.interfaces?.[0]?.ipAddress,
+  });
+  return vmi?.status?.interfaces?.[0]?.ipAddress ?? '';
 }

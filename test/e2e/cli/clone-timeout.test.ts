@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import {
   collectOutput,
   createGoldenVm,
@@ -10,14 +12,14 @@ import {
   useCliCluster,
 } from './cli-support.js';
 
-// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is stopped outright.
-const cluster = useCliCluster({ simulator: { ipRange: '127.219.0.0/16' } });
+// KubeVirt's clone controller stops producing VMs: here the simulator that plays it is paused for the namespace.
+const cluster = useCliCluster();
 
 describe('corral-vdi pool create when clones never finish', () => {
   it('gives up after --clone-timeout, removes what it made, and says where to look', async () => {
     const namespace = await createNamespace(cluster(), 'stuck');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
-    await cluster().simulator?.stop();
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const kubeconfig = ['--kubeconfig', cluster().kubeconfigPath];
 
     const text = await runCli([
@@ -80,7 +82,7 @@ describe('corral-vdi pool create when clones never finish', () => {
   it('undoes what it made when interrupted with Ctrl-C', async () => {
     const namespace = await createNamespace(cluster(), 'interrupted');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
-    await cluster().simulator?.stop();
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const kube = new KubeCluster(cluster().kubeConfig);
     const child = startCli([
       'pool',
@@ -99,10 +101,11 @@ describe('corral-vdi pool create when clones never finish', () => {
     ]);
     const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    for (let attempt = 0; (await kube.listClones(namespace)).length < 2; attempt += 1) {
-      if (attempt > 600) throw new Error(`no clones appeared:\n${output.text()}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitFor(async () => (await kube.listClones(namespace)).length, {
+      describe: 'both clones to appear',
+      until: (count) => count >= 2,
+      timeoutMs: 60_000,
+    });
     child.kill('SIGINT');
     expect(await exited).toBe(1);
     expect(output.text()).toContain(
