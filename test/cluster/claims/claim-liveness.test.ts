@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 
 describe('one claim liveness for listing and claiming, against the real apiserver', () => {
   it('lists a desktop as someone’s exactly when another claimant cannot take it', async () => {

@@ -4,10 +4,10 @@ import { isVdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { apiFailureOf, toVdiError } from '../../../src/kube/errors.js';
 import { rawRequest } from '../../../src/kube/raw-request.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 // No simulator: its own requests would count among the connections this file counts.
-const cluster = useLocalCluster({ simulator: false });
+const cluster = useSharedCluster();
 
 let connections = 0;
 const countConnection = () => {
