@@ -7,7 +7,8 @@ import {
   type V1CustomResourceValidation,
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
-import { pause, unlessNotFound, upsert } from './kube-calls.js';
+import { unlessNotFound, upsert } from './kube-calls.js';
+import { pause } from './pause.js';
 
 // Real KubeVirt objects carry far more fields than the simulator reads; keep them all. (client-node's
 // serializer knows the extension only by its TypeScript name.)

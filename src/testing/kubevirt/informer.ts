@@ -1,6 +1,6 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { ObjectMeta } from '../../kubevirt-types.js';
-import { isNewerVersion, pause } from './kube-calls.js';
+import { pause } from './pause.js';
 
 /** The part of an object the cache needs. */
 export interface CachedObject {
@@ -45,6 +45,13 @@ const maxTombstones = 20_000;
 
 // Servers end a watch at timeoutSeconds; client-node aborts one that is silent for 30 s, so ask for less.
 const watchSeconds = 25;
+
+/** Whether a resourceVersion is newer than another; etcd's are integers, anything else counts as newer. */
+export function isNewerVersion(candidate: string | undefined, than: string | undefined): boolean {
+  if (candidate === undefined || than === undefined) return true;
+  if (!/^[0-9]+$/.test(candidate) || !/^[0-9]+$/.test(than)) return candidate !== than;
+  return BigInt(candidate) > BigInt(than);
+}
 
 /**
  * Lists a resource, then watches it from the list's resourceVersion, restarting the watch when it ends and

@@ -88,27 +88,6 @@ export async function writeStatus<T extends CachedObject>(
   }
 }
 
-/** Whether a resourceVersion is newer than another; etcd's are integers, anything else counts as newer. */
-export function isNewerVersion(candidate: string | undefined, than: string | undefined): boolean {
-  if (candidate === undefined || than === undefined) return true;
-  if (!/^[0-9]+$/.test(candidate) || !/^[0-9]+$/.test(than)) return candidate !== than;
-  return BigInt(candidate) > BigInt(than);
-}
-
-/** Waits `ms` milliseconds, or less when `signal` aborts. */
-export function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
 /** Creates the namespace `name`, or leaves it when it exists. */
 export async function ensureNamespace(kubeConfig: KubeConfig, name: string): Promise<void> {
   try {
