@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -69,7 +69,148 @@ describe('the pure cores', () => {
   }
 });
 
+/** Every TypeScript file under src/, as a path relative to src/ with its source. */
+function sourceFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const entry of readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+    const file = join(entry.parentPath, entry.name);
+    files.set(relative(join(root, 'src'), file), readFileSync(file, 'utf8'));
+  }
+  return files;
+}
+
+/** An import as the layer rules see it: a package name, or a file relative to src/. */
+function importTarget(file: string, specifier: string): string {
+  if (!specifier.startsWith('.')) return specifier;
+  return relative(
+    join(root, 'src'),
+    resolve(join(root, 'src'), dirname(file), specifier.replace(/\.js$/, '.ts')),
+  );
+}
+
+const serviceFolders = [
+  'claims/',
+  'pools/',
+  'sessions/',
+  'connect-planner/',
+  'capacity/',
+  'usb/',
+  'upgrade/',
+];
+const frontEndFolders = ['cli/', 'broker/'];
+// The dev-cluster command exists to start the local control plane, so it alone may reach into testing/.
+const testingImporters = new Set(['cli/dev-cluster.ts']);
+
+interface LayerRule {
+  name: string;
+  breaks(file: string, target: string): boolean;
+}
+
+const layerRules: LayerRule[] = [
+  {
+    name: 'front ends (cli/, broker/) never import @kubernetes/client-node or kube/',
+    breaks: (file, target) =>
+      frontEndFolders.some((folder) => file.startsWith(folder)) &&
+      (target.startsWith('@kubernetes/client-node') || target.startsWith('kube/')),
+  },
+  {
+    name: 'services never import a front end (cli/, broker/)',
+    breaks: (file, target) =>
+      serviceFolders.some((folder) => file.startsWith(folder)) &&
+      frontEndFolders.some((folder) => target.startsWith(folder)),
+  },
+  {
+    name: 'only testing/ and the dev-cluster command import testing/',
+    breaks: (file, target) =>
+      target.startsWith('testing/') && !file.startsWith('testing/') && !testingImporters.has(file),
+  },
+];
+
+/** The imports that break a layer rule, as `file -> import (rule)`. */
+function layerViolations(files: Map<string, string>): string[] {
+  const violations: string[] = [];
+  for (const [file, source] of files) {
+    for (const specifier of importsOf(source)) {
+      const target = importTarget(file, specifier);
+      for (const rule of layerRules) {
+        if (rule.breaks(file, target)) violations.push(`${file} -> ${specifier} (${rule.name})`);
+      }
+    }
+  }
+  return violations;
+}
+
+/** Every import cycle among the given files, each as `a -> b -> … -> a`. */
+function importCycles(files: Map<string, string>): string[] {
+  const edges = new Map<string, string[]>();
+  for (const [file, source] of files) {
+    edges.set(
+      file,
+      importsOf(source)
+        .filter((specifier) => specifier.startsWith('.'))
+        .map((specifier) => importTarget(file, specifier))
+        .filter((target) => files.has(target)),
+    );
+  }
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    path.push(file);
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === 'open') cycles.push([...path.slice(path.indexOf(next)), next].join(' -> '));
+      else if (!state.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(file, 'done');
+  };
+  for (const file of [...files.keys()].sort()) if (!state.has(file)) visit(file);
+  return cycles;
+}
+
+describe('the layers', () => {
+  const files = sourceFiles();
+
+  it('are checked over every file of src/', () => {
+    expect(files.size).toBeGreaterThan(50);
+  });
+
+  it('keep every layer rule; a failure names the offending import', () => {
+    expect(layerViolations(files)).toEqual([]);
+  });
+
+  it('have no import cycle anywhere, testing/ included', () => {
+    expect(importCycles(files)).toEqual([]);
+  });
+});
+
 describe('the architecture check itself', () => {
+  it('names a front end that imports the adapter, a service that imports a front end, and a stray testing/ import', () => {
+    const made = new Map([
+      ['cli/made-up.ts', "import { KubeCluster } from '../kube/cluster.js';"],
+      ['claims/made-up.ts', "import { serveBroker } from '../broker/serve.js';"],
+      ['pools/other.ts', "import { startLocalCluster } from '../testing/local-cluster.js';"],
+      ['testing/fine.ts', "import { startLocalCluster } from './local-cluster.js';"],
+    ]);
+    expect(layerViolations(made)).toEqual([
+      'cli/made-up.ts -> ../kube/cluster.js (front ends (cli/, broker/) never import @kubernetes/client-node or kube/)',
+      'claims/made-up.ts -> ../broker/serve.js (services never import a front end (cli/, broker/))',
+      'pools/other.ts -> ../testing/local-cluster.js (only testing/ and the dev-cluster command import testing/)',
+    ]);
+  });
+
+  it('finds an import cycle, type-only imports included', () => {
+    const made = new Map([
+      ['a.ts', "import { b } from './b.js';"],
+      ['b.ts', "import type { C } from './c.js';"],
+      ['c.ts', "import { a } from './a.js';"],
+      ['d.ts', "import { a } from './a.js';"],
+    ]);
+    expect(importCycles(made)).toEqual(['a.ts -> b.ts -> c.ts -> a.ts']);
+  });
+
   it('flags an adapter import and a clock read in a made-up core file', () => {
     const source = "import { KubeCluster } from '../kube/cluster.js';\nexport const t = () => Date.now();";
     expect(
