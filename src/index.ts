@@ -119,11 +119,11 @@ export type {
 export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
 export { runLaunchPlan } from './launch/run-launch-plan.js';
 export type { OutputStream, ProcessExit } from './launch/run-process.js';
-export type { MemberOutcome } from './pools/clone-runner.js';
-export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/clone-runner.js';
 export { compareNatural, memberNameFor } from './pools/member-names.js';
-export type { ResizePlan } from './pools/plan-resize.js';
-export { planResize } from './pools/plan-resize.js';
+export type { ResizeInput, ResizePlan } from './pools/plan-resize.js';
+export { planMemberRemoval, planResize } from './pools/plan-resize.js';
+export type { MemberOutcome } from './pools/pool-member-factory.js';
+export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/pool-member-factory.js';
 export type {
   CreatePoolOptions,
   CreatePoolResult,

@@ -74,8 +74,8 @@ export type {
   VmDevices,
 } from '../kubevirt-types.js';
 export { compareNatural, memberNameFor } from '../pools/member-names.js';
-export type { ResizePlan } from '../pools/plan-resize.js';
-export { planResize } from '../pools/plan-resize.js';
+export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
+export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { parseDuration } from '../sessions/parse-duration.js';
 export type {
