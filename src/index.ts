@@ -161,6 +161,14 @@ export {
   describeSession,
   planReclaim,
 } from './sessions/plan-reclaim.js';
+export type {
+  ClaimKey,
+  ConsoleState,
+  ReclaimPassInput,
+  ReclaimPassPlan,
+  SessionStep,
+} from './sessions/plan-reclaim-pass.js';
+export { planReclaimPass } from './sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {
