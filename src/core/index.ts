@@ -74,6 +74,10 @@ export type {
   VmDevices,
 } from '../kubevirt-types.js';
 export { compareNatural, memberNameFor } from '../pools/member-names.js';
+export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
+export { planPoolCreate } from '../pools/plan-pool-create.js';
+export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
+export { planPoolDelete } from '../pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';

@@ -6,7 +6,7 @@ import { formatPoolId } from '../ids.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
-import { memberNameFor } from './member-names.js';
+import { planPoolCreate } from './plan-pool-create.js';
 import { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pool-member-factory.js';
 import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { readPools } from './read-pool.js';
@@ -99,14 +99,17 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
         readPools(ctx, namespace, name),
         factory.listTakenNames(namespace),
       ]);
-      const members = Array.from({ length: size }, (_, index) => memberNameFor(name, index + 1));
-      refuseTakenNames({
+      const plan = planPoolCreate({
         namespace,
         pool: name,
-        existing: pools[0]?.members.map((m) => m.name) ?? [],
-        members,
+        size,
+        existing: pools[0]?.members.map((member) => member.name) ?? [],
         taken,
       });
+      if (plan.kind === 'reject') {
+        throw new VdiError(plan.code, plan.message, { details: { pool: name, namespace, ...plan.details } });
+      }
+      const { members } = plan;
       const capacity = await source.admit({ size });
       await makeMembers(factory, source, {
         namespace,
@@ -122,31 +125,4 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
       return { id, name, namespace, members, ephemeral, source: from, capacity };
     },
   );
-}
-
-/** Refuses a create onto an existing pool, or onto member names other objects hold. */
-function refuseTakenNames(input: {
-  namespace: string;
-  pool: string;
-  existing: string[];
-  members: string[];
-  taken: ReadonlySet<string>;
-}): void {
-  const { namespace, pool, existing, members } = input;
-  if (existing.length > 0) {
-    throw new VdiError(
-      'ALREADY_EXISTS',
-      `Pool "${pool}" already exists in namespace "${namespace}" (${existing.join(', ')}); resize it, or delete it first.`,
-      { details: { pool, namespace, members: existing } },
-    );
-  }
-  const taken = members.filter((member) => input.taken.has(member));
-  if (taken.length > 0) {
-    const one = taken.length === 1;
-    throw new VdiError(
-      'ALREADY_EXISTS',
-      `The member name${one ? '' : 's'} ${taken.join(', ')} ${one ? 'is' : 'are'} already taken by ${one ? 'a VM' : 'VMs'} in namespace "${namespace}"; choose another pool name or remove ${one ? 'that VM' : 'those VMs'}.`,
-      { details: { pool, namespace, taken } },
-    );
-  }
 }

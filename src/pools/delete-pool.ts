@@ -13,8 +13,8 @@ import {
 } from '../validate.js';
 import type { PoolOptions } from './list-pools.js';
 import { memberFactoryFor } from './member-factory-for.js';
+import { planPoolDelete } from './plan-pool-delete.js';
 import { defaultPoolActor } from './pool-options.js';
-import type { PoolMemberView } from './pool-view.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';
 
@@ -45,13 +45,6 @@ const deleteSchema = z.object({
   identity: identitySchema.optional(),
 });
 const deleteConcurrency = 8;
-
-function holderText(member: PoolMemberView): string {
-  const { state } = member;
-  if (state.kind === 'claimed') return `${member.name} (${state.holder})`;
-  if (state.kind === 'legacy-assigned') return `${member.name} (${state.user}, v0.6.0)`;
-  return member.name;
-}
 
 /**
  * Deletes a pool: its clone objects first (so none produces a member afterwards), then its member VMs and their
@@ -87,25 +80,21 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
       } catch (error) {
         if (!isVdiError(error, 'POOL_NOT_FOUND') || pending.length === 0) throw error;
       }
-      const members = read?.pool.members ?? [];
-      const busy = members.filter(
-        (member) => member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned',
-      );
-      if (busy.length > 0 && !force) {
-        throw new VdiError(
-          'POOL_IN_USE',
-          `Pool "${name}" has claimed members: ${busy.map(holderText).join(', ')}. Release them first, or delete with force (an administrator's action, recorded in the audit log).`,
-          { details: { pool: name, namespace, claimed: busy.map((member) => member.name) } },
-        );
+      const plan = planPoolDelete({ pool: name, members: read?.pool.members ?? [], force });
+      if (plan.kind === 'reject') {
+        throw new VdiError(plan.code, plan.message, {
+          details: { pool: name, namespace, claimed: plan.claimed },
+        });
       }
+      const { members } = plan;
       for (const clone of pending) await factory.deletePending(namespace, clone);
       const uids = new Map((read?.vms ?? []).map((vm) => [vm.metadata.name ?? '', vm.metadata.uid ?? '']));
       const leases = new Map((read?.leases ?? []).map((lease) => [lease.metadata.name ?? '', lease]));
       let leaseCount = 0;
       let done = 0;
       await forEachBounded(members, deleteConcurrency, async (member) => {
-        await factory.deleteMember({ namespace, member: member.name, uid: uids.get(member.name) ?? '' });
-        const lease = leases.get(leaseNameFor(member.name));
+        await factory.deleteMember({ namespace, member, uid: uids.get(member) ?? '' });
+        const lease = leases.get(leaseNameFor(member));
         if (
           lease &&
           (await ctx.cluster.deleteLease(namespace, lease.metadata.name ?? '', {
@@ -117,7 +106,7 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
         done += 1;
         ctx.events.emit('pool-progress', {
           poolId: id,
-          member: member.name,
+          member,
           step: 'removed',
           done,
           total: members.length,
@@ -125,10 +114,10 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
       });
       return {
         id,
-        members: members.map((member) => member.name),
+        members,
         leases: leaseCount,
         clones: pending.length,
-        forced: busy.length > 0,
+        forced: plan.forced,
       };
     },
     (result) => (result.forced ? 'vdi pool force-delete' : 'vdi pool delete'),
