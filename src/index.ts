@@ -152,6 +152,8 @@ export { describePools, isFreeMember } from './pools/pool-view.js';
 export type { RecreateMemberOptions } from './pools/recreate-member.js';
 export { recreateMember } from './pools/recreate-member.js';
 export { parseDuration } from './sessions/parse-duration.js';
+export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
+export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type {
   ReclaimPlan,
   ReclaimPolicy,

@@ -12,6 +12,7 @@ import {
   parseOptions,
   validateNamespace,
 } from '../validate.js';
+import { planConsoleOpen } from './plan-console-open.js';
 import { type ConsoleState, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
 import { updateClaimLease, withMarks } from './update-claim-lease.js';
 
@@ -137,23 +138,11 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     const now = ctx.clock.now();
     // with the VM gone, the Lease alone says whether the member is claimed
     const claim = classifyClaim({ vm: vm ?? { metadata: { name: member }, spec: {} }, lease, now });
-    if (claim.kind === 'expired') {
-      throw new VdiError(
-        'CLAIM_EXPIRED',
-        `The claim on ${desktopId} expired; claim its pool again before opening a console.`,
-        { details: { desktopId } },
-      );
-    }
-    // a v0.6.0 or Lease-less member has no Lease to carry marks, and so no grace to start when it closes
-    if (claim.kind === 'legacy' || claim.kind === 'orphan') {
+    const plan = planConsoleOpen(claim, desktopId);
+    if (plan.kind === 'reject') throw new VdiError(plan.code, plan.message, { details: { desktopId } });
+    // without a Lease to carry marks, no grace starts when the console closes
+    if (plan.kind === 'uncounted' || lease === undefined) {
       return { desktopId, identity, kind, openedAt: now, close: async () => undefined };
-    }
-    if (claim.kind !== 'held' || lease === undefined) {
-      throw new VdiError(
-        'CLAIM_ENDED',
-        `Desktop ${desktopId} is not claimed; claim its pool before opening a console.`,
-        { details: { desktopId } },
-      );
     }
     const key = keyOf(namespace, member);
     let entry = trackedFor(namespace, member, lease);
