@@ -7,7 +7,6 @@ import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } fro
 import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolCreate } from './plan-pool-create.js';
-import { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pool-member-factory.js';
 import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { readPools } from './read-pool.js';
 import { runAudited } from './run-audited.js';
@@ -116,9 +115,9 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
         pool: name,
         members,
         ephemeral,
-        concurrency: parsed.concurrency ?? defaultCloneConcurrency,
-        timeoutMs: parsed.cloneTimeoutMs ?? defaultCloneTimeoutMs,
-        keepPartial: parsed.keepPartial ?? false,
+        concurrency: parsed.concurrency,
+        timeoutMs: parsed.cloneTimeoutMs,
+        keepPartial: parsed.keepPartial,
         signal: parsed.signal,
         doing: `Creating pool "${name}"`,
       });

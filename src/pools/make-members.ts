@@ -1,9 +1,11 @@
 import { VdiError } from '../errors.js';
-import type {
-  MakeMembersInput,
-  MemberOutcome,
-  MemberSource,
-  PoolMemberFactory,
+import {
+  defaultCloneConcurrency,
+  defaultCloneTimeoutMs,
+  type MakeMembersInput,
+  type MemberOutcome,
+  type MemberSource,
+  type PoolMemberFactory,
 } from './pool-member-factory.js';
 
 /**
@@ -16,8 +18,19 @@ import type {
 export async function makeMembers(
   factory: PoolMemberFactory,
   source: MemberSource,
-  input: MakeMembersInput & { keepPartial: boolean; doing: string },
+  options: Omit<MakeMembersInput, 'concurrency' | 'timeoutMs'> & {
+    concurrency?: number | undefined;
+    timeoutMs?: number | undefined;
+    keepPartial?: boolean | undefined;
+    doing: string;
+  },
 ): Promise<void> {
+  const input = {
+    ...options,
+    concurrency: options.concurrency ?? defaultCloneConcurrency,
+    timeoutMs: options.timeoutMs ?? defaultCloneTimeoutMs,
+    keepPartial: options.keepPartial ?? false,
+  };
   const outcomes = await source.makeMembers(input);
   if (outcomes.every((outcome) => outcome.status === 'ready')) return;
   let cleanup: string;

@@ -9,11 +9,7 @@ import type { PoolOptions } from './list-pools.js';
 import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planMemberRemoval, planResize, type ResizePlan } from './plan-resize.js';
-import {
-  defaultCloneConcurrency,
-  defaultCloneTimeoutMs,
-  type PoolMemberFactory,
-} from './pool-member-factory.js';
+import type { PoolMemberFactory } from './pool-member-factory.js';
 import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';
@@ -103,7 +99,7 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
           throw new VdiError(plan.code, plan.message, { details: { pool: name, namespace, ...details } });
         }
         case 'grow':
-          return { ...result, ...(await grow(factory, plan, read, parsed, namespace)) };
+          return { ...result, ...(await grow(factory, plan, read, parsed)) };
         case 'shrink':
           return await shrink(ctx, factory, plan.remove, read, result);
       }
@@ -116,8 +112,8 @@ async function grow(
   plan: Extract<ResizePlan, { kind: 'grow' }>,
   read: PoolRead,
   parsed: Parsed,
-  namespace: string,
 ): Promise<Pick<ResizePoolResult, 'added' | 'capacity'>> {
+  const { namespace } = read.pool;
   const source = await factory.readSource(namespace, plan.source);
   const capacity = await source.admit({
     size: plan.add.length,
@@ -128,9 +124,9 @@ async function grow(
     pool: read.pool.name,
     members: plan.add,
     ephemeral: plan.ephemeral,
-    concurrency: parsed.concurrency ?? defaultCloneConcurrency,
-    timeoutMs: parsed.cloneTimeoutMs ?? defaultCloneTimeoutMs,
-    keepPartial: parsed.keepPartial ?? false,
+    concurrency: parsed.concurrency,
+    timeoutMs: parsed.cloneTimeoutMs,
+    keepPartial: parsed.keepPartial,
     signal: parsed.signal,
     doing: `Growing pool "${read.pool.name}" to ${plan.size}`,
   });
