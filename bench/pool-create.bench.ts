@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../src/context.js';
 import { KubeCluster } from '../src/kube/cluster.js';
 import type { VirtualMachineClone } from '../src/kubevirt-types.js';
-import { defaultCloneConcurrency } from '../src/pools/clone-runner.js';
+import { defaultCloneConcurrency } from '../src/pools/pool-member-factory.js';
 import { createPool, deletePool } from '../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../src/testing/kubevirt/fault-knobs.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';

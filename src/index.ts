@@ -119,11 +119,15 @@ export type {
 export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
 export { runLaunchPlan } from './launch/run-launch-plan.js';
 export type { OutputStream, ProcessExit } from './launch/run-process.js';
-export type { MemberOutcome } from './pools/clone-runner.js';
-export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/clone-runner.js';
 export { compareNatural, memberNameFor } from './pools/member-names.js';
-export type { ResizePlan } from './pools/plan-resize.js';
-export { planResize } from './pools/plan-resize.js';
+export type { PoolCreatePlan } from './pools/plan-pool-create.js';
+export { planPoolCreate } from './pools/plan-pool-create.js';
+export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
+export { planPoolDelete } from './pools/plan-pool-delete.js';
+export type { ResizeInput, ResizePlan } from './pools/plan-resize.js';
+export { planMemberRemoval, planResize } from './pools/plan-resize.js';
+export type { MemberOutcome } from './pools/pool-member-factory.js';
+export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/pool-member-factory.js';
 export type {
   CreatePoolOptions,
   CreatePoolResult,
@@ -148,6 +152,8 @@ export { describePools, isFreeMember } from './pools/pool-view.js';
 export type { RecreateMemberOptions } from './pools/recreate-member.js';
 export { recreateMember } from './pools/recreate-member.js';
 export { parseDuration } from './sessions/parse-duration.js';
+export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
+export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type {
   ReclaimPlan,
   ReclaimPolicy,
@@ -161,6 +167,14 @@ export {
   describeSession,
   planReclaim,
 } from './sessions/plan-reclaim.js';
+export type {
+  ClaimKey,
+  ConsoleState,
+  ReclaimPassInput,
+  ReclaimPassPlan,
+  SessionStep,
+} from './sessions/plan-reclaim-pass.js';
+export { planReclaimPass } from './sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {

@@ -74,10 +74,16 @@ export type {
   VmDevices,
 } from '../kubevirt-types.js';
 export { compareNatural, memberNameFor } from '../pools/member-names.js';
-export type { ResizePlan } from '../pools/plan-resize.js';
-export { planResize } from '../pools/plan-resize.js';
+export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
+export { planPoolCreate } from '../pools/plan-pool-create.js';
+export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
+export { planPoolDelete } from '../pools/plan-pool-delete.js';
+export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
+export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { parseDuration } from '../sessions/parse-duration.js';
+export type { ConsoleOpenPlan } from '../sessions/plan-console-open.js';
+export { planConsoleOpen } from '../sessions/plan-console-open.js';
 export type {
   ReclaimPlan,
   ReclaimPolicy,
@@ -91,6 +97,14 @@ export {
   describeSession,
   planReclaim,
 } from '../sessions/plan-reclaim.js';
+export type {
+  ClaimKey,
+  ConsoleState,
+  ReclaimPassInput,
+  ReclaimPassPlan,
+  SessionStep,
+} from '../sessions/plan-reclaim-pass.js';
+export { planReclaimPass } from '../sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from '../sessions/plan-renewal.js';
 export { planRenewal } from '../sessions/plan-renewal.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';

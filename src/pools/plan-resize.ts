@@ -1,3 +1,4 @@
+import { type ClaimFacts, classifyClaim, isClaimable } from '../claims/claim-liveness.js';
 import { nextMemberNames } from './member-names.js';
 import { isFreeMember, type PoolView } from './pool-view.js';
 
@@ -5,23 +6,48 @@ import { isFreeMember, type PoolView } from './pool-view.js';
  * What {@link planResize} decides:
  *
  * - `unchanged`: the pool already has `size` members.
- * - `grow`: clone the members named in `add`, the lowest free indices.
+ * - `grow`: make the members named in `add`, the lowest free indices, from the golden VM `source`, ephemeral
+ *   when the pool's members are.
  * - `shrink`: remove the free members in `remove`, highest index first.
- * - `reject`: too few members are free to shrink that far; nothing changes. `smallest` is the size the pool can
- *   shrink to now, and `busy` names the members in the way.
+ * - `reject`: nothing changes; `code` and `message` say why. `POOL_IN_USE`: too few members are free to shrink
+ *   that far; `smallest` is the size the pool can shrink to now, and `busy` names the members in the way.
+ *   `INVALID_INPUT`: the pool must grow, but its members do not name one golden VM (`sources`) and the caller
+ *   named none.
  *
  * @category pools
  */
 export type ResizePlan =
   | { kind: 'unchanged'; size: number }
-  | { kind: 'grow'; from: number; size: number; add: string[] }
+  | { kind: 'grow'; from: number; size: number; add: string[]; source: string; ephemeral: boolean }
   | { kind: 'shrink'; from: number; size: number; remove: string[] }
-  | { kind: 'reject'; from: number; size: number; smallest: number; busy: string[]; message: string };
+  | {
+      kind: 'reject';
+      code: 'POOL_IN_USE';
+      from: number;
+      size: number;
+      smallest: number;
+      busy: string[];
+      message: string;
+    }
+  | { kind: 'reject'; code: 'INVALID_INPUT'; from: number; size: number; sources: string[]; message: string };
+
+/** What {@link planResize} looks at. @category pools */
+export interface ResizeInput {
+  /** The pool as read. */
+  pool: PoolView;
+  /** The number of members wanted, already validated. */
+  size: number;
+  /** Every object name of the namespace a new member may not take (pool member or not). */
+  taken: ReadonlySet<string>;
+  /** The golden VM the caller names for new members; without it, the one the members record. */
+  source?: string | undefined;
+}
 
 /**
- * Plans a resize of `pool` to `size` members. Growth takes the lowest indices whose names no VM of the
- * namespace holds (`taken`); shrinking removes only free members, the highest index first, and is refused as a
- * whole when there are too few, so a resize never takes a claimed desktop away.
+ * Plans a resize of `pool` to `size` members: the whole decision, before anything changes. Growth takes the
+ * lowest indices whose names no object of the namespace holds and the golden VM the caller names or the
+ * members all record; shrinking removes only free members (see {@link isFreeMember}), the highest index first,
+ * and is refused as a whole when there are too few, so a resize never takes a claimed desktop away.
  *
  * @example
  * ```ts
@@ -30,13 +56,35 @@ export type ResizePlan =
  * ```
  * @category pools
  */
-export function planResize(input: { pool: PoolView; size: number; taken: ReadonlySet<string> }): ResizePlan {
-  const { pool, size, taken } = input;
+export function planResize(input: ResizeInput): ResizePlan {
+  const { pool, size, taken, source } = input;
   const from = pool.members.length;
   if (size === from) return { kind: 'unchanged', size };
   if (size > from) {
+    const sources = [
+      ...new Set(pool.members.map((member) => member.source).filter((named) => named !== undefined)),
+    ];
+    const recorded = pool.members.every((member) => member.source !== undefined) ? sources : [];
+    const golden = source ?? (recorded.length === 1 ? recorded[0] : undefined);
+    if (golden === undefined) {
+      return {
+        kind: 'reject',
+        code: 'INVALID_INPUT',
+        from,
+        size,
+        sources,
+        message: `The members of pool "${pool.name}" do not name one golden VM (${sources.length === 0 ? 'none recorded' : sources.join(', ')}); pass from with the golden VM to clone new members from.`,
+      };
+    }
     const names = new Set([...taken, ...pool.members.map((member) => member.name)]);
-    return { kind: 'grow', from, size, add: nextMemberNames(pool.name, names, size - from) };
+    return {
+      kind: 'grow',
+      from,
+      size,
+      add: nextMemberNames(pool.name, names, size - from),
+      source: golden,
+      ephemeral: pool.members.some((member) => member.ephemeral),
+    };
   }
   const free = pool.members.filter(isFreeMember).reverse();
   const count = from - size;
@@ -46,6 +94,7 @@ export function planResize(input: { pool: PoolView; size: number; taken: Readonl
   const smallest = from - free.length;
   return {
     kind: 'reject',
+    code: 'POOL_IN_USE',
     from,
     size,
     smallest,
@@ -55,4 +104,20 @@ export function planResize(input: { pool: PoolView; size: number; taken: Readonl
       `can shrink to ${smallest} at the least, not ${size}. Nothing was removed. Release members first, or ask for ` +
       `a size of ${smallest} or more.`,
   };
+}
+
+/**
+ * The last check before a shrink removes one member its plan chose: a claim may have landed since the pool was
+ * read, and the Lease read just now is the truth. `remove` names the Lease to delete with it, if there is one.
+ *
+ * @example
+ * ```ts
+ * const step = planMemberRemoval({ vm, lease: await cluster.getLease(ns, leaseNameFor(member)), now: clock.now() });
+ * if (step.kind === 'skip') skipped.push(member);
+ * ```
+ * @throws `VdiError` `INVALID_INPUT` as {@link classifyClaim}.
+ * @category pools
+ */
+export function planMemberRemoval(facts: ClaimFacts): { kind: 'remove' } | { kind: 'skip' } {
+  return isClaimable(classifyClaim(facts)) ? { kind: 'remove' } : { kind: 'skip' };
 }

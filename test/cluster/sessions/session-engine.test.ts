@@ -367,4 +367,27 @@ describe('the session engine against a real apiserver', () => {
       code: 'INVALID_INPUT',
     });
   });
+
+  it('places a claim whose Lease name is hashed by listing the pool members, and reclaims it', async () => {
+    const namespace = await createTestNamespace(cluster(), 'sessions');
+    const member = `devpool-${'x'.repeat(240)}`;
+    const clock = createTestClock();
+    const audit = new MemoryAuditSink();
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, audit });
+    await vdi.context.cluster.createVm(namespace, stoppedVm(member, { 'corral.dev/vdi-pool': 'devpool' }));
+    expect((await vdi.claim({ pool: 'devpool', identity: 'user-1@example.com' })).member).toBe(member);
+    const [lease] = await vdi.context.cluster.listLeases(namespace);
+    expect(lease?.metadata.name).not.toBe(`corral-vdi-${member}`);
+
+    const engine = createSessionEngine(vdi.context, {
+      namespaces: [namespace],
+      policy: { disconnectGraceMs: grace },
+    });
+    const handle = await engine.openConsole({ member, identity: 'user-1@example.com', kind: 'vnc' });
+    await handle.close();
+    expect(await engine.runPass()).toMatchObject({ desktops: 1, reclaimed: 0, errors: [] });
+    clock.advance(grace);
+    expect(await engine.runPass()).toMatchObject({ desktops: 1, reclaimed: 1, failed: 0, errors: [] });
+    expect(await vdi.context.cluster.listLeases(namespace)).toEqual([]);
+  });
 });

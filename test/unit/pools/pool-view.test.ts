@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { LeaseObject, VirtualMachine } from '../../../src/kubevirt-types.js';
-import { planResize } from '../../../src/pools/plan-resize.js';
 import { describePools } from '../../../src/pools/pool-view.js';
 
 const now = new Date('2026-07-02T12:00:00Z');
@@ -104,51 +103,5 @@ describe('describePools', () => {
     };
     const [pool] = describePools({ namespace: 'ns', vms: [vm], leases: [], now });
     expect(pool?.members[0]).toMatchObject({ state: { kind: 'deleting' }, power: 'Unknown' });
-  });
-});
-
-describe('planResize', () => {
-  const pool = (claimed: string[], size = 5) =>
-    describePools({
-      namespace: 'ns',
-      vms: Array.from({ length: size }, (_, index) => member(`devpool-${index + 1}`, 'devpool')),
-      leases: claimed.map((name) => lease(name, 'alice', '2026-07-02T11:59:00.000000Z')),
-      now,
-    })[0] as NonNullable<ReturnType<typeof describePools>[0]>;
-
-  it('leaves a pool of the asked size alone', () => {
-    expect(planResize({ pool: pool([]), size: 5, taken: new Set() })).toEqual({ kind: 'unchanged', size: 5 });
-  });
-
-  it('grows into the next free indices, skipping names other VMs hold', () => {
-    expect(planResize({ pool: pool([]), size: 8, taken: new Set(['devpool-6']) })).toEqual({
-      kind: 'grow',
-      from: 5,
-      size: 8,
-      add: ['devpool-7', 'devpool-8', 'devpool-9'],
-    });
-  });
-
-  it('shrinks by the free members with the highest indices, never a claimed one', () => {
-    expect(planResize({ pool: pool(['devpool-5', 'devpool-3']), size: 3, taken: new Set() })).toEqual({
-      kind: 'shrink',
-      from: 5,
-      size: 3,
-      remove: ['devpool-4', 'devpool-2'],
-    });
-  });
-
-  it('refuses to shrink below the claimed members and says how far it can go', () => {
-    const plan = planResize({
-      pool: pool(['devpool-1', 'devpool-2', 'devpool-5']),
-      size: 1,
-      taken: new Set(),
-    });
-    expect(plan).toMatchObject({
-      kind: 'reject',
-      smallest: 3,
-      busy: ['devpool-1', 'devpool-2', 'devpool-5'],
-    });
-    expect(plan.kind === 'reject' && plan.message).toMatch(/can shrink to 3 at the least, not 1/);
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
-import { buildMemberClone, cloneKeyFilters, cloneNameFor } from '../../../src/pools/clone-object.js';
 import { filterClonedKeys } from '../../../src/testing/kubevirt/clone-filters.js';
 import { applyJsonPatch, parseJsonPatches } from '../../../src/testing/kubevirt/json-patch.js';
+import { buildMemberClone, cloneKeyFilters, cloneNameFor } from '../../../src/vm/vm-clone-object.js';
 
 function golden(
   metadata: Partial<VirtualMachine['metadata']>,

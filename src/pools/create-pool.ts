@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import type { AdmissionPlan } from '../capacity/admit-pool.js';
+import type { VdiContext } from '../context.js';
+import { VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
+import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
+import { makeMembers } from './make-members.js';
+import { memberFactoryFor } from './member-factory-for.js';
+import { planPoolCreate } from './plan-pool-create.js';
+import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
+import { readPools } from './read-pool.js';
+import { runAudited } from './run-audited.js';
+
+/** Options of {@link createPool}. @category pools */
+export interface CreatePoolOptions {
+  /** The pool's name: the `corral.dev/vdi-pool` label value and the stem of member names `<name>-<n>`. */
+  name: string;
+  /** The golden VM to clone, in `namespace`. */
+  from: string;
+  /** How many members to make, 1 to {@link maxPoolSize}. */
+  size: number;
+  /** Where the golden VM lives and the members go; defaults to the SDK's namespace. */
+  namespace?: string;
+  /** Members are destroyed and cloned again from the golden VM on release. @defaultValue `false` */
+  ephemeral?: boolean;
+  /** Clones under way at once. @defaultValue 4 */
+  concurrency?: number;
+  /** How long one clone may take. @defaultValue 120000 (2 minutes) */
+  cloneTimeoutMs?: number;
+  /** After a failure, keep the members that were made (and the failed clone objects) instead of removing them. */
+  keepPartial?: boolean;
+  /** Cancels the create; what was made is then removed like after a failure. */
+  signal?: AbortSignal;
+  /** Who acts, for the audit record. @defaultValue {@link defaultPoolActor} */
+  identity?: string;
+}
+
+/** What {@link createPool} returns. @category pools */
+export interface CreatePoolResult {
+  /** `vm/<namespace>/<pool>`. */
+  id: string;
+  name: string;
+  namespace: string;
+  /** The member names, in order. */
+  members: string[];
+  ephemeral: boolean;
+  /** The golden VM. */
+  source: string;
+  /** The capacity admission that let the pool through. */
+  capacity: AdmissionPlan;
+}
+
+const createSchema = z.object({
+  name: poolNameSchema,
+  from: goldenNameSchema,
+  size: z.number(),
+  ephemeral: z.boolean().optional(),
+  ...makeOptionsSchema,
+});
+
+/**
+ * Creates a pool: `size` members `<name>-1 … <name>-<size>` cloned from the golden VM `from` through
+ * VirtualMachineClone, all in one namespace.
+ *
+ * Every refusal comes before any change: a bad name or size, a golden VM missing from the namespace (other
+ * namespaces are never searched), a member name already taken or an existing pool of that name, and a capacity
+ * admission that says the devices the golden VM asks for do not fit. Clones then run `concurrency` at a time;
+ * each member counts only once its clone reached `Succeeded`, and each finished clone object is deleted.
+ * Members start stopped, carry the pool label (and, when `ephemeral`, the ephemeral label), and record their
+ * golden VM. A failure part-way is reported member by member in `details.members`, after the members that were
+ * made are removed again, unless `keepPartial`.
+ *
+ * @example
+ * ```ts
+ * vdi.events.on('pool-progress', (event) => console.log(`${event.done}/${event.total} ${event.member} ${event.step}`));
+ * const pool = await createPool(vdi.context, { name: 'devpool', from: 'golden-desktop', size: 3 });
+ * console.log(pool.members); // ['devpool-1', 'devpool-2', 'devpool-3']
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
+ *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, or `CANCELLED` when
+ *   `signal` aborted it, with `details.members`.
+ * @category pools
+ */
+export async function createPool(ctx: VdiContext, options: CreatePoolOptions): Promise<CreatePoolResult> {
+  const parsed = parseOptions(createSchema, options, 'createPool');
+  validateSize(parsed.size);
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
+  const { name, from, size } = parsed;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
+  const ephemeral = parsed.ephemeral ?? false;
+  const factory = memberFactoryFor(ctx);
+  return await runAudited(
+    ctx,
+    { action: 'vdi pool create', user: parsed.identity ?? defaultPoolActor, target: id },
+    async () => {
+      const source = await factory.readSource(namespace, from);
+      const [{ pools }, taken] = await Promise.all([
+        readPools(ctx, namespace, name),
+        factory.listTakenNames(namespace),
+      ]);
+      const plan = planPoolCreate({
+        namespace,
+        pool: name,
+        size,
+        existing: pools[0]?.members.map((member) => member.name) ?? [],
+        taken,
+      });
+      if (plan.kind === 'reject') {
+        throw new VdiError(plan.code, plan.message, { details: { pool: name, namespace, ...plan.details } });
+      }
+      const { members } = plan;
+      const capacity = await source.admit({ size });
+      await makeMembers(factory, source, {
+        namespace,
+        pool: name,
+        members,
+        ephemeral,
+        concurrency: parsed.concurrency,
+        timeoutMs: parsed.cloneTimeoutMs,
+        keepPartial: parsed.keepPartial,
+        signal: parsed.signal,
+        doing: `Creating pool "${name}"`,
+      });
+      return { id, name, namespace, members, ephemeral, source: from, capacity };
+    },
+  );
+}

@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { leaseNameFor } from '../claims/lease-name.js';
+import type { VdiContext } from '../context.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatPoolId } from '../ids.js';
+import {
+  identitySchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateNamespace,
+} from '../validate.js';
+import type { PoolOptions } from './list-pools.js';
+import { memberFactoryFor } from './member-factory-for.js';
+import { planPoolDelete } from './plan-pool-delete.js';
+import { defaultPoolActor } from './pool-options.js';
+import { readPool } from './read-pool.js';
+import { runAudited } from './run-audited.js';
+
+/** Options of {@link deletePool}. @category pools */
+export interface DeletePoolOptions extends PoolOptions {
+  /** Delete even while members are claimed: an administrator's action, audited as `vdi pool force-delete`. */
+  force?: boolean;
+  /** Who acts, for the audit record. @defaultValue {@link defaultPoolActor} */
+  identity?: string;
+}
+
+/** What {@link deletePool} returns. @category pools */
+export interface DeletePoolResult {
+  id: string;
+  /** The member VMs deleted. */
+  members: string[];
+  /** How many claim Leases and clone objects went with them. */
+  leases: number;
+  clones: number;
+  /** Claimed members were deleted because of `force`. */
+  forced: boolean;
+}
+
+const deleteSchema = z.object({
+  name: poolNameSchema,
+  namespace: namespaceSchema.optional(),
+  force: z.boolean().optional(),
+  identity: identitySchema.optional(),
+});
+const deleteConcurrency = 8;
+
+/**
+ * Deletes a pool: its clone objects first (so none produces a member afterwards), then its member VMs and their
+ * claim Leases. While members are claimed (or assigned by v0.6.0) it refuses, unless `force`, which is recorded
+ * as `vdi pool force-delete`.
+ *
+ * @example
+ * ```ts
+ * await deletePool(vdi.context, { name: 'devpool' });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT`; `POOL_NOT_FOUND`; `POOL_IN_USE` while members are claimed and `force` is not set.
+ * @category pools
+ */
+export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): Promise<DeletePoolResult> {
+  const parsed = parseOptions(deleteSchema, options, 'deletePool');
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
+  const { name } = parsed;
+  const id = formatPoolId({ kind: 'vm', namespace, pool: name });
+  const force = parsed.force ?? false;
+  const factory = memberFactoryFor(ctx);
+  return await runAudited(
+    ctx,
+    {
+      action: force ? 'vdi pool force-delete' : 'vdi pool delete',
+      user: parsed.identity ?? defaultPoolActor,
+      target: id,
+    },
+    async () => {
+      const pending = await factory.listPending(namespace, name);
+      let read: Awaited<ReturnType<typeof readPool>> | undefined;
+      try {
+        read = await readPool(ctx, namespace, name);
+      } catch (error) {
+        if (!isVdiError(error, 'POOL_NOT_FOUND') || pending.length === 0) throw error;
+      }
+      const plan = planPoolDelete({ pool: name, members: read?.pool.members ?? [], force });
+      if (plan.kind === 'reject') {
+        throw new VdiError(plan.code, plan.message, {
+          details: { pool: name, namespace, claimed: plan.claimed },
+        });
+      }
+      const { members } = plan;
+      for (const clone of pending) await factory.deletePending(namespace, clone);
+      const uids = new Map((read?.vms ?? []).map((vm) => [vm.metadata.name ?? '', vm.metadata.uid ?? '']));
+      const leases = new Map((read?.leases ?? []).map((lease) => [lease.metadata.name ?? '', lease]));
+      let leaseCount = 0;
+      let done = 0;
+      await forEachBounded(members, deleteConcurrency, async (member) => {
+        await factory.deleteMember({ namespace, member, uid: uids.get(member) ?? '' });
+        const lease = leases.get(leaseNameFor(member));
+        if (
+          lease &&
+          (await ctx.cluster.deleteLease(namespace, lease.metadata.name ?? '', {
+            uid: lease.metadata.uid ?? '',
+          }))
+        ) {
+          leaseCount += 1;
+        }
+        done += 1;
+        ctx.events.emit('pool-progress', {
+          poolId: id,
+          member,
+          step: 'removed',
+          done,
+          total: members.length,
+        });
+      });
+      return {
+        id,
+        members,
+        leases: leaseCount,
+        clones: pending.length,
+        forced: plan.forced,
+      };
+    },
+    (result) => (result.forced ? 'vdi pool force-delete' : 'vdi pool delete'),
+  );
+}

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import type { VdiContext } from '../context.js';
+import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
+import type { PoolView } from './pool-view.js';
+import { readPool, readPools } from './read-pool.js';
+
+/** Options of {@link listPools}. @category pools */
+export interface ListPoolsOptions {
+  /** Namespaces to read; defaults to the SDK's namespace. */
+  namespaces?: string[];
+}
+
+/** Options naming one pool. @category pools */
+export interface PoolOptions {
+  name: string;
+  namespace?: string;
+}
+
+const listSchema = z.object({ namespaces: z.array(namespaceSchema).optional() });
+const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
+
+/**
+ * Lists the pools of the given namespaces, read back from the `corral.dev/vdi-pool` label of their VMs: each
+ * member in natural order (`-2` before `-10`) with who has it (free, claimed by whom and since when, or a
+ * v0.6.0 assignment) and its power state. `kubectl get vm -l corral.dev/vdi-pool` shows the same members.
+ *
+ * @example
+ * ```ts
+ * for (const pool of await listPools(vdi.context, { namespaces: ['corral-vms'] })) {
+ *   console.log(`${pool.name} (ns/${pool.namespace}, ${pool.counts.members} members)`);
+ * }
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` for a bad namespace name.
+ * @category pools
+ */
+export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {}): Promise<PoolView[]> {
+  const parsed = parseOptions(listSchema, options, 'listPools');
+  const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map(validateNamespace);
+  const read = await Promise.all(
+    namespaces.map(async (namespace) => (await readPools(ctx, namespace)).pools),
+  );
+  return read.flat();
+}
+
+/**
+ * One pool, as {@link listPools} shows it.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT`; `POOL_NOT_FOUND` when no VM of the namespace carries the pool label.
+ * @category pools
+ */
+export async function getPool(ctx: VdiContext, options: PoolOptions): Promise<PoolView> {
+  const parsed = parseOptions(poolSchema, options, 'getPool');
+  return (await readPool(ctx, validateNamespace(parsed.namespace ?? ctx.defaultNamespace), parsed.name)).pool;
+}

@@ -1,0 +1,74 @@
+import { VdiError } from '../errors.js';
+import {
+  defaultCloneConcurrency,
+  defaultCloneTimeoutMs,
+  type MakeMembersInput,
+  type MemberOutcome,
+  type MemberSource,
+  type PoolMemberFactory,
+} from './pool-member-factory.js';
+
+/**
+ * Makes `members` from `source`; on a failure it removes what was made (unless `keepPartial`) and reports
+ * member by member.
+ *
+ * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or `CANCELLED` when `signal` aborted it, with
+ *   `details.members`.
+ */
+export async function makeMembers(
+  factory: PoolMemberFactory,
+  source: MemberSource,
+  options: Omit<MakeMembersInput, 'concurrency' | 'timeoutMs'> & {
+    concurrency?: number | undefined;
+    timeoutMs?: number | undefined;
+    keepPartial?: boolean | undefined;
+    doing: string;
+  },
+): Promise<void> {
+  const input = {
+    ...options,
+    concurrency: options.concurrency ?? defaultCloneConcurrency,
+    timeoutMs: options.timeoutMs ?? defaultCloneTimeoutMs,
+    keepPartial: options.keepPartial ?? false,
+  };
+  const outcomes = await source.makeMembers(input);
+  if (outcomes.every((outcome) => outcome.status === 'ready')) return;
+  let cleanup: string;
+  if (input.keepPartial) {
+    const made = outcomes.filter((outcome) => outcome.status === 'ready').map((outcome) => outcome.member);
+    cleanup = `Kept as asked: ${made.length > 0 ? made.join(', ') : 'no member was ready'}, and the clone objects of the failed members for inspection. Delete the pool to remove them.`;
+  } else {
+    try {
+      await factory.removeMade({ ...input, outcomes });
+      cleanup = 'Everything this call made was removed again.';
+    } catch (error) {
+      cleanup = `Removing what was made failed (${(error as Error).message}); delete the pool to remove what remains.`;
+    }
+  }
+  throw makeFailure(outcomes, input, cleanup);
+}
+
+function makeFailure(
+  outcomes: MemberOutcome[],
+  input: {
+    namespace: string;
+    pool: string;
+    keepPartial: boolean;
+    doing: string;
+    signal?: AbortSignal | undefined;
+  },
+  cleanup: string,
+): VdiError {
+  const report = outcomes
+    .filter((outcome) => outcome.status !== 'ready' || input.keepPartial)
+    .map((outcome) => `${outcome.member}: ${outcome.status}${outcome.error ? ` (${outcome.error})` : ''}`)
+    .join('; ');
+  const first = outcomes.find((outcome) => outcome.status !== 'ready' && outcome.status !== 'not-started');
+  const cancelled = input.signal?.aborted === true;
+  const code = cancelled ? 'CANCELLED' : first?.status === 'timed-out' ? 'CLONE_TIMEOUT' : 'CLONE_FAILED';
+  const what = cancelled ? 'was cancelled' : 'failed';
+  return new VdiError(code, `${input.doing} ${what}: ${report}. ${cleanup}`, {
+    retryable: code === 'CLONE_TIMEOUT',
+    details: { pool: input.pool, namespace: input.namespace, members: outcomes, kept: input.keepPartial },
+  });
+}

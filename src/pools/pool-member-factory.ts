@@ -1,0 +1,95 @@
+import type { AdmissionPlan } from '../capacity/admit-pool.js';
+import type { DesktopKind } from '../desktop-backend.js';
+
+/** How long making one member may take before `CLONE_TIMEOUT`, unless the caller says otherwise. @category pools */
+export const defaultCloneTimeoutMs = 120_000;
+/** How many members are made at once, unless the caller says otherwise. @category pools */
+export const defaultCloneConcurrency = 4;
+
+/**
+ * How one member of a create or grow ended.
+ *
+ * - `ready`: it was made and exists.
+ * - `failed` / `timed-out`: making it failed or did not finish in time; `error` says why.
+ * - `cancelled`: the caller's signal ended the wait.
+ * - `not-started`: an earlier failure stopped the run before this member was begun.
+ *
+ * `removed` is set once cleanup deleted what the member left behind.
+ *
+ * @category pools
+ */
+export interface MemberOutcome {
+  member: string;
+  /** The object that made (or was to make) it: for a VM, its VirtualMachineClone. */
+  clone: string;
+  status: 'ready' | 'failed' | 'timed-out' | 'cancelled' | 'not-started';
+  error?: string;
+  removed?: boolean;
+}
+
+/** What {@link MemberSource.makeMembers} makes. @category pools */
+export interface MakeMembersInput {
+  namespace: string;
+  pool: string;
+  members: readonly string[];
+  ephemeral: boolean;
+  concurrency: number;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * The source a pool's members are made from, as read once before anything is written: for a VM pool, its golden
+ * VM.
+ *
+ * @category pools
+ */
+export interface MemberSource {
+  /** The source's name, as the members record it. */
+  readonly name: string;
+  /**
+   * Admits `size` new members beside the existing `members` against the cluster's capacity.
+   *
+   * @throws `VdiError` `INSUFFICIENT_CAPACITY` when they do not fit.
+   */
+  admit(input: { size: number; members?: readonly string[] }): Promise<AdmissionPlan>;
+  /**
+   * Makes `members`, `concurrency` at a time, emitting `pool-progress`; the first failure stops new ones from
+   * starting. Resolves with every member's outcome; never throws for one member's failure.
+   */
+  makeMembers(input: MakeMembersInput): Promise<MemberOutcome[]>;
+}
+
+/**
+ * What making and removing pool members takes for one desktop kind. Pools decide what to make or remove; the
+ * factory carries it out for its kind, so pools never see the kind's objects.
+ *
+ * @category pools
+ */
+export interface PoolMemberFactory {
+  readonly kind: DesktopKind;
+  /**
+   * Reads the source new members are made from, in `namespace` only.
+   *
+   * @throws `VdiError` `GOLDEN_NOT_FOUND` when the namespace has no such source.
+   */
+  readSource(namespace: string, name: string): Promise<MemberSource>;
+  /** The names of every object of the kind in the namespace, pool member or not: a new member may take none. */
+  listTakenNames(namespace: string): Promise<Set<string>>;
+  /** The objects still making members of `pool` (for a VM, its VirtualMachineClones), by name. */
+  listPending(namespace: string, pool: string): Promise<string[]>;
+  /** Deletes one object {@link PoolMemberFactory.listPending} named, so it makes no member afterwards. */
+  deletePending(namespace: string, name: string): Promise<void>;
+  /** Deletes a member object, only while it is still the one read (`uid`). */
+  deleteMember(input: { namespace: string; member: string; uid: string }): Promise<void>;
+  /**
+   * Deletes what the started members of a failed make left behind (the pending object first, then the member
+   * if it carries the pool's label), emitting `pool-progress` `removed` and marking each outcome `removed`.
+   */
+  removeMade(input: {
+    namespace: string;
+    pool: string;
+    outcomes: MemberOutcome[];
+    concurrency: number;
+  }): Promise<void>;
+}

@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { classifyClaim } from '../claims/claim-liveness.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import type { VdiContext } from '../context.js';
+import { VdiError } from '../errors.js';
+import { formatDesktopId } from '../ids.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import {
+  identitySchema,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  validateNamespace,
+} from '../validate.js';
+import { planConsoleOpen } from './plan-console-open.js';
+import { type ConsoleState, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
+import { updateClaimLease, withMarks } from './update-claim-lease.js';
+
+/** The console transports whose sessions count. @category sessions */
+export type ConsoleKind = 'vnc' | 'terminal' | 'rdp';
+
+/** Options of {@link SessionEngine.openConsole}. @category sessions */
+export interface OpenConsoleOptions {
+  /** The member VM's name. */
+  member: string;
+  /** Defaults to the SDK's namespace; it must be one the engine serves. */
+  namespace?: string;
+  /** Who opens the console: the holder or an administrator. */
+  identity: string;
+  /** The console's protocol. */
+  kind: ConsoleKind;
+}
+
+/** One open console. Close it when its connection ends; closing twice does nothing. @category sessions */
+export interface ConsoleHandle {
+  /** `vm/<namespace>/<member>`. */
+  readonly desktopId: string;
+  /** Who opened it. */
+  readonly identity: string;
+  /** The console's protocol. */
+  readonly kind: ConsoleKind;
+  /** When it opened, by the engine's clock. */
+  readonly openedAt: Date;
+  /** Ends the console. The last one to close starts the desktop's disconnect grace. Never throws. */
+  close(): Promise<void>;
+}
+
+/** The consoles of one claimed desktop in this process, and the marks they imply. */
+export interface TrackedConsoles extends ConsoleState {
+  /** Mark writes of one desktop run one after another, so an older state never overwrites a newer one. */
+  writing: Promise<unknown>;
+}
+
+/** The open consoles of one process and the session marks they put on the claims' Leases. */
+export interface ConsoleTracker {
+  openConsole(options: OpenConsoleOptions): Promise<ConsoleHandle>;
+  /** The console state of the claim `lease` records, if this process tracks one for it. */
+  trackedFor(namespace: string, member: string, lease: LeaseObject): TrackedConsoles | undefined;
+  /** The console state of every member of `namespace` this process tracks, by member. */
+  trackedIn(namespace: string): Map<string, TrackedConsoles>;
+  /** Records that the Lease carries the marks up to `version`; a closed, fully written entry is then dropped. */
+  noteWritten(namespace: string, member: string, entry: TrackedConsoles, version: number): void;
+  /** Drops the entry, when it is still the member's. */
+  forget(namespace: string, member: string, entry: TrackedConsoles): void;
+}
+
+const consoleSchema = z.object({
+  member: memberNameSchema,
+  namespace: namespaceSchema.optional(),
+  identity: identitySchema,
+  kind: z.enum(['vnc', 'terminal', 'rdp']),
+});
+
+/** Tracks the consoles of `namespaces` in this process and records their connected periods on the Leases. */
+export function createConsoleTracker(ctx: VdiContext, namespaces: readonly string[]): ConsoleTracker {
+  const tracked = new Map<string, TrackedConsoles>();
+  const keyOf = (namespace: string, member: string) => `${namespace}/${member}`;
+
+  function trackedFor(namespace: string, member: string, lease: LeaseObject): TrackedConsoles | undefined {
+    const entry = tracked.get(keyOf(namespace, member));
+    return entry && isSameClaim(entry.claim, claimKeyOf(lease)) ? entry : undefined;
+  }
+
+  function forget(namespace: string, member: string, entry: TrackedConsoles): void {
+    if (tracked.get(keyOf(namespace, member)) === entry) tracked.delete(keyOf(namespace, member));
+  }
+
+  function noteWritten(namespace: string, member: string, entry: TrackedConsoles, version: number): void {
+    entry.written = Math.max(entry.written, version);
+    if (entry.open === 0 && entry.written === entry.version) forget(namespace, member, entry);
+  }
+
+  // Writes the entry's current marks, after any write already under way; resolves with whether the claim is still there.
+  function syncMarks(
+    namespace: string,
+    member: string,
+    entry: TrackedConsoles,
+    known?: LeaseObject,
+  ): Promise<boolean> {
+    const write = entry.writing.then(async () => {
+      const version = entry.version;
+      const outcome = await updateClaimLease(
+        ctx,
+        { namespace, name: leaseNameFor(member), claim: entry.claim, known },
+        (lease) => withMarks(lease, entry),
+      );
+      if (outcome.kind === 'gone') {
+        forget(namespace, member, entry);
+        return false;
+      }
+      noteWritten(namespace, member, entry, version);
+      return true;
+    });
+    entry.writing = write.catch(() => undefined);
+    return write;
+  }
+
+  async function openConsole(openOptions: OpenConsoleOptions): Promise<ConsoleHandle> {
+    const {
+      member,
+      namespace: asked,
+      identity,
+      kind,
+    } = parseOptions(consoleSchema, openOptions, 'openConsole');
+    const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+    if (!namespaces.includes(namespace)) {
+      throw new VdiError(
+        'INVALID_INPUT',
+        `Namespace "${namespace}" is not served by this session engine; it serves ${namespaces.join(', ')}.`,
+        { details: { namespace, namespaces } },
+      );
+    }
+    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
+    const [vm, lease] = await Promise.all([
+      ctx.cluster.getVm(namespace, member),
+      ctx.cluster.getLease(namespace, leaseNameFor(member)),
+    ]);
+    const now = ctx.clock.now();
+    // with the VM gone, the Lease alone says whether the member is claimed
+    const claim = classifyClaim({ vm: vm ?? { metadata: { name: member }, spec: {} }, lease, now });
+    const plan = planConsoleOpen(claim, desktopId);
+    if (plan.kind === 'reject') throw new VdiError(plan.code, plan.message, { details: { desktopId } });
+    // without a Lease to carry marks, no grace starts when the console closes
+    if (plan.kind === 'uncounted' || lease === undefined) {
+      return { desktopId, identity, kind, openedAt: now, close: async () => undefined };
+    }
+    const key = keyOf(namespace, member);
+    let entry = trackedFor(namespace, member, lease);
+    if (!entry) {
+      entry = {
+        claim: claimKeyOf(lease),
+        open: 0,
+        connectedAt: undefined,
+        disconnectedAt: undefined,
+        version: 0,
+        written: 0,
+        writing: Promise.resolve(),
+      };
+      tracked.set(key, entry);
+    }
+    const before = { connectedAt: entry.connectedAt, version: entry.version };
+    entry.open += 1;
+    if (entry.open === 1) {
+      entry.connectedAt = now;
+      entry.version += 1;
+    }
+    const undo = (current: TrackedConsoles) => {
+      current.open -= 1;
+      // nothing recorded this connected period, so it did not happen
+      if (current.open === 0 && current.version === before.version + 1) {
+        current.connectedAt = before.connectedAt;
+        current.version = before.version;
+      }
+    };
+    let present: boolean;
+    try {
+      present = await syncMarks(namespace, member, entry, lease);
+    } catch (error) {
+      undo(entry);
+      throw error;
+    }
+    if (!present) {
+      undo(entry);
+      throw new VdiError(
+        'CLAIM_ENDED',
+        `The claim on ${desktopId} ended while the console opened; claim its pool again.`,
+        { details: { desktopId } },
+      );
+    }
+    const opened = entry;
+    let closed = false;
+    return {
+      desktopId,
+      identity,
+      kind,
+      openedAt: now,
+      async close() {
+        if (closed) return;
+        closed = true;
+        // a console of a claim that ended, or that this engine already forgot, changes nothing
+        if (tracked.get(key) !== opened) return;
+        opened.open -= 1;
+        if (opened.open > 0) return;
+        opened.disconnectedAt = ctx.clock.now();
+        opened.version += 1;
+        // a failed write stays pending; the next pass writes it
+        await syncMarks(namespace, member, opened).catch(() => undefined);
+      },
+    };
+  }
+
+  return {
+    openConsole,
+    trackedFor,
+    trackedIn(namespace) {
+      const prefix = `${namespace}/`;
+      return new Map(
+        [...tracked.entries()]
+          .filter(([key]) => key.startsWith(prefix))
+          .map(([key, entry]) => [key.slice(prefix.length), entry]),
+      );
+    },
+    noteWritten,
+    forget,
+  };
+}

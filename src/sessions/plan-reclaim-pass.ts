@@ -1,0 +1,222 @@
+import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
+import { parseRfc3339 } from '../claims/parse-time.js';
+import {
+  connectedAtAnnotation,
+  disconnectedAtAnnotation,
+  leaseMemberLabel,
+  leaseNamePrefix,
+  sessionIdAnnotation,
+} from '../keys.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import { isValidVmName } from '../validate.js';
+import { planReclaim, type ReclaimPolicy, type ReclaimReason, type SessionFacts } from './plan-reclaim.js';
+import { planRenewal } from './plan-renewal.js';
+
+/**
+ * What tells one claim of a member from the next: a Lease replaced or re-created for a new holder or session
+ * differs in at least one field.
+ *
+ * @category sessions
+ */
+export interface ClaimKey {
+  uid: string;
+  holder: string;
+  sessionId: string;
+  acquireTime: string;
+}
+
+/**
+ * What this process knows of one claim's consoles: how many are open, the marks they imply, and whether the
+ * Lease carries those marks yet (`written` equals `version`).
+ *
+ * @category sessions
+ */
+export interface ConsoleState {
+  claim: ClaimKey;
+  open: number;
+  connectedAt: Date | undefined;
+  disconnectedAt: Date | undefined;
+  version: number;
+  written: number;
+}
+
+/**
+ * What {@link planReclaimPass} looks at: one namespace's claim Leases as listed, this process's consoles, and
+ * the policy.
+ *
+ * @category sessions
+ */
+export interface ReclaimPassInput {
+  leases: readonly LeaseObject[];
+  /** This process's console state, by member; an entry of an earlier claim of the member is ignored. */
+  consoles: ReadonlyMap<string, ConsoleState>;
+  /** The namespace's pool member names; only a Lease whose name carries a hashed member name needs them. */
+  members?: readonly string[] | undefined;
+  now: Date;
+  policy: ReclaimPolicy;
+  /** See {@link planRenewal}. */
+  renewIntervalMs?: number | undefined;
+  processStartedAt: Date;
+}
+
+/**
+ * What a pass does with one claim Lease:
+ *
+ * - `reclaim`: the policy takes the desktop back for `reason`.
+ * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
+ * - `mark`: write the session marks an earlier write missed.
+ * - `keep`: a live claim with nothing due.
+ * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease; `unresolved`: its member name is
+ *   hashed and the members were not given; `expired`: it binds nobody; `no-start`: it carries no readable start).
+ *
+ * @category sessions
+ */
+export type SessionStep =
+  | { kind: 'reclaim'; member: string; lease: LeaseObject; reason: ReclaimReason }
+  | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
+  | { kind: 'mark'; member: string; lease: LeaseObject }
+  | { kind: 'keep'; member: string; lease: LeaseObject }
+  | { kind: 'skip'; lease: LeaseObject; reason: 'not-a-claim' | 'unresolved' | 'expired' | 'no-start' };
+
+/**
+ * The plan of one pass over a namespace: a step per Lease, how many live claims it looked at, and whether a Lease
+ * needs the member names to be placed (plan again with `members`).
+ *
+ * @category sessions
+ */
+export interface ReclaimPassPlan {
+  steps: SessionStep[];
+  desktops: number;
+  needsMembers: boolean;
+}
+
+/**
+ * The claim a Lease records.
+ *
+ * @category sessions
+ */
+export function claimKeyOf(lease: LeaseObject): ClaimKey {
+  return {
+    uid: lease.metadata.uid ?? '',
+    holder: lease.spec.holderIdentity ?? '',
+    sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+    acquireTime: lease.spec.acquireTime ?? '',
+  };
+}
+
+/** Whether two keys name the same claim. @category sessions */
+export function isSameClaim(a: ClaimKey, b: ClaimKey): boolean {
+  return (
+    a.uid === b.uid && a.holder === b.holder && a.sessionId === b.sessionId && a.acquireTime === b.acquireTime
+  );
+}
+
+function parseMark(lease: LeaseObject, key: string): Date | undefined {
+  const text = lease.metadata.annotations?.[key];
+  return text === undefined ? undefined : parseRfc3339(text);
+}
+
+function acquiredAtOf(lease: LeaseObject): Date | undefined {
+  for (const text of [lease.spec.acquireTime, lease.metadata.creationTimestamp, lease.spec.renewTime]) {
+    const parsed = text === undefined ? undefined : parseRfc3339(text);
+    if (parsed) return parsed;
+  }
+  return undefined;
+}
+
+/**
+ * The facts {@link planReclaim} needs about one claim: from its Lease, with this process's console state (of the
+ * same claim) taking precedence, since its marks are at least as new as the Lease's.
+ *
+ * @returns `undefined` when the Lease carries no readable start.
+ * @category sessions
+ */
+export function sessionFactsOf(
+  lease: LeaseObject,
+  consoles: ConsoleState | undefined,
+  processStartedAt: Date,
+): SessionFacts | undefined {
+  const acquiredAt = acquiredAtOf(lease);
+  if (acquiredAt === undefined) return undefined;
+  const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
+  return {
+    acquiredAt,
+    connectedAt: own?.connectedAt ?? parseMark(lease, connectedAtAnnotation),
+    disconnectedAt: own?.disconnectedAt ?? parseMark(lease, disconnectedAtAnnotation),
+    consoleOpen: (own?.open ?? 0) > 0,
+    processStartedAt,
+  };
+}
+
+type Placement = { member: string } | { skip: 'not-a-claim' | 'unresolved' };
+
+function place(lease: LeaseObject, byLeaseName: ReadonlyMap<string, string> | undefined): Placement {
+  const name = lease.metadata.name ?? '';
+  if (!name.startsWith(leaseNamePrefix)) return { skip: 'not-a-claim' };
+  const named = lease.metadata.labels?.[leaseMemberLabel] ?? memberFromLeaseName(name);
+  if (named === undefined && byLeaseName === undefined) return { skip: 'unresolved' };
+  const member = named ?? byLeaseName?.get(name);
+  return member !== undefined && isValidVmName(member) && leaseNameFor(member) === name
+    ? { member }
+    : { skip: 'not-a-claim' };
+}
+
+function byLeaseNameOf(members: readonly string[] | undefined): ReadonlyMap<string, string> | undefined {
+  return members && new Map(members.map((member) => [leaseNameFor(member), member]));
+}
+
+function stepFor(
+  lease: LeaseObject,
+  input: Omit<ReclaimPassInput, 'leases' | 'members'>,
+  byLeaseName: ReadonlyMap<string, string> | undefined,
+): SessionStep {
+  const placed = place(lease, byLeaseName);
+  if ('skip' in placed) return { kind: 'skip', lease, reason: placed.skip };
+  const { member } = placed;
+  const renewal = planRenewal(lease, input.now, input.renewIntervalMs);
+  if (renewal.kind === 'expired') return { kind: 'skip', lease, reason: 'expired' };
+  const consoles = input.consoles.get(member);
+  const facts = sessionFactsOf(lease, consoles, input.processStartedAt);
+  if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
+  const reclaim = planReclaim(facts, input.now, input.policy);
+  if (reclaim.kind === 'reclaim') return { kind: 'reclaim', member, lease, reason: reclaim.reason };
+  const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
+  const marks = own !== undefined && own.written < own.version;
+  if (renewal.kind === 'renew') return { kind: 'renew', member, lease, marks };
+  return marks ? { kind: 'mark', member, lease } : { kind: 'keep', member, lease };
+}
+
+/**
+ * Plans one claim Lease's step, as {@link planReclaimPass} does for each.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT` as {@link planReclaim} and {@link planRenewal}.
+ * @category sessions
+ */
+export function planSessionStep(lease: LeaseObject, input: Omit<ReclaimPassInput, 'leases'>): SessionStep {
+  return stepFor(lease, input, byLeaseNameOf(input.members));
+}
+
+/**
+ * Plans one pass of the session engine over a namespace: for each claim Lease, whether the policy reclaims its
+ * desktop (and why), whether its Lease is due for renewal, whether session marks an earlier write missed must be
+ * written, or whether to leave it. A reclaimed desktop is neither renewed nor marked. Lease names that carry a
+ * hashed member name are placed only with `members`; without them the plan says `needsMembers`.
+ *
+ * @example
+ * ```ts
+ * let plan = planReclaimPass({ leases, consoles, now: clock.now(), policy, processStartedAt });
+ * if (plan.needsMembers) plan = planReclaimPass({ leases, consoles, members, now, policy, processStartedAt });
+ * for (const step of plan.steps) if (step.kind === 'reclaim') await reclaim(step.member, step.reason);
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` as {@link planReclaim} and {@link planRenewal}.
+ * @category sessions
+ */
+export function planReclaimPass(input: ReclaimPassInput): ReclaimPassPlan {
+  const byLeaseName = byLeaseNameOf(input.members);
+  const steps = input.leases.map((lease) => stepFor(lease, input, byLeaseName));
+  return {
+    steps,
+    desktops: steps.filter((step) => step.kind !== 'skip').length,
+    needsMembers: steps.some((step) => step.kind === 'skip' && step.reason === 'unresolved'),
+  };
+}

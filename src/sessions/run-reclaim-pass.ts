@@ -1,0 +1,201 @@
+import { releaseMember } from '../claims/claims-service.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import type { VdiContext } from '../context.js';
+import type { DesktopBackend } from '../desktop-backend.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatDesktopId } from '../ids.js';
+import { leasePoolLabel, sessionIdAnnotation } from '../keys.js';
+import type { ConsoleTracker } from './console-tracker.js';
+import type { ReclaimPolicy } from './plan-reclaim.js';
+import {
+  claimKeyOf,
+  isSameClaim,
+  planReclaimPass,
+  planSessionStep,
+  type SessionStep,
+} from './plan-reclaim-pass.js';
+import { updateClaimLease, withMarks } from './update-claim-lease.js';
+
+/** The identity the reclaim policy acts as, in the audit log and on events. @category sessions */
+export const reclaimActor = 'corral-vdi/broker';
+
+/** What one pass did. @category sessions */
+export interface SessionPassResult {
+  /** Live claims looked at. */
+  desktops: number;
+  /** Leases renewed. */
+  renewed: number;
+  /** Leases whose session marks were written because an earlier write failed. */
+  marked: number;
+  reclaimed: number;
+  /** Reclaims that failed; their claims stay and the next pass tries again. */
+  failed: number;
+  /** Lists and writes that failed; the next pass tries again. Failed reclaims are in the audit log instead. */
+  errors: VdiError[];
+}
+
+/** What a pass works with: the served namespaces, the consoles of this process, the policy and the members. */
+export interface ReclaimPassSetup {
+  namespaces: readonly string[];
+  tracker: ConsoleTracker;
+  backend: DesktopBackend;
+  policy: ReclaimPolicy;
+  renewIntervalMs: number | undefined;
+  processStartedAt: Date;
+}
+
+type Due<Kind extends SessionStep['kind']> = Extract<SessionStep, { kind: Kind }>;
+
+const writeConcurrency = 16;
+const reclaimConcurrency = 4;
+
+function asVdiError(error: unknown): VdiError {
+  return isVdiError(error) ? error : new VdiError('INTERNAL', String(error), { cause: error });
+}
+
+/**
+ * One pass over the served namespaces: each namespace's claim Leases are read with one list request,
+ * {@link planReclaimPass} decides, and the steps run: renewals and missed marks first, then reclaims through the
+ * same path as a release. Failures are counted and collected, never thrown.
+ */
+export async function runReclaimPass(ctx: VdiContext, setup: ReclaimPassSetup): Promise<SessionPassResult> {
+  const result: SessionPassResult = {
+    desktops: 0,
+    renewed: 0,
+    marked: 0,
+    reclaimed: 0,
+    failed: 0,
+    errors: [],
+  };
+  await Promise.all(
+    setup.namespaces.map((namespace) =>
+      passOver(ctx, setup, namespace, result).catch((error: unknown) => {
+        result.errors.push(asVdiError(error));
+      }),
+    ),
+  );
+  return result;
+}
+
+async function passOver(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  namespace: string,
+  result: SessionPassResult,
+): Promise<void> {
+  const leases = await ctx.cluster.listLeases(namespace, leasePoolLabel);
+  const input = {
+    leases,
+    consoles: setup.tracker.trackedIn(namespace),
+    now: ctx.clock.now(),
+    policy: setup.policy,
+    renewIntervalMs: setup.renewIntervalMs,
+    processStartedAt: setup.processStartedAt,
+  };
+  let plan = planReclaimPass(input);
+  // only a member name too long for its Lease name needs the members to be listed
+  if (plan.needsMembers) {
+    const members = (await setup.backend.listMembers(namespace)).map((facts) => facts.member);
+    plan = planReclaimPass({ ...input, members });
+  }
+  result.desktops += plan.desktops;
+  const writes = plan.steps.filter(
+    (step): step is Due<'renew' | 'mark'> => step.kind === 'renew' || step.kind === 'mark',
+  );
+  const reclaims = plan.steps.filter((step): step is Due<'reclaim'> => step.kind === 'reclaim');
+  await forEachBounded(writes, writeConcurrency, (step) =>
+    write(ctx, setup.tracker, namespace, step, result).catch((error: unknown) => {
+      result.errors.push(asVdiError(error));
+    }),
+  );
+  await forEachBounded(reclaims, reclaimConcurrency, (step) =>
+    reclaim(ctx, setup, namespace, step, result).catch((error: unknown) => {
+      result.errors.push(asVdiError(error));
+    }),
+  );
+}
+
+async function write(
+  ctx: VdiContext,
+  tracker: ConsoleTracker,
+  namespace: string,
+  step: Due<'renew' | 'mark'>,
+  result: SessionPassResult,
+): Promise<void> {
+  const { member, lease } = step;
+  const renew = step.kind === 'renew';
+  const entry = tracker.trackedFor(namespace, member, lease);
+  const version = entry?.version ?? 0;
+  const outcome = await updateClaimLease(
+    ctx,
+    { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
+    (current) => {
+      const marked = entry ? (withMarks(current, entry) ?? current) : current;
+      if (!renew) return marked === current ? undefined : marked;
+      return { ...marked, spec: { ...marked.spec, renewTime: ctx.clock.now().toISOString() } };
+    },
+  );
+  if (outcome.kind === 'gone') {
+    if (entry) tracker.forget(namespace, member, entry);
+    return;
+  }
+  if (entry && entry.written < version) {
+    if (outcome.kind === 'written') result.marked += 1;
+    tracker.noteWritten(namespace, member, entry, version);
+  }
+  if (renew && outcome.kind === 'written') {
+    result.renewed += 1;
+    ctx.events.emit('renewed', {
+      desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
+      holder: lease.spec.holderIdentity ?? '',
+    });
+  }
+}
+
+async function reclaim(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  namespace: string,
+  { member, lease: listed }: Due<'reclaim'>,
+  result: SessionPassResult,
+): Promise<void> {
+  const { tracker } = setup;
+  const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
+  const holder = listed.spec.holderIdentity ?? '';
+  // the list may be old by now: act only if this very claim is still due
+  const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+  if (!lease || !isSameClaim(claimKeyOf(lease), claimKeyOf(listed))) return;
+  const tracked = tracker.trackedFor(namespace, member, lease);
+  const step = planSessionStep(lease, {
+    consoles: new Map(tracked ? [[member, tracked]] : []),
+    members: [member],
+    now: ctx.clock.now(),
+    policy: setup.policy,
+    renewIntervalMs: setup.renewIntervalMs,
+    processStartedAt: setup.processStartedAt,
+  });
+  if (step.kind !== 'reclaim') return;
+  const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  try {
+    await releaseMember(ctx, {
+      namespace,
+      member,
+      actor: reclaimActor,
+      asAdmin: true,
+      auditAction: `vdi reclaim (${step.reason})`,
+      ...(sessionId === undefined ? {} : { expectedSessionId: sessionId }),
+    });
+  } catch (error) {
+    // released by someone else meanwhile: nothing is left to reclaim
+    if (isVdiError(error, 'CLAIM_ENDED', 'CLAIM_CHANGED')) return;
+    result.failed += 1;
+    const message = error instanceof Error ? error.message : String(error);
+    ctx.events.emit('reclaim-failed', { desktopId, holder, reason: step.reason, error: message });
+    return;
+  }
+  const entry = tracker.trackedFor(namespace, member, lease);
+  if (entry) tracker.forget(namespace, member, entry);
+  result.reclaimed += 1;
+  ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
+}

@@ -1,0 +1,50 @@
+import type { VdiContext } from '../context.js';
+import { connectedAtAnnotation, disconnectedAtAnnotation } from '../keys.js';
+import { isConflictReason } from '../kube/errors.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import { type ClaimKey, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
+
+/** How a read-modify-write of a claim's Lease ended. */
+export type LeaseUpdate = { kind: 'written'; lease: LeaseObject } | { kind: 'unchanged' } | { kind: 'gone' };
+
+const conflictAttempts = 5;
+
+/**
+ * Read-modify-write of one claim's Lease, starting from `known` when given; a conflict re-reads it, and a Lease
+ * of another claim (or none) is `gone`. `change` returns `undefined` when there is nothing to write.
+ */
+export async function updateClaimLease(
+  ctx: VdiContext,
+  input: { namespace: string; name: string; claim: ClaimKey; known?: LeaseObject | undefined },
+  change: (lease: LeaseObject) => LeaseObject | undefined,
+): Promise<LeaseUpdate> {
+  const { namespace, name, claim } = input;
+  let lease = input.known;
+  for (let attempt = 1; ; attempt += 1) {
+    lease ??= await ctx.cluster.getLease(namespace, name);
+    if (!lease || !isSameClaim(claimKeyOf(lease), claim)) return { kind: 'gone' };
+    const next = change(lease);
+    if (!next) return { kind: 'unchanged' };
+    try {
+      return { kind: 'written', lease: await ctx.cluster.replaceLease(namespace, next) };
+    } catch (error) {
+      if (!isConflictReason(error, 'Conflict') || attempt === conflictAttempts) throw error;
+      lease = undefined;
+    }
+  }
+}
+
+/** The Lease with the given session marks, or `undefined` when it already carries them. */
+export function withMarks(
+  lease: LeaseObject,
+  marks: { connectedAt: Date | undefined; disconnectedAt: Date | undefined },
+): LeaseObject | undefined {
+  const annotations = { ...lease.metadata.annotations };
+  if (marks.connectedAt) annotations[connectedAtAnnotation] = marks.connectedAt.toISOString();
+  if (marks.disconnectedAt) annotations[disconnectedAtAnnotation] = marks.disconnectedAt.toISOString();
+  const current = lease.metadata.annotations ?? {};
+  const changed = [connectedAtAnnotation, disconnectedAtAnnotation].some(
+    (key) => annotations[key] !== current[key],
+  );
+  return changed ? { ...lease, metadata: { ...lease.metadata, annotations } } : undefined;
+}

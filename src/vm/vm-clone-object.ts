@@ -1,0 +1,108 @@
+import { shortHash } from '../claims/hash.js';
+import { maxSubdomainLength } from '../claims/object-names.js';
+import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
+
+/**
+ * The filters every member clone carries, for the VM and for its template: keep the golden VM's labels and
+ * annotations except its own `corral.dev/*` ones (its pool, claim and presentation marks).
+ *
+ * @category pools
+ */
+export const cloneKeyFilters: readonly string[] = ['*', '!corral.dev/*'];
+
+// how KubeVirt reads the exclusion above: a regular expression searched anywhere in the key
+const excludedKey = /corral.dev\/*/;
+const cloneSuffix = '-clone';
+
+/**
+ * The name of the VirtualMachineClone that makes `member`: `<member>-clone`, shortened with a hash when that
+ * would pass the 253 characters an object name may have.
+ *
+ * @example
+ * ```ts
+ * cloneNameFor('devpool-1'); // 'devpool-1-clone'
+ * ```
+ * @category pools
+ */
+export function cloneNameFor(member: string): string {
+  const plain = `${member}${cloneSuffix}`;
+  if (plain.length <= maxSubdomainLength) return plain;
+  const hash = shortHash(member);
+  const kept = member
+    .slice(0, maxSubdomainLength - cloneSuffix.length - hash.length - 1)
+    .replace(/[.-]+$/, '');
+  return `${kept}-${hash}${cloneSuffix}`;
+}
+
+/** What {@link buildMemberClone} makes a clone of. @category pools */
+export interface MemberCloneInput {
+  namespace: string;
+  pool: string;
+  member: string;
+  /** The golden VM as read from the cluster (its labels and run field decide the patches). */
+  golden: VirtualMachine;
+  ephemeral: boolean;
+}
+
+function pointerToken(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+function addOperation(path: string, value: unknown): string {
+  return JSON.stringify({ op: 'add', path, value });
+}
+
+/**
+ * The VirtualMachineClone (`clone.kubevirt.io/v1beta1`) that makes one pool member from the golden VM.
+ *
+ * The clone copies the golden VM's labels and annotations except `corral.dev/*`, and its `patches` give the
+ * target the member's marks and a stopped start: the pool label (plus the ephemeral label when `ephemeral`),
+ * the `corral.dev/vdi-source` annotation naming the golden VM (a grown pool and an ephemeral reset clone from
+ * it), `spec.runStrategy: Halted`, and no deprecated `spec.running`. The clone object carries the pool label,
+ * so a pool delete finds leftovers.
+ *
+ * @example
+ * ```ts
+ * const clone = buildMemberClone({ namespace: 'corral-vms', pool: 'devpool', member: 'devpool-1', golden, ephemeral: false });
+ * await cluster.createClone('corral-vms', clone);
+ * ```
+ * @category pools
+ */
+export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
+  const { namespace, pool, member, golden, ephemeral } = input;
+  const marks: Record<string, string> = {
+    [poolLabel]: pool,
+    ...(ephemeral ? { [ephemeralLabel]: 'true' } : {}),
+  };
+  const keptLabels = Object.keys(golden.metadata.labels ?? {}).filter((key) => !excludedKey.test(key));
+  // a JSON patch cannot add a key to a map that is absent, so without kept labels the whole map is written
+  const labelOperations =
+    keptLabels.length > 0
+      ? Object.entries(marks).map(([key, value]) =>
+          addOperation(`/metadata/labels/${pointerToken(key)}`, value),
+        )
+      : [addOperation('/metadata/labels', marks)];
+  // the restore always annotates its target, so the annotation map exists when the patches run
+  const annotationOperations = [
+    addOperation(`/metadata/annotations/${pointerToken(sourceAnnotation)}`, golden.metadata.name),
+  ];
+  const runOperations = [
+    addOperation('/spec/runStrategy', 'Halted'),
+    ...(golden.spec.running === undefined ? [] : [JSON.stringify({ op: 'remove', path: '/spec/running' })]),
+  ];
+  const vmRef = (name: string) => ({ apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name });
+  return {
+    apiVersion: 'clone.kubevirt.io/v1beta1',
+    kind: 'VirtualMachineClone',
+    metadata: { name: cloneNameFor(member), namespace, labels: { [poolLabel]: pool } },
+    spec: {
+      source: vmRef(golden.metadata.name ?? ''),
+      target: vmRef(member),
+      labelFilters: [...cloneKeyFilters],
+      annotationFilters: [...cloneKeyFilters],
+      template: { labelFilters: [...cloneKeyFilters], annotationFilters: [...cloneKeyFilters] },
+      patches: [...labelOperations, ...annotationOperations, ...runOperations],
+    },
+  };
+}

@@ -1,0 +1,209 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { VdiContext } from '../context.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatPoolId } from '../ids.js';
+import { poolLabel } from '../keys.js';
+import { isConflictReason } from '../kube/errors.js';
+import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
+import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
+import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
+
+const firstPollMs = 50;
+const longestPollMs = 250;
+
+function cancelledError(what: string, cause: unknown): VdiError {
+  return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
+}
+
+function failureReason(clone: VirtualMachineClone): string {
+  const conditions = clone.status?.conditions ?? [];
+  const telling = conditions.find((condition) => condition.message || condition.reason);
+  if (!telling) return 'KubeVirt gave no reason';
+  return [telling.reason, telling.message].filter(Boolean).join(': ');
+}
+
+/**
+ * Waits until a clone reaches `Succeeded`. The target VM appears before its disks are restored, so only the
+ * phase tells that a member is ready. Polls with a short real interval; the deadline comes from `ctx.clock`.
+ *
+ * @throws {@link VdiError} `CLONE_FAILED` when the clone fails (with KubeVirt's reason) or disappears;
+ *   `CLONE_TIMEOUT` after `timeoutMs`, naming the clone object and the usual causes.
+ */
+export async function waitForClone(
+  ctx: VdiContext,
+  input: { namespace: string; name: string; timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<VirtualMachineClone> {
+  const { namespace, name, timeoutMs, signal } = input;
+  const started = ctx.clock.now().getTime();
+  let interval = firstPollMs;
+  for (;;) {
+    const clone = await ctx.cluster.getClone(namespace, name);
+    const phase = clone?.status?.phase;
+    if (clone === undefined) {
+      throw new VdiError(
+        'CLONE_FAILED',
+        `VirtualMachineClone ${namespace}/${name} disappeared before it finished.`,
+        {
+          details: { clone: name, namespace },
+        },
+      );
+    }
+    if (phase === 'Succeeded') return clone;
+    if (phase === 'Failed') {
+      throw new VdiError(
+        'CLONE_FAILED',
+        `VirtualMachineClone ${namespace}/${name} failed: ${failureReason(clone)}.`,
+        {
+          details: { clone: name, namespace, reason: failureReason(clone) },
+        },
+      );
+    }
+    if (ctx.clock.now().getTime() - started >= timeoutMs) {
+      throw new VdiError(
+        'CLONE_TIMEOUT',
+        `Timed out after ${Math.round(timeoutMs / 1000)} s waiting for VirtualMachineClone ${namespace}/${name} ` +
+          `(phase ${phase || 'not set'}) to produce its VM. See its phase with "kubectl get virtualmachineclone -n ` +
+          `${namespace} ${name}". A stuck clone almost always has one of two causes: the StorageClass or ` +
+          "VolumeSnapshotClass the golden VM's disks need is missing or cannot snapshot, or one of its PVCs cannot be " +
+          'snapshotted.',
+        { retryable: true, details: { clone: name, namespace, phase: phase ?? '' } },
+      );
+    }
+    try {
+      await sleep(interval, undefined, signal ? { signal } : {});
+    } catch (error) {
+      throw cancelledError(`Waiting for VirtualMachineClone ${namespace}/${name}`, error);
+    }
+    interval = Math.min(interval * 2, longestPollMs);
+  }
+}
+
+/** Creates a member's clone object, replacing a finished leftover of the same name. */
+async function createMemberClone(ctx: VdiContext, clone: VirtualMachineClone): Promise<void> {
+  const namespace = clone.metadata.namespace ?? '';
+  try {
+    await ctx.cluster.createClone(namespace, clone);
+  } catch (error) {
+    if (!isConflictReason(error, 'AlreadyExists')) throw error;
+    const existing = await ctx.cluster.getClone(namespace, clone.metadata.name ?? '');
+    const phase = existing?.status?.phase;
+    if (existing && phase !== 'Succeeded' && phase !== 'Failed') {
+      throw new VdiError(
+        'CLONE_FAILED',
+        `VirtualMachineClone ${namespace}/${clone.metadata.name} already exists and is still running; wait for it or delete it.`,
+        { details: { clone: clone.metadata.name, namespace } },
+      );
+    }
+    await ctx.cluster.deleteClone(namespace, clone.metadata.name ?? '');
+    await ctx.cluster.createClone(namespace, clone);
+  }
+}
+
+/**
+ * Makes one member: creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
+ * did not succeed keeps its object, for inspection or for cleanup.
+ *
+ * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or an apiserver error.
+ */
+export async function cloneMember(
+  ctx: VdiContext,
+  input: {
+    namespace: string;
+    pool: string;
+    member: string;
+    golden: VirtualMachine;
+    ephemeral: boolean;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+  },
+): Promise<void> {
+  const { namespace, pool, member, golden, ephemeral, timeoutMs, signal } = input;
+  const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
+  await createMemberClone(ctx, clone);
+  const name = clone.metadata.name ?? '';
+  await waitForClone(ctx, { namespace, name, timeoutMs, signal });
+  await ctx.cluster.deleteClone(namespace, name);
+}
+
+/**
+ * Clones `members` from `golden` in parallel, at most `concurrency` at once, emitting `pool-progress` for each.
+ * The first failure stops new clones from starting; the ones under way finish (each within its timeout), so
+ * every member's outcome is known when this returns.
+ */
+export async function cloneMembers(
+  ctx: VdiContext,
+  input: MakeMembersInput & { golden: VirtualMachine },
+): Promise<MemberOutcome[]> {
+  const { namespace, pool, members, concurrency, signal } = input;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
+  const outcomes: MemberOutcome[] = members.map((member) => ({
+    member,
+    clone: cloneNameFor(member),
+    status: 'not-started',
+  }));
+  const total = members.length;
+  let done = 0;
+  let failed = false;
+  await forEachBounded(
+    members,
+    concurrency,
+    async (member, index) => {
+      const outcome = outcomes[index] as MemberOutcome;
+      ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done, total });
+      try {
+        await cloneMember(ctx, { ...input, member });
+        outcome.status = 'ready';
+      } catch (error) {
+        failed = true;
+        outcome.status = isVdiError(error, 'CLONE_TIMEOUT')
+          ? 'timed-out'
+          : isVdiError(error, 'CANCELLED')
+            ? 'cancelled'
+            : 'failed';
+        outcome.error = (error as Error).message;
+      }
+      done += 1;
+      ctx.events.emit('pool-progress', {
+        poolId,
+        member,
+        step: outcome.status === 'ready' ? 'ready' : 'failed',
+        done,
+        total,
+      });
+    },
+    () => failed || signal?.aborted === true,
+  );
+  return outcomes;
+}
+
+/**
+ * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
+ * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
+ */
+export async function removeMembers(
+  ctx: VdiContext,
+  input: { namespace: string; pool: string; outcomes: MemberOutcome[]; concurrency: number },
+): Promise<void> {
+  const { namespace, pool, outcomes, concurrency } = input;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
+  const started = outcomes.filter((outcome) => outcome.status !== 'not-started');
+  let done = 0;
+  await forEachBounded(started, concurrency, async (outcome) => {
+    await ctx.cluster.deleteClone(namespace, outcome.clone);
+    // only a VM this pool's clone made carries its label; any other VM of that name is left alone
+    const vm = await ctx.cluster.getVm(namespace, outcome.member);
+    if (vm?.metadata.labels?.[poolLabel] === pool) {
+      await ctx.cluster.deleteVm(namespace, outcome.member, { uid: vm.metadata.uid ?? '' });
+    }
+    outcome.removed = true;
+    done += 1;
+    ctx.events.emit('pool-progress', {
+      poolId,
+      member: outcome.member,
+      step: 'removed',
+      done,
+      total: started.length,
+    });
+  });
+}

@@ -1,0 +1,53 @@
+import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
+import type { VdiContext } from '../context.js';
+import { poolLabel } from '../keys.js';
+import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
+import { cloneMembers, removeMembers } from './vm-clone-runner.js';
+
+/**
+ * The VM {@link PoolMemberFactory}: members are cloned from a golden VM through VirtualMachineClone, admitted
+ * by the devices the golden VM asks for, and removed by deleting their clone objects and VMs.
+ *
+ * @example
+ * ```ts
+ * const factory = createVmMemberFactory(vdi.context);
+ * const golden = await factory.readSource('corral-vms', 'golden-desktop');
+ * await golden.admit({ size: 3 });
+ * ```
+ * @category pools
+ */
+export function createVmMemberFactory(ctx: VdiContext): PoolMemberFactory {
+  const { cluster } = ctx;
+  return {
+    kind: 'vm',
+
+    async readSource(namespace, name) {
+      const golden = await readGoldenVm(ctx, namespace, name);
+      return {
+        name,
+        admit: ({ size, members }) =>
+          requireCapacity(ctx, { golden, size, namespace, ...(members ? { members } : {}) }),
+        makeMembers: (input) => cloneMembers(ctx, { ...input, golden }),
+      };
+    },
+
+    async listTakenNames(namespace) {
+      return new Set((await cluster.listVms(namespace)).map((vm) => vm.metadata.name ?? ''));
+    },
+
+    async listPending(namespace, pool) {
+      const clones = await cluster.listClones(namespace, `${poolLabel}=${pool}`);
+      return clones.map((clone) => clone.metadata.name ?? '');
+    },
+
+    async deletePending(namespace, name) {
+      await cluster.deleteClone(namespace, name);
+    },
+
+    async deleteMember({ namespace, member, uid }) {
+      await cluster.deleteVm(namespace, member, { uid });
+    },
+
+    removeMade: (input) => removeMembers(ctx, input),
+  };
+}

@@ -1,0 +1,232 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { leaseNameFor } from '../../../src/claims/lease-name.js';
+import type { LeaseObject } from '../../../src/kubevirt-types.js';
+import { planReclaim } from '../../../src/sessions/plan-reclaim.js';
+import {
+  type ConsoleState,
+  claimKeyOf,
+  planReclaimPass,
+  type ReclaimPassInput,
+  sessionFactsOf,
+} from '../../../src/sessions/plan-reclaim-pass.js';
+import { planRenewal } from '../../../src/sessions/plan-renewal.js';
+
+const minute = 60_000;
+const t0 = Date.parse('2026-07-02T12:00:00.000Z');
+const at = (minutes: number) => new Date(t0 + minutes * minute);
+const micro = (minutes: number) => at(minutes).toISOString().replace('Z', '000Z');
+
+function claim(
+  member: string,
+  options: {
+    renewed?: number;
+    connected?: number;
+    disconnected?: number;
+    name?: string;
+    labelled?: boolean;
+    holder?: string;
+  } = {},
+): LeaseObject {
+  const annotations: Record<string, string> = { 'corral.dev/vdi-session-id': `s-${member}` };
+  if (options.connected !== undefined)
+    annotations['corral.dev/vdi-connected-at'] = at(options.connected).toISOString();
+  if (options.disconnected !== undefined)
+    annotations['corral.dev/vdi-disconnected-at'] = at(options.disconnected).toISOString();
+  return {
+    metadata: {
+      name: options.name ?? leaseNameFor(member),
+      uid: `uid-${member}`,
+      resourceVersion: '7',
+      annotations,
+      labels: {
+        'corral.dev/vdi-pool': 'devpool',
+        ...(options.labelled ? { 'corral.dev/vdi-member': member } : {}),
+      },
+    },
+    spec: {
+      holderIdentity: options.holder ?? 'alice@example.com',
+      acquireTime: micro(0),
+      renewTime: micro(options.renewed ?? 0),
+      leaseDurationSeconds: 3600,
+    },
+  };
+}
+
+function consolesOf(lease: LeaseObject, state: Partial<ConsoleState>): ConsoleState {
+  return {
+    claim: claimKeyOf(lease),
+    open: 0,
+    connectedAt: undefined,
+    disconnectedAt: undefined,
+    version: 0,
+    written: 0,
+    ...state,
+  };
+}
+
+const base = {
+  consoles: new Map<string, ConsoleState>(),
+  policy: { disconnectGraceMs: 15 * minute, maxSessionMs: 0 },
+  processStartedAt: at(-60),
+};
+
+function stepOf(lease: LeaseObject, minutes: number, extra: Partial<ReclaimPassInput> = {}) {
+  const plan = planReclaimPass({ ...base, leases: [lease], now: at(minutes), ...extra });
+  return plan.steps[0];
+}
+
+describe('planReclaimPass', () => {
+  const member = 'devpool-1';
+
+  it.each<[string, LeaseObject, number, Partial<ReclaimPassInput>, object]>([
+    ['keeps a live claim with nothing due', claim(member), 5, {}, { kind: 'keep', member }],
+    [
+      'renews a Lease a third of its duration old',
+      claim(member),
+      20,
+      {},
+      { kind: 'renew', member, marks: false },
+    ],
+    [
+      'reclaims a desktop whose grace ran out since its last disconnect',
+      claim(member, { renewed: 20, connected: 1, disconnected: 2 }),
+      17,
+      {},
+      { kind: 'reclaim', member, reason: 'disconnect-grace' },
+    ],
+    [
+      'reclaims rather than renews a claim past its maximum age',
+      claim(member),
+      30,
+      { policy: { disconnectGraceMs: 0, maxSessionMs: 30 * minute } },
+      { kind: 'reclaim', member, reason: 'max-duration' },
+    ],
+    [
+      'skips a Lease that expired, so a pass never revives an ended claim',
+      claim(member),
+      61,
+      {},
+      { kind: 'skip', reason: 'expired' },
+    ],
+    [
+      'skips a Lease that is no member’s claim',
+      claim(member, { name: 'kube-scheduler' }),
+      5,
+      {},
+      { kind: 'skip', reason: 'not-a-claim' },
+    ],
+    [
+      'skips a Lease whose member label names another member',
+      claim(member, { name: leaseNameFor('devpool-2'), labelled: true }),
+      5,
+      {},
+      { kind: 'skip', reason: 'not-a-claim' },
+    ],
+    [
+      'places a Lease by its member label',
+      claim('devpool-1', { labelled: true }),
+      5,
+      {},
+      { kind: 'keep', member: 'devpool-1' },
+    ],
+  ])('%s', (_, lease, minutes, extra, expected) => {
+    expect(stepOf(lease, minutes, extra)).toMatchObject(expected);
+  });
+
+  it('marks a claim whose console marks an earlier write missed, and carries them with a renewal', () => {
+    const lease = claim(member);
+    const consoles = new Map([[member, consolesOf(lease, { open: 1, connectedAt: at(1), version: 1 })]]);
+    expect(stepOf(lease, 5, { consoles })).toMatchObject({ kind: 'mark', member });
+    expect(stepOf(lease, 20, { consoles })).toMatchObject({ kind: 'renew', member, marks: true });
+  });
+
+  it('keeps a desktop with a console open in this process past its recorded grace', () => {
+    const lease = claim(member, { connected: 1, disconnected: 2 });
+    const consoles = new Map([
+      [member, consolesOf(lease, { open: 1, connectedAt: at(3), version: 2, written: 2 })],
+    ]);
+    expect(stepOf(lease, 19, { consoles })).toMatchObject({ kind: 'keep' });
+    expect(stepOf(lease, 19)).toMatchObject({ kind: 'reclaim', reason: 'disconnect-grace' });
+  });
+
+  it('ignores the console state of an earlier claim of the member', () => {
+    const lease = claim(member, { connected: 1, disconnected: 2 });
+    const earlier = consolesOf(claim(member, { holder: 'bob@example.com' }), { open: 1, version: 1 });
+    expect(stepOf(lease, 30, { consoles: new Map([[member, earlier]]) })).toMatchObject({
+      kind: 'reclaim',
+      reason: 'disconnect-grace',
+    });
+  });
+
+  it('asks for the members only when a hashed Lease name needs them, and then places it', () => {
+    const long = `devpool-${'x'.repeat(240)}`;
+    const lease = claim(long);
+    const first = planReclaimPass({ ...base, leases: [lease, claim(member)], now: at(5) });
+    expect(first.needsMembers).toBe(true);
+    expect(first.steps[0]).toMatchObject({ kind: 'skip', reason: 'unresolved' });
+    expect(first.desktops).toBe(1);
+    const second = planReclaimPass({ ...base, leases: [lease], now: at(5), members: [member, long] });
+    expect(second).toMatchObject({
+      needsMembers: false,
+      desktops: 1,
+      steps: [{ kind: 'keep', member: long }],
+    });
+  });
+
+  it('agrees with planReclaim and planRenewal on every Lease, and counts the live claims', () => {
+    const lease = fc.record({
+      renewed: fc.integer({ min: 0, max: 120 }),
+      connected: fc.option(fc.integer({ min: -10, max: 120 }), { nil: undefined }),
+      disconnected: fc.option(fc.integer({ min: -10, max: 120 }), { nil: undefined }),
+      open: fc.integer({ min: 0, max: 2 }),
+      pending: fc.boolean(),
+    });
+    const input = fc.record({
+      leases: fc.array(lease, { minLength: 1, maxLength: 6 }),
+      now: fc.integer({ min: 0, max: 200 }),
+      grace: fc.integer({ min: 0, max: 60 }),
+      max: fc.integer({ min: 0, max: 180 }),
+    });
+    fc.assert(
+      fc.property(input, ({ leases, now, grace, max }) => {
+        const policy = { disconnectGraceMs: grace * minute, maxSessionMs: max * minute };
+        const objects = leases.map((spec, index) => claim(`devpool-${index + 1}`, spec));
+        const consoles = new Map(
+          leases.map((spec, index) => {
+            const object = objects[index] as LeaseObject;
+            const version = spec.pending ? 1 : 0;
+            return [
+              `devpool-${index + 1}` as string,
+              consolesOf(object, { open: spec.open, version }),
+            ] as const;
+          }),
+        );
+        const plan = planReclaimPass({ ...base, policy, consoles, leases: objects, now: at(now) });
+        expect(plan.steps).toHaveLength(objects.length);
+        expect(plan.needsMembers).toBe(false);
+        let live = 0;
+        plan.steps.forEach((step, index) => {
+          const object = objects[index] as LeaseObject;
+          const renewal = planRenewal(object, at(now));
+          if (renewal.kind === 'expired') {
+            expect(step).toMatchObject({ kind: 'skip', reason: 'expired' });
+            return;
+          }
+          live += 1;
+          const member = `devpool-${index + 1}`;
+          const facts = sessionFactsOf(object, consoles.get(member), base.processStartedAt);
+          const reclaim = planReclaim(facts as NonNullable<typeof facts>, at(now), policy);
+          if (reclaim.kind === 'reclaim') {
+            expect(step).toEqual({ kind: 'reclaim', member, lease: object, reason: reclaim.reason });
+          } else if (renewal.kind === 'renew') {
+            expect(step).toMatchObject({ kind: 'renew', member, marks: leases[index]?.pending });
+          } else {
+            expect(step).toMatchObject({ kind: leases[index]?.pending ? 'mark' : 'keep', member });
+          }
+        });
+        expect(plan.desktops).toBe(live);
+      }),
+    );
+  });
+});
