@@ -7,6 +7,7 @@ import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone, VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
@@ -75,19 +76,14 @@ function vm(
 const pool = (name: string) => ({ 'corral.dev/vdi-pool': name });
 const ephemeral = (name: string) => ({ ...pool(name), 'corral.dev/vdi-ephemeral': 'true' });
 
-async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt += 1) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
 async function waitForPower(vms: DesktopBackend, namespace: string, member: string, power: string) {
-  await waitFor(`${namespace}/${member} to be ${power}`, async () => {
-    const facts = await vms.readMember({ namespace, member });
-    return facts?.power === power && (power !== 'running' || facts.address !== undefined);
-  });
+  await waitFor(
+    async () => {
+      const facts = await vms.readMember({ namespace, member });
+      return facts?.power === power && (power !== 'running' || facts.address !== undefined);
+    },
+    { describe: `${namespace}/${member} to be ${power}` },
+  );
 }
 
 async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
@@ -155,9 +151,13 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     const { namespace, kube, vms } = await setUp('vm-read');
     await kube.createVm(namespace, vm('devpool-1', pool('devpool'), { gpus: [] }));
     await kube.createVm(namespace, vm('golden', {}));
+    // the simulator's first status write changes the resourceVersion; compare after it
+    const read = await waitFor(() => kube.getVm(namespace, 'devpool-1'), {
+      describe: 'the simulator to write the status of devpool-1',
+      until: (found) => found?.status?.printableStatus === 'Stopped',
+    });
 
     const facts = (await vms.readMember({ namespace, member: 'devpool-1' })) as MemberFacts;
-    const read = await kube.getVm(namespace, 'devpool-1');
     expect(facts).toMatchObject({
       member: 'devpool-1',
       uid: read?.metadata.uid,
@@ -274,7 +274,9 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     const ref = { namespace, member: 'eph-1', pool: 'eph' };
 
     const first = failureOf(vms.resetMember(ref, { timeoutMs: 60_000 }));
-    await waitFor('the clone of eph-1 to exist', async () => (await kube.listClones(namespace)).length === 1);
+    await waitFor(async () => (await kube.listClones(namespace)).length === 1, {
+      describe: 'the clone of eph-1 to exist',
+    });
     clock.advance(60_000);
     const timedOut = await first;
     expect(timedOut).toMatchObject({ code: 'CLONE_TIMEOUT', retryable: true });
@@ -290,7 +292,9 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     const { namespace, kube, vms } = await setUp('vm-reset-golden');
     await createEphemeralPool(kube, namespace, ['eph-1']);
     await kube.deleteVm(namespace, 'golden');
-    await waitFor('the golden VM to go', async () => (await kube.getVm(namespace, 'golden')) === undefined);
+    await waitFor(async () => (await kube.getVm(namespace, 'golden')) === undefined, {
+      describe: 'the golden VM to go',
+    });
     const before = await kube.getVm(namespace, 'eph-1');
 
     const error = await failureOf(vms.resetMember({ namespace, member: 'eph-1', pool: 'eph' }));
@@ -337,7 +341,9 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(kube.requestCounts.get('patch') ?? 0).toBe(patchesAfter);
 
     await kube.deleteVm(namespace, 'devpool-1');
-    await waitFor('devpool-1 to go', async () => (await kube.getVm(namespace, 'devpool-1')) === undefined);
+    await waitFor(async () => (await kube.getVm(namespace, 'devpool-1')) === undefined, {
+      describe: 'devpool-1 to go',
+    });
     const gone = await failureOf(vms.presentClaim(stale, { ...claim, holder: 'bob' }));
     expect(gone.code).toBe('MEMBER_NOT_FOUND');
   });
