@@ -31,11 +31,11 @@ export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './
 export { buildOpenApiDocument } from './broker/openapi.js';
 export type { BrokerServer, ServeBrokerOptions } from './broker/serve.js';
 export { serveBroker } from './broker/serve.js';
-export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from './capacity/admit-pool.js';
+export type { AdmissionPlan, AdmitPoolInput, CapacityRow, UnscheduledDemand } from './capacity/admit-pool.js';
 export { admitPool } from './capacity/admit-pool.js';
 export type { PlanCapacityOptions } from './capacity/capacity-service.js';
 export { planCapacity } from './capacity/capacity-service.js';
-export type { DeviceKind, DeviceNeed } from './capacity/device-needs.js';
+export type { DeviceKind, DeviceNeed, UncountedDevice } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
 export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from './claims/claim-liveness.js';

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { VdiError } from '../errors.js';
 import { maxBodyBytes } from './input-rules.js';
 
 /** A request body as read: its bytes, or the fact that it was too large to read. */
@@ -26,12 +27,14 @@ function declaredTooLarge(contentLength: string | null | undefined): boolean {
   return contentLength !== null && contentLength !== undefined && Number(contentLength) > maxBodyBytes;
 }
 
-/** Headers of a node:http request as fetch `Headers`, repeated headers joined as HTTP joins them. */
+/**
+ * Headers of a node:http request as fetch `Headers`, every repeat kept and joined as HTTP joins them. Node's
+ * `headers` keeps only the first of some repeated headers (such as `From`), which would hide a second login.
+ */
 export function headersOfNode(req: IncomingMessage): Headers {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  for (const [name, values] of Object.entries(req.headersDistinct)) {
+    for (const value of values ?? []) headers.append(name, value);
   }
   return headers;
 }
@@ -39,6 +42,9 @@ export function headersOfNode(req: IncomingMessage): Headers {
 /**
  * Reads a node:http request body up to {@link maxBodyBytes}. An oversized body is drained, not buffered, so the
  * answer can still be written on the same connection.
+ *
+ * @throws {@link VdiError} `CANCELLED` when the client closes the connection before the body ends: that is the
+ *   client's choice, not a broker failure, so nothing is logged for it.
  */
 export function readNodeBody(req: IncomingMessage): Promise<BodyRead> {
   // a framework's body parser got there first: the broker takes nothing from bodies anyway
@@ -64,7 +70,13 @@ export function readNodeBody(req: IncomingMessage): Promise<BodyRead> {
     const onEnd = () => resolve({ kind: 'body', bytes: Buffer.concat(chunks) });
     req.on('data', onData);
     req.once('end', onEnd);
-    req.once('error', reject);
+    req.once('error', (error) =>
+      reject(
+        new VdiError('CANCELLED', 'The client closed the connection before its request body arrived.', {
+          cause: error,
+        }),
+      ),
+    );
   });
 }
 

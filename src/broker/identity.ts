@@ -34,6 +34,8 @@ export interface IdentityRequest {
 export interface IdentityProvider {
   /** A short name for logs, such as `tailscale`. */
   readonly name: string;
+  /** The request header the login comes from, when there is one: a refusal names it. */
+  readonly header?: string;
   /** The caller's login, or `undefined` when this provider does not vouch for the request. */
   identify(request: IdentityRequest): string | undefined | Promise<string | undefined>;
 }
@@ -44,7 +46,8 @@ export interface IdentityProvider {
  * - `user`: a login from an identity provider.
  * - `service`: a peer that presented one of the configured service tokens; it is not a user.
  * - `anonymous`: no provider identified the request.
- * - `invalid`: a trusted header was present but carried no usable login.
+ * - `invalid`: a trusted header was present but carried no usable login: empty, too long, padded with spaces,
+ *   or sent more than once (which HTTP joins into `mallory, alice`).
  *
  * @category broker
  */
@@ -70,6 +73,8 @@ export type CallerIdentity =
       kind: 'invalid';
       /** The name of the provider whose header it was. */
       provider: string;
+      /** The header, when the provider names it. */
+      header?: string;
     };
 
 /** Options of {@link tailscaleIdentity}. @category broker */
@@ -104,6 +109,7 @@ export function tailscaleIdentity(options: TailscaleIdentityOptions): IdentityPr
   );
   return {
     name: 'tailscale',
+    header: tailscaleLoginHeader,
     identify: ({ headers }) => (trustHeaders ? (headers.get(tailscaleLoginHeader) ?? undefined) : undefined),
   };
 }
@@ -157,6 +163,7 @@ export function authGatewayIdentity(options: AuthGatewayIdentityOptions = {}): I
   const proxies = parsed.trustedProxies && new Set(parsed.trustedProxies.map(normalizeAddress));
   return {
     name: 'auth-gateway',
+    header,
     identify: ({ headers, remoteAddress }) => {
       if (proxies && (remoteAddress === undefined || !proxies.has(normalizeAddress(remoteAddress))))
         return undefined;
@@ -178,6 +185,11 @@ function isPeerRequest(headers: Headers, peerTokenDigests: readonly Buffer[]): b
   return peerTokenDigests.reduce((found, token) => timingSafeEqual(token, presented) || found, false);
 }
 
+// HTTP joins a header sent twice with a comma, so a comma means two logins, not one.
+function isUsableLogin(login: string): boolean {
+  return login !== '' && login.length <= maxIdentityLength && login.trim() === login && !login.includes(',');
+}
+
 /** Options of {@link createIdentityResolver}. */
 export interface IdentityResolverOptions {
   providers: readonly IdentityProvider[];
@@ -194,8 +206,12 @@ export function createIdentityResolver(
     for (const provider of options.providers) {
       const login = await provider.identify(request);
       if (login === undefined) continue;
-      if (login === '' || login.length > maxIdentityLength || login.trim() !== login) {
-        return { kind: 'invalid', provider: provider.name };
+      if (!isUsableLogin(login)) {
+        return {
+          kind: 'invalid',
+          provider: provider.name,
+          ...(provider.header === undefined ? {} : { header: provider.header }),
+        };
       }
       return { kind: 'user', login, provider: provider.name };
     }

@@ -38,7 +38,8 @@ function refuse(identity: CallerIdentity): BrokerResponse | undefined {
     case 'invalid':
       return answerFailure(
         'UNAUTHENTICATED',
-        `The ${identity.provider} identity header carries no usable login.`,
+        `The ${identity.provider} identity header${identity.header ? ` ${identity.header}` : ''} carries no usable ` +
+          'login: it must be sent once, with one login that is not empty, has no comma and no surrounding spaces.',
       );
     case 'service':
       return answerFailure(

@@ -15,9 +15,15 @@ export interface BrokerTask {
   error?: { code: VdiErrorCode; message: string };
 }
 
-/** Tasks of one broker process, kept in memory; the newest `limit` finished tasks stay readable. */
+/**
+ * Tasks of one broker process, kept in memory; the newest `limit` finished tasks stay readable, and each desktop
+ * has at most one running task, so what the registry holds is bounded however many requests arrive.
+ */
 export interface TaskRegistry {
-  /** Records a task and runs `work` without waiting for it. */
+  /**
+   * Records a task and runs `work` without waiting for it; while a task of the same desktop runs, returns that
+   * one instead and does not run `work`.
+   */
   run(task: Pick<BrokerTask, 'id' | 'action' | 'desktop' | 'user'>, work: () => Promise<unknown>): BrokerTask;
   get(id: string): BrokerTask | undefined;
   /** Resolves once every running task has ended. */
@@ -28,6 +34,7 @@ export interface TaskRegistry {
 export function createTaskRegistry(clock: Clock, limit = 1000): TaskRegistry {
   const tasks = new Map<string, BrokerTask>();
   const running = new Set<Promise<void>>();
+  const runningByDesktop = new Map<string, BrokerTask>();
 
   const forget = () => {
     // Map keeps insertion order, so the first finished entries are the oldest.
@@ -39,8 +46,12 @@ export function createTaskRegistry(clock: Clock, limit = 1000): TaskRegistry {
 
   return {
     run(fields, work) {
+      // a second release of a desktop while one runs would only race it
+      const current = runningByDesktop.get(fields.desktop);
+      if (current) return current;
       const task: BrokerTask = { ...fields, status: 'running', startedAt: clock.now().toISOString() };
       tasks.set(task.id, task);
+      runningByDesktop.set(task.desktop, task);
       const done = work().then(
         () => {
           task.status = 'done';
@@ -54,6 +65,7 @@ export function createTaskRegistry(clock: Clock, limit = 1000): TaskRegistry {
       );
       const tracked = done.finally(() => {
         task.finishedAt = clock.now().toISOString();
+        runningByDesktop.delete(task.desktop);
         running.delete(tracked);
         forget();
       });

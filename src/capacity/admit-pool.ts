@@ -5,7 +5,13 @@ import type {
   VirtualMachine,
   VirtualMachineInstance,
 } from '../kubevirt-types.js';
-import { type DeviceKind, type DeviceNeed, readDeviceNeeds, uncountedDevicesOf } from './device-needs.js';
+import {
+  type DeviceKind,
+  type DeviceNeed,
+  readDeviceNeeds,
+  type UncountedDevice,
+  uncountedDevicesOf,
+} from './device-needs.js';
 import { parseDeviceCount } from './parse-quantity.js';
 
 /**
@@ -21,7 +27,10 @@ export interface AdmitPoolInput {
   /** The `permittedHostDevices` of the cluster's KubeVirt CR. */
   permittedHostDevices: PermittedHostDevices;
   nodes: readonly NodeObject[];
-  /** The VMIs of every namespace: the running ones hold devices on their nodes. */
+  /**
+   * The VMIs of every namespace: the active ones hold devices on their nodes, and the active ones without a node
+   * yet will take devices wherever they land.
+   */
   vmis: readonly VirtualMachineInstance[];
 }
 
@@ -49,14 +58,28 @@ export interface CapacityRow {
 }
 
 /**
+ * Active VMIs that ask for a resource the members need but have no node yet (`Pending`, `Scheduling`), as
+ * {@link admitPool} counts them.
+ *
+ * @category capacity
+ */
+export interface UnscheduledDemand {
+  /** The VMIs, as `namespace/name`. */
+  vmis: string[];
+  /** Members' room they take at most, wherever they land; already taken off `fits`. */
+  members: number;
+}
+
+/**
  * The answer of {@link admitPool}.
  *
  * - `admit`: `size` members fit. `fits` is how many would, absent when the VM needs no device at all.
  * - `reject`: they do not; `shortfall` members are missing, `reason` says whether a device is not permitted at
  *   all or the free units are too few, and `message` explains it with the per-node numbers.
  *
- * Both carry the per-node `table` and the member's `needs`; `uncounted` lists device entries that admission
- * cannot see (no `deviceName`, such as dynamic-resource-allocation claims).
+ * Both carry the per-node `table`, the member's `needs`, the `unscheduled` VMIs that will take devices on some
+ * node, and `uncounted`: devices that admission cannot see (no `deviceName`, such as dynamic-resource-allocation
+ * claims, and SR-IOV interfaces), each with the reason.
  *
  * @category capacity
  */
@@ -65,8 +88,9 @@ export type AdmissionPlan =
       kind: 'admit';
       size: number;
       needs: DeviceNeed[];
-      uncounted: string[];
+      uncounted: UncountedDevice[];
       table: CapacityRow[];
+      unscheduled?: UnscheduledDemand;
       fits?: number;
     }
   | {
@@ -74,8 +98,9 @@ export type AdmissionPlan =
       reason: 'not-permitted' | 'insufficient';
       size: number;
       needs: DeviceNeed[];
-      uncounted: string[];
+      uncounted: UncountedDevice[];
       table: CapacityRow[];
+      unscheduled: UnscheduledDemand;
       fits: number;
       shortfall: number;
       message: string;
@@ -83,21 +108,57 @@ export type AdmissionPlan =
 
 const finishedPhases = new Set(['Succeeded', 'Failed']);
 
-/** Units of each resource that the active VMIs on each node ask for. */
-function usageByNode(vmis: readonly VirtualMachineInstance[]): Map<string, Map<string, number>> {
-  const usage = new Map<string, Map<string, number>>();
+interface Usage {
+  /** Units of each resource that the active VMIs on each node ask for. */
+  byNode: Map<string, Map<string, number>>;
+  /** Units of each resource that each active VMI without a node asks for. */
+  unscheduled: Array<{ vmi: string; units: Map<string, number> }>;
+}
+
+function unitsOf(vmi: VirtualMachineInstance): Map<string, number> {
+  const units = new Map<string, number>();
+  const devices = vmi.spec?.domain?.devices;
+  for (const entry of [...(devices?.gpus ?? []), ...(devices?.hostDevices ?? [])]) {
+    if (typeof entry.deviceName !== 'string' || entry.deviceName === '') continue;
+    units.set(entry.deviceName, (units.get(entry.deviceName) ?? 0) + 1);
+  }
+  return units;
+}
+
+function usageOf(vmis: readonly VirtualMachineInstance[]): Usage {
+  const usage: Usage = { byNode: new Map(), unscheduled: [] };
   for (const vmi of vmis) {
+    if (finishedPhases.has(vmi.status?.phase ?? '')) continue;
+    const units = unitsOf(vmi);
     const node = vmi.status?.nodeName;
-    if (!node || finishedPhases.has(vmi.status?.phase ?? '')) continue;
-    const onNode = usage.get(node) ?? new Map<string, number>();
-    const devices = vmi.spec?.domain?.devices;
-    for (const entry of [...(devices?.gpus ?? []), ...(devices?.hostDevices ?? [])]) {
-      if (typeof entry.deviceName !== 'string' || entry.deviceName === '') continue;
-      onNode.set(entry.deviceName, (onNode.get(entry.deviceName) ?? 0) + 1);
+    if (!node) {
+      usage.unscheduled.push({ vmi: `${vmi.metadata.namespace ?? ''}/${vmi.metadata.name ?? ''}`, units });
+      continue;
     }
-    usage.set(node, onNode);
+    const onNode = usage.byNode.get(node) ?? new Map<string, number>();
+    for (const [resource, count] of units) onNode.set(resource, (onNode.get(resource) ?? 0) + count);
+    usage.byNode.set(node, onNode);
   }
   return usage;
+}
+
+/**
+ * Members' room the VMIs without a node take at most. Landing on one node, a VMI holding `u` units of a
+ * resource lowers that node's count by at most `ceil(u / perMember)`, and by the largest of these over the
+ * resources a member needs; the sum over the VMIs is a bound wherever they land.
+ */
+function unscheduledDemandOf(needs: DeviceNeed[], usage: Usage): UnscheduledDemand {
+  const demand: UnscheduledDemand = { vmis: [], members: 0 };
+  for (const { vmi, units } of usage.unscheduled) {
+    const displaced = Math.max(
+      0,
+      ...needs.map((need) => Math.ceil((units.get(need.resource) ?? 0) / need.perMember)),
+    );
+    if (displaced === 0) continue;
+    demand.vmis.push(vmi);
+    demand.members += displaced;
+  }
+  return demand;
 }
 
 function nodeSelectorOf(golden: VirtualMachine): Record<string, string> {
@@ -119,10 +180,9 @@ function exclusionOf(node: NodeObject, selector: Record<string, string>): Capaci
 function tableFor(
   needs: DeviceNeed[],
   nodes: readonly NodeObject[],
-  vmis: readonly VirtualMachineInstance[],
+  usage: Usage,
   golden: VirtualMachine,
 ): CapacityRow[] {
-  const usage = usageByNode(vmis);
   const selector = nodeSelectorOf(golden);
   const named = nodes
     .filter((node) => typeof node.metadata.name === 'string' && node.metadata.name !== '')
@@ -133,7 +193,7 @@ function tableFor(
     const excluded = exclusionOf(node, selector);
     const nodeRows = needs.map((need) => {
       const allocatable = parseDeviceCount(node.status?.allocatable?.[need.resource]);
-      const inUse = usage.get(name)?.get(need.resource) ?? 0;
+      const inUse = usage.byNode.get(name)?.get(need.resource) ?? 0;
       return { need, allocatable, inUse, free: Math.max(0, allocatable - inUse) };
     });
     // a member needs every resource on this one node, so the scarcest resource bounds the node
@@ -158,8 +218,8 @@ function tableFor(
   return rows;
 }
 
-/** Members the whole table can host: each node's count, added up. */
-function fitsOf(table: CapacityRow[]): number {
+/** Members the nodes can host: each node's count, added up (before the VMIs without a node take their room). */
+function nodeFitsOf(table: CapacityRow[]): number {
   const byNode = new Map<string, number>();
   for (const row of table) byNode.set(row.node, row.hostsMembers);
   let total = 0;
@@ -187,13 +247,20 @@ function notPermittedMessage(golden: VirtualMachine, missing: DeviceNeed[]): str
 
 const listedNodeLimit = 20;
 
-function insufficientMessage(
-  golden: VirtualMachine,
-  size: number,
-  needs: DeviceNeed[],
-  table: CapacityRow[],
-  fits: number,
-): string {
+interface Shortage {
+  size: number;
+  needs: DeviceNeed[];
+  table: CapacityRow[];
+  usage: Usage;
+  unscheduled: UnscheduledDemand;
+  nodeFits: number;
+  fits: number;
+}
+
+const listedVmiLimit = 5;
+
+function insufficientMessage(golden: VirtualMachine, shortage: Shortage): string {
+  const { size, needs, table, usage, unscheduled, nodeFits, fits } = shortage;
   const lines = [
     `Not enough device capacity for ${size} member${size === 1 ? '' : 's'} cloned from "${goldenNameOf(golden)}": ` +
       `each needs ${describeNeeds(needs)} on one node; the nodes can host ${fits} now, ${size - fits} short.`,
@@ -201,16 +268,26 @@ function insufficientMessage(
   const shortTotals = needs.flatMap((need) => {
     const rows = table.filter((row) => row.resource === need.resource && row.excluded === undefined);
     const free = rows.reduce((sum, row) => sum + row.free, 0);
+    const waiting = usage.unscheduled.reduce((sum, { units }) => sum + (units.get(need.resource) ?? 0), 0);
     const wanted = size * need.perMember;
-    return free < wanted
-      ? [`${need.resource}: ${free} free on nodes that can take members, ${wanted} needed`]
-      : [];
+    if (free - waiting >= wanted) return [];
+    const held = waiting > 0 ? `, ${waiting} asked for by VMIs waiting for a node` : '';
+    return [`${need.resource}: ${free} free on nodes that can take members${held}, ${wanted} needed`];
   });
   if (shortTotals.length > 0) lines.push(`Too few free units in total: ${shortTotals.join('; ')}.`);
-  else {
+  else if (nodeFits < size) {
     lines.push(
       'The free units add up to enough, but they are spread over nodes so that only this many members find ' +
         'all of their devices on one node (a VM cannot span nodes).',
+    );
+  }
+  if (unscheduled.members > 0) {
+    const shown = unscheduled.vmis.slice(0, listedVmiLimit).join(', ');
+    const more =
+      unscheduled.vmis.length > listedVmiLimit ? ` and ${unscheduled.vmis.length - listedVmiLimit} more` : '';
+    lines.push(
+      `VMIs waiting for a node (${shown}${more}) ask for these devices too and will take room for up to ` +
+        `${unscheduled.members} member${unscheduled.members === 1 ? '' : 's'} wherever they land.`,
     );
   }
   const nodes = [...new Set(table.map((row) => row.node))];
@@ -243,8 +320,13 @@ function insufficientMessage(
  *
  * Each node's free units are its allocatable minus what the active VMIs on it (phase other than `Succeeded` or
  * `Failed`) ask for. A member needs its whole device set on one node, so a node hosts
- * `min over resources of floor(free / perMember)` members, and the cluster hosts the sum over nodes. Members
- * are identical, so no other arrangement fits more: the count is exact for one device type and for several.
+ * `min over resources of floor(free / perMember)` members, and the nodes host the sum. Members are identical,
+ * so no other arrangement fits more: the count is exact for one device type and for several.
+ *
+ * Active VMIs without a node yet (`Pending`, `Scheduling`) will take their devices on some node, not known
+ * which, so they count against the cluster as a whole: each takes off the room it could cost a member on the
+ * node it lands on, the worst case (`max over resources of ceil(units / perMember)`, one member per unit for a
+ * member that needs one unit). Admission may then refuse a pool that would have fitted, never the other way.
  * Unschedulable nodes and nodes that the golden VM's `nodeSelector` rules out host nothing. A VM that asks for
  * no device is admitted without looking at the nodes.
  *
@@ -271,17 +353,29 @@ export function admitPool(input: AdmitPoolInput): AdmissionPlan {
   const uncounted = uncountedDevicesOf(golden);
   if (needs.length === 0) return { kind: 'admit', size, needs, uncounted, table: [] };
 
-  const table = tableFor(needs, nodes, vmis, golden);
-  const fits = fitsOf(table);
-  if (size === 0 || fits >= size) return { kind: 'admit', size, needs, uncounted, table, fits };
+  const usage = usageOf(vmis);
+  const table = tableFor(needs, nodes, usage, golden);
+  const unscheduled = unscheduledDemandOf(needs, usage);
+  const nodeFits = nodeFitsOf(table);
+  const fits = Math.max(0, nodeFits - unscheduled.members);
+  if (size === 0 || fits >= size) return { kind: 'admit', size, needs, uncounted, table, unscheduled, fits };
 
   const missing = needs.filter((need) => need.kind === 'not-permitted');
-  const rejected = { kind: 'reject', size, needs, uncounted, table, fits, shortfall: size - fits } as const;
+  const rejected = {
+    kind: 'reject',
+    size,
+    needs,
+    uncounted,
+    table,
+    unscheduled,
+    fits,
+    shortfall: size - fits,
+  } as const;
   if (missing.length > 0)
     return { ...rejected, reason: 'not-permitted', message: notPermittedMessage(golden, missing) };
   return {
     ...rejected,
     reason: 'insufficient',
-    message: insufficientMessage(golden, size, needs, table, fits),
+    message: insufficientMessage(golden, { size, needs, table, usage, unscheduled, nodeFits, fits }),
   };
 }

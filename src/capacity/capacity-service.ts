@@ -54,7 +54,7 @@ export async function readGoldenVm(
  *
  * `members` names pool members that already exist: each one without an active VMI needs room too, so a pool
  * that grows is admitted only when all of its members could run at once; running members already count as in
- * use on their nodes.
+ * use on their nodes, and members whose VMI waits for a node count with the other unscheduled VMIs.
  */
 export async function planAdmission(
   ctx: VdiContext,
@@ -85,7 +85,7 @@ export async function planAdmission(
  * {@link planAdmission}, throwing when the answer is no.
  *
  * @throws {@link VdiError} `INSUFFICIENT_CAPACITY` with the plan's message and, in `details`, the per-node
- *   `table`, the `shortfall`, `fits`, `needs` and `reason`.
+ *   `table`, the `shortfall`, `fits`, `needs`, the `unscheduled` VMIs and `reason`.
  */
 export async function requireCapacity(
   ctx: VdiContext,
@@ -102,6 +102,7 @@ export async function requireCapacity(
       shortfall: plan.shortfall,
       reason: plan.reason,
       needs: plan.needs,
+      unscheduled: plan.unscheduled,
       table: plan.table,
     },
   });

@@ -101,14 +101,74 @@ export function readDeviceNeeds(golden: VirtualMachine, permitted: PermittedHost
 }
 
 /**
- * The device entries of `golden` that name no `deviceName`, such as GPUs requested through a
- * dynamic-resource-allocation claim. Node allocatable does not show such devices, so admission cannot count them.
+ * A device of a member that admission cannot count, and why.
  *
- * @returns entries as `gpus/<name>` or `hostDevices/<name>`.
  * @category capacity
  */
-export function uncountedDevicesOf(golden: VirtualMachine): string[] {
-  return deviceEntriesOf(golden)
-    .filter((entry) => entry.deviceName === undefined)
-    .map((entry) => entry.ref);
+export interface UncountedDevice {
+  /** The device entry, as `gpus/<name>`, `hostDevices/<name>` or `interfaces/<name>`. */
+  entry: string;
+  /** Why it is not counted. */
+  reason: string;
+}
+
+const draReason =
+  'it names no deviceName (a device given through a resource claim, dynamic resource allocation), and node ' +
+  'allocatable does not show such devices';
+
+// KubeVirt asks for an SR-IOV interface's resource by the annotation of its network's NetworkAttachmentDefinition.
+const nadResourceAnnotation = 'k8s.v1.cni.cncf.io/resourceName';
+
+function recordsOf(value: unknown): Array<Record<string, unknown>> {
+  return Array.isArray(value)
+    ? value.filter((item): item is Record<string, unknown> => typeof item === 'object' && item !== null)
+    : [];
+}
+
+function sriovReason(network: Record<string, unknown> | undefined): string {
+  const multus = network?.multus as { networkName?: unknown } | undefined;
+  const attachment = typeof multus?.networkName === 'string' ? multus.networkName : undefined;
+  if (attachment === undefined) {
+    return (
+      'it is an SR-IOV interface without a Multus network of its name, so no NetworkAttachmentDefinition says ' +
+      'which device resource it takes'
+    );
+  }
+  return (
+    `it is an SR-IOV interface on NetworkAttachmentDefinition "${attachment}": the device resource it takes is ` +
+    `named by that object's ${nadResourceAnnotation} annotation, not by the VM, and admission does not read it`
+  );
+}
+
+/** The SR-IOV interfaces of a VM's template, each with the network it names. */
+function sriovInterfacesOf(vm: VirtualMachine): UncountedDevice[] {
+  const spec = vm.spec.template?.spec;
+  const networks = recordsOf(spec?.networks);
+  return recordsOf(spec?.domain?.devices?.interfaces)
+    .filter((entry) => entry.sriov !== undefined)
+    .map((entry) => ({
+      entry: `interfaces/${String(entry.name)}`,
+      reason: sriovReason(networks.find((network) => network.name === entry.name)),
+    }));
+}
+
+/**
+ * The devices of `golden` that admission cannot count: GPU and host device entries without a `deviceName`
+ * (such as a dynamic-resource-allocation claim), which node allocatable does not show, and SR-IOV interfaces,
+ * whose device resource is named by their network's NetworkAttachmentDefinition rather than by the VM.
+ *
+ * @example
+ * ```ts
+ * uncountedDevicesOf(golden);
+ * // [{ entry: 'interfaces/fast-net', reason: 'it is an SR-IOV interface on NetworkAttachmentDefinition …' }]
+ * ```
+ * @category capacity
+ */
+export function uncountedDevicesOf(golden: VirtualMachine): UncountedDevice[] {
+  return [
+    ...deviceEntriesOf(golden)
+      .filter((entry) => entry.deviceName === undefined)
+      .map((entry) => ({ entry: entry.ref, reason: draReason })),
+    ...sriovInterfacesOf(golden),
+  ];
 }

@@ -7,9 +7,14 @@ export type {
   ConsoleAccessRequest,
 } from '../access.js';
 export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from '../access.js';
-export type { AdmissionPlan, AdmitPoolInput, CapacityRow } from '../capacity/admit-pool.js';
+export type {
+  AdmissionPlan,
+  AdmitPoolInput,
+  CapacityRow,
+  UnscheduledDemand,
+} from '../capacity/admit-pool.js';
 export { admitPool } from '../capacity/admit-pool.js';
-export type { DeviceKind, DeviceNeed } from '../capacity/device-needs.js';
+export type { DeviceKind, DeviceNeed, UncountedDevice } from '../capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
 export { parseDeviceCount } from '../capacity/parse-quantity.js';
 export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from '../claims/claim-liveness.js';

@@ -111,6 +111,26 @@ describe('createIdentityResolver', () => {
     await expect(resolveFixed(request({}))).resolves.toEqual({ kind: 'invalid', provider: 'fixed' });
   });
 
+  it('calls a trusted header sent twice invalid and names it, as the fetch Headers join repeats', async () => {
+    const headers = new Headers();
+    headers.append('Tailscale-User-Login', 'mallory@example.com');
+    headers.append('Tailscale-User-Login', 'alice@example.com');
+    await expect(resolve({ headers, remoteAddress: '127.0.0.1' })).resolves.toEqual({
+      kind: 'invalid',
+      provider: 'tailscale',
+      header: 'Tailscale-User-Login',
+    });
+    const gateway = createIdentityResolver({
+      providers: [authGatewayIdentity({ header: 'From' })],
+      peerTokens: [],
+    });
+    await expect(gateway(request({ From: 'mallory, alice' }))).resolves.toEqual({
+      kind: 'invalid',
+      provider: 'auth-gateway',
+      header: 'From',
+    });
+  });
+
   it('calls a request without headers anonymous', async () => {
     await expect(resolve(request({}))).resolves.toEqual({ kind: 'anonymous' });
   });

@@ -3,10 +3,10 @@ import { createTaskRegistry } from '../../../src/broker/tasks.js';
 import { VdiError } from '../../../src/errors.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 
-const fields = (id: string) => ({
+const fields = (id: string, desktop = 'vm/corral-vms/devpool-1') => ({
   id,
   action: 'vdi release' as const,
-  desktop: 'vm/corral-vms/devpool-1',
+  desktop,
   user: 'alice',
 });
 
@@ -45,8 +45,8 @@ describe('createTaskRegistry', () => {
 
   it('forgets the oldest finished tasks beyond its limit, never a running one', async () => {
     const tasks = createTaskRegistry(createTestClock(), 2);
-    tasks.run(fields('running'), () => new Promise(() => {}));
-    for (const id of ['a', 'b', 'c']) tasks.run(fields(id), () => Promise.resolve());
+    tasks.run(fields('running', 'vm/corral-vms/stuck'), () => new Promise(() => {}));
+    for (const id of ['a', 'b', 'c']) tasks.run(fields(id, `vm/corral-vms/${id}`), () => Promise.resolve());
     await new Promise((resolve) => setImmediate(resolve));
     expect(['running', 'a', 'b', 'c'].map((id) => tasks.get(id) !== undefined)).toEqual([
       true,
@@ -54,5 +54,23 @@ describe('createTaskRegistry', () => {
       false,
       true,
     ]);
+  });
+
+  it('keeps one running task per desktop: a second release while one runs gets the running one', async () => {
+    const tasks = createTaskRegistry(createTestClock());
+    let finish: () => void = () => {};
+    let runs = 0;
+    const work = () => {
+      runs += 1;
+      return new Promise<void>((resolve) => (finish = resolve));
+    };
+    const first = tasks.run(fields('first'), work);
+    expect(tasks.run(fields('second'), work)).toBe(first);
+    expect(tasks.get('second')).toBeUndefined();
+    expect(tasks.run(fields('other', 'vm/corral-vms/devpool-2'), () => Promise.resolve()).id).toBe('other');
+    expect(runs).toBe(1);
+    finish();
+    await tasks.settled();
+    expect(tasks.run(fields('third'), () => Promise.resolve()).id).toBe('third');
   });
 });

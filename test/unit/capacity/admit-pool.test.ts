@@ -273,7 +273,7 @@ const cases: Case[] = [
     fits: 2,
   },
   {
-    name: 'finished VMIs and VMIs not yet on a node hold nothing',
+    name: 'finished VMIs hold nothing, on a node or not',
     input: {
       golden: golden([a10]),
       size: 2,
@@ -282,8 +282,65 @@ const cases: Case[] = [
       vmis: [
         vmi('gpu-a', [a10], 'Succeeded'),
         vmi('gpu-a', [a10], 'Failed'),
-        vmi(undefined, [a10], 'Pending'),
+        vmi(undefined, [a10], 'Failed'),
       ],
+    },
+    kind: 'admit',
+    fits: 2,
+  },
+  {
+    name: 'a pending VMI without a node takes its GPU from the cluster as a whole',
+    input: {
+      golden: golden([a10]),
+      size: 2,
+      permittedHostDevices: permitted,
+      nodes: [node('gpu-a', { [a10]: '1' }), node('gpu-b', { [a10]: '1' })],
+      vmis: [vmi(undefined, [a10], 'Pending')],
+    },
+    kind: 'reject',
+    reason: 'insufficient',
+    fits: 1,
+    shortfall: 1,
+    message: [
+      /2 free on nodes that can take members, 1 asked for by VMIs waiting for a node, 2 needed/,
+      /VMIs waiting for a node \(other\/vmi-1\) .* room for up to 1 member wherever they land/,
+    ],
+  },
+  {
+    name: 'a scheduling VMI without a node counts as well, and what is left still fits',
+    input: {
+      golden: golden([a10]),
+      size: 3,
+      permittedHostDevices: permitted,
+      nodes: [node('gpu-a', { [a10]: '2' }), node('gpu-b', { [a10]: '2' })],
+      vmis: [vmi(undefined, [a10], 'Scheduling')],
+    },
+    kind: 'admit',
+    fits: 3,
+  },
+  {
+    name: 'a waiting VMI with one GPU can cost a member of two GPUs its node',
+    input: {
+      golden: golden([a10, a10]),
+      size: 2,
+      permittedHostDevices: permitted,
+      nodes: [node('gpu-a', { [a10]: '2' }), node('gpu-b', { [a10]: '2' })],
+      vmis: [vmi(undefined, [a10], 'Pending')],
+    },
+    kind: 'reject',
+    reason: 'insufficient',
+    fits: 1,
+    shortfall: 1,
+    message: [/room for up to 1 member/],
+  },
+  {
+    name: 'a waiting VMI that asks for other devices takes nothing the members need',
+    input: {
+      golden: golden([a10]),
+      size: 2,
+      permittedHostDevices: permitted,
+      nodes: [node('gpu-a', { [a10]: '2', [a10Profile]: '4' })],
+      vmis: [vmi(undefined, [a10Profile], 'Pending')],
     },
     kind: 'admit',
     fits: 2,
@@ -394,7 +451,25 @@ describe('admitPool', () => {
       nodes: [node('gpu-a', { [a10]: '1' })],
       vmis: [],
     });
-    expect(plan).toMatchObject({ kind: 'admit', uncounted: ['gpus/dra-gpu'] });
+    expect(plan).toMatchObject({
+      kind: 'admit',
+      uncounted: [{ entry: 'gpus/dra-gpu', reason: expect.stringMatching(/no deviceName/) }],
+    });
+  });
+
+  it('names the waiting VMIs and the members’ room they take', () => {
+    const plan = admitPool({
+      golden: golden([a10]),
+      size: 1,
+      permittedHostDevices: permitted,
+      nodes: [node('gpu-a', { [a10]: '4' })],
+      vmis: [vmi(undefined, [a10, a10], 'Pending'), vmi(undefined, [], 'Pending')],
+    });
+    expect(plan).toMatchObject({
+      kind: 'admit',
+      fits: 2,
+      unscheduled: { vmis: ['other/vmi-2'], members: 2 },
+    });
   });
 
   it.each([-1, 1.5, Number.NaN])('refuses the size %s as invalid input', (size) => {
@@ -489,7 +564,55 @@ function mostPlaceable(cluster: SmallCluster): number {
   return place(0);
 }
 
+/** A small cluster plus VMIs that wait for a node, each asking for some units. */
+interface WaitingCluster extends SmallCluster {
+  waiting: number[][];
+}
+
+function waitingCluster(types: 1 | 2): fc.Arbitrary<WaitingCluster> {
+  return fc
+    .record({
+      cluster: smallCluster(types),
+      waiting: fc.array(fc.array(fc.integer({ min: 0, max: 2 }), { minLength: types, maxLength: types }), {
+        maxLength: 2,
+      }),
+    })
+    .map(({ cluster, waiting }) => ({ ...cluster, waiting }));
+}
+
+/** Every way the waiting VMIs can land, one node each, as the cluster they leave. */
+function landings(cluster: WaitingCluster): SmallCluster[] {
+  let placed: SmallCluster[] = [cluster];
+  for (const uses of cluster.waiting) {
+    placed = placed.flatMap((partial) =>
+      cluster.nodes.map((_, node) => ({
+        ...partial,
+        vmis: [...partial.vmis, { node, uses, phase: 'Running' as const }],
+      })),
+    );
+  }
+  return placed;
+}
+
 describe('admitPool on small random clusters', () => {
+  it('never admits more members than the worst landing of the VMIs waiting for a node leaves room for', () => {
+    fc.assert(
+      fc.property(fc.oneof(waitingCluster(1), waitingCluster(2)), (cluster) => {
+        const names = (counts: number[]) =>
+          counts.flatMap((count, type) => Array<string>(count).fill(resources[type] ?? ''));
+        const input = inputOf(cluster);
+        const plan = admitPool({
+          ...input,
+          size: 1,
+          vmis: [...input.vmis, ...cluster.waiting.map((uses) => vmi(undefined, names(uses), 'Pending'))],
+        });
+        const worst = Math.min(...landings(cluster).map(mostPlaceable));
+        expect(plan.fits).toBeLessThanOrEqual(worst);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('never admits more members than some placement can run, with one or two device types', () => {
     fc.assert(
       fc.property(fc.oneof(smallCluster(1), smallCluster(2)), (cluster) => {

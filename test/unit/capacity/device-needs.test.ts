@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyDevice, readDeviceNeeds } from '../../../src/capacity/device-needs.js';
+import { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../../../src/capacity/device-needs.js';
 import { parseDeviceCount } from '../../../src/capacity/parse-quantity.js';
 import type { PermittedHostDevices, VirtualMachine } from '../../../src/kubevirt-types.js';
 
@@ -65,6 +65,72 @@ describe('readDeviceNeeds', () => {
 
   it('finds no needs in a VM without a template', () => {
     expect(readDeviceNeeds({ metadata: { name: 'bare' }, spec: {} }, permitted)).toEqual([]);
+  });
+});
+
+describe('uncountedDevicesOf', () => {
+  function withNetworking(interfaces: unknown[], networks: unknown[]): VirtualMachine {
+    return {
+      metadata: { name: 'golden' },
+      spec: {
+        template: {
+          spec: {
+            domain: {
+              devices: {
+                gpus: [{ name: 'gpu1', deviceName: 'nvidia.com/GA102GL_A10' }],
+                interfaces,
+              },
+            },
+            networks,
+          },
+        },
+      },
+    };
+  }
+
+  it.each([
+    {
+      name: 'an SR-IOV interface on a Multus network names the NetworkAttachmentDefinition that holds its resource',
+      interfaces: [
+        { name: 'default', masquerade: {} },
+        { name: 'fast', sriov: {} },
+      ],
+      networks: [
+        { name: 'default', pod: {} },
+        { name: 'fast', multus: { networkName: 'net-ns/sriov-vf' } },
+      ],
+      uncounted: [
+        {
+          entry: 'interfaces/fast',
+          reason: expect.stringMatching(
+            /NetworkAttachmentDefinition "net-ns\/sriov-vf".*k8s\.v1\.cni\.cncf\.io\/resourceName annotation/,
+          ),
+        },
+      ],
+    },
+    {
+      name: 'an SR-IOV interface without a network of its name says that nothing names its resource',
+      interfaces: [{ name: 'fast', sriov: {} }],
+      networks: [],
+      uncounted: [{ entry: 'interfaces/fast', reason: expect.stringMatching(/without a Multus network/) }],
+    },
+    {
+      name: 'bridge and masquerade interfaces take no device',
+      interfaces: [
+        { name: 'default', masquerade: {} },
+        { name: 'lan', bridge: {} },
+      ],
+      networks: [
+        { name: 'default', pod: {} },
+        { name: 'lan', multus: { networkName: 'lan' } },
+      ],
+      uncounted: [],
+    },
+  ])('$name', ({ interfaces, networks, uncounted }) => {
+    const vm = withNetworking(interfaces, networks);
+    expect(uncountedDevicesOf(vm)).toEqual(uncounted);
+    // the counted GPU is unaffected
+    expect(readDeviceNeeds(vm, permitted).map((need) => need.resource)).toEqual(['nvidia.com/GA102GL_A10']);
   });
 });
 

@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { planCapacity } from '../../../src/capacity/capacity-service.js';
+import { isVdiError } from '../../../src/errors.js';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
+import { createPool } from '../../../src/pools/pool-service.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+
+const cluster = useLocalCluster();
+
+function gpuVm(name: string, gpu: string, extra: Partial<VirtualMachine['spec']> = {}): VirtualMachine {
+  return {
+    metadata: { name },
+    spec: {
+      runStrategy: 'Halted',
+      template: { spec: { domain: { devices: { gpus: [{ name: 'gpu1', deviceName: gpu }] } } } },
+      ...extra,
+    },
+  };
+}
+
+async function setUp(prefix: string) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+  const gpu = `example.com/${namespace}-a10`;
+  await setPermittedHostDevices(cluster().kubeConfig, { pciHostDevices: [{ resourceName: gpu }] });
+  for (const index of [1, 2]) {
+    await createSimulatedNode(cluster().kubeConfig, {
+      name: `${namespace}-gpu-${index}`,
+      allocatable: { [gpu]: '1' },
+    });
+  }
+  return { namespace, vdi, ctx: vdi.context, kube: vdi.context.cluster, gpu };
+}
+
+describe('capacity admission against the cluster', () => {
+  it('counts a VMI that waits for a node against the cluster, and refuses the pool it would crowd out', async () => {
+    const { namespace, ctx, kube, gpu } = await setUp('waiting-vmi');
+    await kube.createVm(namespace, gpuVm('golden', gpu));
+    expect(await planCapacity(ctx, { from: 'golden', size: 2 })).toMatchObject({ kind: 'admit', fits: 2 });
+
+    // a VM that wants to run but whose VMI the simulator keeps in Scheduling, without a node
+    const waiting = gpuVm('waiting', gpu, { runStrategy: 'Always' });
+    waiting.metadata.annotations = { [simulatorAnnotations.neverReady]: 'true' };
+    await kube.createVm(namespace, waiting);
+    await expect
+      .poll(async () => {
+        const vmi = await kube.getVmi(namespace, 'waiting');
+        return [vmi?.status?.phase, vmi?.status?.nodeName];
+      })
+      .toEqual(['Scheduling', undefined]);
+
+    const plan = await planCapacity(ctx, { from: 'golden', size: 2 });
+    expect(plan).toMatchObject({
+      kind: 'reject',
+      reason: 'insufficient',
+      fits: 1,
+      shortfall: 1,
+      unscheduled: { vmis: [`${namespace}/waiting`], members: 1 },
+    });
+    expect(plan.kind === 'reject' && plan.message).toContain(
+      `VMIs waiting for a node (${namespace}/waiting)`,
+    );
+    expect((await planCapacity(ctx, { from: 'golden', size: 1 })).kind).toBe('admit');
+
+    const refused = await createPool(ctx, { name: 'gpupool', from: 'golden', size: 2 }).catch(
+      (error: unknown) => error,
+    );
+    expect(isVdiError(refused, 'INSUFFICIENT_CAPACITY')).toBe(true);
+    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.listVms(namespace, 'corral.dev/vdi-pool=gpupool')).toEqual([]);
+  });
+
+  it('lists an SR-IOV interface of the golden VM as uncounted, naming its NetworkAttachmentDefinition', async () => {
+    const { namespace, ctx, kube, gpu } = await setUp('sriov');
+    const golden = gpuVm('golden', gpu);
+    const spec = golden.spec.template?.spec ?? {};
+    spec.networks = [{ name: 'fast', multus: { networkName: `${namespace}/sriov-vf` } }];
+    const devices = spec.domain?.devices ?? {};
+    devices.interfaces = [{ name: 'fast', sriov: {} }];
+    await kube.createVm(namespace, golden);
+
+    const plan = await planCapacity(ctx, { from: 'golden', size: 2 });
+    expect(plan).toMatchObject({
+      kind: 'admit',
+      fits: 2,
+      uncounted: [
+        {
+          entry: 'interfaces/fast',
+          reason: expect.stringContaining(`NetworkAttachmentDefinition "${namespace}/sriov-vf"`),
+        },
+      ],
+    });
+  });
+});
