@@ -7,9 +7,10 @@ import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createTestNamespace, usePrivateCluster } from '../../support/cluster.js';
 
-const cluster = useLocalCluster();
+// it sets the cluster's nodes and the KubeVirt CR's permitted devices, which other tests must not see
+const cluster = usePrivateCluster();
 
 function gpuVm(name: string, gpu: string, extra: Partial<VirtualMachine['spec']> = {}): VirtualMachine {
   return {

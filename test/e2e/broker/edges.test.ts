@@ -5,10 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Broker } from '../../../src/broker/broker.js';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
-import { createPoolMembers, createTestNamespace, useLocalCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { startBroker } from './broker-support.js';
 
-const cluster = useLocalCluster();
+const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 
 const closers: Array<() => Promise<void>> = [];
