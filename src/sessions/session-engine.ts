@@ -109,7 +109,8 @@ const optionsSchema = z.object({
  * });
  * engine.start();
  * const handle = await engine.openConsole({ member: 'devpool-1', identity: 'alice@example.com', kind: 'vnc' });
- * socket.on('close', () => void handle.close());
+ * // an upgraded socket may end or fail without a close; closing the handle twice does nothing
+ * for (const event of ['end', 'error', 'close']) socket.once(event, () => void handle.close());
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` for bad options.
  * @category sessions
