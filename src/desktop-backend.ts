@@ -9,6 +9,14 @@ import type { ConnectFacts } from './connect-planner/plan-connect.js';
 export type DesktopKind = 'vm' | 'ct';
 
 /**
+ * The kind of a member named without one (claim, release, connect and the rest take a pool or member name): every
+ * pool the SDK makes is of VMs.
+ *
+ * @category backends
+ */
+export const defaultDesktopKind: DesktopKind = 'vm';
+
+/**
  * Where a member's power stands, the same words for every kind.
  *
  * - `running`: its instance runs.
