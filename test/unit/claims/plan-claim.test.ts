@@ -31,7 +31,7 @@ function brief(result: ClaimPlan): string {
 }
 
 describe('planClaim', () => {
-  it.each<[string, Pool, string]>([
+  const cases: Array<[string, Pool, string]> = [
     ['the pool has no member', [], 'refuse POOL_NOT_FOUND'],
     [
       'every member has a live holder',
@@ -100,9 +100,13 @@ describe('planClaim', () => {
       ],
       'create devpool-2',
     ],
-  ])('when %s: %s', (_case, pool, expected) => {
-    expect(brief(plan(pool))).toBe(expected);
-  });
+  ];
+  it.each(cases.map(([name, input, expected]) => [name, expected, input] as const))(
+    'when %s, the plan is: %s',
+    (_case, expected, pool) => {
+      expect(brief(plan(pool))).toBe(expected);
+    },
+  );
 
   it('counts one more transition when it replaces a Lease', () => {
     const result = plan([['devpool-1', {}, { holder: 'bob', expired: true, transitions: 4 }]]);

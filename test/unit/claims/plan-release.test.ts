@@ -42,7 +42,7 @@ function brief(result: ReleasePlan): string {
 const running = { power: 'running', holder: 'alice' } as const;
 
 describe('planRelease', () => {
-  it.each<[string, Case, string]>([
+  const cases: Array<[string, Case, string]> = [
     [
       'the holder releases a persistent member',
       { shape: running, lease: { holder: 'alice' } },
@@ -98,9 +98,13 @@ describe('planRelease', () => {
       { shape: running, lease: { holder: 'alice', sessionId: 'old' }, expectedSessionId: 'old' },
       'stop for alice, delete Lease, clear',
     ],
-  ])('when %s: %s', (_case, input, expected) => {
-    expect(brief(plan(input))).toBe(expected);
-  });
+  ];
+  it.each(cases.map(([name, input, expected]) => [name, expected, input] as const))(
+    'when %s, the plan is: %s',
+    (_case, expected, input) => {
+      expect(brief(plan(input))).toBe(expected);
+    },
+  );
 
   it('deletes the Lease on the uid and resourceVersion it read, and takes the pool from it once the member is gone', () => {
     expect(plan({ shape: undefined, lease: { holder: 'alice', resourceVersion: '88' } })).toMatchObject({
