@@ -70,7 +70,7 @@ export { classifyMember, classifyPoolMember } from './claims/classify-member.js'
 export type { DesktopView } from './claims/desktop-view.js';
 export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
 export { parseRfc3339 } from './claims/parse-time.js';
-export type { ClaimOrder, ClaimPlan, PlanClaimInput } from './claims/plan-claim.js';
+export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './claims/plan-claim.js';
 export { planClaim } from './claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
 export { planRelease } from './claims/plan-release.js';

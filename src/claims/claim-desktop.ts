@@ -15,7 +15,7 @@ import {
 } from '../validate.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { renewClaimLease, writeClaimLease } from './lease-writes.js';
-import { type ClaimOrder, planClaim } from './plan-claim.js';
+import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
 import { startMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
@@ -124,13 +124,13 @@ async function claimMember(
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: plan again
-      if (renewed) return await finishClaim(ctx, backend, plan.member, renewed, identity, true, false);
+      if (renewed) return await finishClaim(ctx, backend, plan, renewed, identity);
       continue;
     }
     const target = { namespace, pool, member: plan.member.member, identity };
     const written = await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined);
     if (written) {
-      return await finishClaim(ctx, backend, plan.member, written, identity, false, plan.kind === 'adopt');
+      return await finishClaim(ctx, backend, plan, written, identity);
     }
     // lost the race: read the pool again rather than trying members that may be taken too
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
@@ -140,27 +140,26 @@ async function claimMember(
 async function finishClaim(
   ctx: VdiContext,
   backend: DesktopBackend,
-  member: MemberFacts,
+  plan: { kind: ClaimPlan['kind']; member: MemberFacts; start: boolean },
   lease: LeaseObject,
   identity: string,
-  retried: boolean,
-  adopted: boolean,
 ): Promise<ClaimResult> {
+  const { member } = plan;
   // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
   await backend.presentClaim(member, {
     holder: identity,
     claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
   });
-  const startError =
-    member.power === 'running' ? undefined : await startMember(ctx, backend, member, identity);
-  const current = (await backend.readMember(member)) ?? member;
+  const startError = plan.start ? await startMember(ctx, backend, member, identity) : undefined;
+  const current =
+    (await backend.readMember({ namespace: member.namespace, member: member.member })) ?? member;
   const view = describeDesktop(current, lease);
   return {
     ...view,
     owner: identity,
     sessionId: view.sessionId ?? '',
-    retried,
-    adopted,
+    retried: plan.kind === 'renew',
+    adopted: plan.kind === 'adopt',
     ...(startError === undefined ? {} : { startError }),
   };
 }

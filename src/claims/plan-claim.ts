@@ -40,14 +40,27 @@ export interface PlanClaimInput {
  *   one more transition.
  * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user.
  *
+ * Every plan but a refusal says whether to `start` the member once the claim holds.
+ *
  * @category claims
  */
 export type ClaimPlan =
-  | { kind: 'renew'; member: MemberFacts; lease: LeaseObject }
-  | { kind: 'adopt'; member: MemberFacts; from: 'legacy' | 'orphan' }
-  | { kind: 'create'; member: MemberFacts }
-  | { kind: 'replace'; member: MemberFacts; resourceVersion: string; leaseTransitions: number }
+  | ({ kind: 'renew'; member: MemberFacts; lease: LeaseObject } & ClaimFollowUp)
+  | ({ kind: 'adopt'; member: MemberFacts; from: 'legacy' | 'orphan' } & ClaimFollowUp)
+  | ({ kind: 'create'; member: MemberFacts } & ClaimFollowUp)
+  | ({
+      kind: 'replace';
+      member: MemberFacts;
+      resourceVersion: string;
+      leaseTransitions: number;
+    } & ClaimFollowUp)
   | { kind: 'refuse'; code: 'POOL_NOT_FOUND' | 'NO_FREE_MEMBER' };
+
+/** What a claim does once its Lease is written. @category claims */
+export interface ClaimFollowUp {
+  /** Start the member: it does not run yet. */
+  start: boolean;
+}
 
 /**
  * Decides which member of a pool a claim takes, and how. Pure: the caller reads the pool, executes the plan,
@@ -77,24 +90,30 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND' };
 
   const held = entries.find((entry) => entry.state.kind === 'held-by-caller');
-  if (held?.lease) return { kind: 'renew', member: held.member, lease: held.lease };
+  if (held?.lease) return { kind: 'renew', member: held.member, lease: held.lease, ...followUp(held.member) };
   const adoptable = entries.find(
     (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
   );
   if (adoptable) {
     const from = adoptable.state.kind === 'legacy-adoptable' ? 'legacy' : 'orphan';
-    return { kind: 'adopt', member: adoptable.member, from };
+    return { kind: 'adopt', member: adoptable.member, from, ...followUp(adoptable.member) };
   }
   const open = entries.filter((entry) => isClaimable(entry.claim));
   const chosen = input.order === 'random' ? open[randomIndex(input.random, open.length)] : lowest(open);
   if (chosen === undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER' };
-  if (chosen.lease === undefined) return { kind: 'create', member: chosen.member };
+  if (chosen.lease === undefined)
+    return { kind: 'create', member: chosen.member, ...followUp(chosen.member) };
   return {
     kind: 'replace',
     member: chosen.member,
     resourceVersion: chosen.lease.metadata.resourceVersion ?? '',
     leaseTransitions: (chosen.lease.spec.leaseTransitions ?? 0) + 1,
+    ...followUp(chosen.member),
   };
+}
+
+function followUp(member: MemberFacts): ClaimFollowUp {
+  return { start: member.power !== 'running' };
 }
 
 function randomIndex(random: () => number, length: number): number {

@@ -6,6 +6,7 @@ import { leasePoolLabel, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kubevirt-types.js';
 import type { ClaimMarks } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
+import { memberNotFoundReason } from './member-not-found.js';
 
 /** What {@link planRelease} looks at. @category claims */
 export interface PlanReleaseInput {
@@ -64,8 +65,6 @@ export type ReleasePlan =
       clearPresentation: boolean;
     };
 
-const objectNouns: Record<DesktopKind, string> = { vm: 'VM', ct: 'Pod' };
-
 /**
  * Decides whether a release may go ahead and how it resets the member. Pure: the caller executes the plan and
  * keeps the claim when the reset fails, so the next release finishes it.
@@ -87,7 +86,7 @@ export function planRelease(input: PlanReleaseInput): ReleasePlan {
     return {
       kind: 'refuse',
       code: 'MEMBER_NOT_FOUND',
-      reason: `There is no ${objectNouns[kind]} "${member}" in namespace "${namespace}"; check the name and the namespace.`,
+      reason: memberNotFoundReason(kind, namespace, member),
       details: { namespace, member },
     };
   }

@@ -13,6 +13,7 @@ import {
 } from '../validate.js';
 import { classifyPoolMember } from './classify-member.js';
 import { leaseNameFor } from './lease-name.js';
+import { memberNotFoundReason } from './member-not-found.js';
 
 /** Options naming one member and the caller. @category claims */
 export interface MemberOptions {
@@ -76,9 +77,7 @@ export async function readMemberFacts(
 ): Promise<MemberFacts> {
   const facts = await backend.readMember({ namespace, member });
   if (facts) return facts;
-  throw new VdiError(
-    'MEMBER_NOT_FOUND',
-    `There is no ${backend.kind === 'vm' ? 'VM' : 'Pod'} "${member}" in namespace "${namespace}"; check the name and the namespace.`,
-    { details: { namespace, member } },
-  );
+  throw new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason(backend.kind, namespace, member), {
+    details: { namespace, member },
+  });
 }

@@ -50,5 +50,8 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
       { retryable: true, details: { desktopId } },
     );
   }
-  return describeDesktop((await backend.readMember(facts)) ?? facts, lease);
+  return describeDesktop(
+    (await backend.readMember({ namespace: facts.namespace, member: facts.member })) ?? facts,
+    lease,
+  );
 }

@@ -35,7 +35,7 @@ export type { MemberClassification, MemberFacts, PoolMemberFacts } from '../clai
 export { classifyMember, classifyPoolMember } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 export { parseRfc3339 } from '../claims/parse-time.js';
-export type { ClaimOrder, ClaimPlan, PlanClaimInput } from '../claims/plan-claim.js';
+export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from '../claims/plan-claim.js';
 export { planClaim } from '../claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from '../claims/plan-release.js';
 export { planRelease } from '../claims/plan-release.js';

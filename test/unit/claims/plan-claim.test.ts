@@ -108,6 +108,13 @@ describe('planClaim', () => {
     },
   );
 
+  it('starts the member it plans for unless it already runs', () => {
+    expect(plan([['devpool-1', {}]])).toMatchObject({ kind: 'create', start: true });
+    expect(plan([['devpool-1', { power: 'starting' }]])).toMatchObject({ kind: 'create', start: true });
+    const held = plan([['devpool-1', { power: 'running', holder: 'alice' }, { holder: 'alice' }]]);
+    expect(held).toMatchObject({ kind: 'renew', start: false });
+  });
+
   it('counts one more transition when it replaces a Lease', () => {
     const result = plan([['devpool-1', {}, { holder: 'bob', expired: true, transitions: 4 }]]);
     expect(result).toMatchObject({ kind: 'replace', leaseTransitions: 5 });
@@ -182,6 +189,7 @@ describe('planClaim', () => {
           }
           const claim = claims[members.indexOf(result.member)];
           if (claim === undefined) throw new Error('the plan names a member that is not in the pool');
+          expect(result.start).toBe(result.member.power !== 'running');
           if (result.kind === 'renew' || result.kind === 'adopt') expect(claimHolder(claim)).toBe('alice');
           else expect(isClaimable(claim)).toBe(true);
           // a member of the caller's always comes first, so a retry never takes a second desktop
