@@ -126,7 +126,9 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     await kube.createVm(namespace, vm('other-1', pool('other')));
     await kube.createVm(namespace, vm('golden', {}));
     await vms.startMember({ namespace, member: 'devpool-1' });
-    await waitForPower(vms, namespace, 'devpool-1', 'running');
+    await waitFor('devpool-1 to show Running', async () => {
+      return (await vms.readMember({ namespace, member: 'devpool-1' }))?.phase === 'Running';
+    });
 
     const members = await vms.listMembers(namespace, 'devpool');
     const byName = new Map(members.map((facts) => [facts.member, facts]));
@@ -156,6 +158,8 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     const { namespace, kube, vms } = await setUp('vm-read');
     await kube.createVm(namespace, vm('devpool-1', pool('devpool'), { gpus: [] }));
     await kube.createVm(namespace, vm('golden', {}));
+    // the simulator writes the new VM's status; read once it has, so both reads see one resourceVersion
+    await waitForPower(vms, namespace, 'devpool-1', 'stopped');
 
     const facts = (await vms.readMember({ namespace, member: 'devpool-1' })) as MemberFacts;
     const read = await kube.getVm(namespace, 'devpool-1');
