@@ -1,10 +1,16 @@
 import type { EventEmitter } from 'eventemitter3';
 import type { AuditSink } from './audit.js';
 import type { Clock } from './clock.js';
+import type { DesktopBackend, DesktopKind } from './desktop-backend.js';
+import { VdiError } from './errors.js';
 import type { VdiEvents } from './events.js';
 import type { KubeCluster } from './kube/cluster.js';
 
-/** What every service shares: the adapter, the clock, the event emitter and the audit sink. */
+/**
+ * What every service shares: the adapter, the clock, the event emitter, the audit sink and the backend of each
+ * desktop kind. A backend is made on a context and keeps using that context's cluster, so a copy of the context
+ * with another `cluster` needs its backends made again on the copy.
+ */
 export interface VdiContext {
   cluster: KubeCluster;
   clock: Clock;
@@ -14,4 +20,22 @@ export interface VdiContext {
   defaultNamespace: string;
   /** A new, unguessable session ID. */
   newSessionId(): string;
+  /** The backend that serves each desktop kind; a kind without one is not served. */
+  backends: Partial<Record<DesktopKind, DesktopBackend>>;
+}
+
+/**
+ * The backend that serves desktops of `kind`; services pick it by the member's kind and never by its objects.
+ *
+ * @throws {@link VdiError} `UNSUPPORTED_BACKEND` when no backend serves that kind here.
+ */
+export function backendFor(ctx: Pick<VdiContext, 'backends'>, kind: DesktopKind): DesktopBackend {
+  const backend = ctx.backends[kind];
+  if (backend) return backend;
+  const served = Object.keys(ctx.backends);
+  throw new VdiError(
+    'UNSUPPORTED_BACKEND',
+    `No backend serves "${kind}" desktops here; this SDK serves ${served.join(' and ') || 'no'} desktops, so pick a member of a pool of that kind.`,
+    { details: { kind, served } },
+  );
 }

@@ -1,12 +1,16 @@
 import type { ConnectFacts } from './connect-planner/plan-connect.js';
+import type { DesktopKind } from './ids.js';
+
+// the kinds are the first part of a desktop ID, so ids.ts names them
+export type { DesktopKind } from './ids.js';
 
 /**
- * The kinds of desktop the SDK serves: `vm` (a KubeVirt VirtualMachine) and `ct` (a container: Pod, headless
- * Service and PVC).
+ * The kind of a member named without one (claim, release, connect and the rest take a pool or member name): every
+ * pool the SDK makes is of VMs.
  *
  * @category backends
  */
-export type DesktopKind = 'vm' | 'ct';
+export const defaultDesktopKind: DesktopKind = 'vm';
 
 /**
  * Where a member's power stands, the same words for every kind.

@@ -38,15 +38,24 @@ export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed, UncountedDevice } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
-export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from './claims/claim-liveness.js';
+export type {
+  ClaimFacts,
+  ClaimLiveness,
+  ClaimMarks,
+  LeaseLiveness,
+  MemberClaimFacts,
+} from './claims/claim-liveness.js';
 export {
   claimHolder,
   classifyClaim,
   classifyLease,
+  classifyLeaselessMember,
   classifyLeaselessVm,
+  classifyMemberClaim,
   isClaimable,
   isLeaseExpired,
   leaseExpiresAt,
+  readClaimMarks,
 } from './claims/claim-liveness.js';
 export type {
   ClaimOptions,
@@ -56,11 +65,15 @@ export type {
   MemberOptions,
   ReleaseResult,
 } from './claims/claims-service.js';
-export type { MemberClassification, MemberFacts } from './claims/classify-member.js';
-export { classifyMember } from './claims/classify-member.js';
+export type { MemberClassification, MemberFacts, PoolMemberFacts } from './claims/classify-member.js';
+export { classifyMember, classifyPoolMember } from './claims/classify-member.js';
 export type { DesktopView } from './claims/desktop-view.js';
 export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
 export { parseRfc3339 } from './claims/parse-time.js';
+export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './claims/plan-claim.js';
+export { planClaim } from './claims/plan-claim.js';
+export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
+export { planRelease } from './claims/plan-release.js';
 export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
 export type { ConnectOptions, ConnectResult } from './connect-planner/connect.js';
@@ -81,6 +94,24 @@ export { formatHostPort, planConnect, rdpPort } from './connect-planner/plan-con
 export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
 export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
 export type { VdiContext } from './context.js';
+export { backendFor } from './context.js';
+export type {
+  ClaimToPresent,
+  DesktopBackend,
+  GatherConnectFactsOptions,
+  MemberConsole,
+  MemberDevice,
+  MemberFacts as BackendMemberFacts,
+  MemberPower,
+  MemberRef,
+  PoolMemberRef,
+  PowerChangeResult,
+  PresentedClaim,
+  ResetHow,
+  ResetMemberOptions,
+  UsbSupport,
+} from './desktop-backend.js';
+export { defaultDesktopKind } from './desktop-backend.js';
 export type { VdiErrorCode, VdiErrorOptions } from './errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from './errors.js';
 export type { VdiEvents } from './events.js';
@@ -119,7 +150,7 @@ export type {
 export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
 export { runLaunchPlan } from './launch/run-launch-plan.js';
 export type { OutputStream, ProcessExit } from './launch/run-process.js';
-export { compareNatural, memberNameFor } from './pools/member-names.js';
+export { compareNatural, memberNameFor } from './member-names.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';
 export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
@@ -149,8 +180,6 @@ export {
 } from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
-export type { RecreateMemberOptions } from './pools/recreate-member.js';
-export { recreateMember } from './pools/recreate-member.js';
 export { parseDuration } from './sessions/parse-duration.js';
 export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
@@ -220,3 +249,6 @@ export {
 } from './validate.js';
 export type { Vdi, VdiOptions } from './vdi.js';
 export { createVdi, defaultNamespace, systemClock } from './vdi.js';
+export type { RecreateMemberOptions } from './vm/recreate-vm-member.js';
+export { recreateMember } from './vm/recreate-vm-member.js';
+export { createVmBackend } from './vm/vm-backend.js';

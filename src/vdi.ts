@@ -36,6 +36,7 @@ import {
 } from './sessions/session-engine.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions } from './validate.js';
+import { createVmBackend } from './vm/vm-backend.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
 export const defaultNamespace = 'corral-vms';
@@ -139,7 +140,9 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     audit: parsed.audit ?? new MemoryAuditSink(),
     defaultNamespace: parsed.namespace ?? defaultNamespace,
     newSessionId: randomUUID,
+    backends: {},
   };
+  context.backends.vm = createVmBackend(context);
   return {
     ...createClaimsService(context),
     createPool: (pool) => createPool(context, pool),

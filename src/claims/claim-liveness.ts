@@ -1,7 +1,13 @@
+import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import { assignedToKey, claimedAtAnnotation, leaseDurationSeconds, sessionIdAnnotation } from '../keys.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  leaseDurationSeconds,
+  poolLabel,
+  sessionIdAnnotation,
+} from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
-import { classifyLegacy } from '../upgrade/classify-legacy.js';
 import { leaseNameFor } from './lease-name.js';
 import { parseRfc3339 } from './parse-time.js';
 
@@ -138,30 +144,82 @@ export function classifyLease(lease: LeaseObject, now: Date): LeaseLiveness {
 }
 
 /**
- * What a member VM without a Lease says about its user. A VM that still carries the current
+ * What claim liveness reads of a member, whatever its kind: its name, pool, whether it is being deleted, its
+ * power and the presentation copy it carries. A backend's {@link MemberFacts} has all of them.
+ *
+ * @category claims
+ */
+export type ClaimMarks = Pick<MemberFacts, 'member' | 'pool' | 'deleting' | 'power' | 'presentation'>;
+
+/** What {@link classifyMemberClaim} looks at. @category claims */
+export interface MemberClaimFacts {
+  /** The member as its backend reports it. */
+  member: ClaimMarks;
+  /** The Lease named `leaseNameFor(member)`, as read from the cluster; `undefined` when there is none. */
+  lease?: LeaseObject | undefined;
+  /** The time to judge expiry at; pass `clock.now()`. */
+  now: Date;
+}
+
+/**
+ * What a member without a Lease says about its user. A member that still carries the current
  * `corral.dev/vdi-assigned-to` annotation is what a release that stopped half way, or a Lease deleted by hand,
- * leaves behind. It counts as `free` once the VM is stopped (KubeVirt reports `Stopped` and nothing asks it to
- * run), because a stopped member holds no live session; while it may still run, it is an `orphan`.
+ * leaves behind. It counts as `free` once the member is `stopped`, because a stopped member holds no live
+ * session; while it may still run, it is an `orphan`. A pool member with only the label (what v0.6.0 wrote,
+ * see `classifyLegacy`) is a `legacy` assignment.
+ *
+ * @category claims
+ */
+export function classifyLeaselessMember(
+  member: Pick<ClaimMarks, 'pool' | 'power' | 'presentation'>,
+): Extract<ClaimLiveness, { kind: 'free' | 'legacy' | 'orphan' }> {
+  const { holder, label, claimedAt } = member.presentation;
+  if (holder) {
+    if (member.power === 'stopped') return { kind: 'free' };
+    return { kind: 'orphan', holder, ...(claimedAt ? { claimedAt } : {}) };
+  }
+  if (!member.pool || !label) return { kind: 'free' };
+  return { kind: 'legacy', holder: label, ...(claimedAt ? { claimedAt } : {}) };
+}
+
+/**
+ * What a member VM without a Lease says about its user: {@link classifyLeaselessMember} of the VM's marks.
  *
  * @category claims
  */
 export function classifyLeaselessVm(
   vm: VirtualMachine,
 ): Extract<ClaimLiveness, { kind: 'free' | 'legacy' | 'orphan' }> {
-  const presented = vm.metadata.annotations?.[assignedToKey];
-  if (presented) {
-    if (isStopped(vm)) return { kind: 'free' };
-    const claimedAt = vm.metadata.annotations?.[claimedAtAnnotation];
-    return { kind: 'orphan', holder: presented, ...(claimedAt ? { claimedAt } : {}) };
-  }
-  const legacy = classifyLegacy(vm);
-  if (legacy.kind !== 'legacy-assigned') return { kind: 'free' };
-  const { user, claimedAt } = legacy;
-  return { kind: 'legacy', holder: user, ...(claimedAt === undefined ? {} : { claimedAt }) };
+  return classifyLeaselessMember(readClaimMarks(vm));
 }
 
 /**
- * Decides whether a pool member is claimed at `now`, and by whom. See {@link ClaimLiveness} for the answers.
+ * Decides whether a pool member is claimed at `now`, and by whom, from its backend's facts and its Lease. See
+ * {@link ClaimLiveness} for the answers.
+ *
+ * @example
+ * ```ts
+ * const claim = classifyMemberClaim({ member: facts, lease, now: clock.now() });
+ * if (isClaimable(claim)) await takeMember();
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when `now` is not a valid date, the member has no name, or the Lease
+ *   is not the member's (another name, or no `resourceVersion` because it was not read from the cluster).
+ * @category claims
+ */
+export function classifyMemberClaim(facts: MemberClaimFacts): ClaimLiveness {
+  const { member, lease, now } = facts;
+  checkNow(now);
+  if (member.member === '') {
+    throw new VdiError('INVALID_INPUT', 'The member has no name; pass the member as its backend read it.');
+  }
+  if (lease !== undefined) checkLease(member.member, lease);
+  if (member.deleting) return { kind: 'deleting' };
+  return lease === undefined ? classifyLeaselessMember(member) : classifyLease(lease, now);
+}
+
+/**
+ * Decides whether a pool member VM is claimed at `now`, and by whom: {@link classifyMemberClaim} of the VM's
+ * marks. See {@link ClaimLiveness} for the answers.
  *
  * @example
  * ```ts
@@ -175,13 +233,10 @@ export function classifyLeaselessVm(
 export function classifyClaim(facts: ClaimFacts): ClaimLiveness {
   const { vm, lease, now } = facts;
   checkNow(now);
-  const member = vm.metadata.name ?? '';
-  if (member === '') {
+  if ((vm.metadata.name ?? '') === '') {
     throw new VdiError('INVALID_INPUT', 'The VM has no metadata.name; pass the VM as read from the cluster.');
   }
-  if (lease !== undefined) checkLease(member, lease);
-  if (vm.metadata.deletionTimestamp) return { kind: 'deleting' };
-  return lease === undefined ? classifyLeaselessVm(vm) : classifyLease(lease, now);
+  return classifyMemberClaim({ member: readClaimMarks(vm), lease, now });
 }
 
 /**
@@ -235,4 +290,26 @@ function isStopped(vm: VirtualMachine): boolean {
   const asksToRun = running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure';
   const startPending = vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false;
   return !asksToRun && !startPending && vm.status?.printableStatus === 'Stopped';
+}
+
+/**
+ * The {@link ClaimMarks} of a member VM, for readers that hold the VM itself. Liveness only asks whether a
+ * member is stopped, so any other power reads as `unknown` here.
+ *
+ * @category claims
+ */
+export function readClaimMarks(vm: VirtualMachine): ClaimMarks {
+  const labels = vm.metadata.labels ?? {};
+  const annotations = vm.metadata.annotations ?? {};
+  return {
+    member: vm.metadata.name ?? '',
+    pool: labels[poolLabel] ?? '',
+    deleting: vm.metadata.deletionTimestamp !== undefined,
+    power: isStopped(vm) ? 'stopped' : 'unknown',
+    presentation: {
+      holder: annotations[assignedToKey],
+      label: labels[assignedToKey],
+      claimedAt: annotations[claimedAtAnnotation],
+    },
+  };
 }

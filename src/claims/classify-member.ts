@@ -1,6 +1,6 @@
 import { VdiError } from '../errors.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
-import { classifyClaim } from './claim-liveness.js';
+import { type ClaimLiveness, type ClaimMarks, classifyClaim, classifyMemberClaim } from './claim-liveness.js';
 
 /**
  * What {@link classifyMember} looks at: one pool member's VM, its claim Lease if there is one, who asks, and when.
@@ -10,6 +10,18 @@ import { classifyClaim } from './claim-liveness.js';
 export interface MemberFacts {
   /** The member's VirtualMachine as read from the cluster. */
   vm: VirtualMachine;
+  /** The Lease named `leaseNameFor(member)`, as read from the cluster; `undefined` when there is none. */
+  lease?: LeaseObject | undefined;
+  /** The caller's exact identity, as the request pipeline authenticated it. */
+  identity: string;
+  /** The time to judge expiry at; pass `clock.now()`. */
+  now: Date;
+}
+
+/** What {@link classifyPoolMember} looks at: a member's facts from its backend, its Lease, who asks, and when. @category claims */
+export interface PoolMemberFacts {
+  /** The member as its backend reports it. */
+  member: ClaimMarks;
   /** The Lease named `leaseNameFor(member)`, as read from the cluster; `undefined` when there is none. */
   lease?: LeaseObject | undefined;
   /** The caller's exact identity, as the request pipeline authenticated it. */
@@ -86,14 +98,37 @@ export type MemberClassification =
  */
 export function classifyMember(facts: MemberFacts): MemberClassification {
   const { vm, lease, identity, now } = facts;
+  checkIdentity(identity);
+  return tellCaller(classifyClaim({ vm, lease, now }), vm.metadata.name ?? '', identity);
+}
+
+/**
+ * {@link classifyMember} for a member as its backend reports it, of any kind: {@link classifyMemberClaim}'s
+ * answer, told from the caller's side.
+ *
+ * @example
+ * ```ts
+ * const state = classifyPoolMember({ member: facts, lease, identity: 'alice@example.com', now: clock.now() });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` as {@link classifyMember} does.
+ * @category claims
+ */
+export function classifyPoolMember(facts: PoolMemberFacts): MemberClassification {
+  const { member, lease, identity, now } = facts;
+  checkIdentity(identity);
+  return tellCaller(classifyMemberClaim({ member, lease, now }), member.member, identity);
+}
+
+function checkIdentity(identity: string): void {
   if (identity === '') {
     throw new VdiError(
       'INVALID_INPUT',
       'The identity is empty; pass the login the request pipeline authenticated.',
     );
   }
-  const claim = classifyClaim({ vm, lease, now });
-  const member = vm.metadata.name ?? '';
+}
+
+function tellCaller(claim: ClaimLiveness, member: string, identity: string): MemberClassification {
   switch (claim.kind) {
     case 'deleting':
       return { kind: 'unavailable', member, reason: 'deleting' };

@@ -1,15 +1,16 @@
+import type { MemberFacts } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
-import {
-  assignedToKey,
-  claimedAtAnnotation,
-  ephemeralLabel,
-  poolLabel,
-  sessionIdAnnotation,
-} from '../keys.js';
+import { ephemeralLabel, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
-import { classifyLegacy } from '../upgrade/classify-legacy.js';
-import { claimHolder, classifyLeaselessVm, leaseExpiresAt } from './claim-liveness.js';
+import {
+  type ClaimMarks,
+  claimHolder,
+  classifyLeaselessMember,
+  leaseExpiresAt,
+  readClaimMarks,
+} from './claim-liveness.js';
 
 /**
  * One desktop as every front end shows it: which pool member it is, who holds it, and its power state.
@@ -44,39 +45,62 @@ export interface DesktopView {
   ephemeral: boolean;
 }
 
-/** Builds the view of a member from its VM and (when claimed) its Lease. */
-export function toDesktopView(vm: VirtualMachine, lease: LeaseObject | undefined): DesktopView {
-  const namespace = vm.metadata.namespace ?? '';
-  const member = vm.metadata.name ?? '';
-  const pool = vm.metadata.labels?.[poolLabel] ?? '';
-  const phase = vm.status?.printableStatus ?? 'Unknown';
-  const legacy = lease === undefined ? classifyLegacy(vm) : { kind: 'not-legacy' as const };
+/** What {@link describeDesktop} reads of a member: the parts of a backend's {@link MemberFacts} a view shows. @category claims */
+export type DesktopMarks = ClaimMarks & Pick<MemberFacts, 'kind' | 'namespace' | 'phase' | 'ephemeral'>;
+
+/**
+ * Builds the view of a member from its backend's facts and (when claimed) its Lease.
+ *
+ * @throws {@link VdiError} `UNSUPPORTED_BACKEND` for a member of a kind the views do not show yet (only `vm`).
+ * @category claims
+ */
+export function describeDesktop(facts: DesktopMarks, lease: LeaseObject | undefined): DesktopView {
+  const { kind, namespace, member, pool, phase } = facts;
+  if (kind !== 'vm') {
+    throw new VdiError(
+      'UNSUPPORTED_BACKEND',
+      `Desktop ${formatDesktopId({ kind, namespace, member })} is a ${kind} desktop; only VM desktops are shown.`,
+      {
+        details: { kind, namespace, member },
+      },
+    );
+  }
+  const leaseless = lease === undefined ? classifyLeaselessMember(facts) : undefined;
   const expiresAt = lease && leaseExpiresAt(lease);
-  const owner = lease ? lease.spec.holderIdentity : claimHolder(classifyLeaselessVm(vm));
+  const owner = lease ? lease.spec.holderIdentity : leaseless && claimHolder(leaseless);
   return {
-    id: formatDesktopId({ kind: 'vm', namespace, member }),
-    kind: 'vm',
+    id: formatDesktopId({ kind, namespace, member }),
+    kind,
     namespace,
     member,
     pool,
-    poolId: formatPoolId({ kind: 'vm', namespace, pool }),
+    poolId: formatPoolId({ kind, namespace, pool }),
     owner: owner || undefined,
     sessionId: lease?.metadata.annotations?.[sessionIdAnnotation],
-    claimedAt: normalizeTime(
-      lease?.spec.acquireTime ??
-        (legacy.kind === 'legacy-assigned'
-          ? legacy.claimedAt
-          : vm.metadata.annotations?.[claimedAtAnnotation]),
-    ),
+    claimedAt: normalizeTime(lease?.spec.acquireTime ?? facts.presentation.claimedAt),
     expiresAt: expiresAt && formatTime(expiresAt),
-    legacy: legacy.kind === 'legacy-assigned',
+    legacy: leaseless?.kind === 'legacy',
     phase,
     running: phase === 'Running',
-    ephemeral: vm.metadata.labels?.[ephemeralLabel] === 'true',
+    ephemeral: facts.ephemeral,
   };
 }
 
-/** Whether a VM carries presentation state of a claim (the exact-identity annotation). */
-export function presentedHolder(vm: VirtualMachine): string | undefined {
-  return vm.metadata.annotations?.[assignedToKey];
+/**
+ * Builds the view of a member from its VM and (when claimed) its Lease: {@link describeDesktop} of the VM's
+ * marks, for readers that hold the VM itself.
+ *
+ * @category claims
+ */
+export function toDesktopView(vm: VirtualMachine, lease: LeaseObject | undefined): DesktopView {
+  return describeDesktop(
+    {
+      ...readClaimMarks(vm),
+      kind: 'vm',
+      namespace: vm.metadata.namespace ?? '',
+      phase: vm.status?.printableStatus ?? 'Unknown',
+      ephemeral: vm.metadata.labels?.[ephemeralLabel] === 'true',
+    },
+    lease,
+  );
 }

@@ -22,7 +22,7 @@ export interface DesktopAccess {
  *
  * @example
  * ```ts
- * const state = classifyMember({ vm, lease, identity: 'alice', now: clock.now() });
+ * const state = classifyPoolMember({ member: facts, lease, identity: 'alice', now: clock.now() });
  * const { holder } = checkDesktopAccess(state, { desktopId, asAdmin: false, action: 'connect to' });
  * ```
  * @throws {@link VdiError} `CLAIM_ENDED` when nobody holds the desktop (a claim of the pool gives one);

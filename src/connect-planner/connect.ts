@@ -1,12 +1,10 @@
-import { classifyMember } from '../claims/classify-member.js';
+import { classifyPoolMember } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
-import type { VdiContext } from '../context.js';
+import { backendFor, type VdiContext } from '../context.js';
+import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import { formatDesktopId } from '../ids.js';
-import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { checkDesktopAccess, type DesktopAccess } from './check-desktop-access.js';
-import { gatherVmConnectFacts } from './gather-connect-facts.js';
 import { type LaunchPlan, planLaunch } from './launch-plan.js';
 import { type ConnectOption, planConnect, type SkippedProtocol } from './plan-connect.js';
 
@@ -46,7 +44,7 @@ export interface ConnectResult {
   launches: LaunchPlan[];
 }
 
-/** A member the caller may use, with its objects as just read. */
+/** A member the caller may use, with its facts as just read. */
 export interface UsableDesktop {
   /** `vm/<namespace>/<member>`. */
   desktopId: string;
@@ -54,18 +52,18 @@ export interface UsableDesktop {
   namespace: string;
   /** Who holds it. */
   access: DesktopAccess;
-  /** The member's VM. */
-  vm: VirtualMachine;
-  /** Its running VMI. */
-  vmi: VirtualMachineInstance;
+  /** The member as its backend read it; it runs. */
+  facts: MemberFacts;
+  /** The backend of the member's kind. */
+  backend: DesktopBackend;
 }
 
 /**
- * Reads a member's claim, VM and VMI fresh, and checks that the caller may use it and that it runs. Shared by
+ * Reads a member's claim and facts fresh, and checks that the caller may use it and that it runs. Shared by
  * connect and USB redirection.
  *
  * @throws {@link VdiError} `INVALID_INPUT`, `MEMBER_NOT_FOUND`, `UNSUPPORTED_BACKEND` (a claim without a
- *   KubeVirt VM), `CLAIM_ENDED`, `CLAIM_EXPIRED`, `NOT_HOLDER`, `DESKTOP_STOPPED`.
+ *   member of the served kind), `CLAIM_ENDED`, `CLAIM_EXPIRED`, `NOT_HOLDER`, `DESKTOP_STOPPED`.
  */
 export async function readUsableDesktop(
   ctx: VdiContext,
@@ -75,13 +73,12 @@ export async function readUsableDesktop(
   validateMemberName(member);
   validateIdentity(identity);
   const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
-  const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
-  const leaseName = leaseNameFor(member);
-  const [vm, lease] = await Promise.all([
-    ctx.cluster.getVm(namespace, member),
-    ctx.cluster.getLease(namespace, leaseName),
+  const backend = backendFor(ctx, defaultDesktopKind);
+  const [facts, lease] = await Promise.all([
+    backend.readMember({ namespace, member }),
+    ctx.cluster.getLease(namespace, leaseNameFor(member)),
   ]);
-  if (vm === undefined) {
+  if (facts === undefined) {
     if (lease !== undefined) {
       throw new VdiError(
         'UNSUPPORTED_BACKEND',
@@ -92,20 +89,18 @@ export async function readUsableDesktop(
     throw new VdiError(
       'MEMBER_NOT_FOUND',
       `No VirtualMachine ${member} in namespace ${namespace}; check the member name and -n.`,
-      {
-        details: { member, namespace },
-      },
+      { details: { member, namespace } },
     );
   }
-  const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
+  const { desktopId } = facts;
+  const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
   const access = checkDesktopAccess(state, { desktopId, asAdmin: options.asAdmin ?? false, action });
-  const vmi = await ctx.cluster.getVmi(namespace, member);
-  if (vmi?.status?.phase !== 'Running') {
+  if (facts.power !== 'running') {
     throw new VdiError('DESKTOP_STOPPED', `${desktopId} is not running; start it first, then ${action} it.`, {
-      details: { desktop: desktopId, phase: vmi?.status?.phase ?? 'Stopped' },
+      details: { desktop: desktopId, phase: facts.phase },
     });
   }
-  return { desktopId, namespace, access, vm, vmi };
+  return { desktopId, namespace, access, facts, backend };
 }
 
 /**
@@ -128,14 +123,14 @@ export async function readUsableDesktop(
  */
 export async function connect(ctx: VdiContext, options: ConnectOptions): Promise<ConnectResult> {
   const desktop = await readUsableDesktop(ctx, { ...options, action: 'connect to' });
-  const { desktopId, namespace, vm, vmi } = desktop;
-  const facts = await gatherVmConnectFacts({
-    namespace,
-    vm,
-    vmi,
-    ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  const { desktopId, namespace, backend } = desktop;
+  const facts = await backend.gatherConnectFacts(
+    { namespace, member: options.member },
+    {
+      ...(options.probeTimeoutMs === undefined ? {} : { probeTimeoutMs: options.probeTimeoutMs }),
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+  );
   const plan = planConnect(facts);
   if (plan.kind === 'no-target') {
     throw new VdiError('UNSUPPORTED_BACKEND', plan.advice, {

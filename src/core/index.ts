@@ -17,20 +17,33 @@ export { admitPool } from '../capacity/admit-pool.js';
 export type { DeviceKind, DeviceNeed, UncountedDevice } from '../capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
 export { parseDeviceCount } from '../capacity/parse-quantity.js';
-export type { ClaimFacts, ClaimLiveness, LeaseLiveness } from '../claims/claim-liveness.js';
+export type {
+  ClaimFacts,
+  ClaimLiveness,
+  ClaimMarks,
+  LeaseLiveness,
+  MemberClaimFacts,
+} from '../claims/claim-liveness.js';
 export {
   claimHolder,
   classifyClaim,
   classifyLease,
+  classifyLeaselessMember,
   classifyLeaselessVm,
+  classifyMemberClaim,
   isClaimable,
   isLeaseExpired,
   leaseExpiresAt,
+  readClaimMarks,
 } from '../claims/claim-liveness.js';
-export type { MemberClassification, MemberFacts } from '../claims/classify-member.js';
-export { classifyMember } from '../claims/classify-member.js';
+export type { MemberClassification, MemberFacts, PoolMemberFacts } from '../claims/classify-member.js';
+export { classifyMember, classifyPoolMember } from '../claims/classify-member.js';
 export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 export { parseRfc3339 } from '../claims/parse-time.js';
+export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from '../claims/plan-claim.js';
+export { planClaim } from '../claims/plan-claim.js';
+export type { PlanReleaseInput, ReleasePlan } from '../claims/plan-release.js';
+export { planRelease } from '../claims/plan-release.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 export type { Clock } from '../clock.js';
 export type { LaunchPlan } from '../connect-planner/launch-plan.js';
@@ -46,6 +59,23 @@ export type {
   VmConnectFacts,
 } from '../connect-planner/plan-connect.js';
 export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
+export type {
+  ClaimToPresent,
+  DesktopBackend,
+  GatherConnectFactsOptions,
+  MemberConsole,
+  MemberDevice,
+  MemberFacts as BackendMemberFacts,
+  MemberPower,
+  MemberRef,
+  PoolMemberRef,
+  PowerChangeResult,
+  PresentedClaim,
+  ResetHow,
+  ResetMemberOptions,
+  UsbSupport,
+} from '../desktop-backend.js';
+export { defaultDesktopKind } from '../desktop-backend.js';
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
 export { formatTime, normalizeTime } from '../format-time.js';
@@ -78,7 +108,7 @@ export type {
   VmDeviceRequest,
   VmDevices,
 } from '../kubevirt-types.js';
-export { compareNatural, memberNameFor } from '../pools/member-names.js';
+export { compareNatural, memberNameFor } from '../member-names.js';
 export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
 export { planPoolCreate } from '../pools/plan-pool-create.js';
 export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';

@@ -1,8 +1,8 @@
 import { readUsableDesktop } from '../connect-planner/connect.js';
 import type { VdiContext } from '../context.js';
+import { VdiError } from '../errors.js';
 import { commandNotFoundError } from '../launch/install-hints.js';
 import { findExecutable, type OutputStream, type ProcessExit, runProcess } from '../launch/run-process.js';
-import { checkClientPassthrough } from './check-client-passthrough.js';
 import { parseUsbDeviceId } from './device-id.js';
 import { type UsbSecurityNotice, usbSecurityNotice } from './security-notice.js';
 
@@ -85,8 +85,11 @@ export type RedirectUsbResult =
 export async function redirectUsb(ctx: VdiContext, options: RedirectUsbOptions): Promise<RedirectUsbResult> {
   const device = parseUsbDeviceId(options.device).text;
   const desktop = await readUsableDesktop(ctx, { ...options, action: 'redirect USB devices to' });
-  const { desktopId, namespace, vm, vmi } = desktop;
-  checkClientPassthrough(vm, vmi, desktopId);
+  const { desktopId, namespace, backend } = desktop;
+  const support = await backend.checkUsbSupport({ namespace, member: options.member });
+  if (support.kind === 'unsupported') {
+    throw new VdiError('UNSUPPORTED_BACKEND', support.reason, { details: support.details });
+  }
   if ((await findExecutable('virtctl')) === undefined)
     throw commandNotFoundError('virtctl', 'to redirect USB devices');
   // virtctl starts usbredirect by name to read the local device
@@ -102,8 +105,8 @@ export async function redirectUsb(ctx: VdiContext, options: RedirectUsbOptions):
       options.onOutput?.(line, 'notice');
   }
 
-  const vmiName = vmi.metadata.name ?? options.member;
-  const argv: [string, ...string[]] = ['virtctl', 'usbredir', device, vmiName, '-n', namespace];
+  // a VM's instance has the VM's name
+  const argv: [string, ...string[]] = ['virtctl', 'usbredir', device, options.member, '-n', namespace];
   const exit = await runProcess(argv, {
     stdio: 'pipe',
     neededFor: 'to redirect USB devices',

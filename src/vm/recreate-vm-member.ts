@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { cloneNameFor } from '../pools/clone-object.js';
 import { cloneMember, defaultCloneTimeoutMs, waitForClone } from '../pools/clone-runner.js';
+import { validateMemberName, validateNamespace } from '../validate.js';
 
 /** Options of {@link recreateVmMember}. */
 export interface RecreateVmMemberOptions {
@@ -79,8 +81,7 @@ async function waitUntilGone(
     try {
       await sleep(goneInterval, undefined, signal ? { signal } : {});
     } catch (error) {
-      throw new VdiError('CLONE_FAILED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
-        details: { cancelled: true },
+      throw new VdiError('CANCELLED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
         cause: error,
       });
     }
@@ -97,7 +98,7 @@ async function waitUntilGone(
  *
  * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`; `GOLDEN_NOT_FOUND`;
  *   `MEMBER_NOT_FOUND` when the member is gone and no ephemeral sibling names its golden VM; `CLONE_FAILED`,
- *   `CLONE_TIMEOUT`.
+ *   `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
  */
 export async function recreateVmMember(
   ctx: VdiContext,
@@ -135,4 +136,58 @@ export async function recreateVmMember(
     throw error;
   }
   ctx.events.emit('pool-progress', { poolId, member, step: 'ready', done: 1, total: 1 });
+}
+
+/** Options of {@link recreateMember}. @category pools */
+export interface RecreateMemberOptions {
+  namespace: string;
+  /** The member as read from the cluster, or its name when it may already be gone (after a failed attempt). */
+  vm: VirtualMachine | string;
+  /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
+  cloneTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Resets an ephemeral member: deletes its VM and clones it again from its golden VM (the member's
+ * `corral.dev/vdi-source` annotation) under the same name, stopped, with its pool and ephemeral labels. It waits
+ * for the clone's `Succeeded` and deletes the clone object. A release does the same through the VM backend's
+ * `resetMember`; this is the call for a member at hand.
+ *
+ * Safe to call again after a failure at any step: a clone already under way for the member is waited for, a
+ * finished one is cleared away, a VM already gone is just cloned (its pool is then read from the member's claim
+ * Lease and its golden VM from another member), and a golden VM that is missing is found out before anything is
+ * deleted. The caller keeps the member claimed until this returns, so a half-recreated member is never handed out.
+ *
+ * @example
+ * ```ts
+ * await recreateMember(vdi.context, { namespace: 'corral-vms', vm: 'devpool-2' });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when the VM is not an ephemeral member; `GOLDEN_NOT_FOUND`;
+ *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`,
+ *   `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
+ * @category pools
+ */
+export async function recreateMember(ctx: VdiContext, options: RecreateMemberOptions): Promise<void> {
+  const { namespace } = options;
+  const member = typeof options.vm === 'string' ? options.vm : (options.vm.metadata.name ?? '');
+  validateNamespace(namespace);
+  validateMemberName(member);
+  const current = await ctx.cluster.getVm(namespace, member);
+  // once the VM is gone, only its claim Lease still names its pool
+  const pool =
+    current?.metadata.labels?.[poolLabel] ??
+    (await ctx.cluster.getLease(namespace, leaseNameFor(member)))?.metadata.labels?.[leasePoolLabel];
+  if (!current && !pool) {
+    throw new VdiError(
+      'MEMBER_NOT_FOUND',
+      `Member ${namespace}/${member} is gone, and neither its claim nor another member of its pool tells which golden VM to recreate it from.`,
+      { details: { member, namespace } },
+    );
+  }
+  await recreateVmMember(
+    ctx,
+    { namespace, member, pool: pool ?? '' },
+    { timeoutMs: options.cloneTimeoutMs, signal: options.signal },
+  );
 }

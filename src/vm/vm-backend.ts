@@ -1,10 +1,10 @@
-import { isValidVmName, validatePoolName } from '../claims/object-names.js';
 import { maxIdentityLength } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MemberRef, PowerChangeResult } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { ephemeralLabel, poolLabel } from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { isValidVmName, validatePoolName } from '../validate.js';
 import { recreateVmMember } from './recreate-vm-member.js';
 import { gatherVmConnectFacts } from './vm-connect-facts.js';
 import { toVmMemberFacts } from './vm-member-facts.js';

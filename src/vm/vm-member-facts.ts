@@ -52,6 +52,7 @@ function devicesOf(devices: VmDevices | undefined): MemberDevice[] {
 
 /**
  * Turns a member VM and its VMI (when there is one) into the plain {@link MemberFacts} services see. Pure.
+ * A VM asked to run whose instance already runs is `running`, though its `phase` may still say `Starting`.
  * The running instance's devices are what a console or a device can reach; the template's only count once it
  * starts again, so they are read only while there is no live instance.
  *
@@ -65,9 +66,11 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
   const member = vm.metadata.name ?? '';
   const labels = vm.metadata.labels ?? {};
   const annotations = vm.metadata.annotations ?? {};
-  const power = powerOfVm(vm);
   const finished = vmi !== undefined && finishedPhases.has(vmi.status?.phase ?? '');
   const live = vmi !== undefined && !finished;
+  const asked = powerOfVm(vm);
+  // KubeVirt copies a started instance's phase into the VM's printableStatus a moment later; the instance leads
+  const power = asked === 'starting' && vmi?.status?.phase === 'Running' ? 'running' : asked;
   const devices = (live ? vmi.spec?.domain?.devices : undefined) ?? vm.spec.template?.spec?.domain?.devices;
   return {
     kind: 'vm',
@@ -91,7 +94,7 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
       label: labels[assignedToKey],
       claimedAt: annotations[claimedAtAnnotation],
     },
-    previousInstance: finished || (live && (power === 'stopped' || power === 'stopping')),
+    previousInstance: finished || (live && (asked === 'stopped' || asked === 'stopping')),
     usesLegacyRunField: typeof vm.spec.running === 'boolean' && vm.spec.runStrategy === undefined,
   };
 }

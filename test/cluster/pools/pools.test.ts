@@ -8,13 +8,13 @@ import type { VdiEvents } from '../../../src/events.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
-import { recreateMember } from '../../../src/pools/recreate-member.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
+import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();

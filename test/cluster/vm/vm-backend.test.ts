@@ -121,7 +121,12 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     await kube.createVm(namespace, vm('other-1', pool('other')));
     await kube.createVm(namespace, vm('golden', {}));
     await vms.startMember({ namespace, member: 'devpool-1' });
-    await waitForPower(vms, namespace, 'devpool-1', 'running');
+    await waitFor(
+      async () => (await vms.readMember({ namespace, member: 'devpool-1' }))?.phase === 'Running',
+      {
+        describe: 'devpool-1 to show Running',
+      },
+    );
 
     const members = await vms.listMembers(namespace, 'devpool');
     const byName = new Map(members.map((facts) => [facts.member, facts]));

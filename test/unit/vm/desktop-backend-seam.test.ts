@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -49,5 +49,65 @@ describe('the DesktopBackend seam', () => {
     const leaky =
       "import type { VirtualMachine } from './kubevirt-types.js';\nexport type X = VirtualMachine;";
     expect(offending(importsOf(leaky))).toEqual(['./kubevirt-types.js']);
+  });
+});
+
+// The rules that still take a VirtualMachine, for the readers that hold one (broker, sessions, pools).
+const vmShapedRules = new Set([
+  'src/claims/claim-liveness.ts',
+  'src/claims/classify-member.ts',
+  'src/claims/desktop-view.ts',
+]);
+const kubevirtTypeNames = /\b(VirtualMachine\w*|Vm\w+)\b/;
+const vmCalls = /\bcluster\.\w*Vmi?s?\b/;
+
+function namedImportsOf(source: string, from: RegExp): string[] {
+  return [...source.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*['"]([^'"]+)['"]/g)]
+    .filter((match) => from.test(match[2] ?? ''))
+    .flatMap((match) => (match[1] ?? '').split(',').map((name) => name.replace(/^\s*type\s+/, '').trim()))
+    .filter(Boolean);
+}
+
+/** Where a service file breaks the seam: a backend or pools import, a KubeVirt type, or a VM call. */
+function breaches(file: string, source: string): string[] {
+  const layers = importsOf(source).filter((specifier) => /(^|\/)(vm|ct|pools)\//.test(specifier));
+  const types = vmShapedRules.has(file)
+    ? []
+    : namedImportsOf(source, /kubevirt-types/).filter((name) => kubevirtTypeNames.test(name));
+  const calls = [...source.matchAll(new RegExp(vmCalls, 'g'))].map((match) => match[0]);
+  return [...layers, ...types, ...calls];
+}
+
+describe('the services on the seam', () => {
+  const folders = ['src/claims', 'src/connect-planner', 'src/usb'];
+  const files = folders.flatMap((folder) =>
+    readdirSync(resolve(root, folder))
+      .filter((name) => name.endsWith('.ts'))
+      .map((name) => `${folder}/${name}`),
+  );
+
+  it('are found in claims, connect and USB', () => {
+    expect(files).toContain('src/claims/claim-desktop.ts');
+    expect(files).toContain('src/connect-planner/connect.ts');
+    expect(files).toContain('src/usb/redirect-usb.ts');
+  });
+
+  for (const file of files) {
+    it(`${file} reaches members only through a backend: no backend or pools import, KubeVirt type or VM call`, () => {
+      expect(breaches(file, readFileSync(resolve(root, file), 'utf8'))).toEqual([]);
+    });
+  }
+
+  it('flags a made-up service that imports a KubeVirt type, the pools layer and calls the cluster for a VM', () => {
+    const leaky = [
+      "import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';",
+      "import { compareNatural } from '../pools/member-names.js';",
+      'const vm = await ctx.cluster.getVm(namespace, member);',
+    ].join('\n');
+    expect(breaches('src/claims/leaky.ts', leaky)).toEqual([
+      '../pools/member-names.js',
+      'VirtualMachine',
+      'cluster.getVm',
+    ]);
   });
 });

@@ -155,6 +155,17 @@ describe('toVmMemberFacts', () => {
     });
   });
 
+  it('counts a started member as running once its instance runs, before the VM shows it', () => {
+    expect(toVmMemberFacts(vm('Starting', { runStrategy: 'Always' }), vmi('Running'))).toMatchObject({
+      power: 'running',
+      phase: 'Starting',
+      address: '127.1.0.7',
+      previousInstance: false,
+    });
+    // a stop outranks an instance still running: the member is on its way down
+    expect(toVmMemberFacts(vm('Stopped'), vmi('Running'))).toMatchObject({ power: 'stopped' });
+  });
+
   it('marks a member being deleted, and one still on the v0.6.0 run field', () => {
     const deleting = vm('Stopped', {}, { deletionTimestamp: '2026-01-01T00:00:00Z' });
     expect(toVmMemberFacts(deleting, undefined).deleting).toBe(true);

@@ -1,11 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  compareNatural,
-  memberIndexOf,
-  memberNameFor,
-  nextMemberNames,
-} from '../../../src/pools/member-names.js';
+import { compareNatural, memberIndexOf, memberNameFor, nextMemberNames } from '../../src/member-names.js';
 
 describe('member names', () => {
   it.each([

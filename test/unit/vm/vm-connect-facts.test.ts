@@ -1,7 +1,9 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { gatherVmConnectFacts } from '../../../src/connect-planner/gather-connect-facts.js';
+import { isVdiError } from '../../../src/errors.js';
 import type { VirtualMachine, VirtualMachineInstance, VmDevices } from '../../../src/kubevirt-types.js';
+import { gatherVmConnectFacts } from '../../../src/vm/vm-connect-facts.js';
+import { toVmMemberFacts } from '../../../src/vm/vm-member-facts.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -12,6 +14,7 @@ function vmWith(devices: VmDevices): VirtualMachine {
   return {
     metadata: { name: 'devpool-1', namespace: 'corral-vms' },
     spec: { template: { spec: { domain: { devices } } } },
+    status: { printableStatus: 'Running' },
   };
 }
 
@@ -30,13 +33,17 @@ async function listenOn3389(host: string): Promise<void> {
 }
 
 describe('gatherVmConnectFacts', () => {
+  it('refuses a member that does not run with DESKTOP_STOPPED, before any probe', async () => {
+    const stopped = { ...vmWith({}), status: { printableStatus: 'Stopped' } };
+    const failure = await gatherVmConnectFacts(toVmMemberFacts(stopped, undefined)).catch(
+      (error: unknown) => error,
+    );
+    expect(isVdiError(failure, 'DESKTOP_STOPPED')).toBe(true);
+  });
+
   it('probes TCP 3389 at the address of the first interface and finds it answering', async () => {
     await listenOn3389('127.77.2.1');
-    const facts = await gatherVmConnectFacts({
-      namespace: 'corral-vms',
-      vm: vmWith({}),
-      vmi: vmiAt('127.77.2.1'),
-    });
+    const facts = await gatherVmConnectFacts(toVmMemberFacts(vmWith({}), vmiAt('127.77.2.1')));
     expect(facts).toEqual({
       kind: 'vm',
       namespace: 'corral-vms',
@@ -48,21 +55,14 @@ describe('gatherVmConnectFacts', () => {
   });
 
   it('passes the probe timeout on and reports a refused port', async () => {
-    const facts = await gatherVmConnectFacts({
-      namespace: 'corral-vms',
-      vm: vmWith({}),
-      vmi: vmiAt('127.77.2.2'),
+    const facts = await gatherVmConnectFacts(toVmMemberFacts(vmWith({}), vmiAt('127.77.2.2')), {
       probeTimeoutMs: 700,
     });
     expect(facts.rdpProbe).toEqual({ host: '127.77.2.2', port: 3389, outcome: 'refused', timeoutMs: 700 });
   });
 
   it('probes nothing while the VMI has no address', async () => {
-    const facts = await gatherVmConnectFacts({
-      namespace: 'corral-vms',
-      vm: vmWith({}),
-      vmi: vmiAt(undefined),
-    });
+    const facts = await gatherVmConnectFacts(toVmMemberFacts(vmWith({}), vmiAt(undefined)));
     expect(facts.rdpProbe).toBeUndefined();
   });
 
@@ -91,11 +91,7 @@ describe('gatherVmConnectFacts', () => {
     ],
     ['the running VMI has no serial console', {}, { autoattachSerialConsole: false }, true, false],
   ])('reads the console devices when %s', async (_case, template, running, graphics, serial) => {
-    const facts = await gatherVmConnectFacts({
-      namespace: 'ns',
-      vm: vmWith(template),
-      vmi: vmiAt(undefined, running),
-    });
+    const facts = await gatherVmConnectFacts(toVmMemberFacts(vmWith(template), vmiAt(undefined, running)));
     expect([facts.graphicsDevice, facts.serialConsole]).toEqual([graphics, serial]);
   });
 });

@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import { recordAudit } from '../audit.js';
+import { backendFor, type VdiContext } from '../context.js';
+import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
+import { leasePoolLabel } from '../keys.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import {
+  identitySchema,
+  namespaceSchema,
+  parseOptions,
+  poolNameSchema,
+  validateNamespace,
+} from '../validate.js';
+import { type DesktopView, describeDesktop } from './desktop-view.js';
+import { renewClaimLease, writeClaimLease } from './lease-writes.js';
+import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
+import { startMember } from './start-desktop.js';
+
+/** Options of {@link ClaimsService.claim}. @category claims */
+export interface ClaimOptions {
+  /** The pool's name (the `corral.dev/vdi-pool` label value). */
+  pool: string;
+  /** The caller's exact identity, from the request pipeline. */
+  identity: string;
+  /** Defaults to the SDK's namespace. Only this namespace is read and written. */
+  namespace?: string;
+}
+
+/** What a claim returns: the desktop, and how the claim came about. @category claims */
+export interface ClaimResult extends DesktopView {
+  owner: string;
+  sessionId: string;
+  /** The caller already held this desktop; the same session goes on. */
+  retried: boolean;
+  /** The claim took over a v0.6.0 assignment (or a claim whose Lease was lost) of the same identity. */
+  adopted: boolean;
+  /** Set when the desktop is claimed but did not start; start it again once the cause is fixed. */
+  startError?: string;
+}
+
+const claimSchema = z.object({
+  pool: poolNameSchema,
+  identity: identitySchema,
+  namespace: namespaceSchema.optional(),
+});
+
+/**
+ * Claims a member of a pool for `options.identity` as {@link planClaim} picks it, starts it, and records the
+ * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
+ *
+ * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
+ *   claims kept changing, `INVALID_INPUT`.
+ */
+export async function claimDesktop(
+  ctx: VdiContext,
+  options: ClaimOptions,
+  how: { actor: string | undefined; order: ClaimOrder },
+): Promise<ClaimResult> {
+  const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
+  const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+  const backend = backendFor(ctx, defaultDesktopKind);
+  const user = how.actor ?? identity;
+  try {
+    const result = await claimMember(ctx, backend, { namespace, pool, identity, order: how.order });
+    await recordAudit(ctx, {
+      action: 'vdi claim',
+      user,
+      target: result.id,
+      ...(result.startError === undefined
+        ? {}
+        : { error: new Error(`claimed, but the start failed: ${result.startError}`) }),
+    });
+    ctx.events.emit('claimed', {
+      desktopId: result.id,
+      identity,
+      sessionId: result.sessionId,
+      adopted: result.adopted,
+      retried: result.retried,
+    });
+    return result;
+  } catch (error) {
+    const poolId = formatPoolId({ kind: backend.kind, namespace, pool });
+    await recordAudit(ctx, { action: 'vdi claim', user, target: poolId, error });
+    throw error;
+  }
+}
+
+async function claimMember(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  asked: { namespace: string; pool: string; identity: string; order: ClaimOrder },
+): Promise<ClaimResult> {
+  const { namespace, pool, identity, order } = asked;
+  // Every lost race means another claimant won a member, so the rounds are bounded by the pool's size.
+  for (let round = 0; ; round += 1) {
+    const [members, leases] = await Promise.all([
+      backend.listMembers(namespace, pool),
+      ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
+    ]);
+    const plan = planClaim({ members, leases, identity, order, random: Math.random, now: ctx.clock.now() });
+    if (plan.kind === 'refuse' && plan.code === 'POOL_NOT_FOUND') {
+      throw new VdiError(
+        'POOL_NOT_FOUND',
+        `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`,
+        { details: { namespace, pool } },
+      );
+    }
+    if (round > members.length + 2) {
+      throw new VdiError(
+        'CLAIM_CHANGED',
+        `The claims of pool "${pool}" kept changing while claiming; try again.`,
+        { retryable: true, details: { namespace, pool } },
+      );
+    }
+    if (plan.kind === 'refuse') {
+      throw new VdiError(
+        'NO_FREE_MEMBER',
+        `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
+        { details: { namespace, pool, members: members.length } },
+      );
+    }
+    if (plan.kind === 'renew') {
+      const renewed = await renewClaimLease(ctx, plan.lease);
+      // released or changed meanwhile: plan again
+      if (renewed) return await finishClaim(ctx, backend, plan, renewed, identity);
+      continue;
+    }
+    const target = { namespace, pool, member: plan.member.member, identity };
+    const written = await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined);
+    if (written) {
+      return await finishClaim(ctx, backend, plan, written, identity);
+    }
+    // lost the race: read the pool again rather than trying members that may be taken too
+    ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+  }
+}
+
+async function finishClaim(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  plan: { kind: ClaimPlan['kind']; member: MemberFacts; start: boolean },
+  lease: LeaseObject,
+  identity: string,
+): Promise<ClaimResult> {
+  const { member } = plan;
+  // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
+  await backend.presentClaim(member, {
+    holder: identity,
+    claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
+  });
+  const startError = plan.start ? await startMember(ctx, backend, member, identity) : undefined;
+  const current =
+    (await backend.readMember({ namespace: member.namespace, member: member.member })) ?? member;
+  const view = describeDesktop(current, lease);
+  return {
+    ...view,
+    owner: identity,
+    sessionId: view.sessionId ?? '',
+    retried: plan.kind === 'renew',
+    adopted: plan.kind === 'adopt',
+    ...(startError === undefined ? {} : { startError }),
+  };
+}

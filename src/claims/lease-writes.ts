@@ -1,0 +1,104 @@
+import type { VdiContext } from '../context.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { leaseDurationSeconds, leaseMemberLabel, leasePoolLabel, sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import { leaseNameFor } from './lease-name.js';
+import { isValidLabelValue } from './sanitize-label-value.js';
+
+/** The member a new claim is for, and its claimant. */
+export interface ClaimTarget {
+  namespace: string;
+  pool: string;
+  member: string;
+  identity: string;
+}
+
+/** A Lease to replace: the resourceVersion it was read at, and the transitions it will have counted. */
+export interface LeaseToReplace {
+  resourceVersion: string;
+  leaseTransitions: number;
+}
+
+function newLease(ctx: VdiContext, target: ClaimTarget): LeaseObject {
+  const { namespace, pool, member, identity } = target;
+  const now = ctx.clock.now().toISOString();
+  return {
+    metadata: {
+      name: leaseNameFor(member),
+      namespace,
+      labels: {
+        [leasePoolLabel]: pool,
+        ...(isValidLabelValue(member) ? { [leaseMemberLabel]: member } : {}),
+      },
+      annotations: { [sessionIdAnnotation]: ctx.newSessionId() },
+    },
+    spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
+  };
+}
+
+/**
+ * Writes a new claim with a new session: creates the member's Lease (first writer wins), or replaces the stale
+ * one conditional on the resourceVersion it was read at.
+ *
+ * @returns the Lease as written, or `undefined` when another claimant won the race.
+ */
+export async function writeClaimLease(
+  ctx: VdiContext,
+  target: ClaimTarget,
+  replacing: LeaseToReplace | undefined,
+): Promise<LeaseObject | undefined> {
+  const lease = newLease(ctx, target);
+  try {
+    if (replacing === undefined) return await ctx.cluster.createLease(target.namespace, lease);
+    return await ctx.cluster.replaceLease(target.namespace, {
+      metadata: { ...lease.metadata, resourceVersion: replacing.resourceVersion },
+      spec: { ...lease.spec, leaseTransitions: replacing.leaseTransitions },
+    });
+  } catch (error) {
+    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Renews a claim for another Lease duration, conditional on the resourceVersion it was read at.
+ *
+ * @returns the Lease as written, or `undefined` when it changed or went meanwhile.
+ */
+export async function renewClaimLease(ctx: VdiContext, lease: LeaseObject): Promise<LeaseObject | undefined> {
+  try {
+    return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
+      ...lease,
+      spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
+    });
+  } catch (error) {
+    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Ends a claim: deletes its Lease with the uid and resourceVersion it was read at as preconditions.
+ *
+ * @throws {@link VdiError} `CLAIM_CHANGED` when the Lease changed since (a renewal or a new claim).
+ */
+export async function deleteClaimLease(
+  ctx: VdiContext,
+  namespace: string,
+  lease: { name: string; uid: string; resourceVersion: string },
+  desktopId: string,
+): Promise<void> {
+  try {
+    await ctx.cluster.deleteLease(namespace, lease.name, {
+      uid: lease.uid,
+      resourceVersion: lease.resourceVersion,
+    });
+  } catch (error) {
+    if (!isVdiError(error, 'CONFLICT')) throw error;
+    throw new VdiError(
+      'CLAIM_CHANGED',
+      `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`,
+      { details: { desktopId }, cause: error },
+    );
+  }
+}

@@ -1,0 +1,133 @@
+import type { MemberFacts } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import { compareNatural } from '../member-names.js';
+import { classifyMemberClaim, isClaimable } from './claim-liveness.js';
+import { classifyPoolMember } from './classify-member.js';
+import { leaseNameFor } from './lease-name.js';
+
+/**
+ * Which free member a claim takes: `random` spreads self-service claimants out, so concurrent claims rarely
+ * collide; `lowest` takes the lowest in natural order, as an administrator handing out desktops expects.
+ *
+ * @category claims
+ */
+export type ClaimOrder = 'random' | 'lowest';
+
+/** What {@link planClaim} looks at. @category claims */
+export interface PlanClaimInput {
+  /** Every member of the pool, as its backend reports them, in any order. */
+  members: readonly MemberFacts[];
+  /** The pool's claim Leases as read from the cluster; a Lease of no listed member is ignored. */
+  leases: readonly LeaseObject[];
+  /** The claimant's exact identity. */
+  identity: string;
+  order: ClaimOrder;
+  /** A number in [0, 1), as `Math.random` gives; only the `random` order calls it, once. */
+  random: () => number;
+  /** The time to judge expiry at; pass `clock.now()`. */
+  now: Date;
+}
+
+/**
+ * What a claim does, decided once from the pool as read:
+ *
+ * - `renew`: the identity already holds `member` through `lease`; renew that Lease and return the same session.
+ * - `adopt`: `member` shows the identity as its user without a Lease (a v0.6.0 assignment, or a Lease that was
+ *   lost); create its Lease and keep the desktop as it is.
+ * - `create`: nobody holds `member`; create its Lease (first writer wins).
+ * - `replace`: `member`'s Lease expired or names nobody; replace it conditional on `resourceVersion`, counting
+ *   one more transition.
+ * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user.
+ *
+ * Every plan but a refusal says whether to `start` the member once the claim holds.
+ *
+ * @category claims
+ */
+export type ClaimPlan =
+  | ({ kind: 'renew'; member: MemberFacts; lease: LeaseObject } & ClaimFollowUp)
+  | ({ kind: 'adopt'; member: MemberFacts; from: 'legacy' | 'orphan' } & ClaimFollowUp)
+  | ({ kind: 'create'; member: MemberFacts } & ClaimFollowUp)
+  | ({
+      kind: 'replace';
+      member: MemberFacts;
+      resourceVersion: string;
+      leaseTransitions: number;
+    } & ClaimFollowUp)
+  | { kind: 'refuse'; code: 'POOL_NOT_FOUND' | 'NO_FREE_MEMBER' };
+
+/** What a claim does once its Lease is written. @category claims */
+export interface ClaimFollowUp {
+  /** Start the member: it does not run yet. */
+  start: boolean;
+}
+
+/**
+ * Decides which member of a pool a claim takes, and how. Pure: the caller reads the pool, executes the plan,
+ * and plans again when a Lease write loses a race.
+ *
+ * @example
+ * ```ts
+ * const plan = planClaim({ members, leases, identity: 'alice', order: 'random', random: Math.random, now });
+ * if (plan.kind === 'create') await createLease(plan.member);
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` when the identity is empty, `now` is not a valid date, or `random`
+ *   gives a number outside [0, 1).
+ * @category claims
+ */
+export function planClaim(input: PlanClaimInput): ClaimPlan {
+  const { members, identity, now } = input;
+  const leaseByName = new Map(input.leases.map((lease) => [lease.metadata.name, lease]));
+  const entries = members.map((member) => {
+    const lease = leaseByName.get(leaseNameFor(member.member));
+    return {
+      member,
+      lease,
+      state: classifyPoolMember({ member, lease, identity, now }),
+      claim: classifyMemberClaim({ member, lease, now }),
+    };
+  });
+  if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND' };
+
+  const held = entries.find((entry) => entry.state.kind === 'held-by-caller');
+  if (held?.lease) return { kind: 'renew', member: held.member, lease: held.lease, ...followUp(held.member) };
+  const adoptable = entries.find(
+    (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
+  );
+  if (adoptable) {
+    const from = adoptable.state.kind === 'legacy-adoptable' ? 'legacy' : 'orphan';
+    return { kind: 'adopt', member: adoptable.member, from, ...followUp(adoptable.member) };
+  }
+  const open = entries.filter((entry) => isClaimable(entry.claim));
+  const chosen = input.order === 'random' ? open[randomIndex(input.random, open.length)] : lowest(open);
+  if (chosen === undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER' };
+  if (chosen.lease === undefined)
+    return { kind: 'create', member: chosen.member, ...followUp(chosen.member) };
+  return {
+    kind: 'replace',
+    member: chosen.member,
+    resourceVersion: chosen.lease.metadata.resourceVersion ?? '',
+    leaseTransitions: (chosen.lease.spec.leaseTransitions ?? 0) + 1,
+    ...followUp(chosen.member),
+  };
+}
+
+function followUp(member: MemberFacts): ClaimFollowUp {
+  return { start: member.power !== 'running' };
+}
+
+function randomIndex(random: () => number, length: number): number {
+  if (length === 0) return 0;
+  const value = random();
+  if (!(value >= 0 && value < 1)) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `The random source gave ${value}; pass one that gives [0, 1), such as Math.random.`,
+    );
+  }
+  return Math.floor(value * length);
+}
+
+function lowest<T extends { member: MemberFacts }>(entries: T[]): T | undefined {
+  return [...entries].sort((left, right) => compareNatural(left.member.member, right.member.member))[0];
+}

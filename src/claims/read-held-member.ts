@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { canStart, refusalError } from '../access.js';
+import { backendFor, type VdiContext } from '../context.js';
+import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
+import type { LeaseObject } from '../kubevirt-types.js';
+import {
+  identitySchema,
+  memberNameSchema,
+  namespaceSchema,
+  parseOptions,
+  validateNamespace,
+} from '../validate.js';
+import { classifyPoolMember } from './classify-member.js';
+import { leaseNameFor } from './lease-name.js';
+import { memberNotFoundReason } from './member-not-found.js';
+
+/** Options naming one member and the caller. @category claims */
+export interface MemberOptions {
+  /** The member VM's name, such as `devpool-1`. */
+  member: string;
+  /** The caller's exact identity. */
+  identity: string;
+  namespace?: string;
+  /** Act as an administrator: on any holder's desktop (a release is then recorded as a force-release). */
+  asAdmin?: boolean;
+}
+
+/** The options of a call on one member, checked; shared by release, start and renew. */
+export const memberSchema = z.object({
+  member: memberNameSchema,
+  identity: identitySchema,
+  namespace: namespaceSchema.optional(),
+  asAdmin: z.boolean().optional(),
+});
+
+/** A member the caller may use, with its facts and Lease as just read. */
+export interface HeldMember {
+  identity: string;
+  facts: MemberFacts;
+  lease: LeaseObject | undefined;
+  backend: DesktopBackend;
+}
+
+/**
+ * Reads a member by name and checks, by {@link canStart}, that the caller may use it.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT`, `MEMBER_NOT_FOUND`, `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`.
+ */
+export async function readHeldMember(
+  ctx: VdiContext,
+  options: MemberOptions,
+  call: string,
+): Promise<HeldMember> {
+  const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
+  const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
+  const backend = backendFor(ctx, defaultDesktopKind);
+  const [facts, lease] = await Promise.all([
+    readMemberFacts(backend, namespace, member),
+    ctx.cluster.getLease(namespace, leaseNameFor(member)),
+  ]);
+  const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
+  const decision = canStart({ state, identity, isAdmin: asAdmin ?? false, desktopId: facts.desktopId });
+  if (decision.kind === 'refused') throw refusalError(decision);
+  return { identity, facts, lease, backend };
+}
+
+/**
+ * Reads one member's facts through its backend.
+ *
+ * @throws {@link VdiError} `MEMBER_NOT_FOUND` when there is no such member; `INVALID_INPUT` when it is in no pool.
+ */
+export async function readMemberFacts(
+  backend: DesktopBackend,
+  namespace: string,
+  member: string,
+): Promise<MemberFacts> {
+  const facts = await backend.readMember({ namespace, member });
+  if (facts) return facts;
+  throw new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason(backend.kind, namespace, member), {
+    details: { namespace, member },
+  });
+}

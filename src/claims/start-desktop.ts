@@ -1,0 +1,57 @@
+import { recordAudit } from '../audit.js';
+import type { VdiContext } from '../context.js';
+import type { DesktopBackend } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
+import { type DesktopView, describeDesktop } from './desktop-view.js';
+import { failureReason } from './failure-reason.js';
+import { type MemberOptions, readHeldMember } from './read-held-member.js';
+
+/**
+ * Starts a claimed member and tells it as a `started` or `start-failed` event.
+ *
+ * @returns why the start failed, or `undefined` when it was accepted.
+ */
+export async function startMember(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  member: { namespace: string; member: string; desktopId: string },
+  identity: string,
+): Promise<string | undefined> {
+  try {
+    await backend.startMember({ namespace: member.namespace, member: member.member });
+    ctx.events.emit('started', { desktopId: member.desktopId, identity });
+    return undefined;
+  } catch (error) {
+    const reason = failureReason(error);
+    ctx.events.emit('start-failed', { desktopId: member.desktopId, identity, error: reason });
+    return reason;
+  }
+}
+
+/**
+ * Starts the caller's desktop; a running desktop is left alone.
+ *
+ * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`.
+ */
+export async function startDesktop(ctx: VdiContext, options: MemberOptions): Promise<DesktopView> {
+  const { identity, facts, lease, backend } = await readHeldMember(ctx, options, 'start');
+  const { desktopId } = facts;
+  const startError = await startMember(ctx, backend, facts, identity);
+  await recordAudit(ctx, {
+    action: 'vdi start',
+    user: identity,
+    target: desktopId,
+    ...(startError === undefined ? {} : { error: new Error(startError) }),
+  });
+  if (startError !== undefined) {
+    throw new VdiError(
+      'START_FAILED',
+      `Could not start ${desktopId}: ${startError} The claim stays; start it again once the cause is fixed.`,
+      { retryable: true, details: { desktopId } },
+    );
+  }
+  return describeDesktop(
+    (await backend.readMember({ namespace: facts.namespace, member: facts.member })) ?? facts,
+    lease,
+  );
+}

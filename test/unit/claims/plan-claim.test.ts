@@ -1,0 +1,202 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { claimHolder, classifyMemberClaim, isClaimable } from '../../../src/claims/claim-liveness.js';
+import { type ClaimPlan, type PlanClaimInput, planClaim } from '../../../src/claims/plan-claim.js';
+import type { MemberFacts } from '../../../src/desktop-backend.js';
+import { isVdiError } from '../../../src/errors.js';
+import type { LeaseObject } from '../../../src/kubevirt-types.js';
+import { type LeaseShape, leaseOf, type MemberShape, member, now } from './member-fixtures.js';
+import { thrownBy } from './thrown-by.js';
+
+type Pool = Array<[string, MemberShape, LeaseShape?]>;
+
+function plan(pool: Pool, options: Partial<PlanClaimInput> = {}): ClaimPlan {
+  return planClaim({
+    members: pool.map(([name, shape]) => member(name, shape)),
+    leases: pool.flatMap(([name, , lease]) => (lease ? [leaseOf(name, lease)] : [])),
+    identity: 'alice',
+    order: 'lowest',
+    random: () => 0,
+    now,
+    ...options,
+  });
+}
+
+/** The plan in short: its kind and the member it names, or the refusal's code. */
+function brief(result: ClaimPlan): string {
+  if (result.kind === 'refuse') return `refuse ${result.code}`;
+  if (result.kind === 'replace') return `replace ${result.member.member} at ${result.resourceVersion}`;
+  if (result.kind === 'adopt') return `adopt ${result.member.member} from ${result.from}`;
+  return `${result.kind} ${result.member.member}`;
+}
+
+describe('planClaim', () => {
+  const cases: Array<[string, Pool, string]> = [
+    ['the pool has no member', [], 'refuse POOL_NOT_FOUND'],
+    [
+      'every member has a live holder',
+      [
+        ['devpool-1', { power: 'running', holder: 'bob' }, { holder: 'bob' }],
+        ['devpool-2', { power: 'running', holder: 'carol' }, { holder: 'carol' }],
+      ],
+      'refuse NO_FREE_MEMBER',
+    ],
+    [
+      'the caller already holds one, even with others free',
+      [
+        ['devpool-1', {}],
+        ['devpool-2', { power: 'running', holder: 'alice' }, { holder: 'alice' }],
+      ],
+      'renew devpool-2',
+    ],
+    [
+      'the caller has a v0.6.0 assignment',
+      [
+        ['devpool-1', {}],
+        ['devpool-2', { label: 'alice' }],
+      ],
+      'adopt devpool-2 from legacy',
+    ],
+    [
+      'the caller shows on a running member whose Lease is gone',
+      [
+        ['devpool-1', {}],
+        ['devpool-2', { power: 'running', holder: 'alice' }],
+      ],
+      'adopt devpool-2 from orphan',
+    ],
+    [
+      'another user shows on a running member whose Lease is gone',
+      [
+        ['devpool-1', { power: 'running', holder: 'bob' }],
+        ['devpool-2', {}],
+      ],
+      'create devpool-2',
+    ],
+    ['a stopped member still shows a released user', [['devpool-1', { holder: 'bob' }]], 'create devpool-1'],
+    [
+      'the only free member has an expired Lease',
+      [
+        ['devpool-1', { power: 'running', holder: 'bob' }, { holder: 'bob' }],
+        ['devpool-2', { holder: 'carol' }, { holder: 'carol', expired: true, resourceVersion: '91' }],
+      ],
+      'replace devpool-2 at 91',
+    ],
+    ['a Lease names nobody', [['devpool-1', {}, { resourceVersion: '17' }]], 'replace devpool-1 at 17'],
+    [
+      'the only unheld member is being deleted',
+      [
+        ['devpool-1', { deleting: true }],
+        ['devpool-2', { holder: 'bob', power: 'running' }, { holder: 'bob' }],
+      ],
+      'refuse NO_FREE_MEMBER',
+    ],
+    [
+      'members are listed out of order',
+      [
+        ['devpool-10', {}],
+        ['devpool-2', {}],
+        ['devpool-9', {}],
+      ],
+      'create devpool-2',
+    ],
+  ];
+  it.each(cases.map(([name, input, expected]) => [name, expected, input] as const))(
+    'when %s, the plan is: %s',
+    (_case, expected, pool) => {
+      expect(brief(plan(pool))).toBe(expected);
+    },
+  );
+
+  it('starts the member it plans for unless it already runs', () => {
+    expect(plan([['devpool-1', {}]])).toMatchObject({ kind: 'create', start: true });
+    expect(plan([['devpool-1', { power: 'starting' }]])).toMatchObject({ kind: 'create', start: true });
+    const held = plan([['devpool-1', { power: 'running', holder: 'alice' }, { holder: 'alice' }]]);
+    expect(held).toMatchObject({ kind: 'renew', start: false });
+  });
+
+  it('counts one more transition when it replaces a Lease', () => {
+    const result = plan([['devpool-1', {}, { holder: 'bob', expired: true, transitions: 4 }]]);
+    expect(result).toMatchObject({ kind: 'replace', leaseTransitions: 5 });
+  });
+
+  it('picks by the random source in the random order, over the members that are free', () => {
+    const pool: Pool = [
+      ['devpool-1', {}],
+      ['devpool-2', { power: 'running', holder: 'bob' }, { holder: 'bob' }],
+      ['devpool-3', {}],
+    ];
+    expect(brief(plan(pool, { order: 'random', random: () => 0 }))).toBe('create devpool-1');
+    expect(brief(plan(pool, { order: 'random', random: () => 0.99 }))).toBe('create devpool-3');
+  });
+
+  it('refuses a random source outside [0, 1) with INVALID_INPUT', () => {
+    const error = thrownBy(() => plan([['devpool-1', {}]], { order: 'random', random: () => 1 }));
+    expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
+  });
+
+  it('refuses an empty identity with INVALID_INPUT', () => {
+    expect(
+      isVdiError(
+        thrownBy(() => plan([['devpool-1', {}]], { identity: '' })),
+        'INVALID_INPUT',
+      ),
+    ).toBe(true);
+  });
+
+  const shapes = fc.record({
+    power: fc.constantFrom<MemberFacts['power']>('running', 'stopped', 'starting'),
+    holder: fc.option(fc.constantFrom('alice', 'bob'), { nil: undefined }),
+    deleting: fc.boolean(),
+    lease: fc.option(
+      fc.record({
+        holder: fc.option(fc.constantFrom('alice', 'bob'), { nil: undefined }),
+        expired: fc.boolean(),
+      }),
+      { nil: undefined },
+    ),
+  });
+
+  it('never hands out a member someone else holds, and refuses only when nothing is takeable', () => {
+    fc.assert(
+      fc.property(
+        fc.array(shapes, { maxLength: 6 }),
+        fc.constantFrom<'random' | 'lowest'>('random', 'lowest'),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (drawn, order, random) => {
+          const members = drawn.map((shape, index) =>
+            member(`devpool-${index + 1}`, {
+              power: shape.power,
+              deleting: shape.deleting,
+              ...(shape.holder ? { holder: shape.holder } : {}),
+            }),
+          );
+          const leases: LeaseObject[] = drawn.flatMap((shape, index) =>
+            shape.lease ? [leaseOf(`devpool-${index + 1}`, shape.lease)] : [],
+          );
+          const result = planClaim({ members, leases, identity: 'alice', order, random: () => random, now });
+          const claims = members.map((facts) =>
+            classifyMemberClaim({
+              member: facts,
+              lease: leases.find((lease) => lease.metadata.name === `corral-vdi-${facts.member}`),
+              now,
+            }),
+          );
+          if (result.kind === 'refuse') {
+            expect(result.code).toBe(members.length === 0 ? 'POOL_NOT_FOUND' : 'NO_FREE_MEMBER');
+            expect(claims.some((claim) => isClaimable(claim) || claimHolder(claim) === 'alice')).toBe(false);
+            return;
+          }
+          const claim = claims[members.indexOf(result.member)];
+          if (claim === undefined) throw new Error('the plan names a member that is not in the pool');
+          expect(result.start).toBe(result.member.power !== 'running');
+          if (result.kind === 'renew' || result.kind === 'adopt') expect(claimHolder(claim)).toBe('alice');
+          else expect(isClaimable(claim)).toBe(true);
+          // a member of the caller's always comes first, so a retry never takes a second desktop
+          if (claims.some((other) => claimHolder(other) === 'alice'))
+            expect(claimHolder(claim)).toBe('alice');
+        },
+      ),
+    );
+  });
+});
