@@ -8,14 +8,10 @@ import { type ReleaseResult, releaseMember } from './release-desktop.js';
 import { renewDesktop } from './renew-desktop.js';
 import { startDesktop } from './start-desktop.js';
 
-/** @deprecated Import `parseOptions` from `validate.ts`; this re-export remains until the broker moves. */
-export { parseOptions } from '../validate.js';
 export type { ClaimOptions, ClaimResult } from './claim-desktop.js';
 export type { ListDesktopsOptions } from './list-desktops.js';
 export type { MemberOptions } from './read-held-member.js';
-export type { ReleaseMemberOptions, ReleaseResult } from './release-desktop.js';
-// the sessions engine and the broker import these from here
-export { releaseMember } from './release-desktop.js';
+export type { ReleaseResult } from './release-desktop.js';
 
 /** The claim primitives every front end uses. Create it with `createVdi`. @category claims */
 export interface ClaimsService {

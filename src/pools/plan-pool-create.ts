@@ -1,4 +1,4 @@
-import { memberNameFor } from './member-names.js';
+import { memberNameFor } from '../member-names.js';
 
 /**
  * What {@link planPoolCreate} decides: make the members `<pool>-1 … <pool>-<size>`, or refuse with

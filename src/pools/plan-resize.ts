@@ -1,5 +1,5 @@
 import { type ClaimFacts, classifyClaim, isClaimable } from '../claims/claim-liveness.js';
-import { nextMemberNames } from './member-names.js';
+import { nextMemberNames } from '../member-names.js';
 import { isFreeMember, type PoolView } from './pool-view.js';
 
 /**

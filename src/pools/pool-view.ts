@@ -4,7 +4,7 @@ import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
-import { compareNatural } from './member-names.js';
+import { compareNatural } from '../member-names.js';
 
 /**
  * Who has a member, as read from its Lease and labels:

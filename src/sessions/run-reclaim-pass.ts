@@ -1,5 +1,5 @@
-import { releaseMember } from '../claims/claims-service.js';
 import { leaseNameFor } from '../claims/lease-name.js';
+import { releaseMember } from '../claims/release-desktop.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import type { VdiContext } from '../context.js';
+import { backendFor, type VdiContext } from '../context.js';
 import type { LeaseObject } from '../kubevirt-types.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
-import { createVmBackend } from '../vm/vm-backend.js';
 import { type ConsoleHandle, createConsoleTracker, type OpenConsoleOptions } from './console-tracker.js';
 import {
   checkReclaimPolicy,
@@ -127,7 +126,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     namespaces,
     tracker,
     // every member is a VM until the context carries a backend per kind
-    backend: createVmBackend(ctx),
+    backend: backendFor(ctx, 'vm'),
     policy,
     renewIntervalMs: parsed.renewIntervalMs,
     processStartedAt,

@@ -5,9 +5,10 @@ import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
-import { cloneNameFor } from '../pools/clone-object.js';
-import { cloneMember, defaultCloneTimeoutMs, waitForClone } from '../pools/clone-runner.js';
+import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
+import { cloneNameFor } from './vm-clone-object.js';
+import { cloneMember, waitForClone } from './vm-clone-runner.js';
 
 /** Options of {@link recreateVmMember}. */
 export interface RecreateVmMemberOptions {
