@@ -1,10 +1,8 @@
 import { z } from 'zod';
-import { classifyMember } from '../claims/classify-member.js';
-import { leaseNameFor } from '../claims/lease-name.js';
-import { checkDesktopAccess } from '../connect-planner/check-desktop-access.js';
+import { canOpenConsole } from '../access.js';
+import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
-import { poolLabel } from '../keys.js';
 import type { ConsoleHandle, ConsoleKind, SessionEngine } from '../sessions/session-engine.js';
 import { parseOptions } from '../validate.js';
 import { parseDesktopId } from './input-rules.js';
@@ -51,18 +49,13 @@ export function createConsoleGate(
     const id = parseDesktopId(desktopId, namespaces);
     if (id.kind === 'reject') throw new VdiError(id.code, id.message);
     const { namespace, member } = id;
-    const [vm, lease] = await Promise.all([
-      ctx.cluster.getVm(namespace, member),
-      ctx.cluster.getLease(namespace, leaseNameFor(member)),
-    ]);
-    if (!vm?.metadata.labels?.[poolLabel]) {
-      throw new VdiError(
-        'MEMBER_NOT_FOUND',
-        `${desktopId} is not a desktop of a served pool; its consoles keep their own rules.`,
-      );
-    }
-    const state = classifyMember({ vm, lease, identity, now: ctx.clock.now() });
-    checkDesktopAccess(state, { desktopId, asAdmin: isAdmin(identity), action: 'open a console of' });
+    await readDesktopAs(ctx, {
+      namespace,
+      member,
+      identity,
+      isAdmin: isAdmin(identity),
+      decide: (request) => canOpenConsole({ ...request, doing: 'open a console of' }),
+    });
     return await sessions.openConsole({ member, namespace, identity, kind });
   };
 }

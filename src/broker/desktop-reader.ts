@@ -1,10 +1,12 @@
-import { type DesktopView, toDesktopView } from '../claims/desktop-view.js';
-import { leaseNameFor } from '../claims/lease-name.js';
+import { canInspect } from '../access.js';
+import type { DesktopView } from '../claims/desktop-view.js';
+import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
-import { VdiError } from '../errors.js';
-import { leasePoolLabel, poolLabel } from '../keys.js';
+import { isVdiError, VdiError } from '../errors.js';
+import { leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kubevirt-types.js';
 import type { DesktopSession, SessionEngine } from '../sessions/session-engine.js';
+import type { Caller } from './caller-access.js';
 import type { DesktopBody } from './schemas.js';
 
 /** A pool member as read from the cluster: its view and its Lease, if claimed. */
@@ -15,8 +17,12 @@ export interface ReadDesktop {
 
 /** Reads desktops of the served namespaces and describes them with their sessions, as the API answers them. */
 export interface DesktopReader {
-  /** @throws `VdiError` `MEMBER_NOT_FOUND` when the VM is not a pool member. */
-  read(namespace: string, member: string): Promise<ReadDesktop>;
+  /**
+   * Reads a desktop the caller may look at: its holder's, or any for an admin.
+   *
+   * @throws `VdiError` `MEMBER_NOT_FOUND` when it is not a pool member; `CLAIM_ENDED`, `NOT_HOLDER` by `canInspect`.
+   */
+  read(namespace: string, member: string, caller: Caller): Promise<ReadDesktop>;
   describe(view: DesktopView, lease: LeaseObject | undefined): DesktopBody;
   /** Every claim Lease of the served namespaces, by `<namespace>/<name>`. */
   leasesByName(): Promise<Map<string, LeaseObject>>;
@@ -54,19 +60,24 @@ export function createDesktopReader(
   namespaces: readonly string[],
 ): DesktopReader {
   return {
-    async read(namespace, member) {
-      const [vm, lease] = await Promise.all([
-        ctx.cluster.getVm(namespace, member),
-        ctx.cluster.getLease(namespace, leaseNameFor(member)),
-      ]);
-      if (!vm?.metadata.labels?.[poolLabel]) {
+    async read(namespace, member, caller) {
+      try {
+        return await readDesktopAs(ctx, {
+          namespace,
+          member,
+          identity: caller.login,
+          isAdmin: caller.admin,
+          decide: canInspect,
+        });
+      } catch (error) {
+        // the API speaks of desktops, not of the objects behind them
+        if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
         throw new VdiError(
           'MEMBER_NOT_FOUND',
           `There is no desktop vm/${namespace}/${member}; list your desktops or the pools.`,
           { details: { namespace, member } },
         );
       }
-      return { view: toDesktopView(vm, lease), lease };
     },
     describe: (view, lease) =>
       desktopBody(view, sessions.describe({ namespace: view.namespace, member: view.member, lease })),

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { answerError, answerFailure, answerJson } from './answers.js';
-import { type Caller, requireHolderOrAdmin } from './caller-access.js';
+import type { Caller } from './caller-access.js';
 import type { DesktopReader } from './desktop-reader.js';
 import type { BrokerRequest, BrokerResponse } from './http-io.js';
 import type { CallerIdentity, IdentityRequest } from './identity.js';
@@ -118,9 +118,7 @@ export function createRouter(options: RouterOptions): Router {
     }
     let desktop: unknown;
     if (route.auth === 'holder-or-admin') {
-      const read = await desktops.read(params.ns ?? '', params.member ?? '');
-      requireHolderOrAdmin(read.view, caller);
-      desktop = read;
+      desktop = await desktops.read(params.ns ?? '', params.member ?? '', caller);
     }
     // The table and the handlers share their keys, so this handler takes this route's input.
     const handle = handlers[name] as (input: unknown) => Promise<unknown>;

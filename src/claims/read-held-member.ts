@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { canStart, refusalError } from '../access.js';
+import { type AccessDecision, type AccessRequest, canStart, refusalError } from '../access.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
@@ -12,6 +12,7 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { classifyPoolMember } from './classify-member.js';
+import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { leaseNameFor } from './lease-name.js';
 import { memberNotFoundReason } from './member-not-found.js';
 
@@ -80,4 +81,36 @@ export async function readMemberFacts(
   throw new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason(backend.kind, namespace, member), {
     details: { namespace, member },
   });
+}
+
+/** Options of {@link readDesktopAs}. */
+export interface ReadDesktopAsOptions {
+  namespace: string;
+  member: string;
+  /** The caller's exact identity. */
+  identity: string;
+  /** Whether the caller is an administrator (everyone is, in an open broker). */
+  isAdmin: boolean;
+  /** The access rule of what the caller is about to do, such as {@link canInspect}. */
+  decide(request: AccessRequest): AccessDecision;
+}
+
+/**
+ * Reads one desktop and its Lease for a front end, and lets the caller through only when `decide` allows.
+ *
+ * @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`, and the refusal of `decide`.
+ */
+export async function readDesktopAs(
+  ctx: VdiContext,
+  options: ReadDesktopAsOptions,
+): Promise<{ view: DesktopView; lease: LeaseObject | undefined }> {
+  const { namespace, member, identity, isAdmin, decide } = options;
+  const [facts, lease] = await Promise.all([
+    readMemberFacts(backendFor(ctx, defaultDesktopKind), namespace, member),
+    ctx.cluster.getLease(namespace, leaseNameFor(member)),
+  ]);
+  const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
+  const decision = decide({ state, identity, isAdmin, desktopId: facts.desktopId });
+  if (decision.kind === 'refused') throw refusalError(decision);
+  return { view: describeDesktop(facts, lease), lease };
 }

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { canInspect, refusalError } from '../../../src/access.js';
 import { createAdminCheck } from '../../../src/broker/caller-access.js';
 import type { DesktopReader } from '../../../src/broker/desktop-reader.js';
 import { webRequest } from '../../../src/broker/http-io.js';
 import type { RouteHandlers } from '../../../src/broker/route-handlers.js';
 import { createRouter } from '../../../src/broker/router.js';
 import { type RouteName, routes } from '../../../src/broker/routes.js';
+import type { MemberClassification } from '../../../src/claims/classify-member.js';
 import type { DesktopView } from '../../../src/claims/desktop-view.js';
 
 const alice = 'alice@example.com';
@@ -42,12 +44,27 @@ const desktopBody = (view: DesktopView) => ({
   reclaimReason: null,
 });
 
-// devpool-1 is alice's, devpool-2 nobody's; the router reads desktops only through this reader.
+// devpool-1 is alice's, devpool-2 nobody's; the router reads desktops only through this reader, which asks
+// the one access rule as the real reader does.
 const desktops: DesktopReader = {
-  read: async (_namespace, member) => ({
-    view: viewOf(member, member === 'devpool-1' ? alice : undefined),
-    lease: undefined,
-  }),
+  read: async (_namespace, member, caller) => {
+    const owner = member === 'devpool-1' ? alice : undefined;
+    const expiresAt = new Date('2026-07-02T13:00:00.000Z');
+    const state: MemberClassification =
+      owner === undefined
+        ? { kind: 'free', member }
+        : owner === caller.login
+          ? { kind: 'held-by-caller', member, holder: owner, expiresAt, resourceVersion: '1' }
+          : { kind: 'held-by-other', member, holder: owner, expiresAt };
+    const decision = canInspect({
+      state,
+      identity: caller.login,
+      isAdmin: caller.admin,
+      desktopId: `vm/corral-vms/${member}`,
+    });
+    if (decision.kind === 'refused') throw refusalError(decision);
+    return { view: viewOf(member, owner), lease: undefined };
+  },
   describe: (view) => desktopBody(view),
   leasesByName: async () => new Map(),
 };
