@@ -134,10 +134,8 @@ export {
 export type { DeletePreconditions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type { RetryOptions } from './kube/retry.js';
+export type { LeaseObject, NodeObject, ObjectMeta } from './kube-objects.js';
 export type {
-  LeaseObject,
-  NodeObject,
-  ObjectMeta,
   PermittedHostDevice,
   PermittedHostDevices,
   RunStrategy,

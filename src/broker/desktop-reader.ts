@@ -4,7 +4,7 @@ import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { leasePoolLabel } from '../keys.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import type { DesktopSession, SessionEngine } from '../sessions/session-engine.js';
 import type { Caller } from './caller-access.js';
 import type { DesktopBody } from './schemas.js';

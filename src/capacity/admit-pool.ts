@@ -1,10 +1,6 @@
 import { VdiError } from '../errors.js';
-import type {
-  NodeObject,
-  PermittedHostDevices,
-  VirtualMachine,
-  VirtualMachineInstance,
-} from '../kubevirt-types.js';
+import type { NodeObject } from '../kube-objects.js';
+import type { PermittedHostDevices, VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import {
   type DeviceKind,
   type DeviceNeed,

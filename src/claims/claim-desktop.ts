@@ -5,7 +5,7 @@ import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../de
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel } from '../keys.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
   namespaceSchema,

@@ -7,7 +7,8 @@ import {
   poolLabel,
   sessionIdAnnotation,
 } from '../keys.js';
-import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
 import { leaseNameFor } from './lease-name.js';
 import { parseRfc3339 } from './parse-time.js';
 

@@ -1,5 +1,6 @@
 import { VdiError } from '../errors.js';
-import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
 import { type ClaimLiveness, type ClaimMarks, classifyClaim, classifyMemberClaim } from './claim-liveness.js';
 
 /**

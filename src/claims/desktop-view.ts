@@ -3,7 +3,8 @@ import { VdiError } from '../errors.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { ephemeralLabel, sessionIdAnnotation } from '../keys.js';
-import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
 import {
   type ClaimMarks,
   claimHolder,

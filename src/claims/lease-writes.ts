@@ -1,7 +1,7 @@
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { leaseDurationSeconds, leaseMemberLabel, leasePoolLabel, sessionIdAnnotation } from '../keys.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from './lease-name.js';
 import { isValidLabelValue } from './sanitize-label-value.js';
 

@@ -1,6 +1,6 @@
 import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { compareNatural } from '../member-names.js';
 import { classifyMemberClaim, isClaimable } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';

@@ -3,7 +3,7 @@ import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
 import type { VdiErrorCode } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { leasePoolLabel, sessionIdAnnotation } from '../keys.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import type { ClaimMarks } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
 import { memberNotFoundReason } from './member-not-found.js';

@@ -3,7 +3,7 @@ import { type AccessDecision, type AccessRequest, canStart, refusalError } from 
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
   memberNameSchema,

@@ -95,10 +95,8 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
 } from '../keys.js';
+export type { LeaseObject, NodeObject, ObjectMeta } from '../kube-objects.js';
 export type {
-  LeaseObject,
-  NodeObject,
-  ObjectMeta,
   PermittedHostDevice,
   PermittedHostDevices,
   RunStrategy,

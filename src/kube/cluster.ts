@@ -9,9 +9,8 @@ import {
 } from '@kubernetes/client-node';
 import { isVdiError } from '../errors.js';
 import { formatMicroTime } from '../format-time.js';
+import type { LeaseObject, NodeObject } from '../kube-objects.js';
 import type {
-  LeaseObject,
-  NodeObject,
   PermittedHostDevices,
   VirtualMachine,
   VirtualMachineClone,

@@ -3,7 +3,8 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
-import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from '../member-names.js';
 
 /**

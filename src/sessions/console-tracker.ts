@@ -4,7 +4,7 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
   memberNameSchema,

@@ -7,7 +7,7 @@ import {
   leaseNamePrefix,
   sessionIdAnnotation,
 } from '../keys.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { isValidVmName } from '../validate.js';
 import { planReclaim, type ReclaimPolicy, type ReclaimReason, type SessionFacts } from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';

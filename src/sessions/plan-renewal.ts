@@ -1,7 +1,7 @@
 import { classifyLease } from '../claims/claim-liveness.js';
 import { VdiError } from '../errors.js';
 import { leaseDurationSeconds } from '../keys.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 
 /**
  * What to do with a claim's Lease in a pass: renew it now, leave it until `renewAt`, or leave it alone because

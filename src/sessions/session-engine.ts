@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { backendFor, type VdiContext } from '../context.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
 import { type ConsoleHandle, createConsoleTracker, type OpenConsoleOptions } from './console-tracker.js';
 import {

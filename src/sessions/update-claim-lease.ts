@@ -1,7 +1,7 @@
 import type { VdiContext } from '../context.js';
 import { connectedAtAnnotation, disconnectedAtAnnotation } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
-import type { LeaseObject } from '../kubevirt-types.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { type ClaimKey, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
 
 /** How a read-modify-write of a claim's Lease ended. */

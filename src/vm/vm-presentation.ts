@@ -4,7 +4,7 @@ import { isVdiError, VdiError } from '../errors.js';
 import { assignedToKey, claimedAtAnnotation } from '../keys.js';
 import type { KubeCluster } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
-import type { ObjectMeta } from '../kubevirt-types.js';
+import type { ObjectMeta } from '../kube-objects.js';
 
 // a VM's status writes bump its resourceVersion too, so a few rereads are normal while it starts or stops
 const attempts = 5;

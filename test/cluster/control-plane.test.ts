@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../src/errors.js';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import { isConflictReason } from '../../src/kube/errors.js';
-import type { LeaseObject } from '../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../src/kube-objects.js';
 import { startLocalCluster } from '../../src/testing/local-cluster.js';
 import { createTestNamespace, useSharedCluster } from '../support/cluster.js';
 

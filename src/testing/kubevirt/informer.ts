@@ -1,5 +1,5 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
-import type { ObjectMeta } from '../../kubevirt-types.js';
+import type { ObjectMeta } from '../../kube-objects.js';
 import { pause } from './pause.js';
 
 /** The part of an object the cache needs. */

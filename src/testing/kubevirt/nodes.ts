@@ -1,6 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
-import type { NodeObject, PermittedHostDevices } from '../../kubevirt-types.js';
+import type { NodeObject } from '../../kube-objects.js';
+import type { PermittedHostDevices } from '../../kubevirt-types.js';
 import { ensureNamespace, kubevirtResources, unlessNotFound, upsert } from './kube-calls.js';
 
 /** Options of {@link createSimulatedNode}. @category testing */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { isVdiError } from '../../../src/errors.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
-import type { LeaseObject } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';

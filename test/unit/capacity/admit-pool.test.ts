@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type AdmitPoolInput, admitPool } from '../../../src/capacity/admit-pool.js';
 import { isVdiError } from '../../../src/errors.js';
+import type { NodeObject } from '../../../src/kube-objects.js';
 import type {
-  NodeObject,
   PermittedHostDevices,
   VirtualMachine,
   VirtualMachineInstance,

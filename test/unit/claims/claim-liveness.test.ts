@@ -9,7 +9,8 @@ import {
 } from '../../../src/claims/claim-liveness.js';
 import { classifyMember } from '../../../src/claims/classify-member.js';
 import { isVdiError } from '../../../src/errors.js';
-import type { LeaseObject, VirtualMachine } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { thrownBy } from './thrown-by.js';
 
 const now = new Date('2026-07-02T12:30:00.000Z');

@@ -7,7 +7,8 @@ import {
   type MemberFacts,
 } from '../../../src/claims/classify-member.js';
 import { isVdiError } from '../../../src/errors.js';
-import type { LeaseObject, VirtualMachine } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { loadV060Fixture } from '../upgrade/v0.6.0-fixtures.js';
 import { thrownBy } from './thrown-by.js';
 

@@ -1,5 +1,5 @@
 import type { MemberFacts } from '../../../src/desktop-backend.js';
-import type { LeaseObject } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
 
 /** The instant the planner tests judge at. */
 export const now = new Date('2026-07-02T12:30:00.000Z');

@@ -4,7 +4,7 @@ import { claimHolder, classifyMemberClaim, isClaimable } from '../../../src/clai
 import { type ClaimPlan, type PlanClaimInput, planClaim } from '../../../src/claims/plan-claim.js';
 import type { MemberFacts } from '../../../src/desktop-backend.js';
 import { isVdiError } from '../../../src/errors.js';
-import type { LeaseObject } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
 import { type LeaseShape, leaseOf, type MemberShape, member, now } from './member-fixtures.js';
 import { thrownBy } from './thrown-by.js';
 

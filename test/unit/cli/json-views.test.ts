@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { toDesktopView } from '../../../src/claims/desktop-view.js';
 import { toDesktopJson } from '../../../src/cli/json-views.js';
-import type { LeaseObject, VirtualMachine } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 
 const jsonTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { LeaseObject, VirtualMachine } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { planMemberRemoval, planResize } from '../../../src/pools/plan-resize.js';
 import { describePools, type PoolView } from '../../../src/pools/pool-view.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LeaseObject, VirtualMachine } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { describePools } from '../../../src/pools/pool-view.js';
 
 const now = new Date('2026-07-02T12:00:00Z');

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { LeaseObject } from '../../../src/kubevirt-types.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
 import { planRenewal } from '../../../src/sessions/plan-renewal.js';
 
 const minute = 60_000;
