@@ -3,6 +3,7 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
@@ -124,7 +125,7 @@ export async function recreateVmMember(
   const current = await ctx.cluster.getVm(namespace, member);
   const source = await sourceOf(ctx, ref, current);
   const golden = await readGolden(ctx, namespace, source);
-  const poolId = `vm/${namespace}/${pool}`;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
   try {
     if (current && !current.metadata.deletionTimestamp) {

@@ -2,6 +2,7 @@ import { maxIdentityLength } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MemberRef, PowerChangeResult } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatDesktopId } from '../ids.js';
 import { ephemeralLabel, poolLabel } from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import { isValidVmName, validatePoolName } from '../validate.js';
@@ -89,7 +90,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
 
   async function changePower(ref: MemberRef, action: 'start' | 'stop'): Promise<PowerChangeResult> {
     checkRef(ref);
-    const desktopId = `vm/${ref.namespace}/${ref.member}`;
+    const desktopId = formatDesktopId({ kind: 'vm', ...ref });
     try {
       return action === 'start'
         ? await cluster.startVm(ref.namespace, ref.member)

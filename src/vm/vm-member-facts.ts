@@ -1,4 +1,5 @@
 import type { MemberConsole, MemberDevice, MemberFacts, MemberPower } from '../desktop-backend.js';
+import { formatDesktopId } from '../ids.js';
 import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance, VmDevices } from '../kubevirt-types.js';
 
@@ -77,7 +78,7 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
     namespace,
     member,
     pool: labels[poolLabel] ?? '',
-    desktopId: `vm/${namespace}/${member}`,
+    desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
     uid: vm.metadata.uid ?? '',
     resourceVersion: vm.metadata.resourceVersion ?? '',
     deleting: vm.metadata.deletionTimestamp !== undefined,
