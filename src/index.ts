@@ -178,7 +178,7 @@ export {
 } from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
-export { parseDuration } from './sessions/parse-duration.js';
+export { formatDuration, parseDuration } from './sessions/parse-duration.js';
 export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type {

@@ -66,3 +66,24 @@ function describeProblemAt(text: string, position: number): string {
   const unit = /^[^\d]+/.exec(after)?.[0] ?? after;
   return `has the unknown unit "${unit}"`;
 }
+
+/**
+ * Writes milliseconds as the duration text {@link parseDuration} reads back: `2s`, `1m30s`, `250ms`, `0`.
+ *
+ * @example
+ * ```ts
+ * formatDuration(5_400_000); // '1h30m'
+ * ```
+ * @category sessions
+ */
+export function formatDuration(ms: number): string {
+  let rest = BigInt(Math.max(0, Math.round(ms)));
+  if (rest === 0n) return '0';
+  let text = '';
+  for (const unit of unitOrder) {
+    const count = rest / unitMs[unit];
+    if (count > 0n) text += `${count}${unit}`;
+    rest %= unitMs[unit];
+  }
+  return text;
+}

@@ -7,6 +7,7 @@ import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
+import { formatDuration } from '../sessions/parse-duration.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
 import { cloneNameFor } from './vm-clone-object.js';
 import { cloneMember, waitForClone } from './vm-clone-runner.js';
@@ -76,7 +77,7 @@ async function waitUntilGone(
     if (ctx.clock.now().getTime() - started >= timeoutMs) {
       throw new VdiError(
         'CLONE_TIMEOUT',
-        `VM ${namespace}/${member} was still being deleted after ${Math.round(timeoutMs / 1000)} s; check its finalizers with "kubectl get vm -n ${namespace} ${member} -o yaml".`,
+        `VM ${namespace}/${member} was still being deleted after ${formatDuration(timeoutMs)}; check its finalizers with "kubectl get vm -n ${namespace} ${member} -o yaml".`,
         { retryable: true, details: { member, namespace } },
       );
     }

@@ -7,6 +7,7 @@ import { poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
+import { formatDuration } from '../sessions/parse-duration.js';
 import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
 
 const firstPollMs = 50;
@@ -62,7 +63,7 @@ export async function waitForClone(
     if (ctx.clock.now().getTime() - started >= timeoutMs) {
       throw new VdiError(
         'CLONE_TIMEOUT',
-        `Timed out after ${Math.round(timeoutMs / 1000)} s waiting for VirtualMachineClone ${namespace}/${name} ` +
+        `Timed out after ${formatDuration(timeoutMs)} waiting for VirtualMachineClone ${namespace}/${name} ` +
           `(phase ${phase || 'not set'}) to produce its VM. See its phase with "kubectl get virtualmachineclone -n ` +
           `${namespace} ${name}". A stuck clone almost always has one of two causes: the StorageClass or ` +
           "VolumeSnapshotClass the golden VM's disks need is missing or cannot snapshot, or one of its PVCs cannot be " +

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
-import { parseDuration } from '../../../src/sessions/parse-duration.js';
+import { formatDuration, parseDuration } from '../../../src/sessions/parse-duration.js';
 
 describe('parseDuration', () => {
   it.each([
@@ -78,6 +78,26 @@ describe('parseDuration', () => {
         } catch (error) {
           expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
         }
+      }),
+    );
+  });
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [0, '0'],
+    [1, '1ms'],
+    [2000, '2s'],
+    [90_000, '1m30s'],
+    [5_400_250, '1h30m250ms'],
+  ])('writes %d ms as %s', (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+
+  it('writes text that parseDuration reads back as the same milliseconds', () => {
+    fc.assert(
+      fc.property(fc.nat({ max: Number.MAX_SAFE_INTEGER }), (ms) => {
+        expect(parseDuration(formatDuration(ms))).toBe(ms);
       }),
     );
   });
