@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Broker } from '../../../src/broker/broker.js';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { startBroker } from './broker-support.js';
 
@@ -184,7 +185,7 @@ describe('the documented console pattern', () => {
   }
 
   async function expectClosed(setup: { consoles: Array<Promise<void>>; connected: () => Promise<boolean> }) {
-    await expect.poll(() => setup.consoles.length).toBe(1);
+    await waitFor(() => setup.consoles.length === 1, { describe: 'the upgraded console to be counted' });
     await setup.consoles[0];
     expect(await setup.connected()).toBe(false);
   }
