@@ -5,7 +5,7 @@ import { planCapacity } from '../../../src/capacity/capacity-service.js';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
-import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
@@ -15,30 +15,14 @@ import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
+import { CloneFaultCluster } from '../../support/clone-faults.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
-/**
- * The adapter with fault knobs added to the clone objects of chosen members, as a test's own annotations, and a
- * record of the clone phases the code under test read.
- */
-class FaultyCluster extends KubeCluster {
+/** The clone-fault adapter, with a record of the clone phases the code under test read. */
+class FaultyCluster extends CloneFaultCluster {
   readonly clonePhasesRead: Array<string | undefined> = [];
-
-  constructor(
-    cluster: LocalClusterAccess,
-    private readonly faults: Record<string, Record<string, string>>,
-  ) {
-    super(cluster.kubeConfig);
-  }
-
-  override createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
-    const knobs = this.faults[clone.spec.target?.name ?? ''];
-    if (!knobs) return super.createClone(namespace, clone);
-    const annotations = { ...clone.metadata.annotations, ...knobs };
-    return super.createClone(namespace, { ...clone, metadata: { ...clone.metadata, annotations } });
-  }
 
   override async getClone(namespace: string, name: string): Promise<VirtualMachineClone | undefined> {
     const clone = await super.getClone(namespace, name);
@@ -59,7 +43,7 @@ async function setUp(prefix: string, faults: Record<string, Record<string, strin
   const namespace = await createTestNamespace(cluster(), prefix);
   const audit = new MemoryAuditSink();
   const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, audit, clock: createTestClock() });
-  const kube = new FaultyCluster(cluster(), faults);
+  const kube = new FaultyCluster(cluster().kubeConfig, faults);
   const ctx: VdiContext = { ...vdi.context, cluster: kube };
   const progress: Setup['progress'] = [];
   ctx.events.on('pool-progress', (event) => progress.push(event));

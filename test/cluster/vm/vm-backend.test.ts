@@ -3,23 +3,20 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import type { DesktopBackend, MemberFacts } from '../../../src/desktop-backend.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
-import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone, VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { CloneFaultCluster } from '../../support/clone-faults.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
-/**
- * The adapter with fault knobs added to the clone objects of chosen members, as a test's own annotations, and
- * a concurrent writer that changes each busy VM just before every conditional patch of it.
- */
-class FaultyCluster extends KubeCluster {
-  readonly faults: Record<string, Record<string, string>> = {};
+/** The clone-fault adapter, with a concurrent writer that changes each busy VM just before every conditional patch of it. */
+class FaultyCluster extends CloneFaultCluster {
   readonly busy = new Set<string>();
   private writes = 0;
 
@@ -29,13 +26,6 @@ class FaultyCluster extends KubeCluster {
       await super.patchVm(namespace, name, { metadata: { annotations: { other: String(++this.writes) } } });
     }
     return await super.patchVm(namespace, name, patch);
-  }
-
-  override createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
-    const knobs = this.faults[clone.spec.target?.name ?? ''];
-    if (!knobs) return super.createClone(namespace, clone);
-    const annotations = { ...clone.metadata.annotations, ...knobs };
-    return super.createClone(namespace, { ...clone, metadata: { ...clone.metadata, annotations } });
   }
 }
 
