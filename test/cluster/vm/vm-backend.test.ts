@@ -4,7 +4,7 @@ import type { VdiContext } from '../../../src/context.js';
 import type { DesktopBackend, MemberFacts } from '../../../src/desktop-backend.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
-import type { VirtualMachine, VirtualMachineClone, VmDevices } from '../../../src/kubevirt-types.js';
+import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
