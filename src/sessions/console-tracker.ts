@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { classifyClaim } from '../claims/claim-liveness.js';
+import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
-import type { VdiContext } from '../context.js';
+import { backendFor, type VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -71,6 +71,17 @@ const consoleSchema = z.object({
   kind: z.enum(['vnc', 'terminal', 'rdp']),
 });
 
+/** The marks of a member whose object is gone: nothing on it says it is claimed or stopped. */
+function goneMember(member: string): ClaimMarks {
+  return {
+    member,
+    pool: '',
+    deleting: false,
+    power: 'unknown',
+    presentation: { holder: undefined, label: undefined, claimedAt: undefined },
+  };
+}
+
 /** Tracks the consoles of `namespaces` in this process and records their connected periods on the Leases. */
 export function createConsoleTracker(ctx: VdiContext, namespaces: readonly string[]): ConsoleTracker {
   const tracked = new Map<string, TrackedConsoles>();
@@ -131,13 +142,13 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
       );
     }
     const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
-    const [vm, lease] = await Promise.all([
-      ctx.cluster.getVm(namespace, member),
+    const [facts, lease] = await Promise.all([
+      backendFor(ctx, 'vm').readMember({ namespace, member }),
       ctx.cluster.getLease(namespace, leaseNameFor(member)),
     ]);
     const now = ctx.clock.now();
-    // with the VM gone, the Lease alone says whether the member is claimed
-    const claim = classifyClaim({ vm: vm ?? { metadata: { name: member }, spec: {} }, lease, now });
+    // with the member gone, the Lease alone says whether it is claimed
+    const claim = classifyMemberClaim({ member: facts ?? goneMember(member), lease, now });
     const plan = planConsoleOpen(claim, desktopId);
     if (plan.kind === 'reject') throw new VdiError(plan.code, plan.message, { details: { desktopId } });
     // without a Lease to carry marks, no grace starts when the console closes
