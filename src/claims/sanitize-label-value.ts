@@ -2,8 +2,6 @@ import { VdiError } from '../errors.js';
 import { maxIdentityLength } from '../validate.js';
 import { shortHash, shortHashLength } from './hash.js';
 
-export { maxIdentityLength };
-
 /** Longest label value the apiserver accepts. @category claims */
 export const maxLabelValueLength = 63;
 

@@ -1,57 +1,29 @@
-import { maxIdentityLength } from '../claims/sanitize-label-value.js';
+import { memberNotFoundReason } from '../claims/member-not-found.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MemberRef, PowerChangeResult } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { ephemeralLabel, poolLabel } from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
-import { isValidVmName, validatePoolName } from '../validate.js';
+import { validateIdentity, validateMemberName, validateNamespace, validatePoolName } from '../validate.js';
 import { recreateVmMember } from './recreate-vm-member.js';
 import { gatherVmConnectFacts } from './vm-connect-facts.js';
 import { toVmMemberFacts } from './vm-member-facts.js';
 import { clearVmPresentation, presentVmClaim } from './vm-presentation.js';
 import { checkVmUsbSupport } from './vm-usb-support.js';
 
-const namespacePattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 // the seam is reachable from every service, so it refuses malformed names before any request goes out
-function checkNamespace(namespace: string): void {
-  if (namespace.length > 63 || !namespacePattern.test(namespace)) {
-    throw new VdiError('INVALID_INPUT', `"${namespace}" is not a valid namespace name (a DNS-1123 label).`, {
-      details: { namespace },
-    });
-  }
-}
-
 function checkRef(ref: MemberRef & { pool?: string }): void {
-  checkNamespace(ref.namespace);
-  if (!isValidVmName(ref.member)) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `"${ref.member}" is not a valid member name; pass a VM name such as devpool-1.`,
-      {
-        details: { namespace: ref.namespace, member: ref.member },
-      },
-    );
-  }
+  validateNamespace(ref.namespace);
+  validateMemberName(ref.member);
   if (ref.pool !== undefined) validatePoolName(ref.pool);
 }
 
-function checkHolder(holder: string): void {
-  if (holder.trim() === '' || holder.trim() !== holder || holder.length > maxIdentityLength) {
-    throw new VdiError(
-      'INVALID_INPUT',
-      `The holder must be 1 to ${maxIdentityLength} characters without surrounding spaces; pass the claim's holder identity.`,
-    );
-  }
-}
-
 function memberNotFound({ namespace, member }: MemberRef, cause?: unknown): VdiError {
-  return new VdiError(
-    'MEMBER_NOT_FOUND',
-    `There is no VM "${member}" in namespace "${namespace}"; check the name and the namespace.`,
-    { details: { namespace, member }, ...(cause === undefined ? {} : { cause }) },
-  );
+  return new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason('vm', namespace, member), {
+    details: { namespace, member },
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 function notInPool(vm: VirtualMachine, { namespace, member }: MemberRef, pool?: string): VdiError {
@@ -120,7 +92,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     kind: 'vm',
 
     async listMembers(namespace, pool) {
-      checkNamespace(namespace);
+      validateNamespace(namespace);
       if (pool !== undefined) validatePoolName(pool);
       const [vms, vmis] = await Promise.all([
         cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`),
@@ -157,7 +129,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
 
     async presentClaim(facts, claim) {
       checkRef({ namespace: facts.namespace, member: facts.member });
-      checkHolder(claim.holder);
+      validateIdentity(claim.holder);
       if (Number.isNaN(Date.parse(claim.claimedAt))) {
         throw new VdiError(
           'INVALID_INPUT',
@@ -172,7 +144,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
 
     async clearPresentation(ref, holder) {
       checkRef(ref);
-      checkHolder(holder);
+      validateIdentity(holder);
       return await clearVmPresentation(cluster, ref, holder);
     },
 

@@ -1,7 +1,7 @@
 import { shortHash } from '../claims/hash.js';
-import { maxSubdomainLength } from '../claims/object-names.js';
 import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
+import { maxSubdomainLength } from '../validate.js';
 
 /**
  * The filters every member clone carries, for the VM and for its template: keep the golden VM's labels and
