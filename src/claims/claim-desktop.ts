@@ -151,9 +151,8 @@ async function finishClaim(
     claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
   });
   const startError = plan.start ? await startMember(ctx, backend, member, identity) : undefined;
-  const current =
-    (await backend.readMember({ namespace: member.namespace, member: member.member })) ?? member;
-  const view = describeDesktop(current, lease);
+  // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
+  const view = describeDesktop(member, lease);
   return {
     ...view,
     owner: identity,

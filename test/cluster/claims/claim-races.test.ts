@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import type { VdiContext } from '../../../src/context.js';
+import { VdiError } from '../../../src/errors.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+
+/** The adapter with ordering and faults a test arms: a barrier on pool Lease lists, and failing calls. */
+class OrderedCluster extends KubeCluster {
+  /** The next `count` pool Lease lists wait for each other, so their claims plan from the same read. */
+  barrier: { count: number; arrived: number; release: () => void; all: Promise<void> } | undefined;
+  /** Member and VMI reads fail once a member Lease was written, as without `get virtualmachines`. */
+  failReadsAfterClaim = false;
+  private claimWritten = false;
+  /** The next create of a member Lease fails, as a process that dies just before it would. */
+  failNextMemberLeaseCreate = false;
+
+  arm(count: number): void {
+    let release = () => {};
+    const all = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.barrier = { count, arrived: 0, release, all };
+  }
+
+  override async listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
+    const leases = await super.listLeases(namespace, labelSelector);
+    const barrier = this.barrier;
+    if (barrier && labelSelector) {
+      barrier.arrived += 1;
+      if (barrier.arrived === barrier.count) {
+        this.barrier = undefined;
+        barrier.release();
+      }
+      await barrier.all;
+    }
+    return leases;
+  }
+
+  override async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    const isMemberLease = lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined;
+    if (isMemberLease && this.failNextMemberLeaseCreate) {
+      this.failNextMemberLeaseCreate = false;
+      throw new VdiError('CLUSTER_UNAVAILABLE', 'the process died here');
+    }
+    const created = await super.createLease(namespace, lease);
+    if (isMemberLease) this.claimWritten = true;
+    return created;
+  }
+
+  override async getVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
+    if (this.failReadsAfterClaim && this.claimWritten) throw new VdiError('FORBIDDEN', 'no get on VMs');
+    return await super.getVm(namespace, name);
+  }
+
+  override async getVmi(namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
+    if (this.failReadsAfterClaim && this.claimWritten) throw new VdiError('FORBIDDEN', 'no get on VMIs');
+    return await super.getVmi(namespace, name);
+  }
+}
+
+async function setUp(prefix: string, size: number) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  await createPoolMembers(cluster(), namespace, 'devpool', size);
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+  const kube = new OrderedCluster(cluster().kubeConfig);
+  const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+  ctx.backends.vm = createVmBackend(ctx);
+  const claim = (identity: string) =>
+    claimDesktop(ctx, { pool: 'devpool', identity }, { actor: undefined, order: 'random' });
+  const holders = async () =>
+    (await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool'))
+      .filter((lease) => lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined)
+      .map((lease) => [lease.metadata.labels?.['corral.dev/vdi-member'], lease.spec.holderIdentity])
+      .sort();
+  return { namespace, vdi, kube, ctx, claim, holders };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('a claim that did its work', () => {
+  it('reports the desktop it holds even when reading the member back fails', async () => {
+    const { kube, claim, holders } = await setUp('readback', 1);
+    kube.failReadsAfterClaim = true;
+    const desktop = await claim('alice');
+    expect(desktop).toMatchObject({ member: 'devpool-1', owner: 'alice', retried: false });
+    expect(desktop.sessionId).not.toBe('');
+    expect(desktop.claimedAt).toBeDefined();
+    expect(await holders()).toEqual([['devpool-1', 'alice']]);
+  });
+});
