@@ -22,3 +22,5 @@ export const sourceAnnotation = 'corral.dev/vdi-source';
 export const leaseNamePrefix = 'corral-vdi-';
 /** How long a Lease lives without renewal. @category keys */
 export const leaseDurationSeconds = 3600;
+/** Annotation on a claimant Lease naming the member its identity's claim is taking. @category keys */
+export const claimingAnnotation = 'corral.dev/vdi-claiming';

@@ -4,7 +4,7 @@ import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { leasePoolLabel } from '../keys.js';
+import { claimingAnnotation, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -14,7 +14,13 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
-import { renewClaimLease, writeClaimLease } from './lease-writes.js';
+import {
+  claimantLeaseName,
+  deleteLeaseAsRead,
+  pointClaimantLease,
+  renewClaimLease,
+  writeClaimLease,
+} from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
 import { startMember } from './start-desktop.js';
 
@@ -93,13 +99,24 @@ async function claimMember(
   asked: { namespace: string; pool: string; identity: string; order: ClaimOrder },
 ): Promise<ClaimResult> {
   const { namespace, pool, identity, order } = asked;
+  const claimantName = claimantLeaseName(pool, identity);
   // Every lost race means another claimant won a member, so the rounds are bounded by the pool's size.
   for (let round = 0; ; round += 1) {
-    const [members, leases] = await Promise.all([
+    const [members, leases, claimant] = await Promise.all([
       backend.listMembers(namespace, pool),
       ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
+      ctx.cluster.getLease(namespace, claimantName),
     ]);
-    const plan = planClaim({ members, leases, identity, order, random: Math.random, now: ctx.clock.now() });
+    const prefer = claimant?.metadata.annotations?.[claimingAnnotation];
+    const plan = planClaim({
+      members,
+      leases,
+      identity,
+      order,
+      random: Math.random,
+      now: ctx.clock.now(),
+      prefer,
+    });
     if (plan.kind === 'refuse' && plan.code === 'POOL_NOT_FOUND') {
       throw new VdiError(
         'POOL_NOT_FOUND',
@@ -115,6 +132,8 @@ async function claimMember(
       );
     }
     if (plan.kind === 'refuse') {
+      // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
+      if (claimant) await deleteLeaseAsRead(ctx, claimant);
       throw new VdiError(
         'NO_FREE_MEMBER',
         `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
@@ -128,12 +147,20 @@ async function claimMember(
       continue;
     }
     const target = { namespace, pool, member: plan.member.member, identity };
+    // The identity's claims meet at its claimant Lease, so concurrent ones all take the member it names.
+    const lock = prefer === target.member ? claimant : await pointClaimantLease(ctx, target, claimant);
+    // another claim of this identity pointed it first: read again and take its member
+    if (!lock) continue;
     const written = await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined);
-    if (written) {
-      return await finishClaim(ctx, backend, plan, written, identity);
+    if (!written) {
+      // lost the race: read the pool again rather than trying members that may be taken too
+      ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+      continue;
     }
-    // lost the race: read the pool again rather than trying members that may be taken too
-    ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+    if (await deleteLeaseAsRead(ctx, lock)) return await finishClaim(ctx, backend, plan, written, identity);
+    // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
+    // back and read again, so the identity ends with the member the claimant Lease names.
+    await deleteLeaseAsRead(ctx, written);
   }
 }
 

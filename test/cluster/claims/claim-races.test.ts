@@ -6,6 +6,7 @@ import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
@@ -71,6 +72,11 @@ async function setUp(prefix: string, size: number) {
   await createPoolMembers(cluster(), namespace, 'devpool', size);
   const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
   const kube = new OrderedCluster(cluster().kubeConfig);
+  // the simulator's status writes would otherwise race the claim's presentation write
+  await waitFor(
+    async () => (await kube.listVms(namespace)).every((vm) => vm.status?.printableStatus === 'Stopped'),
+    { describe: 'the members to report Stopped' },
+  );
   const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
   ctx.backends.vm = createVmBackend(ctx);
   const claim = (identity: string) =>
@@ -85,6 +91,51 @@ async function setUp(prefix: string, size: number) {
 
 afterEach(() => {
   vi.restoreAllMocks();
+});
+
+describe('claims of one identity at once against the real apiserver', () => {
+  it('gives two claims of one identity that plan from the same read one member and one session', async () => {
+    const { kube, claim, holders } = await setUp('twin', 5);
+    // the two plans pick different members: the lowest and the highest
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0).mockReturnValueOnce(0.99);
+    kube.arm(2);
+    const [first, second] = await Promise.all([claim('alice'), claim('alice')]);
+    expect(second.member).toBe(first.member);
+    expect(second.sessionId).toBe(first.sessionId);
+    expect(await holders()).toEqual([[first.member, 'alice']]);
+  });
+
+  it('recovers the member a claim chose before it died between its two Lease writes', async () => {
+    const { namespace, kube, claim, holders } = await setUp('crash', 5);
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0.99);
+    kube.failNextMemberLeaseCreate = true;
+    await expect(claim('alice')).rejects.toThrow(/the process died here/);
+    expect(await holders()).toEqual([]);
+
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const recovered = await claim('alice');
+    expect(recovered.member).toBe('devpool-5');
+    expect(await holders()).toEqual([['devpool-5', 'alice']]);
+    const left = (await kube.listLeases(namespace)).map((lease) => lease.metadata.name);
+    expect(left).toEqual(['corral-vdi-devpool-5']);
+  });
+
+  it('takes over a claimant Lease naming a member another identity holds', async () => {
+    const { kube, claim, holders } = await setUp('takeover', 2);
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0);
+    kube.failNextMemberLeaseCreate = true;
+    await expect(claim('alice')).rejects.toThrow(/the process died here/);
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const bob = await claim('bob');
+    expect(bob.member).toBe('devpool-1');
+
+    const alice = await claim('alice');
+    expect(alice.member).toBe('devpool-2');
+    expect(await holders()).toEqual([
+      ['devpool-1', 'bob'],
+      ['devpool-2', 'alice'],
+    ]);
+  });
 });
 
 describe('a claim that did its work', () => {
