@@ -134,9 +134,9 @@ export async function pointClaimantLease(
   const now = ctx.clock.now().toISOString();
   const lease: LeaseObject = {
     metadata: {
+      // no pool label: it is read by name only, and must not look like a member's claim to pool listings
       name: claimantLeaseName(pool, identity),
       namespace,
-      labels: { [leasePoolLabel]: pool },
       annotations: { [claimingAnnotation]: member },
       ...(read ? { resourceVersion: read.metadata.resourceVersion } : {}),
     },

@@ -111,6 +111,11 @@ describe('claims of one identity at once against the real apiserver', () => {
     kube.failNextMemberLeaseCreate = true;
     await expect(claim('alice')).rejects.toThrow(/the process died here/);
     expect(await holders()).toEqual([]);
+    // what is left is only the claimant Lease, which no listing of claims takes for one
+    const [claimant] = await kube.listLeases(namespace);
+    expect(claimant?.metadata.name).toMatch(/^corral-vdi-claimant-[0-9a-z]{10}$/);
+    expect(claimant?.metadata.annotations?.['corral.dev/vdi-claiming']).toBe('devpool-5');
+    expect(await kube.listLeases(namespace, 'corral.dev/vdi-pool')).toEqual([]);
 
     vi.spyOn(Math, 'random').mockReturnValue(0);
     const recovered = await claim('alice');
