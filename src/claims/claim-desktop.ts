@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { claimingAnnotation, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -143,7 +143,8 @@ async function claimMember(
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: plan again
-      if (renewed) return await finishClaim(ctx, backend, plan, renewed, identity);
+      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, identity));
+      if (result) return result;
       continue;
     }
     const target = { namespace, pool, member: plan.member.member, identity };
@@ -157,26 +158,38 @@ async function claimMember(
       ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
       continue;
     }
-    if (await deleteLeaseAsRead(ctx, lock)) return await finishClaim(ctx, backend, plan, written, identity);
+    if (await deleteLeaseAsRead(ctx, lock)) {
+      const result = await finishClaim(ctx, backend, plan, written, identity);
+      if (result) return result;
+      continue;
+    }
     // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
     // back and read again, so the identity ends with the member the claimant Lease names.
     await deleteLeaseAsRead(ctx, written);
   }
 }
 
+/** Presents and starts the claimed member; `undefined` when the member is gone and its Lease was given back. */
 async function finishClaim(
   ctx: VdiContext,
   backend: DesktopBackend,
   plan: { kind: ClaimPlan['kind']; member: MemberFacts; start: boolean },
   lease: LeaseObject,
   identity: string,
-): Promise<ClaimResult> {
+): Promise<ClaimResult | undefined> {
   const { member } = plan;
-  // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
-  await backend.presentClaim(member, {
-    holder: identity,
-    claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
-  });
+  try {
+    // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
+    await backend.presentClaim(member, {
+      holder: identity,
+      claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
+    });
+  } catch (error) {
+    if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
+    // a shrink removed the member after the pool was read: the Lease holds nothing, so give it back
+    await deleteLeaseAsRead(ctx, lease);
+    return undefined;
+  }
   const startError = plan.start ? await startMember(ctx, backend, member, identity) : undefined;
   // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
   const view = describeDesktop(member, lease);

@@ -5,6 +5,7 @@ import { VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
+import { resizePool } from '../../../src/pools/pool-service.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -22,6 +23,8 @@ class OrderedCluster extends KubeCluster {
   private claimWritten = false;
   /** The next create of a member Lease fails, as a process that dies just before it would. */
   failNextMemberLeaseCreate = false;
+  /** Runs once before the next create of a member Lease, as another process acting in between. */
+  beforeNextMemberLeaseCreate: (() => Promise<void>) | undefined;
 
   arm(count: number): void {
     let release = () => {};
@@ -47,6 +50,9 @@ class OrderedCluster extends KubeCluster {
 
   override async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const isMemberLease = lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined;
+    const before = isMemberLease ? this.beforeNextMemberLeaseCreate : undefined;
+    this.beforeNextMemberLeaseCreate = isMemberLease ? undefined : this.beforeNextMemberLeaseCreate;
+    await before?.();
     if (isMemberLease && this.failNextMemberLeaseCreate) {
       this.failNextMemberLeaseCreate = false;
       throw new VdiError('CLUSTER_UNAVAILABLE', 'the process died here');
@@ -139,6 +145,25 @@ describe('claims of one identity at once against the real apiserver', () => {
     expect(await holders()).toEqual([
       ['devpool-1', 'bob'],
       ['devpool-2', 'alice'],
+    ]);
+  });
+});
+
+describe('a claim racing a shrink', () => {
+  it('gives back a Lease it won on a member a shrink removed meanwhile, and takes another member', async () => {
+    const { namespace, vdi, kube, claim, holders } = await setUp('shrunk', 2);
+    vi.spyOn(Math, 'random').mockReturnValueOnce(0.99);
+    kube.beforeNextMemberLeaseCreate = async () => {
+      await resizePool(vdi.context, { name: 'devpool', size: 1 });
+      await waitFor(async () => (await kube.getVm(namespace, 'devpool-2')) === undefined, {
+        describe: 'devpool-2 to be gone',
+      });
+    };
+    const desktop = await claim('alice');
+    expect(desktop.member).toBe('devpool-1');
+    expect(await holders()).toEqual([['devpool-1', 'alice']]);
+    expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
+      'corral-vdi-devpool-1',
     ]);
   });
 });
