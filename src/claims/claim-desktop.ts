@@ -2,9 +2,9 @@ import { z } from 'zod';
 import { recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { leasePoolLabel } from '../keys.js';
+import { claimingAnnotation, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -14,7 +14,13 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
-import { renewClaimLease, writeClaimLease } from './lease-writes.js';
+import {
+  claimantLeaseName,
+  deleteLeaseAsRead,
+  pointClaimantLease,
+  renewClaimLease,
+  writeClaimLease,
+} from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
 import { startMember } from './start-desktop.js';
 
@@ -93,13 +99,24 @@ async function claimMember(
   asked: { namespace: string; pool: string; identity: string; order: ClaimOrder },
 ): Promise<ClaimResult> {
   const { namespace, pool, identity, order } = asked;
+  const claimantName = claimantLeaseName(pool, identity);
   // Every lost race means another claimant won a member, so the rounds are bounded by the pool's size.
   for (let round = 0; ; round += 1) {
-    const [members, leases] = await Promise.all([
+    const [members, leases, claimant] = await Promise.all([
       backend.listMembers(namespace, pool),
       ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
+      ctx.cluster.getLease(namespace, claimantName),
     ]);
-    const plan = planClaim({ members, leases, identity, order, random: Math.random, now: ctx.clock.now() });
+    const prefer = claimant?.metadata.annotations?.[claimingAnnotation];
+    const plan = planClaim({
+      members,
+      leases,
+      identity,
+      order,
+      random: Math.random,
+      now: ctx.clock.now(),
+      prefer,
+    });
     if (plan.kind === 'refuse' && plan.code === 'POOL_NOT_FOUND') {
       throw new VdiError(
         'POOL_NOT_FOUND',
@@ -115,6 +132,8 @@ async function claimMember(
       );
     }
     if (plan.kind === 'refuse') {
+      // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
+      if (claimant) await deleteLeaseAsRead(ctx, claimant);
       throw new VdiError(
         'NO_FREE_MEMBER',
         `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
@@ -124,36 +143,56 @@ async function claimMember(
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: plan again
-      if (renewed) return await finishClaim(ctx, backend, plan, renewed, identity);
+      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, identity));
+      if (result) return result;
       continue;
     }
     const target = { namespace, pool, member: plan.member.member, identity };
+    // The identity's claims meet at its claimant Lease, so concurrent ones all take the member it names.
+    const lock = prefer === target.member ? claimant : await pointClaimantLease(ctx, target, claimant);
+    // another claim of this identity pointed it first: read again and take its member
+    if (!lock) continue;
     const written = await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined);
-    if (written) {
-      return await finishClaim(ctx, backend, plan, written, identity);
+    if (!written) {
+      // lost the race: read the pool again rather than trying members that may be taken too
+      ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+      continue;
     }
-    // lost the race: read the pool again rather than trying members that may be taken too
-    ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+    if (await deleteLeaseAsRead(ctx, lock)) {
+      const result = await finishClaim(ctx, backend, plan, written, identity);
+      if (result) return result;
+      continue;
+    }
+    // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
+    // back and read again, so the identity ends with the member the claimant Lease names.
+    await deleteLeaseAsRead(ctx, written);
   }
 }
 
+/** Presents and starts the claimed member; `undefined` when the member is gone and its Lease was given back. */
 async function finishClaim(
   ctx: VdiContext,
   backend: DesktopBackend,
   plan: { kind: ClaimPlan['kind']; member: MemberFacts; start: boolean },
   lease: LeaseObject,
   identity: string,
-): Promise<ClaimResult> {
+): Promise<ClaimResult | undefined> {
   const { member } = plan;
-  // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
-  await backend.presentClaim(member, {
-    holder: identity,
-    claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
-  });
+  try {
+    // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
+    await backend.presentClaim(member, {
+      holder: identity,
+      claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
+    });
+  } catch (error) {
+    if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
+    // a shrink removed the member after the pool was read: the Lease holds nothing, so give it back
+    await deleteLeaseAsRead(ctx, lease);
+    return undefined;
+  }
   const startError = plan.start ? await startMember(ctx, backend, member, identity) : undefined;
-  const current =
-    (await backend.readMember({ namespace: member.namespace, member: member.member })) ?? member;
-  const view = describeDesktop(current, lease);
+  // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
+  const view = describeDesktop(member, lease);
   return {
     ...view,
     owner: identity,

@@ -1,7 +1,15 @@
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { leaseDurationSeconds, leaseMemberLabel, leasePoolLabel, sessionIdAnnotation } from '../keys.js';
+import {
+  claimingAnnotation,
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leaseNamePrefix,
+  leasePoolLabel,
+  sessionIdAnnotation,
+} from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { shortHash } from './hash.js';
 import { leaseNameFor } from './lease-name.js';
 import { isValidLabelValue } from './sanitize-label-value.js';
 
@@ -100,5 +108,62 @@ export async function deleteClaimLease(
       `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`,
       { details: { desktopId }, cause: error },
     );
+  }
+}
+
+/**
+ * The name of the Lease that serializes one identity's claims on one pool: `corral-vdi-claimant-` and a hash of
+ * both (a pool name holds no `/`, so the pair is unambiguous).
+ */
+export function claimantLeaseName(pool: string, identity: string): string {
+  return `${leaseNamePrefix}claimant-${shortHash(`${pool}/${identity}`)}`;
+}
+
+/**
+ * Points the claimant Lease of `target`'s identity and pool at `target.member`: creates it (first writer wins),
+ * or replaces the one read, conditional on its resourceVersion.
+ *
+ * @returns the Lease as written, or `undefined` when another claim of the identity wrote it first.
+ */
+export async function pointClaimantLease(
+  ctx: VdiContext,
+  target: ClaimTarget,
+  read: LeaseObject | undefined,
+): Promise<LeaseObject | undefined> {
+  const { namespace, pool, member, identity } = target;
+  const now = ctx.clock.now().toISOString();
+  const lease: LeaseObject = {
+    metadata: {
+      // no pool label: it is read by name only, and must not look like a member's claim to pool listings
+      name: claimantLeaseName(pool, identity),
+      namespace,
+      annotations: { [claimingAnnotation]: member },
+      ...(read ? { resourceVersion: read.metadata.resourceVersion } : {}),
+    },
+    spec: { holderIdentity: identity, acquireTime: now, renewTime: now },
+  };
+  try {
+    if (read === undefined) return await ctx.cluster.createLease(namespace, lease);
+    return await ctx.cluster.replaceLease(namespace, lease);
+  } catch (error) {
+    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Deletes a Lease unless it changed since it was read (uid and resourceVersion as preconditions).
+ *
+ * @returns `false` when it changed or went meanwhile.
+ */
+export async function deleteLeaseAsRead(ctx: VdiContext, lease: LeaseObject): Promise<boolean> {
+  try {
+    return await ctx.cluster.deleteLease(lease.metadata.namespace ?? '', lease.metadata.name ?? '', {
+      uid: lease.metadata.uid ?? '',
+      resourceVersion: lease.metadata.resourceVersion ?? '',
+    });
+  } catch (error) {
+    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return false;
+    throw error;
   }
 }

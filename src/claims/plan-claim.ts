@@ -27,6 +27,11 @@ export interface PlanClaimInput {
   random: () => number;
   /** The time to judge expiry at; pass `clock.now()`. */
   now: Date;
+  /**
+   * The member the identity's claimant Lease names (another claim of this identity chose it): taken before any
+   * other while it is still free, stale or adoptable for this identity.
+   */
+  prefer?: string | undefined;
 }
 
 /**
@@ -91,16 +96,33 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
 
   const held = entries.find((entry) => entry.state.kind === 'held-by-caller');
   if (held?.lease) return { kind: 'renew', member: held.member, lease: held.lease, ...followUp(held.member) };
-  const adoptable = entries.find(
-    (entry) => entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable',
+  const preferred = entries.find(
+    (entry) => entry.member.member === input.prefer && (isAdoptable(entry) || isClaimable(entry.claim)),
   );
-  if (adoptable) {
-    const from = adoptable.state.kind === 'legacy-adoptable' ? 'legacy' : 'orphan';
-    return { kind: 'adopt', member: adoptable.member, from, ...followUp(adoptable.member) };
-  }
+  if (preferred) return planTake(preferred);
+  const adoptable = entries.find(isAdoptable);
+  if (adoptable) return planTake(adoptable);
   const open = entries.filter((entry) => isClaimable(entry.claim));
   const chosen = input.order === 'random' ? open[randomIndex(input.random, open.length)] : lowest(open);
   if (chosen === undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER' };
+  return planTake(chosen);
+}
+
+interface PlanEntry {
+  member: MemberFacts;
+  lease: LeaseObject | undefined;
+  state: ReturnType<typeof classifyPoolMember>;
+}
+
+function isAdoptable(entry: PlanEntry): boolean {
+  return entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable';
+}
+
+function planTake(chosen: PlanEntry): Exclude<ClaimPlan, { kind: 'renew' | 'refuse' }> {
+  if (isAdoptable(chosen)) {
+    const from = chosen.state.kind === 'legacy-adoptable' ? 'legacy' : 'orphan';
+    return { kind: 'adopt', member: chosen.member, from, ...followUp(chosen.member) };
+  }
   if (chosen.lease === undefined)
     return { kind: 'create', member: chosen.member, ...followUp(chosen.member) };
   return {

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { leaseNameFor } from '../claims/lease-name.js';
+import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
+import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
   namespaceSchema,
@@ -14,8 +16,10 @@ import {
 import type { PoolOptions } from './list-pools.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolDelete } from './plan-pool-delete.js';
+import { planMemberRemoval } from './plan-resize.js';
 import { defaultPoolActor } from './pool-options.js';
 import { readPool } from './read-pool.js';
+import { dropLeftoverRemovals, takeRemovalLease } from './removal-lease.js';
 import { runAudited } from './run-audited.js';
 
 /** Options of {@link deletePool}. @category pools */
@@ -46,10 +50,19 @@ const deleteSchema = z.object({
 });
 const deleteConcurrency = 8;
 
+function claimedMeanwhile(pool: string, namespace: string, claimed: string[], named: string[]): VdiError {
+  return new VdiError(
+    'POOL_IN_USE',
+    `Pool "${pool}" had members claimed while it was being deleted: ${named.join(', ')}. Nothing was deleted. Release them first, or delete with force (an administrator's action, recorded in the audit log).`,
+    { details: { pool, namespace, claimed } },
+  );
+}
+
 /**
- * Deletes a pool: its clone objects first (so none produces a member afterwards), then its member VMs and their
- * claim Leases. While members are claimed (or assigned by v0.6.0) it refuses, unless `force`, which is recorded
- * as `vdi pool force-delete`.
+ * Deletes a pool: takes every free member's claim Lease (holder `corral-vdi/resize`), then deletes its clone
+ * objects (so none produces a member afterwards), then its member VMs and their claim Leases. While members are
+ * claimed (or assigned by v0.6.0), or one is claimed before its Lease is taken, it refuses and gives back the
+ * Leases it took, unless `force`, which is recorded as `vdi pool force-delete`.
  *
  * @example
  * ```ts
@@ -87,15 +100,46 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
         });
       }
       const { members } = plan;
-      for (const clone of pending) await factory.deletePending(namespace, clone);
-      const uids = new Map((read?.vms ?? []).map((vm) => [vm.metadata.name ?? '', vm.metadata.uid ?? '']));
+      const vms = new Map((read?.vms ?? []).map((vm) => [vm.metadata.name ?? '', vm]));
       const leases = new Map((read?.leases ?? []).map((lease) => [lease.metadata.name ?? '', lease]));
+      // Every member's Lease is taken before anything is deleted, so a claim landing meanwhile is refused or kept.
+      const taken = new Map<string, LeaseObject>();
+      const lost: string[] = [];
+      await forEachBounded(members, deleteConcurrency, async (member) => {
+        const vm = vms.get(member);
+        const lease = leases.get(leaseNameFor(member));
+        const removable = vm && planMemberRemoval({ vm, lease, now: ctx.clock.now() }).kind === 'remove';
+        const written = removable
+          ? await takeRemovalLease(ctx, { namespace, pool: name, member }, lease)
+          : undefined;
+        if (written) taken.set(member, written);
+        else if (removable) lost.push(member);
+      });
+      if (lost.length > 0 && !force) {
+        for (const lease of taken.values()) await deleteLeaseAsRead(ctx, lease);
+        const named = await Promise.all(
+          lost.map(async (member) => {
+            const holder = (await ctx.cluster.getLease(namespace, leaseNameFor(member)))?.spec.holderIdentity;
+            return holder ? `${member} (${holder})` : member;
+          }),
+        );
+        throw claimedMeanwhile(name, namespace, lost, named);
+      }
+      for (const clone of pending) await factory.deletePending(namespace, clone);
+      if (read) await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
       let leaseCount = 0;
       let done = 0;
       await forEachBounded(members, deleteConcurrency, async (member) => {
-        await factory.deleteMember({ namespace, member, uid: uids.get(member) ?? '' });
-        const lease = leases.get(leaseNameFor(member));
-        if (
+        await factory.deleteMember({ namespace, member, uid: vms.get(member)?.metadata.uid ?? '' });
+        const removal = taken.get(member);
+        // forced: a claim read, or one that landed since, goes with its member
+        const lease =
+          removal === undefined && lost.includes(member)
+            ? await ctx.cluster.getLease(namespace, leaseNameFor(member))
+            : leases.get(leaseNameFor(member));
+        if (removal) {
+          await deleteLeaseAsRead(ctx, removal);
+        } else if (
           lease &&
           (await ctx.cluster.deleteLease(namespace, lease.metadata.name ?? '', {
             uid: lease.metadata.uid ?? '',

@@ -1,4 +1,4 @@
-import type { PoolMemberView } from './pool-view.js';
+import { isFreeMember, type PoolMemberView } from './pool-view.js';
 
 /**
  * What {@link planPoolDelete} decides: delete every member (`forced` when some are claimed and `force` allowed
@@ -33,7 +33,8 @@ export function planPoolDelete(input: {
 }): PoolDeletePlan {
   const { pool, members, force } = input;
   const busy = members.filter(
-    (member) => member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned',
+    (member) =>
+      (member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned') && !isFreeMember(member),
   );
   const names = members.map((member) => member.name);
   if (busy.length === 0) return { kind: 'delete', members: names, forced: false };

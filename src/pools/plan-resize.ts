@@ -1,4 +1,5 @@
 import { type ClaimFacts, classifyClaim, isClaimable } from '../claims/claim-liveness.js';
+import { removalHolder } from '../keys.js';
 import { nextMemberNames } from '../member-names.js';
 import { isFreeMember, type PoolView } from './pool-view.js';
 
@@ -107,17 +108,20 @@ export function planResize(input: ResizeInput): ResizePlan {
 }
 
 /**
- * The last check before a shrink removes one member its plan chose: a claim may have landed since the pool was
- * read, and the Lease read just now is the truth. `remove` names the Lease to delete with it, if there is one.
+ * The last check before a shrink or a pool delete takes one member's Lease to remove it: only a member nobody
+ * holds, or one a removal holds (`corral-vdi/resize`, perhaps left by one that died), is removed. The Lease
+ * write that follows is conditional, so a claim landing after this check makes it lose and the member stays.
  *
  * @example
  * ```ts
- * const step = planMemberRemoval({ vm, lease: await cluster.getLease(ns, leaseNameFor(member)), now: clock.now() });
+ * const step = planMemberRemoval({ vm, lease, now: clock.now() });
  * if (step.kind === 'skip') skipped.push(member);
  * ```
  * @throws `VdiError` `INVALID_INPUT` as {@link classifyClaim}.
  * @category pools
  */
 export function planMemberRemoval(facts: ClaimFacts): { kind: 'remove' } | { kind: 'skip' } {
-  return isClaimable(classifyClaim(facts)) ? { kind: 'remove' } : { kind: 'skip' };
+  const claim = classifyClaim(facts);
+  const removable = isClaimable(claim) || (claim.kind === 'held' && claim.holder === removalHolder);
+  return removable ? { kind: 'remove' } : { kind: 'skip' };
 }

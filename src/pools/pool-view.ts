@@ -2,7 +2,7 @@ import { classifyClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
-import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { ephemeralLabel, poolLabel, removalHolder, sourceAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from '../member-names.js';
@@ -79,12 +79,15 @@ function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date):
 }
 
 /**
- * Whether a member is free to be removed or handed out: no live claim, no v0.6.0 assignment, not being deleted.
+ * Whether a member is free to be removed: no live claim, no v0.6.0 assignment, not being deleted. A member a
+ * removal holds (`corral-vdi/resize`, perhaps left by one that died) counts as free here; claims still wait for
+ * that Lease to expire.
  *
  * @category pools
  */
 export function isFreeMember(member: PoolMemberView): boolean {
-  return member.state.kind === 'free';
+  const { state } = member;
+  return state.kind === 'free' || (state.kind === 'claimed' && state.holder === removalHolder);
 }
 
 /**
@@ -131,7 +134,9 @@ export function describePools(input: {
       members.sort((left, right) => compareNatural(left.name, right.name));
       const free = members.filter(isFreeMember).length;
       const claimed = members.filter(
-        (member) => member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned',
+        (member) =>
+          (member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned') &&
+          !isFreeMember(member),
       ).length;
       return {
         id: formatPoolId({ kind: 'vm', namespace, pool: name }),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { leaseNameFor } from '../claims/lease-name.js';
+import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
@@ -12,6 +13,7 @@ import { planMemberRemoval, planResize, type ResizePlan } from './plan-resize.js
 import type { PoolMemberFactory } from './pool-member-factory.js';
 import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { readPool } from './read-pool.js';
+import { dropLeftoverRemovals, takeRemovalLease } from './removal-lease.js';
 import { runAudited } from './run-audited.js';
 
 /** Options of {@link resizePool}. @category pools */
@@ -55,8 +57,9 @@ type PoolRead = Awaited<ReturnType<typeof readPool>>;
  * Resizes a pool to `size` members. Growing clones the lowest free indices from the golden VM the members record
  * (or `from`), with the same capacity admission as a create: the new members and every member not running now
  * must fit at once. Shrinking removes only free members, highest index first, and never a claimed one: when too
- * few are free, it refuses before removing anything and says how far the pool can shrink. A member claimed
- * between the check and its removal is skipped and stays. {@link planResize} makes every one of these choices.
+ * few are free, it refuses before removing anything and says how far the pool can shrink. Each member's Lease is
+ * taken (holder `corral-vdi/resize`) before the member is deleted, then deleted; a member claimed before its
+ * Lease is taken is skipped and stays. {@link planResize} makes every one of these choices.
  *
  * @example
  * ```ts
@@ -78,6 +81,7 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
     { action: 'vdi pool resize', user: parsed.identity ?? defaultPoolActor, target: id },
     async () => {
       const read = await readPool(ctx, namespace, name);
+      await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
       const taken = await factory.listTakenNames(namespace);
       const plan = planResize({ pool: read.pool, size, taken, source: parsed.from });
       const result: ResizePoolResult = {
@@ -146,15 +150,18 @@ async function shrink(
   for (const member of remove) {
     const vm = vmByName.get(member);
     if (!vm) continue;
-    const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
-    if (planMemberRemoval({ vm, lease, now: ctx.clock.now() }).kind === 'skip') {
+    const lease = leaseByName.get(leaseNameFor(member));
+    // The member's Lease is taken before the member goes, so a claim landing meanwhile keeps its desktop.
+    const taken =
+      planMemberRemoval({ vm, lease, now: ctx.clock.now() }).kind === 'remove'
+        ? await takeRemovalLease(ctx, { namespace, pool: read.pool.name, member }, lease)
+        : undefined;
+    if (!taken) {
       result.skipped.push(member);
       continue;
     }
     await factory.deleteMember({ namespace, member, uid: vm.metadata.uid ?? '' });
-    const stale = lease ?? leaseByName.get(leaseNameFor(member));
-    if (stale)
-      await ctx.cluster.deleteLease(namespace, stale.metadata.name ?? '', { uid: stale.metadata.uid ?? '' });
+    await deleteLeaseAsRead(ctx, taken);
     result.removed.push(member);
     ctx.events.emit('pool-progress', {
       poolId: result.id,

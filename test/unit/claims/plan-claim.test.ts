@@ -130,6 +130,23 @@ describe('planClaim', () => {
     expect(brief(plan(pool, { order: 'random', random: () => 0.99 }))).toBe('create devpool-3');
   });
 
+  it('takes the member another claim of the identity chose while it is still open to the identity', () => {
+    const pool: Pool = [
+      ['devpool-1', {}],
+      ['devpool-2', { holder: 'carol' }, { holder: 'carol', expired: true, resourceVersion: '7' }],
+      ['devpool-3', { label: 'alice' }],
+      ['devpool-4', { power: 'running', holder: 'bob' }, { holder: 'bob' }],
+    ];
+    expect(brief(plan(pool, { prefer: 'devpool-2' }))).toBe('replace devpool-2 at 7');
+    expect(brief(plan(pool, { prefer: 'devpool-1' }))).toBe('create devpool-1');
+    expect(brief(plan(pool, { prefer: 'devpool-3' }))).toBe('adopt devpool-3 from legacy');
+    // taken by someone else, or gone: the plan chooses as if nothing were preferred
+    expect(brief(plan(pool, { prefer: 'devpool-4' }))).toBe('adopt devpool-3 from legacy');
+    expect(brief(plan(pool, { prefer: 'devpool-9' }))).toBe('adopt devpool-3 from legacy');
+    const held: Pool = [...pool, ['devpool-5', { power: 'running', holder: 'alice' }, { holder: 'alice' }]];
+    expect(brief(plan(held, { prefer: 'devpool-1' }))).toBe('renew devpool-5');
+  });
+
   it('refuses a random source outside [0, 1) with INVALID_INPUT', () => {
     const error = thrownBy(() => plan([['devpool-1', {}]], { order: 'random', random: () => 1 }));
     expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);

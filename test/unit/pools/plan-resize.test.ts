@@ -174,12 +174,31 @@ describe('planResize', () => {
   });
 });
 
+describe('a member a removal holds', () => {
+  it('counts as free for a shrink, which removes it once it runs out of other free members', () => {
+    const pool = poolOf(
+      [vm('devpool-1'), vm('devpool-2'), vm('devpool-3')],
+      [lease('devpool-1', 'corral-vdi/resize'), lease('devpool-3', 'bob')],
+    );
+    expect(pool.counts).toMatchObject({ free: 2, claimed: 1 });
+    expect(planResize({ pool, size: 2, taken: new Set() })).toMatchObject({
+      kind: 'shrink',
+      remove: ['devpool-2'],
+    });
+    expect(planResize({ pool, size: 1, taken: new Set() })).toMatchObject({
+      kind: 'shrink',
+      remove: ['devpool-2', 'devpool-1'],
+    });
+  });
+});
+
 describe('planMemberRemoval', () => {
   it.each([
     ['no Lease', undefined, 'remove'],
     ['a Lease that expired', lease('devpool-1', 'bob', '2026-07-02T10:00:00.000000Z'), 'remove'],
     ['a Lease that names no holder', { ...lease('devpool-1', ''), spec: {} }, 'remove'],
     ['a live Lease that landed since the read', lease('devpool-1', 'bob'), 'skip'],
+    ['a Lease a removal holds, perhaps one that died', lease('devpool-1', 'corral-vdi/resize'), 'remove'],
   ])('with %s, a member chosen for removal is to %s', (_, found, kind) => {
     expect(planMemberRemoval({ vm: vm('devpool-1'), lease: found, now })).toEqual({ kind });
   });
