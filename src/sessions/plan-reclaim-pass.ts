@@ -5,6 +5,7 @@ import {
   disconnectedAtAnnotation,
   leaseMemberLabel,
   leaseNamePrefix,
+  removalHolder,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -66,7 +67,7 @@ export interface ReclaimPassInput {
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `keep`: a live claim with nothing due.
- * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease; `unresolved`: its member name is
+ * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds; `unresolved`: its member name is
  *   hashed and the members were not given; `expired`: it binds nobody; `no-start`: it carries no readable start).
  *
  * @category sessions
@@ -152,7 +153,10 @@ type Placement = { member: string } | { skip: 'not-a-claim' | 'unresolved' };
 
 function place(lease: LeaseObject, byLeaseName: ReadonlyMap<string, string> | undefined): Placement {
   const name = lease.metadata.name ?? '';
-  if (!name.startsWith(leaseNamePrefix)) return { skip: 'not-a-claim' };
+  // a shrink or pool delete holds a member's Lease while it removes it: no user's claim
+  if (!name.startsWith(leaseNamePrefix) || lease.spec.holderIdentity === removalHolder) {
+    return { skip: 'not-a-claim' };
+  }
   const named = lease.metadata.labels?.[leaseMemberLabel] ?? memberFromLeaseName(name);
   if (named === undefined && byLeaseName === undefined) return { skip: 'unresolved' };
   const member = named ?? byLeaseName?.get(name);

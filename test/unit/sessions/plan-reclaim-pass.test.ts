@@ -134,6 +134,12 @@ describe('planReclaimPass', () => {
     expect(stepOf(lease, minutes, extra)).toMatchObject(expected);
   });
 
+  it('leaves the Lease a pool shrink or delete holds alone: it is no claim to renew or reclaim', () => {
+    const removal = claim(member, { holder: 'corral-vdi/resize', renewed: 40 });
+    expect(stepOf(removal, 41)).toEqual({ kind: 'skip', lease: removal, reason: 'not-a-claim' });
+    expect(planReclaimPass({ ...base, leases: [removal], now: at(41) }).desktops).toBe(0);
+  });
+
   it('marks a claim whose console marks an earlier write missed, and carries them with a renewal', () => {
     const lease = claim(member);
     const consoles = new Map([[member, consolesOf(lease, { open: 1, connectedAt: at(1), version: 1 })]]);
