@@ -70,8 +70,14 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
   const finished = vmi !== undefined && finishedPhases.has(vmi.status?.phase ?? '');
   const live = vmi !== undefined && !finished;
   const asked = powerOfVm(vm);
-  // KubeVirt copies a started instance's phase into the VM's printableStatus a moment later; the instance leads
-  const power = asked === 'starting' && vmi?.status?.phase === 'Running' ? 'running' : asked;
+  // KubeVirt copies the instance's phase into the VM's printableStatus a moment later: the instance leads, both ways
+  const instanceRuns = vmi?.status?.phase === 'Running';
+  const power =
+    asked === 'starting' && instanceRuns
+      ? 'running'
+      : asked === 'running' && !instanceRuns
+        ? 'stopping'
+        : asked;
   const devices = (live ? vmi.spec?.domain?.devices : undefined) ?? vm.spec.template?.spec?.domain?.devices;
   return {
     kind: 'vm',

@@ -166,6 +166,12 @@ describe('toVmMemberFacts', () => {
     expect(toVmMemberFacts(vm('Stopped'), vmi('Running'))).toMatchObject({ power: 'stopped' });
   });
 
+  it('counts a member whose instance is gone or finished as stopping while the VM still shows Running', () => {
+    expect(toVmMemberFacts(vm('Running'), undefined)).toMatchObject({ power: 'stopping', phase: 'Running' });
+    expect(toVmMemberFacts(vm('Running'), vmi('Succeeded'))).toMatchObject({ power: 'stopping' });
+    expect(toVmMemberFacts(vm('Running'), vmi('Running'))).toMatchObject({ power: 'running' });
+  });
+
   it('marks a member being deleted, and one still on the v0.6.0 run field', () => {
     const deleting = vm('Stopped', {}, { deletionTimestamp: '2026-01-01T00:00:00Z' });
     expect(toVmMemberFacts(deleting, undefined).deleting).toBe(true);
