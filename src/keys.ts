@@ -22,3 +22,8 @@ export const sourceAnnotation = 'corral.dev/vdi-source';
 export const leaseNamePrefix = 'corral-vdi-';
 /** How long a Lease lives without renewal. @category keys */
 export const leaseDurationSeconds = 3600;
+/**
+ * Lease annotation: a release of the claim with this session ID is under way. It keeps the member out of other
+ * claims and renewals until the release deletes the Lease. @category keys
+ */
+export const releasingAnnotation = 'corral.dev/vdi-releasing';

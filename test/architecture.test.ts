@@ -3,12 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(import.meta.dirname, '..');
-const forbiddenImports = [
-  /^node:/,
-  /^@kubernetes\/client-node/,
-  /^eventemitter3/,
-  /(^|\/)kube\//,
-];
+const forbiddenImports = [/^node:/, /^@kubernetes\/client-node/, /^eventemitter3/, /(^|\/)kube\//];
 const clockReads = [
   /\bDate\.now\s*\(/,
   /\bnew Date\s*\(\s*\)/,
