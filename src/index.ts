@@ -63,6 +63,7 @@ export type {
   ClaimsService,
   ListDesktopsOptions,
   MemberOptions,
+  ReleaseOptions,
   ReleaseResult,
 } from './claims/claims-service.js';
 export type { MemberClassification, MemberFacts, PoolMemberFacts } from './claims/classify-member.js';
@@ -74,6 +75,7 @@ export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './cla
 export { planClaim } from './claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
 export { planRelease } from './claims/plan-release.js';
+export { isReleasing } from './claims/releasing-mark.js';
 export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
 export type { ConnectOptions, ConnectResult } from './connect-planner/connect.js';
@@ -128,6 +130,7 @@ export {
   leaseNamePrefix,
   leasePoolLabel,
   poolLabel,
+  releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
 } from './keys.js';

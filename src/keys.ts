@@ -28,3 +28,8 @@ export const claimingAnnotation = 'corral.dev/vdi-claiming';
 export const removalHolder = 'corral-vdi/resize';
 /** How long a removal's Lease binds: a removal that died leaves its member unclaimable no longer. @category keys */
 export const removalLeaseDurationSeconds = 300;
+/**
+ * Lease annotation: a release of the claim with this session ID is under way. It keeps the member out of other
+ * claims and renewals until the release deletes the Lease. @category keys
+ */
+export const releasingAnnotation = 'corral.dev/vdi-releasing';

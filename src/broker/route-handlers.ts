@@ -3,6 +3,7 @@ import type { AuditRecord } from '../audit.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { connect } from '../connect-planner/connect.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { sessionIdAnnotation } from '../keys.js';
 import { listPools } from '../pools/pool-service.js';
 import type { Vdi } from '../vdi.js';
 import type { Caller } from './caller-access.js';
@@ -106,7 +107,9 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
       });
       return desktops.describe(started, desktop.lease);
     },
-    async releaseDesktop({ caller, params, desktop: { view } }) {
+    async releaseDesktop({ caller, params, desktop: { view, lease } }) {
+      // the access check judged this claim: a newer one of the member is refused, not released
+      const expectedSessionId = lease?.metadata.annotations?.[sessionIdAnnotation];
       const suffix = ctx.newSessionId().replaceAll('-', '').slice(0, 12);
       const task = tasks.run(
         {
@@ -122,6 +125,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
               identity: caller.login,
               namespace: params.ns,
               asAdmin: caller.admin,
+              ...(expectedSessionId === undefined ? {} : { expectedSessionId }),
             });
           } catch (error) {
             if (!isVdiError(error))

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { parseOptions, validateNamespace } from '../validate.js';
 import { type ClaimOptions, type ClaimResult, claimDesktop } from './claim-desktop.js';
@@ -12,6 +13,14 @@ export type { ClaimOptions, ClaimResult } from './claim-desktop.js';
 export type { ListDesktopsOptions } from './list-desktops.js';
 export type { MemberOptions } from './read-held-member.js';
 export type { ReleaseResult } from './release-desktop.js';
+
+/** Options of {@link ClaimsService.release}. @category claims */
+export interface ReleaseOptions extends MemberOptions {
+  /** Release only the claim with this session ID, the one the caller read; a newer claim is `CLAIM_CHANGED`. */
+  expectedSessionId?: string;
+}
+
+const releaseSchema = memberSchema.extend({ expectedSessionId: z.string().min(1).max(253).optional() });
 
 /** The claim primitives every front end uses. Create it with `createVdi`. @category claims */
 export interface ClaimsService {
@@ -33,13 +42,14 @@ export interface ClaimsService {
    */
   assign(options: ClaimOptions & { actor?: string }): Promise<ClaimResult>;
   /**
-   * Releases a desktop: stops it (or recreates an ephemeral member), then ends the claim. Only the holder, or
-   * an administrator (`asAdmin`, recorded as a force-release), may release.
+   * Releases a desktop: marks its claim releasing, stops it (or recreates an ephemeral member), then ends the
+   * claim. Only the holder, or an administrator (`asAdmin`, recorded as a force-release), may release. With
+   * `expectedSessionId`, only that claim is released: a newer one is `CLAIM_CHANGED`, untouched.
    *
    * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
    *   `MEMBER_NOT_FOUND`.
    */
-  release(options: MemberOptions): Promise<ReleaseResult>;
+  release(options: ReleaseOptions): Promise<ReleaseResult>;
   /** The CLI's name for {@link ClaimsService.release}: the same call, the same rules. */
   unassign(options: MemberOptions): Promise<ReleaseResult>;
   /**
@@ -65,13 +75,20 @@ export interface ClaimsService {
 
 /** Builds the claims service on a context. */
 export function createClaimsService(ctx: VdiContext): ClaimsService {
-  async function releaseAs(options: MemberOptions, call: string): Promise<ReleaseResult> {
-    const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
+  async function releaseAs(options: ReleaseOptions, call: string): Promise<ReleaseResult> {
+    const {
+      member,
+      identity,
+      namespace: asked,
+      asAdmin,
+      expectedSessionId,
+    } = parseOptions(releaseSchema, options, call);
     return await releaseMember(ctx, {
       namespace: validateNamespace(asked ?? ctx.defaultNamespace),
       member,
       actor: identity,
       asAdmin: asAdmin ?? false,
+      ...(expectedSessionId === undefined ? {} : { expectedSessionId }),
     });
   }
 

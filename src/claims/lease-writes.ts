@@ -6,11 +6,13 @@ import {
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
+  releasingAnnotation,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { shortHash } from './hash.js';
 import { leaseNameFor } from './lease-name.js';
+import { isReleasing } from './releasing-mark.js';
 import { isValidLabelValue } from './sanitize-label-value.js';
 
 /** The member a new claim is for, and its claimant. */
@@ -86,28 +88,71 @@ export async function renewClaimLease(ctx: VdiContext, lease: LeaseObject): Prom
 }
 
 /**
- * Ends a claim: deletes its Lease with the uid and resourceVersion it was read at as preconditions.
+ * Makes a claim the release's own: marks its Lease releasing for its session and renews it, so no claimant takes
+ * the member while it is reset. Conditional on the resourceVersion it was read at.
  *
- * @throws {@link VdiError} `CLAIM_CHANGED` when the Lease changed since (a renewal or a new claim).
+ * @returns the Lease as written, or `undefined` when it changed or went meanwhile.
  */
-export async function deleteClaimLease(
+export async function markClaimReleasing(
   ctx: VdiContext,
-  namespace: string,
-  lease: { name: string; uid: string; resourceVersion: string },
-  desktopId: string,
-): Promise<void> {
+  lease: LeaseObject,
+): Promise<LeaseObject | undefined> {
+  const annotations = {
+    ...lease.metadata.annotations,
+    [releasingAnnotation]: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+  };
   try {
-    await ctx.cluster.deleteLease(namespace, lease.name, {
-      uid: lease.uid,
-      resourceVersion: lease.resourceVersion,
+    return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
+      metadata: { ...lease.metadata, annotations },
+      spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
     });
   } catch (error) {
-    if (!isVdiError(error, 'CONFLICT')) throw error;
-    throw new VdiError(
-      'CLAIM_CHANGED',
-      `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`,
-      { details: { desktopId }, cause: error },
-    );
+    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
+    throw error;
+  }
+}
+
+// marks keep coming only from a console that flaps; past this many, the next release finishes it
+const deleteAttempts = 5;
+
+/**
+ * Ends a claim that {@link markClaimReleasing} made the release's own: deletes its Lease with its uid and the
+ * resourceVersion last read as preconditions. A Lease changed since only by marks of the same releasing session
+ * (a console mark) is read again and deleted; one of another claim is left alone.
+ *
+ * @throws {@link VdiError} `CLAIM_CHANGED` when the Lease is no longer the releasing claim.
+ */
+export async function deleteReleasingLease(
+  ctx: VdiContext,
+  lease: LeaseObject,
+  desktopId: string,
+): Promise<void> {
+  const namespace = lease.metadata.namespace ?? '';
+  const name = lease.metadata.name ?? '';
+  const uid = lease.metadata.uid ?? '';
+  const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  let resourceVersion = lease.metadata.resourceVersion ?? '';
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await ctx.cluster.deleteLease(namespace, name, { uid, resourceVersion });
+      return;
+    } catch (error) {
+      if (!isVdiError(error, 'CONFLICT')) throw error;
+      const current = await ctx.cluster.getLease(namespace, name);
+      if (current === undefined) return;
+      const same =
+        current.metadata.uid === uid &&
+        isReleasing(current) &&
+        current.metadata.annotations?.[sessionIdAnnotation] === sessionId;
+      if (!same || attempt === deleteAttempts) {
+        throw new VdiError(
+          'CLAIM_CHANGED',
+          `The claim on ${desktopId} changed while it was being released; read the desktop again before deciding.`,
+          { details: { desktopId }, cause: error },
+        );
+      }
+      resourceVersion = current.metadata.resourceVersion ?? '';
+    }
   }
 }
 

@@ -5,6 +5,7 @@ import { compareNatural } from '../member-names.js';
 import { classifyMemberClaim, isClaimable } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
 import { leaseNameFor } from './lease-name.js';
+import { isReleasing } from './releasing-mark.js';
 
 /**
  * Which free member a claim takes: `random` spreads self-service claimants out, so concurrent claims rarely
@@ -38,6 +39,7 @@ export interface PlanClaimInput {
  * What a claim does, decided once from the pool as read:
  *
  * - `renew`: the identity already holds `member` through `lease`; renew that Lease and return the same session.
+ *   A claim being released (`corral.dev/vdi-releasing`) is not renewed: its holder gets another member.
  * - `adopt`: `member` shows the identity as its user without a Lease (a v0.6.0 assignment, or a Lease that was
  *   lost); create its Lease and keep the desktop as it is.
  * - `create`: nobody holds `member`; create its Lease (first writer wins).
@@ -94,7 +96,8 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   });
   if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND' };
 
-  const held = entries.find((entry) => entry.state.kind === 'held-by-caller');
+  // a claim being released is the release's: it is neither renewed nor handed out until the Lease goes
+  const held = entries.find((entry) => entry.state.kind === 'held-by-caller' && !isReleasing(entry.lease));
   if (held?.lease) return { kind: 'renew', member: held.member, lease: held.lease, ...followUp(held.member) };
   const preferred = entries.find(
     (entry) => entry.member.member === input.prefer && (isAdoptable(entry) || isClaimable(entry.claim)),

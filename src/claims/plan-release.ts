@@ -7,6 +7,7 @@ import type { LeaseObject } from '../kube-objects.js';
 import type { ClaimMarks } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
 import { memberNotFoundReason } from './member-not-found.js';
+import { isReleasing } from './releasing-mark.js';
 
 /** What {@link planRelease} looks at. @category claims */
 export interface PlanReleaseInput {
@@ -32,10 +33,12 @@ export interface PlanReleaseInput {
  *
  * - `refuse`: nothing changes; `code` and `reason` say why (`CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED` when
  *   the claim is not the expected session, `MEMBER_NOT_FOUND`).
- * - `reset`: reset the member by `how` (`stop` a persistent member; `recreate` an ephemeral one, or finish an
- *   `interrupted` recreate whose member object is gone or going), then delete the Lease with `lease`'s uid and
- *   resourceVersion as preconditions when there is one, then clear the presentation copy of `holder` when
- *   `clearPresentation` (a recreated member carries none).
+ * - `reset`: when there is a Lease, first make the claim the release's own by marking it
+ *   `corral.dev/vdi-releasing` with `lease`'s resourceVersion as precondition, unless `resume` says an earlier
+ *   release of the same session already did; then reset the member by `how` (`stop` a persistent member;
+ *   `recreate` an ephemeral one, or finish an `interrupted` recreate whose member object is gone or going); then
+ *   delete the Lease (uid precondition); then clear the presentation copy of `holder` when `clearPresentation`
+ *   (a recreated member carries none), best-effort.
  *
  * @category claims
  */
@@ -60,14 +63,16 @@ export type ReleasePlan =
       holder: string;
       /** An administrator releases another identity's desktop. */
       force: boolean;
-      /** The Lease delete's preconditions; `undefined` when there is no Lease (a v0.6.0 or orphaned claim). */
+      /** The Lease to mark and delete, as read; `undefined` when there is none (a v0.6.0 or orphaned claim). */
       lease: { name: string; uid: string; resourceVersion: string } | undefined;
+      /** The Lease is already marked releasing by its own session: an earlier release stopped half way. */
+      resume: boolean;
       clearPresentation: boolean;
     };
 
 /**
- * Decides whether a release may go ahead and how it resets the member. Pure: the caller executes the plan and
- * keeps the claim when the reset fails, so the next release finishes it.
+ * Decides whether a release may go ahead and which steps it takes. Pure: the caller executes the plan; a step that
+ * fails leaves the Lease marked releasing under the same holder, and the next release resumes from it.
  *
  * @example
  * ```ts
@@ -124,6 +129,7 @@ export function planRelease(input: PlanReleaseInput): ReleasePlan {
             uid: lease.metadata.uid ?? '',
             resourceVersion: lease.metadata.resourceVersion ?? '',
           },
+    resume: isReleasing(lease),
     clearPresentation: how === 'stop',
   };
 }

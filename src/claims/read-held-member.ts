@@ -15,6 +15,7 @@ import { classifyPoolMember } from './classify-member.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { leaseNameFor } from './lease-name.js';
 import { memberNotFoundReason } from './member-not-found.js';
+import { isReleasing } from './releasing-mark.js';
 
 /** Options naming one member and the caller. @category claims */
 export interface MemberOptions {
@@ -44,7 +45,8 @@ export interface HeldMember {
 }
 
 /**
- * Reads a member by name and checks, by {@link canStart}, that the caller may use it.
+ * Reads a member by name and checks, by {@link canStart}, that the caller may use it: a claim being released
+ * is `CLAIM_ENDED`, so neither a start nor a renewal races the release.
  *
  * @throws {@link VdiError} `INVALID_INPUT`, `MEMBER_NOT_FOUND`, `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`.
  */
@@ -63,6 +65,13 @@ export async function readHeldMember(
   const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
   const decision = canStart({ state, identity, isAdmin: asAdmin ?? false, desktopId: facts.desktopId });
   if (decision.kind === 'refused') throw refusalError(decision);
+  if (isReleasing(lease)) {
+    throw new VdiError(
+      'CLAIM_ENDED',
+      `${facts.desktopId} is being released; release it again to finish, or claim its pool for a desktop.`,
+      { details: { desktopId: facts.desktopId } },
+    );
+  }
   return { identity, facts, lease, backend };
 }
 

@@ -1,13 +1,15 @@
 import { type AuditAction, recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { defaultDesktopKind, type ResetHow } from '../desktop-backend.js';
+import { type DesktopBackend, defaultDesktopKind, type ResetHow } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
+import { sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { failureReason } from './failure-reason.js';
 import { leaseNameFor } from './lease-name.js';
-import { deleteClaimLease } from './lease-writes.js';
-import { planRelease } from './plan-release.js';
+import { deleteReleasingLease, markClaimReleasing } from './lease-writes.js';
+import { planRelease, type ReleasePlan } from './plan-release.js';
 
 /** What a release returns. @category claims */
 export interface ReleaseResult {
@@ -18,6 +20,11 @@ export interface ReleaseResult {
   force: boolean;
   /** How the member was reset: stopped (disks kept) or recreated from its golden VM. */
   reset: ResetHow;
+  /**
+   * Why the member's presentation copy could not be cleared, when it could not. The release is done all the
+   * same: a stopped member without a Lease counts as free, and the next claim overwrites the copy.
+   */
+  presentationError?: VdiError;
 }
 
 /** Options of {@link releaseMember}, the release path shared by users, administrators and the reclaim policy. */
@@ -35,36 +42,22 @@ export interface ReleaseMemberOptions {
 
 /**
  * Resets a member and ends its claim: the one release path, used by holders, administrators and the reclaim
- * policy. {@link planRelease} decides; a persistent member is then stopped (its disks stay), an ephemeral one
- * recreated from its golden VM. Only after that does the Lease go, deleted with its uid and resourceVersion as
- * preconditions, and then the member's presentation copy. A failed reset keeps the claim, so the next call can
- * retry.
+ * policy. {@link planRelease} decides. The release first makes the claim its own: it marks the Lease
+ * `corral.dev/vdi-releasing` with its resourceVersion as precondition, so a claim or renewal that raced it loses
+ * and nothing else is touched. Then a persistent member is stopped (its disks stay), an ephemeral one recreated
+ * from its golden VM; then the Lease is deleted; then the member's presentation copy is cleared, best-effort. A
+ * failed step leaves the Lease marked releasing under the same holder, and the next release finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
  *   `MEMBER_NOT_FOUND`.
  */
 export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
-  const { member, actor, asAdmin } = options;
+  const { member, actor } = options;
   const namespace = validateNamespace(options.namespace);
   validateMemberName(member);
   validateIdentity(actor);
   const backend = backendFor(ctx, defaultDesktopKind);
-  const [lease, facts] = await Promise.all([
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-    backend.readMember({ namespace, member }),
-  ]);
-  const plan = planRelease({
-    kind: backend.kind,
-    namespace,
-    member,
-    facts,
-    lease,
-    actor,
-    asAdmin,
-    expectedSessionId: options.expectedSessionId,
-    now: ctx.clock.now(),
-  });
-  if (plan.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
+  const { plan, lease } = await takeClaim(ctx, backend, { ...options, namespace });
 
   const { holder, force } = plan;
   const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
@@ -76,29 +69,84 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   } catch (error) {
     const failed = new VdiError(
       plan.how === 'recreate' ? 'RECREATE_FAILED' : 'STOP_FAILED',
-      `Could not ${plan.how} ${desktopId}, so it stays claimed by ${holder}: ${failureReason(error)} Release it again once the cause is fixed.`,
+      `Could not ${plan.how} ${desktopId}, so it stays claimed by ${holder}, marked releasing: ${failureReason(error)} Release it again once the cause is fixed.`,
       { retryable: true, details: { desktopId }, cause: error },
     );
     await recordAudit(ctx, { action, user: actor, target: auditTarget, error: failed });
     throw failed;
   }
-  if (plan.lease) {
+  if (lease) {
     try {
-      await deleteClaimLease(ctx, namespace, plan.lease, desktopId);
+      await deleteReleasingLease(ctx, lease, desktopId);
     } catch (error) {
-      if (isVdiError(error, 'CLAIM_CHANGED')) {
-        await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
-      }
+      await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
       throw error;
     }
   }
+  let presentationError: unknown;
   if (plan.clearPresentation) {
-    // the claim has ended; a copy left on a stopped member reads as free, so a busy member is not an error
-    await backend.clearPresentation({ namespace, member }, holder).catch((error: unknown) => {
-      if (!isVdiError(error, 'CONFLICT')) throw error;
-    });
+    // the claim has ended and a copy left on a stopped member reads as free: the release is done either way
+    presentationError = await backend
+      .clearPresentation({ namespace, member }, holder)
+      .then(() => undefined)
+      .catch((error: unknown) => (isVdiError(error, 'CONFLICT') ? undefined : error));
   }
   await recordAudit(ctx, { action, user: actor, target: auditTarget });
   ctx.events.emit('released', { desktopId, identity: actor, holder, force });
-  return { desktopId, holder, force, reset };
+  return {
+    desktopId,
+    holder,
+    force,
+    reset,
+    ...(presentationError === undefined ? {} : { presentationError: asVdiError(presentationError) }),
+  };
+}
+
+type ResetPlan = Extract<ReleasePlan, { kind: 'reset' }>;
+
+// a lost race is planned again from a fresh read, pinned to the session first read so a newer claim is refused
+const takeAttempts = 3;
+
+async function takeClaim(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  options: ReleaseMemberOptions,
+): Promise<{ plan: ResetPlan; lease: LeaseObject | undefined }> {
+  const { namespace, member, actor, asAdmin } = options;
+  let expectedSessionId = options.expectedSessionId;
+  for (let attempt = 1; ; attempt += 1) {
+    const [lease, facts] = await Promise.all([
+      ctx.cluster.getLease(namespace, leaseNameFor(member)),
+      backend.readMember({ namespace, member }),
+    ]);
+    const plan = planRelease({
+      kind: backend.kind,
+      namespace,
+      member,
+      facts,
+      lease,
+      actor,
+      asAdmin,
+      expectedSessionId,
+      now: ctx.clock.now(),
+    });
+    if (plan.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
+    if (lease === undefined || plan.resume) return { plan, lease };
+    const marked = await markClaimReleasing(ctx, lease);
+    if (marked) return { plan, lease: marked };
+    expectedSessionId ??= lease.metadata.annotations?.[sessionIdAnnotation] ?? '';
+    if (attempt === takeAttempts) {
+      const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
+      throw new VdiError(
+        'CLAIM_CHANGED',
+        `The claim on ${desktopId} kept changing while it was being released; nothing was released. Read the desktop again.`,
+        { details: { desktopId } },
+      );
+    }
+  }
+}
+
+function asVdiError(error: unknown): VdiError {
+  if (isVdiError(error)) return error;
+  return new VdiError('INTERNAL', failureReason(error), { cause: error });
 }

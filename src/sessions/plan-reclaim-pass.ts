@@ -1,5 +1,6 @@
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
+import { isReleasing } from '../claims/releasing-mark.js';
 import {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
@@ -67,8 +68,10 @@ export interface ReclaimPassInput {
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `keep`: a live claim with nothing due.
- * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds; `unresolved`: its member name is
- *   hashed and the members were not given; `expired`: it binds nobody; `no-start`: it carries no readable start).
+ * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds;
+ *   `unresolved`: its member name is hashed and the members were not given; `expired`: it binds nobody;
+ *   `releasing`: a release of it is under way (`corral.dev/vdi-releasing`) and the policy does not reclaim it,
+ *   which would resume that release; `no-start`: it carries no readable start).
  *
  * @category sessions
  */
@@ -77,7 +80,11 @@ export type SessionStep =
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'keep'; member: string; lease: LeaseObject }
-  | { kind: 'skip'; lease: LeaseObject; reason: 'not-a-claim' | 'unresolved' | 'expired' | 'no-start' };
+  | {
+      kind: 'skip';
+      lease: LeaseObject;
+      reason: 'not-a-claim' | 'unresolved' | 'expired' | 'releasing' | 'no-start';
+    };
 
 /**
  * The plan of one pass over a namespace: a step per Lease, how many live claims it looked at, and whether a Lease
@@ -184,6 +191,8 @@ function stepFor(
   if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
   const reclaim = planReclaim(facts, input.now, input.policy);
   if (reclaim.kind === 'reclaim') return { kind: 'reclaim', member, lease, reason: reclaim.reason };
+  // a release under way owns the claim; a reclaim that is due resumes it, nothing else writes to it
+  if (isReleasing(lease)) return { kind: 'skip', lease, reason: 'releasing' };
   const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
   const marks = own !== undefined && own.written < own.version;
   if (renewal.kind === 'renew') return { kind: 'renew', member, lease, marks };

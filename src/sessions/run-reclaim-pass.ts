@@ -1,5 +1,6 @@
 import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
+import { isReleasing } from '../claims/releasing-mark.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -132,6 +133,8 @@ async function write(
     { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
     (current) => {
       const marked = entry ? (withMarks(current, entry) ?? current) : current;
+      // a claim whose release began since the list is left to that release
+      if (isReleasing(current)) return undefined;
       if (!renew) return marked === current ? undefined : marked;
       return { ...marked, spec: { ...marked.spec, renewTime: ctx.clock.now().toISOString() } };
     },

@@ -10,6 +10,7 @@ import {
 } from '../../../src/broker/schemas.js';
 import { isVdiError } from '../../../src/errors.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { admin, peerToken, type RunningBroker, startBroker } from './broker-support.js';
 
@@ -206,6 +207,37 @@ describe('the broker over HTTP', () => {
       'vdi release',
     ]);
     expect((await api.call('GET', '/api/tasklog', { as: bob })).body).toEqual({ records: [] });
+  });
+
+  it('releases only the claim its access check read: a claim made again before the release runs is kept', async () => {
+    const namespace = await createTestNamespace(cluster(), 'broker');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const clock = createTestClock(new Date());
+    const base = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    let again: { sessionId: string } | undefined;
+    // between the broker's read and the release, the desktop is released and claimed again by its holder
+    const vdi: Vdi = {
+      ...base,
+      async release(options) {
+        await base.release({ member: options.member, identity: alice });
+        again = await base.claim({ pool: 'devpool', identity: alice });
+        return await base.release(options);
+      },
+    };
+    const api = await startBroker(cluster(), namespace, clock, { vdi });
+    running.push(api);
+    const desktop = (await api.call('POST', claimPath(namespace), { as: alice })).body;
+
+    const release = await api.call('POST', `${desktopPath(namespace, desktop.member)}/release`, {
+      as: alice,
+    });
+
+    expect(await waitForTask(api, release.body.task, alice)).toMatchObject({
+      status: 'error',
+      error: { code: 'CLAIM_CHANGED' },
+    });
+    const lease = await base.context.cluster.getLease(namespace, `corral-vdi-${desktop.member}`);
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(again?.sessionId);
   });
 
   it('lets an admin force-release another user’s desktop, and the task log names the holder', async () => {

@@ -46,6 +46,8 @@ export interface LeaseShape {
   holder?: string;
   expired?: boolean;
   sessionId?: string;
+  /** The session a release under way marked (`corral.dev/vdi-releasing`). */
+  releasing?: string;
   resourceVersion?: string;
   transitions?: number;
 }
@@ -60,7 +62,10 @@ export function leaseOf(name: string, shape: LeaseShape = {}): LeaseObject {
       uid: `lease-uid-${name}`,
       resourceVersion: shape.resourceVersion ?? '42',
       labels: { 'corral.dev/vdi-pool': 'devpool' },
-      ...(shape.sessionId ? { annotations: { 'corral.dev/vdi-session-id': shape.sessionId } } : {}),
+      annotations: {
+        ...(shape.sessionId ? { 'corral.dev/vdi-session-id': shape.sessionId } : {}),
+        ...(shape.releasing ? { 'corral.dev/vdi-releasing': shape.releasing } : {}),
+      },
     },
     spec: {
       ...(shape.holder === undefined ? {} : { holderIdentity: shape.holder }),

@@ -50,6 +50,29 @@ describe('planClaim', () => {
       'renew devpool-2',
     ],
     [
+      'the caller’s own claim is being released, with another member free',
+      [
+        ['devpool-1', {}],
+        [
+          'devpool-2',
+          { power: 'running', holder: 'alice' },
+          { holder: 'alice', sessionId: 's', releasing: 's' },
+        ],
+      ],
+      'create devpool-1',
+    ],
+    [
+      'the caller’s own claim is being released and nothing else is free',
+      [
+        [
+          'devpool-1',
+          { power: 'running', holder: 'alice' },
+          { holder: 'alice', sessionId: 's', releasing: 's' },
+        ],
+      ],
+      'refuse NO_FREE_MEMBER',
+    ],
+    [
       'the caller has a v0.6.0 assignment',
       [
         ['devpool-1', {}],

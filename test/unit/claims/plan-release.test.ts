@@ -27,13 +27,14 @@ function plan(input: Case): ReleasePlan {
   return planRelease(release);
 }
 
-/** The plan in short: the refusal's code, or how it resets, for whom, and what else it does. */
+/** The plan in short: the refusal's code, or how it resets, for whom, and what else it does (a Lease not `resume`d is marked first). */
 function brief(result: ReleasePlan): string {
   if (result.kind === 'refuse') return `refuse ${result.code}`;
   return [
     `${result.how} for ${result.holder}`,
     ...(result.force ? ['force'] : []),
     ...(result.interrupted ? ['interrupted'] : []),
+    ...(result.resume ? ['resume'] : []),
     result.lease ? 'delete Lease' : 'no Lease',
     ...(result.clearPresentation ? ['clear'] : []),
   ].join(', ');
@@ -97,6 +98,24 @@ describe('planRelease', () => {
       'the claim is the session the caller read',
       { shape: running, lease: { holder: 'alice', sessionId: 'old' }, expectedSessionId: 'old' },
       'stop for alice, delete Lease, clear',
+    ],
+    [
+      'the holder releases again after a release of the same session stopped half way',
+      {
+        shape: { power: 'stopped', holder: 'alice' },
+        lease: { holder: 'alice', sessionId: 's1', releasing: 's1' },
+      },
+      'stop for alice, resume, delete Lease, clear',
+    ],
+    [
+      'the Lease carries the releasing mark of an earlier session',
+      { shape: running, lease: { holder: 'alice', sessionId: 's2', releasing: 's1' } },
+      'stop for alice, delete Lease, clear',
+    ],
+    [
+      'another user asks while a release is under way',
+      { shape: running, lease: { holder: 'alice', sessionId: 's1', releasing: 's1' }, actor: 'bob' },
+      'refuse NOT_HOLDER',
     ],
   ];
   it.each(cases.map(([name, input, expected]) => [name, expected, input] as const))(

@@ -26,9 +26,11 @@ function claim(
     name?: string;
     labelled?: boolean;
     holder?: string;
+    releasing?: boolean;
   } = {},
 ): LeaseObject {
   const annotations: Record<string, string> = { 'corral.dev/vdi-session-id': `s-${member}` };
+  if (options.releasing) annotations['corral.dev/vdi-releasing'] = `s-${member}`;
   if (options.connected !== undefined)
     annotations['corral.dev/vdi-connected-at'] = at(options.connected).toISOString();
   if (options.disconnected !== undefined)
@@ -108,6 +110,20 @@ describe('planReclaimPass', () => {
       61,
       {},
       { kind: 'skip', reason: 'expired' },
+    ],
+    [
+      'skips a Lease whose release is under way rather than renew it',
+      claim(member, { releasing: true }),
+      20,
+      {},
+      { kind: 'skip', reason: 'releasing' },
+    ],
+    [
+      'reclaims a Lease whose release stopped half way once the policy says so, which resumes that release',
+      claim(member, { releasing: true, renewed: 20, connected: 1, disconnected: 2 }),
+      17,
+      {},
+      { kind: 'reclaim', member, reason: 'disconnect-grace' },
     ],
     [
       'skips a Lease that is no member’s claim',

@@ -1,0 +1,227 @@
+import { describe, expect, it } from 'vitest';
+import { releaseMember } from '../../../src/claims/release-desktop.js';
+import type { VdiContext } from '../../../src/context.js';
+import { isVdiError, VdiError } from '../../../src/errors.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi, type Vdi } from '../../../src/vdi.js';
+import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+
+type Hooked = 'stopVm' | 'deleteLease' | 'patchVm' | 'getLease';
+
+// Runs a one-shot action just before the named call reaches the apiserver: the other party of a race, or a fault.
+class RacingCluster extends KubeCluster {
+  readonly calls: Hooked[] = [];
+  private readonly hooks = new Map<Hooked, () => Promise<void>>();
+
+  before(call: Hooked, action: () => Promise<void>): void {
+    this.hooks.set(call, action);
+  }
+
+  private async run(call: Hooked): Promise<void> {
+    this.calls.push(call);
+    const action = this.hooks.get(call);
+    this.hooks.delete(call);
+    await action?.();
+  }
+
+  override async stopVm(namespace: string, name: string) {
+    await this.run('stopVm');
+    return super.stopVm(namespace, name);
+  }
+
+  override async deleteLease(...args: Parameters<KubeCluster['deleteLease']>) {
+    await this.run('deleteLease');
+    return super.deleteLease(...args);
+  }
+
+  override async patchVm(...args: Parameters<KubeCluster['patchVm']>) {
+    await this.run('patchVm');
+    return super.patchVm(...args);
+  }
+
+  override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
+    const lease = await super.getLease(namespace, name);
+    await this.run('getLease');
+    return lease;
+  }
+}
+
+interface Setup {
+  namespace: string;
+  clock: TestClock;
+  /** The SDK the other parties (claimants, renewals) use. */
+  vdi: Vdi;
+  /** The context the release under test runs in. */
+  ctx: VdiContext;
+  kube: RacingCluster;
+}
+
+async function setUp(prefix: string): Promise<Setup> {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  await createPoolMembers(cluster(), namespace, 'devpool', 1);
+  const clock = createTestClock();
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+  const kube = new RacingCluster(cluster().kubeConfig);
+  const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+  ctx.backends.vm = createVmBackend(ctx);
+  return { namespace, clock, vdi, ctx, kube };
+}
+
+function release(setup: Setup, actor: string, expectedSessionId?: string) {
+  return releaseMember(setup.ctx, {
+    namespace: setup.namespace,
+    member: 'devpool-1',
+    actor,
+    asAdmin: false,
+    ...(expectedSessionId === undefined ? {} : { expectedSessionId }),
+  });
+}
+
+async function readLease(setup: Setup): Promise<LeaseObject | undefined> {
+  return await setup.vdi.context.cluster.getLease(setup.namespace, 'corral-vdi-devpool-1');
+}
+
+async function runStrategy(setup: Setup): Promise<string | undefined> {
+  return (await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1'))?.spec.runStrategy;
+}
+
+function codeOf(outcome: PromiseSettledResult<unknown>): string {
+  if (outcome.status === 'fulfilled') return 'fulfilled';
+  return isVdiError(outcome.reason) ? outcome.reason.code : String(outcome.reason);
+}
+
+describe('a release never stops someone else’s desktop', () => {
+  it('keeps a new holder’s desktop running when a claim lands between an expired holder’s read and its release', async () => {
+    const setup = await setUp('relexpired');
+    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    setup.clock.advance(61 * 60_000);
+    let bob: PromiseSettledResult<unknown> | undefined;
+    setup.kube.before('getLease', async () => {
+      [bob] = await Promise.allSettled([setup.vdi.claim({ pool: 'devpool', identity: 'bob' })]);
+    });
+
+    const [outcome] = await Promise.allSettled([release(setup, 'alice')]);
+
+    expect(bob?.status).toBe('fulfilled');
+    expect(['CLAIM_CHANGED', 'NOT_HOLDER']).toContain(codeOf(outcome));
+    expect((await readLease(setup))?.spec.holderIdentity).toBe('bob');
+    expect(setup.kube.calls).not.toContain('stopVm');
+    expect(await runStrategy(setup)).toBe('Always');
+  });
+
+  it('keeps a member out of other claims while its expired holder releases it', async () => {
+    const setup = await setUp('relclaim');
+    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    setup.clock.advance(61 * 60_000);
+    let bob: PromiseSettledResult<unknown> | undefined;
+    setup.kube.before('stopVm', async () => {
+      [bob] = await Promise.allSettled([setup.vdi.claim({ pool: 'devpool', identity: 'bob' })]);
+    });
+
+    const released = await release(setup, 'alice');
+
+    expect(released).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(bob && codeOf(bob)).toBe('NO_FREE_MEMBER');
+    expect(await readLease(setup)).toBeUndefined();
+  });
+
+  it('releases once when its own holder renews during the stop, and refuses the renewal', async () => {
+    const setup = await setUp('relrenew');
+    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    let renewal: PromiseSettledResult<unknown> | undefined;
+    setup.kube.before('stopVm', async () => {
+      [renewal] = await Promise.allSettled([setup.vdi.renew({ member: 'devpool-1', identity: 'alice' })]);
+    });
+
+    const released = await release(setup, 'alice');
+
+    expect(released).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(renewal && codeOf(renewal)).toBe('CLAIM_ENDED');
+    expect(await readLease(setup)).toBeUndefined();
+    expect(setup.kube.calls.filter((call) => call === 'stopVm')).toHaveLength(1);
+  });
+
+  it('finishes the release when the session engine marks a console on the Lease during the stop', async () => {
+    const setup = await setUp('relmark');
+    const desktop = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    setup.kube.before('stopVm', async () => {
+      const lease = (await readLease(setup)) as LeaseObject;
+      const annotations = {
+        ...lease.metadata.annotations,
+        'corral.dev/vdi-disconnected-at': '2026-07-02T12:00:00.000Z',
+      };
+      await setup.vdi.context.cluster.replaceLease(setup.namespace, {
+        ...lease,
+        metadata: { ...lease.metadata, annotations },
+      });
+    });
+
+    const released = await release(setup, 'alice', desktop.sessionId);
+
+    expect(released).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(await readLease(setup)).toBeUndefined();
+    expect(setup.kube.calls.filter((call) => call === 'stopVm')).toHaveLength(1);
+  });
+
+  it('reports a release as done when only clearing the presentation copy fails', async () => {
+    const setup = await setUp('relcopy');
+    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    setup.kube.before('patchVm', async () => {
+      throw new VdiError('FORBIDDEN', 'virtualmachines "devpool-1" is forbidden: cannot patch');
+    });
+
+    const released = await release(setup, 'alice');
+
+    expect(released).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(released.presentationError?.code).toBe('FORBIDDEN');
+    expect(await readLease(setup)).toBeUndefined();
+    // the stale copy on a stopped member counts as free: the next claim takes it
+    await waitFor(async () => (await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1'))?.status, {
+      describe: 'devpool-1 to show Stopped',
+      until: (status) => status?.printableStatus === 'Stopped',
+    });
+    const next = await setup.vdi.claim({ pool: 'devpool', identity: 'bob' });
+    expect(next).toMatchObject({ member: 'devpool-1', owner: 'bob' });
+  });
+
+  it('leaves a releasing Lease of the same holder when the Lease delete fails, and the next release finishes it', async () => {
+    const setup = await setUp('reldelete');
+    const desktop = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    setup.kube.before('deleteLease', async () => {
+      throw new VdiError('CLUSTER_UNAVAILABLE', 'the apiserver is restarting');
+    });
+
+    await expect(release(setup, 'alice')).rejects.toThrow('the apiserver is restarting');
+
+    const left = await readLease(setup);
+    expect(left?.spec.holderIdentity).toBe('alice');
+    expect(left?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(desktop.sessionId);
+    expect(left?.metadata.annotations?.['corral.dev/vdi-releasing']).toBe(desktop.sessionId);
+    await expect(setup.vdi.claim({ pool: 'devpool', identity: 'bob' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+    });
+    const released = await release(setup, 'alice');
+    expect(released).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(await readLease(setup)).toBeUndefined();
+  });
+
+  it('refuses a release pinned to a session once the member was claimed again, and changes nothing', async () => {
+    const setup = await setUp('relpinned');
+    const first = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    await setup.vdi.release({ member: 'devpool-1', identity: 'alice' });
+    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    const before = await readLease(setup);
+
+    const [outcome] = await Promise.allSettled([release(setup, 'alice', first.sessionId)]);
+
+    expect(codeOf(outcome)).toBe('CLAIM_CHANGED');
+    expect(await readLease(setup)).toEqual(before);
+    expect(setup.kube.calls).not.toContain('stopVm');
+  });
+});
