@@ -182,7 +182,7 @@ export {
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';
-export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
+export type { ConsoleOpenFacts, ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type {
   ReclaimPlan,

@@ -117,7 +117,7 @@ export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { formatDuration, parseDuration } from '../sessions/parse-duration.js';
-export type { ConsoleOpenPlan } from '../sessions/plan-console-open.js';
+export type { ConsoleOpenFacts, ConsoleOpenPlan } from '../sessions/plan-console-open.js';
 export { planConsoleOpen } from '../sessions/plan-console-open.js';
 export type {
   ReclaimPlan,

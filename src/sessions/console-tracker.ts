@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
+import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
@@ -149,7 +150,7 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     const now = ctx.clock.now();
     // with the member gone, the Lease alone says whether it is claimed
     const claim = classifyMemberClaim({ member: facts ?? goneMember(member), lease, now });
-    const plan = planConsoleOpen(claim, desktopId);
+    const plan = planConsoleOpen(claim, desktopId, { releasing: isReleasing(lease) });
     if (plan.kind === 'reject') throw new VdiError(plan.code, plan.message, { details: { desktopId } });
     // without a Lease to carry marks, no grace starts when the console closes
     if (plan.kind === 'uncounted' || lease === undefined) {
