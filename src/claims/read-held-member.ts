@@ -58,13 +58,13 @@ export async function readHeldMember(
   const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
   const backend = backendFor(ctx, defaultDesktopKind);
-  const [facts, lease] = await Promise.all([
-    readMemberFacts(backend, namespace, member),
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-  ]);
-  const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
-  const decision = canStart({ state, identity, isAdmin: asAdmin ?? false, desktopId: facts.desktopId });
-  if (decision.kind === 'refused') throw refusalError(decision);
+  const { facts, lease } = await readMemberAs(ctx, backend, {
+    namespace,
+    member,
+    identity,
+    isAdmin: asAdmin ?? false,
+    decide: canStart,
+  });
   if (isReleasing(lease)) {
     throw new VdiError(
       'CLAIM_ENDED',
@@ -113,13 +113,23 @@ export async function readDesktopAs(
   ctx: VdiContext,
   options: ReadDesktopAsOptions,
 ): Promise<{ view: DesktopView; lease: LeaseObject | undefined }> {
+  const { facts, lease } = await readMemberAs(ctx, backendFor(ctx, defaultDesktopKind), options);
+  return { view: describeDesktop(facts, lease), lease };
+}
+
+// The one read-classify-decide sequence of a member a caller is about to use.
+async function readMemberAs(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  options: ReadDesktopAsOptions,
+): Promise<{ facts: MemberFacts; lease: LeaseObject | undefined }> {
   const { namespace, member, identity, isAdmin, decide } = options;
   const [facts, lease] = await Promise.all([
-    readMemberFacts(backendFor(ctx, defaultDesktopKind), namespace, member),
+    readMemberFacts(backend, namespace, member),
     ctx.cluster.getLease(namespace, leaseNameFor(member)),
   ]);
   const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
   const decision = decide({ state, identity, isAdmin, desktopId: facts.desktopId });
   if (decision.kind === 'refused') throw refusalError(decision);
-  return { view: describeDesktop(facts, lease), lease };
+  return { facts, lease };
 }
