@@ -2,7 +2,7 @@ import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
-import { ephemeralLabel, sessionIdAnnotation } from '../keys.js';
+import { ephemeralLabel, leasePoolLabel, removalHolder, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import {
@@ -40,7 +40,10 @@ export interface DesktopView {
   expiresAt: string | undefined;
   /** A v0.6.0 assignment that has no Lease yet. */
   legacy: boolean;
-  /** KubeVirt's `printableStatus`, such as `Running` or `Stopped`. */
+  /**
+   * KubeVirt's `printableStatus`, such as `Running` or `Stopped`; `Resetting` while the member is gone or being
+   * deleted under its claim (see {@link describeResetting}).
+   */
   phase: string;
   running: boolean;
   ephemeral: boolean;
@@ -84,6 +87,51 @@ export function describeDesktop(facts: DesktopMarks, lease: LeaseObject | undefi
     phase,
     running: phase === 'Running',
     ephemeral: facts.ephemeral,
+  };
+}
+
+/** The phase a desktop reads while its member is being made again under its claim. @category claims */
+export const resettingPhase = 'Resetting';
+
+/** What {@link describeResetting} looks at. @category claims */
+export interface ResettingInput {
+  kind: MemberFacts['kind'];
+  namespace: string;
+  member: string;
+  /** The member as its backend reads it now; `undefined` when its object is gone. */
+  facts: MemberFacts | undefined;
+  /** The member's claim Lease as read now; `undefined` when there is none. */
+  lease: LeaseObject | undefined;
+}
+
+/**
+ * The marks a front end shows for a member whose claim outlives its object: the member is gone or being deleted
+ * while a Lease still holds it, because a reset (a recreate) is under way or stopped half way. Only the Lease
+ * counts then, and the desktop reads phase `Resetting` until a release makes the member again.
+ *
+ * @returns `undefined` when the member stands, or when no claim holds it (a pool removal's Lease is none).
+ * @example
+ * ```ts
+ * const marks = describeResetting({ kind: 'vm', namespace, member, facts: undefined, lease }) ?? facts;
+ * ```
+ * @category claims
+ */
+export function describeResetting(input: ResettingInput): DesktopMarks | undefined {
+  const { kind, namespace, member, facts, lease } = input;
+  if (facts !== undefined && !facts.deleting) return undefined;
+  const holder = lease?.spec.holderIdentity;
+  if (!holder || holder === removalHolder) return undefined;
+  return {
+    kind,
+    namespace,
+    member,
+    pool: facts?.pool || lease?.metadata.labels?.[leasePoolLabel] || '',
+    deleting: false,
+    power: 'provisioning',
+    presentation: { holder: undefined, label: undefined, claimedAt: undefined },
+    phase: resettingPhase,
+    // only a recreate leaves a claimed member gone
+    ephemeral: facts?.ephemeral ?? true,
   };
 }
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind } from '../desktop-backend.js';
-import { leasePoolLabel } from '../keys.js';
+import { leaseMemberLabel, leasePoolLabel } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
   memberNameSchema,
@@ -11,9 +12,9 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { claimHolder, classifyMemberClaim } from './claim-liveness.js';
-import { type DesktopView, describeDesktop } from './desktop-view.js';
-import { leaseNameFor } from './lease-name.js';
-import { readMemberFacts } from './read-held-member.js';
+import { type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
+import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
+import { readDesktopMarks } from './read-held-member.js';
 
 /** Options of {@link ClaimsService.listDesktops}. @category claims */
 export interface ListDesktopsOptions {
@@ -38,7 +39,8 @@ const getSchema = z.object({ member: memberNameSchema, namespace: namespaceSchem
 
 /**
  * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
- * `identity` when given; with `all`, every pool member, of every kind served.
+ * `identity` when given; with `all`, every pool member, of every kind served. A claim whose member is gone or being
+ * deleted is listed as its holder's desktop in phase `Resetting`.
  *
  * @throws {@link VdiError} `INVALID_INPUT`.
  */
@@ -53,22 +55,49 @@ export async function listDesktops(ctx: VdiContext, options: ListDesktopsOptions
       Promise.all(backends.map((backend) => backend.listMembers(namespace, pool))),
     ]);
     const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
+    const members = memberLists.flat();
+    const listed = new Set(members.map((member) => leaseNameFor(member.member)));
+    // a claim whose member is gone is still its holder's desktop, resetting
+    const gone = leases.flatMap((lease) => {
+      const member = memberOfLease(lease);
+      if (member === undefined || listed.has(lease.metadata.name ?? '')) return [];
+      const marks = describeResetting({
+        kind: defaultDesktopKind,
+        namespace,
+        member,
+        facts: undefined,
+        lease,
+      });
+      return marks ? [{ marks, lease }] : [];
+    });
     const now = ctx.clock.now();
-    for (const member of memberLists.flat()) {
-      const lease = leaseByName.get(leaseNameFor(member.member));
-      const holder = claimHolder(classifyMemberClaim({ member, lease, now }));
+    for (const { marks, lease } of [
+      ...members.map((facts) => {
+        const lease = leaseByName.get(leaseNameFor(facts.member));
+        const { kind, member } = facts;
+        return { marks: describeResetting({ kind, namespace, member, facts, lease }) ?? facts, lease };
+      }),
+      ...gone,
+    ]) {
+      const holder = claimHolder(classifyMemberClaim({ member: marks, lease, now }));
       if (all || (holder !== undefined && (identity === undefined || holder === identity))) {
-        views.push(describeDesktop(member, lease));
+        views.push(describeDesktop(marks, lease));
       }
     }
   }
   return views;
 }
 
+function memberOfLease(lease: LeaseObject): string | undefined {
+  const name = lease.metadata.name ?? '';
+  const member = lease.metadata.labels?.[leaseMemberLabel] ?? memberFromLeaseName(name);
+  return member !== undefined && leaseNameFor(member) === name ? member : undefined;
+}
+
 /**
- * One desktop.
+ * One desktop; a member gone or being deleted under its claim reads as `Resetting`.
  *
- * @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`.
+ * @throws {@link VdiError} `MEMBER_NOT_FOUND` when there is neither the member nor a claim of it, `INVALID_INPUT`.
  */
 export async function getDesktop(
   ctx: VdiContext,
@@ -76,9 +105,11 @@ export async function getDesktop(
 ): Promise<DesktopView> {
   const { member, namespace: asked } = parseOptions(getSchema, options, 'getDesktop');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
-  const [facts, lease] = await Promise.all([
-    readMemberFacts(backendFor(ctx, defaultDesktopKind), namespace, member),
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-  ]);
-  return describeDesktop(facts, lease);
+  const { marks, lease } = await readDesktopMarks(
+    ctx,
+    backendFor(ctx, defaultDesktopKind),
+    namespace,
+    member,
+  );
+  return describeDesktop(marks, lease);
 }

@@ -3,6 +3,7 @@ import { type AccessDecision, type AccessRequest, canStart, refusalError } from 
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
+import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -12,7 +13,7 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { classifyPoolMember } from './classify-member.js';
-import { type DesktopView, describeDesktop } from './desktop-view.js';
+import { type DesktopMarks, type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
 import { leaseNameFor } from './lease-name.js';
 import { memberNotFoundReason } from './member-not-found.js';
 import { isReleasing } from './releasing-mark.js';
@@ -65,31 +66,22 @@ export async function readHeldMember(
     isAdmin: asAdmin ?? false,
     decide: canStart,
   });
+  const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
   if (isReleasing(lease)) {
     throw new VdiError(
       'CLAIM_ENDED',
-      `${facts.desktopId} is being released; release it again to finish, or claim its pool for a desktop.`,
-      { details: { desktopId: facts.desktopId } },
+      `${desktopId} is being released; release it again to finish, or claim its pool for a desktop.`,
+      { details: { desktopId } },
+    );
+  }
+  if (facts === undefined || facts.deleting) {
+    throw new VdiError(
+      'MEMBER_NOT_FOUND',
+      `${desktopId} is resetting: its member is gone or being deleted under the claim; release it to make the member again.`,
+      { details: { desktopId } },
     );
   }
   return { identity, facts, lease, backend };
-}
-
-/**
- * Reads one member's facts through its backend.
- *
- * @throws {@link VdiError} `MEMBER_NOT_FOUND` when there is no such member; `INVALID_INPUT` when it is in no pool.
- */
-export async function readMemberFacts(
-  backend: DesktopBackend,
-  namespace: string,
-  member: string,
-): Promise<MemberFacts> {
-  const facts = await backend.readMember({ namespace, member });
-  if (facts) return facts;
-  throw new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason(backend.kind, namespace, member), {
-    details: { namespace, member },
-  });
 }
 
 /** Options of {@link readDesktopAs}. */
@@ -113,8 +105,38 @@ export async function readDesktopAs(
   ctx: VdiContext,
   options: ReadDesktopAsOptions,
 ): Promise<{ view: DesktopView; lease: LeaseObject | undefined }> {
-  const { facts, lease } = await readMemberAs(ctx, backendFor(ctx, defaultDesktopKind), options);
-  return { view: describeDesktop(facts, lease), lease };
+  const { marks, lease } = await readMemberAs(ctx, backendFor(ctx, defaultDesktopKind), options);
+  return { view: describeDesktop(marks, lease), lease };
+}
+
+/** A member as a front end shows it: its facts (none while it is gone), what the view reads, and its Lease. */
+export interface ReadMarks {
+  facts: MemberFacts | undefined;
+  /** The facts, or the {@link describeResetting} marks while a claim holds a member that is gone or going. */
+  marks: DesktopMarks;
+  lease: LeaseObject | undefined;
+}
+
+/**
+ * Reads one member and its Lease; a member gone or being deleted under a claim reads as resetting.
+ *
+ * @throws {@link VdiError} `MEMBER_NOT_FOUND` when there is no such member and no claim of it.
+ */
+export async function readDesktopMarks(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  namespace: string,
+  member: string,
+): Promise<ReadMarks> {
+  const [facts, lease] = await Promise.all([
+    backend.readMember({ namespace, member }),
+    ctx.cluster.getLease(namespace, leaseNameFor(member)),
+  ]);
+  const marks = describeResetting({ kind: backend.kind, namespace, member, facts, lease }) ?? facts;
+  if (marks) return { facts, marks, lease };
+  throw new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason(backend.kind, namespace, member), {
+    details: { namespace, member },
+  });
 }
 
 // The one read-classify-decide sequence of a member a caller is about to use.
@@ -122,14 +144,12 @@ async function readMemberAs(
   ctx: VdiContext,
   backend: DesktopBackend,
   options: ReadDesktopAsOptions,
-): Promise<{ facts: MemberFacts; lease: LeaseObject | undefined }> {
+): Promise<ReadMarks> {
   const { namespace, member, identity, isAdmin, decide } = options;
-  const [facts, lease] = await Promise.all([
-    readMemberFacts(backend, namespace, member),
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-  ]);
-  const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
-  const decision = decide({ state, identity, isAdmin, desktopId: facts.desktopId });
+  const read = await readDesktopMarks(ctx, backend, namespace, member);
+  const state = classifyPoolMember({ member: read.marks, lease: read.lease, identity, now: ctx.clock.now() });
+  const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
+  const decision = decide({ state, identity, isAdmin, desktopId });
   if (decision.kind === 'refused') throw refusalError(decision);
-  return { facts, lease };
+  return read;
 }

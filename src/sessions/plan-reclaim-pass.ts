@@ -52,8 +52,13 @@ export interface ReclaimPassInput {
   leases: readonly LeaseObject[];
   /** This process's console state, by member; an entry of an earlier claim of the member is ignored. */
   consoles: ReadonlyMap<string, ConsoleState>;
-  /** The namespace's pool member names; only a Lease whose name carries a hashed member name needs them. */
+  /**
+   * The namespace's pool member names as listed now. A Lease whose name carries a hashed member name needs them to
+   * be placed, and a claim is renewed, marked or left to its release only once they show its member exists.
+   */
   members?: readonly string[] | undefined;
+  /** Of `members`, those being deleted: a claim of one has lost its member as surely as one of a member gone. */
+  deleting?: readonly string[] | undefined;
   now: Date;
   policy: ReclaimPolicy;
   /** See {@link planRenewal}. */
@@ -67,11 +72,15 @@ export interface ReclaimPassInput {
  * - `reclaim`: the policy takes the desktop back for `reason`.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
+ * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`) and its member is gone or being
+ *   deleted: a recreate failed; resume that release, which makes the member again and then ends the claim.
  * - `keep`: a live claim with nothing due.
  * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds;
  *   `unresolved`: its member name is hashed and the members were not given; `expired`: it binds nobody;
  *   `releasing`: a release of it is under way (`corral.dev/vdi-releasing`) and the policy does not reclaim it,
- *   which would resume that release; `no-start`: it carries no readable start).
+ *   which would resume that release; `member-gone`: its member is gone or being deleted and no release of it is
+ *   under way, so it is neither renewed nor marked and lapses unless a release resumes the reset; `no-start`: it
+ *   carries no readable start).
  *
  * @category sessions
  */
@@ -79,16 +88,18 @@ export type SessionStep =
   | { kind: 'reclaim'; member: string; lease: LeaseObject; reason: ReclaimReason }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
+  | { kind: 'resume'; member: string; lease: LeaseObject }
   | { kind: 'keep'; member: string; lease: LeaseObject }
   | {
       kind: 'skip';
       lease: LeaseObject;
-      reason: 'not-a-claim' | 'unresolved' | 'expired' | 'releasing' | 'no-start';
+      reason: 'not-a-claim' | 'unresolved' | 'expired' | 'releasing' | 'member-gone' | 'no-start';
     };
 
 /**
- * The plan of one pass over a namespace: a step per Lease, how many live claims it looked at, and whether a Lease
- * needs the member names to be placed (plan again with `members`).
+ * The plan of one pass over a namespace: a step per Lease, how many live claims it looked at, and whether the
+ * members must be listed (plan again with `members` and `deleting`): a Lease name carries a hashed member name, or
+ * a step would renew, mark or wait on a release of a claim whose member may be gone.
  *
  * @category sessions
  */
@@ -172,16 +183,34 @@ function place(lease: LeaseObject, byLeaseName: ReadonlyMap<string, string> | un
     : { skip: 'not-a-claim' };
 }
 
-function byLeaseNameOf(members: readonly string[] | undefined): ReadonlyMap<string, string> | undefined {
-  return members && new Map(members.map((member) => [leaseNameFor(member), member]));
+function listedOf(input: Pick<ReclaimPassInput, 'members' | 'deleting'>): ListedMembers | undefined {
+  const { members } = input;
+  if (members === undefined) return undefined;
+  const deleting = new Set(input.deleting);
+  return {
+    byLeaseName: new Map(members.map((member) => [leaseNameFor(member), member])),
+    standing: new Set(members.filter((member) => !deleting.has(member))),
+  };
+}
+
+// a step that would keep a claim alive, or wait on its release, first needs its member to be seen
+function needsMembers(step: SessionStep): boolean {
+  if (step.kind === 'skip') return step.reason === 'unresolved' || step.reason === 'releasing';
+  return step.kind === 'renew' || step.kind === 'mark';
+}
+
+/** The members as listed: their Lease names, and which of them exist and are not being deleted. */
+interface ListedMembers {
+  byLeaseName: ReadonlyMap<string, string>;
+  standing: ReadonlySet<string>;
 }
 
 function stepFor(
   lease: LeaseObject,
-  input: Omit<ReclaimPassInput, 'leases' | 'members'>,
-  byLeaseName: ReadonlyMap<string, string> | undefined,
+  input: Omit<ReclaimPassInput, 'leases' | 'members' | 'deleting'>,
+  listed: ListedMembers | undefined,
 ): SessionStep {
-  const placed = place(lease, byLeaseName);
+  const placed = place(lease, listed?.byLeaseName);
   if ('skip' in placed) return { kind: 'skip', lease, reason: placed.skip };
   const { member } = placed;
   const renewal = planRenewal(lease, input.now, input.renewIntervalMs);
@@ -191,6 +220,12 @@ function stepFor(
   if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
   const reclaim = planReclaim(facts, input.now, input.policy);
   if (reclaim.kind === 'reclaim') return { kind: 'reclaim', member, lease, reason: reclaim.reason };
+  // a claim without its member is never kept alive: only a release makes the member again
+  if (listed && !listed.standing.has(member)) {
+    return isReleasing(lease)
+      ? { kind: 'resume', member, lease }
+      : { kind: 'skip', lease, reason: 'member-gone' };
+  }
   // a release under way owns the claim; a reclaim that is due resumes it, nothing else writes to it
   if (isReleasing(lease)) return { kind: 'skip', lease, reason: 'releasing' };
   const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
@@ -206,30 +241,32 @@ function stepFor(
  * @category sessions
  */
 export function planSessionStep(lease: LeaseObject, input: Omit<ReclaimPassInput, 'leases'>): SessionStep {
-  return stepFor(lease, input, byLeaseNameOf(input.members));
+  return stepFor(lease, input, listedOf(input));
 }
 
 /**
  * Plans one pass of the session engine over a namespace: for each claim Lease, whether the policy reclaims its
  * desktop (and why), whether its Lease is due for renewal, whether session marks an earlier write missed must be
- * written, or whether to leave it. A reclaimed desktop is neither renewed nor marked. Lease names that carry a
- * hashed member name are placed only with `members`; without them the plan says `needsMembers`.
+ * written, whether a release that stopped half way must be resumed, or whether to leave it. A reclaimed desktop is
+ * neither renewed nor marked, and neither is a claim whose member is gone or being deleted. Without `members` the
+ * plan says `needsMembers` when a Lease name carries a hashed member name, or when a step would renew, mark or wait
+ * on a release; a pass with nothing due needs only the Leases.
  *
  * @example
  * ```ts
  * let plan = planReclaimPass({ leases, consoles, now: clock.now(), policy, processStartedAt });
- * if (plan.needsMembers) plan = planReclaimPass({ leases, consoles, members, now, policy, processStartedAt });
+ * if (plan.needsMembers) plan = planReclaimPass({ leases, consoles, members, deleting, now, policy, processStartedAt });
  * for (const step of plan.steps) if (step.kind === 'reclaim') await reclaim(step.member, step.reason);
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` as {@link planReclaim} and {@link planRenewal}.
  * @category sessions
  */
 export function planReclaimPass(input: ReclaimPassInput): ReclaimPassPlan {
-  const byLeaseName = byLeaseNameOf(input.members);
-  const steps = input.leases.map((lease) => stepFor(lease, input, byLeaseName));
+  const listed = listedOf(input);
+  const steps = input.leases.map((lease) => stepFor(lease, input, listed));
   return {
     steps,
     desktops: steps.filter((step) => step.kind !== 'skip').length,
-    needsMembers: steps.some((step) => step.kind === 'skip' && step.reason === 'unresolved'),
+    needsMembers: listed === undefined && steps.some(needsMembers),
   };
 }

@@ -30,7 +30,9 @@ export interface SessionPassResult {
   /** Leases whose session marks were written because an earlier write failed. */
   marked: number;
   reclaimed: number;
-  /** Reclaims that failed; their claims stay and the next pass tries again. */
+  /** Releases that had stopped with their member gone or being deleted, finished by this pass. */
+  resumed: number;
+  /** Reclaims and resumed releases that failed; their claims stay and the next pass tries again. */
   failed: number;
   /** Lists and writes that failed; the next pass tries again. Failed reclaims are in the audit log instead. */
   errors: VdiError[];
@@ -66,6 +68,7 @@ export async function runReclaimPass(ctx: VdiContext, setup: ReclaimPassSetup): 
     renewed: 0,
     marked: 0,
     reclaimed: 0,
+    resumed: 0,
     failed: 0,
     errors: [],
   };
@@ -95,23 +98,32 @@ async function passOver(
     processStartedAt: setup.processStartedAt,
   };
   let plan = planReclaimPass(input);
-  // only a member name too long for its Lease name needs the members to be listed
+  // a pass with nothing due reads only the Leases
   if (plan.needsMembers) {
-    const members = (await setup.backend.listMembers(namespace)).map((facts) => facts.member);
-    plan = planReclaimPass({ ...input, members });
+    const listed = await setup.backend.listMembers(namespace);
+    plan = planReclaimPass({
+      ...input,
+      members: listed.map((facts) => facts.member),
+      deleting: listed.filter((facts) => facts.deleting).map((facts) => facts.member),
+    });
   }
   result.desktops += plan.desktops;
   const writes = plan.steps.filter(
     (step): step is Due<'renew' | 'mark'> => step.kind === 'renew' || step.kind === 'mark',
   );
-  const reclaims = plan.steps.filter((step): step is Due<'reclaim'> => step.kind === 'reclaim');
+  const reclaims = plan.steps.filter(
+    (step): step is Due<'reclaim' | 'resume'> => step.kind === 'reclaim' || step.kind === 'resume',
+  );
   await forEachBounded(writes, writeConcurrency, (step) =>
     write(ctx, setup.tracker, namespace, step, result).catch((error: unknown) => {
       result.errors.push(asVdiError(error));
     }),
   );
   await forEachBounded(reclaims, reclaimConcurrency, (step) =>
-    reclaim(ctx, setup, namespace, step, result).catch((error: unknown) => {
+    (step.kind === 'reclaim'
+      ? reclaim(ctx, setup, namespace, step, result)
+      : resume(ctx, namespace, step, result)
+    ).catch((error: unknown) => {
       result.errors.push(asVdiError(error));
     }),
   );
@@ -201,4 +213,31 @@ async function reclaim(
   if (entry) tracker.forget(namespace, member, entry);
   result.reclaimed += 1;
   ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
+}
+
+/**
+ * Resumes a release whose reset stopped with the member gone or going, pinned to the session it marked: the member
+ * is made again and the claim ends. A failure keeps the claim, is in the audit log, and the next pass tries again.
+ */
+async function resume(
+  ctx: VdiContext,
+  namespace: string,
+  { member, lease }: Due<'resume'>,
+  result: SessionPassResult,
+): Promise<void> {
+  try {
+    await releaseMember(ctx, {
+      namespace,
+      member,
+      actor: reclaimActor,
+      asAdmin: true,
+      expectedSessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+    });
+  } catch (error) {
+    // finished or claimed again meanwhile: nothing is left to resume
+    if (isVdiError(error, 'CLAIM_ENDED', 'CLAIM_CHANGED')) return;
+    result.failed += 1;
+    return;
+  }
+  result.resumed += 1;
 }

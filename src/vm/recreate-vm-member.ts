@@ -5,7 +5,7 @@ import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
-import type { VirtualMachine } from '../kubevirt-types.js';
+import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { formatDuration } from '../sessions/parse-duration.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
@@ -21,11 +21,15 @@ export interface RecreateVmMemberOptions {
 
 const goneInterval = 100;
 
-/** The golden VM a member is made from: its own annotation, or once it is gone, another ephemeral member's. */
+/**
+ * The golden VM a member is made from: its own annotation, or once it is gone, the clone that last made it again,
+ * or another ephemeral member's.
+ */
 async function sourceOf(
   ctx: VdiContext,
   ref: PoolMemberRef,
   current: VirtualMachine | undefined,
+  lastClone: VirtualMachineClone | undefined,
 ): Promise<string> {
   const { namespace, member, pool } = ref;
   if (current) {
@@ -40,6 +44,9 @@ async function sourceOf(
     }
     return source;
   }
+  // a failed clone of this pool kept for inspection still names the golden VM
+  const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? lastClone.spec.source.name : undefined;
+  if (cloned) return cloned;
   const siblings = await ctx.cluster.listVms(namespace, `${poolLabel}=${pool}`);
   const source = siblings
     .filter((sibling) => sibling.metadata.labels?.[ephemeralLabel] === 'true')
@@ -96,7 +103,8 @@ async function waitUntilGone(
  * stopped, with its pool and ephemeral labels; waits for the clone's `Succeeded` and deletes the clone object.
  *
  * Safe to call again after a failure at any step: a clone already under way is waited for, a finished one is
- * cleared away, a VM already gone is just cloned (its golden VM read from another ephemeral member of the pool),
+ * cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
+ * ephemeral member of the pool),
  * and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
  *
  * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`; `GOLDEN_NOT_FOUND`;
@@ -124,7 +132,7 @@ export async function recreateVmMember(
   if (pending) await ctx.cluster.deleteClone(namespace, cloneName);
 
   const current = await ctx.cluster.getVm(namespace, member);
-  const source = await sourceOf(ctx, ref, current);
+  const source = await sourceOf(ctx, ref, current, pending);
   const golden = await readGolden(ctx, namespace, source);
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });

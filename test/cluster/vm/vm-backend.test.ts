@@ -262,6 +262,22 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(await kube.listClones(namespace)).toEqual([]);
   });
 
+  it('makes a lone ephemeral member again after a failed clone, reading its golden VM from that clone', async () => {
+    const { namespace, kube, vms } = await setUp('vm-reset-lone');
+    await createEphemeralPool(kube, namespace, ['eph-1']);
+    kube.faults['eph-1'] = { [simulatorAnnotations.fail]: 'snapshot refused' };
+    const ref = { namespace, member: 'eph-1', pool: 'eph' };
+    expect((await failureOf(vms.resetMember(ref))).code).toBe('CLONE_FAILED');
+    expect(await kube.getVm(namespace, 'eph-1')).toBeUndefined();
+
+    delete kube.faults['eph-1'];
+    expect(await vms.resetMember(ref)).toBe('recreated');
+    expect((await kube.getVm(namespace, 'eph-1'))?.metadata.annotations?.['corral.dev/vdi-source']).toBe(
+      'golden',
+    );
+    expect(await kube.listClones(namespace)).toEqual([]);
+  });
+
   it('times out a slow clone by the injected clock, and a second reset waits for the same clone to finish', async () => {
     const { namespace, clock, kube, vms } = await setUp('vm-reset-slow');
     await createEphemeralPool(kube, namespace, ['eph-1']);

@@ -196,6 +196,50 @@ describe('planReclaimPass', () => {
     });
   });
 
+  it('asks for the members before it would renew, mark or leave a claim to its release, and not otherwise', () => {
+    const due = (lease: LeaseObject, minutes: number) =>
+      planReclaimPass({ ...base, leases: [lease], now: at(minutes) }).needsMembers;
+    expect(due(claim(member), 5)).toBe(false);
+    expect(due(claim(member), 25)).toBe(true);
+    expect(due(claim(member, { releasing: true }), 5)).toBe(true);
+    expect(due(claim(member, { connected: 1, disconnected: 2 }), 30)).toBe(false);
+    expect(due(claim(member), 61)).toBe(false);
+  });
+
+  it('resumes a release whose member is gone or being deleted, and keeps no claim alive without its member', () => {
+    const gone = { members: ['devpool-9'] };
+    expect(stepOf(claim(member, { releasing: true }), 5, gone)).toMatchObject({ kind: 'resume', member });
+    expect(
+      stepOf(claim(member, { releasing: true }), 5, { members: [member], deleting: [member] }),
+    ).toMatchObject({ kind: 'resume', member });
+    expect(stepOf(claim(member, { releasing: true }), 5, { members: [member] })).toMatchObject({
+      kind: 'skip',
+      reason: 'releasing',
+    });
+    for (const minutes of [5, 25]) {
+      expect(stepOf(claim(member), minutes, gone)).toMatchObject({ kind: 'skip', reason: 'member-gone' });
+      expect(stepOf(claim(member), minutes, { members: [member] })).toMatchObject({
+        kind: minutes === 5 ? 'keep' : 'renew',
+      });
+    }
+    // a due reclaim goes first: it resets the member too, whatever is left of it
+    expect(stepOf(claim(member, { connected: 1, disconnected: 2 }), 30, gone)).toMatchObject({
+      kind: 'reclaim',
+    });
+    // an expired claim is never revived, member or not
+    expect(stepOf(claim(member, { releasing: true }), 61, gone)).toMatchObject({
+      kind: 'skip',
+      reason: 'expired',
+    });
+    const plan = planReclaimPass({
+      ...base,
+      leases: [claim(member, { releasing: true })],
+      now: at(5),
+      ...gone,
+    });
+    expect(plan).toMatchObject({ desktops: 1, needsMembers: false });
+  });
+
   it('agrees with planReclaim and planRenewal on every Lease, and counts the live claims', () => {
     const lease = fc.record({
       renewed: fc.integer({ min: 0, max: 120 }),
@@ -226,7 +270,9 @@ describe('planReclaimPass', () => {
         );
         const plan = planReclaimPass({ ...base, policy, consoles, leases: objects, now: at(now) });
         expect(plan.steps).toHaveLength(objects.length);
-        expect(plan.needsMembers).toBe(false);
+        expect(plan.needsMembers).toBe(
+          plan.steps.some((step) => step.kind === 'renew' || step.kind === 'mark'),
+        );
         let live = 0;
         plan.steps.forEach((step, index) => {
           const object = objects[index] as LeaseObject;

@@ -1,0 +1,149 @@
+import { describe, expect, it } from 'vitest';
+import { canInspect } from '../../../src/access.js';
+import { MemoryAuditSink } from '../../../src/audit.js';
+import { type ClaimsService, createClaimsService } from '../../../src/claims/claims-service.js';
+import { readDesktopAs } from '../../../src/claims/read-held-member.js';
+import type { VdiContext } from '../../../src/context.js';
+import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { releasingAnnotation } from '../../../src/keys.js';
+import { createPool } from '../../../src/pools/pool-service.js';
+import { createSessionEngine, reclaimActor } from '../../../src/sessions/session-engine.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { CloneFaultCluster } from '../../support/clone-faults.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+
+const minute = 60_000;
+const cluster = useSharedCluster();
+
+interface Setup {
+  namespace: string;
+  clock: TestClock;
+  audit: MemoryAuditSink;
+  kube: CloneFaultCluster;
+  vdi: ClaimsService;
+  ctx: VdiContext;
+}
+
+/** An ephemeral pool (one member unless `size` says) whose clones fail as `kube.faults` says; alice claims one. */
+async function setUp(prefix: string, size = 1): Promise<Setup & { member: string }> {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  const clock = createTestClock();
+  const audit = new MemoryAuditSink();
+  const kube = new CloneFaultCluster(cluster().kubeConfig);
+  const { context } = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, audit });
+  const ctx: VdiContext = { ...context, cluster: kube };
+  ctx.backends = { vm: createVmBackend(ctx) };
+  const vdi = createClaimsService(ctx);
+  await kube.createVm(namespace, stoppedVm('golden'));
+  await createPool(ctx, { name: 'eph', from: 'golden', size, namespace, ephemeral: true });
+  const { member } = await vdi.claim({ pool: 'eph', identity: 'alice@example.com' });
+  return { namespace, clock, audit, kube, vdi, ctx, member };
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
+  return error;
+}
+
+describe('a claim whose member is gone', () => {
+  it('reads as Resetting for its holder after a failed recreate, and the next engine pass finishes the reset', async () => {
+    const { namespace, clock, audit, kube, vdi, ctx, member } = await setUp('gone-resume');
+    kube.faults[member] = { [simulatorAnnotations.fail]: 'snapshot refused by the storage class' };
+
+    const failed = await failureOf(vdi.release({ member, identity: 'alice@example.com' }));
+    expect(failed.code).toBe('RECREATE_FAILED');
+    expect(await kube.getVm(namespace, member)).toBeUndefined();
+    const lease = await kube.getLease(namespace, `corral-vdi-${member}`);
+    expect(lease?.metadata.annotations?.[releasingAnnotation]).toBeDefined();
+
+    // the holder keeps a desktop it can read, not a 404
+    const resetting = { id: `vm/${namespace}/${member}`, owner: 'alice@example.com', phase: 'Resetting' };
+    expect(await vdi.getDesktop({ member })).toMatchObject(resetting);
+    expect(await vdi.listDesktops({ identity: 'alice@example.com' })).toEqual([
+      expect.objectContaining(resetting),
+    ]);
+    const read = await readDesktopAs(ctx, {
+      namespace,
+      member,
+      identity: 'alice@example.com',
+      isAdmin: false,
+      decide: canInspect,
+    });
+    expect(read.view).toMatchObject({ ...resetting, pool: 'eph', running: false });
+    await expect(
+      readDesktopAs(ctx, {
+        namespace,
+        member,
+        identity: 'bob@example.com',
+        isAdmin: false,
+        decide: canInspect,
+      }),
+    ).rejects.toMatchObject({ code: 'NOT_HOLDER' });
+    expect(audit.list().at(-1)).toMatchObject({ action: 'vdi release', status: 'error' });
+
+    // the storage is fixed; the engine's pass resumes the release it finds stopped half way
+    delete kube.faults[member];
+    const engine = createSessionEngine(ctx, { namespaces: [namespace] });
+    clock.advance(minute);
+    expect(await engine.runPass()).toMatchObject({ resumed: 1, failed: 0, errors: [] });
+    expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+    const remade = await kube.getVm(namespace, member);
+    expect(remade?.metadata.labels).toMatchObject({ 'corral.dev/vdi-ephemeral': 'true' });
+    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(audit.list().at(-1)).toMatchObject({ user: reclaimActor, status: 'ok' });
+    expect((await vdi.getDesktop({ member })).owner).toBeUndefined();
+  });
+
+  it('keeps a failed resume claimed and Resetting, records it, and tries again on the next pass', async () => {
+    const { namespace, clock, audit, kube, vdi, ctx, member } = await setUp('gone-retry');
+    kube.faults[member] = { [simulatorAnnotations.fail]: 'no snapshot class' };
+    await failureOf(vdi.release({ member, identity: 'alice@example.com' }));
+    const engine = createSessionEngine(ctx, { namespaces: [namespace] });
+
+    clock.advance(minute);
+    expect(await engine.runPass()).toMatchObject({ resumed: 0, failed: 1 });
+    expect(audit.list().at(-1)).toMatchObject({
+      user: reclaimActor,
+      status: 'error',
+      error: expect.stringContaining('no snapshot class'),
+    });
+    expect(await vdi.getDesktop({ member })).toMatchObject({
+      phase: 'Resetting',
+      owner: 'alice@example.com',
+    });
+
+    delete kube.faults[member];
+    clock.advance(minute);
+    expect(await engine.runPass()).toMatchObject({ resumed: 1, failed: 0 });
+    expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+  });
+
+  it('never renews the Lease of a claim whose member was deleted without a release', async () => {
+    const { namespace, clock, kube, vdi, ctx, member } = await setUp('gone-renew', 2);
+    const claimed = await kube.getLease(namespace, `corral-vdi-${member}`);
+    await kube.deleteVm(namespace, member);
+    await waitFor(async () => (await kube.getVm(namespace, member)) === undefined, {
+      describe: `${member} to be gone`,
+    });
+    const engine = createSessionEngine(ctx, { namespaces: [namespace] });
+
+    clock.advance(30 * minute);
+    expect(await engine.runPass()).toMatchObject({ renewed: 0, errors: [] });
+    const lease = await kube.getLease(namespace, `corral-vdi-${member}`);
+    expect(lease?.spec.renewTime).toBe(claimed?.spec.renewTime);
+    expect(await vdi.getDesktop({ member })).toMatchObject({ phase: 'Resetting' });
+
+    // its holder's release makes the member again, from the golden VM its sibling names, and ends the claim
+    await vdi.release({ member, identity: 'alice@example.com' });
+    expect(await kube.getVm(namespace, member)).toBeDefined();
+    expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+  });
+});
