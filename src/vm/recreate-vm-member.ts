@@ -167,7 +167,7 @@ export interface RecreateMemberOptions {
  *
  * Safe to call again after a failure at any step: a clone already under way for the member is waited for, a
  * finished one is cleared away, a VM already gone is just cloned (its pool is then read from the member's claim
- * Lease and its golden VM from another member), and a golden VM that is missing is found out before anything is
+ * Lease and its golden VM from its failed clone or another member), and a golden VM that is missing is found out before anything is
  * deleted. The caller keeps the member claimed until this returns, so a half-recreated member is never handed out.
  *
  * @example
