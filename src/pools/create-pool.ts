@@ -77,8 +77,8 @@ const createSchema = z.object({
  * console.log(pool.members); // ['devpool-1', 'devpool-2', 'devpool-3']
  * ```
  * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
- *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, or `CANCELLED` when
- *   `signal` aborted it, with `details.members`.
+ *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a member
+ *   needed (the message names it), or `CANCELLED` when `signal` aborted it, with `details.members`.
  * @category pools
  */
 export async function createPool(ctx: VdiContext, options: CreatePoolOptions): Promise<CreatePoolResult> {

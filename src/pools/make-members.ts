@@ -12,8 +12,8 @@ import {
  * Makes `members` from `source`; on a failure it removes what was made (unless `keepPartial`) and reports
  * member by member.
  *
- * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or `CANCELLED` when `signal` aborted it, with
- *   `details.members`.
+ * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a
+ *   member needed, or `CANCELLED` when `signal` aborted it, with `details.members`.
  */
 export async function makeMembers(
   factory: PoolMemberFactory,
@@ -40,7 +40,11 @@ export async function makeMembers(
   } else {
     try {
       await factory.removeMade({ ...input, outcomes });
-      cleanup = 'Everything this call made was removed again.';
+      const left = outcomes.filter((outcome) => outcome.cloneLeft !== undefined);
+      cleanup =
+        left.length === 0
+          ? 'Everything this call made was removed again.'
+          : `The members this call made were removed again, but not the finished clone objects ${left.map((outcome) => outcome.clone).join(', ')} (${left[0]?.cloneLeft}); they make nothing more: delete them once the permission is granted.`;
     } catch (error) {
       cleanup = `Removing what was made failed (${(error as Error).message}); delete the pool to remove what remains.`;
     }
@@ -65,7 +69,14 @@ function makeFailure(
     .join('; ');
   const first = outcomes.find((outcome) => outcome.status !== 'ready' && outcome.status !== 'not-started');
   const cancelled = input.signal?.aborted === true;
-  const code = cancelled ? 'CANCELLED' : first?.status === 'timed-out' ? 'CLONE_TIMEOUT' : 'CLONE_FAILED';
+  // a missing permission is the caller's to fix, whichever step of making a member it stopped
+  const code = cancelled
+    ? 'CANCELLED'
+    : first?.code === 'FORBIDDEN'
+      ? 'FORBIDDEN'
+      : first?.status === 'timed-out'
+        ? 'CLONE_TIMEOUT'
+        : 'CLONE_FAILED';
   const what = cancelled ? 'was cancelled' : 'failed';
   return new VdiError(code, `${input.doing} ${what}: ${report}. ${cleanup}`, {
     retryable: code === 'CLONE_TIMEOUT',

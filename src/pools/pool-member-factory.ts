@@ -1,5 +1,6 @@
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import type { DesktopKind } from '../desktop-backend.js';
+import type { VdiErrorCode } from '../errors.js';
 
 /** How long making one member may take before `CLONE_TIMEOUT`, unless the caller says otherwise. @category pools */
 export const defaultCloneTimeoutMs = 120_000;
@@ -14,7 +15,8 @@ export const defaultCloneConcurrency = 4;
  * - `cancelled`: the caller's signal ended the wait.
  * - `not-started`: an earlier failure stopped the run before this member was begun.
  *
- * `removed` is set once cleanup deleted what the member left behind.
+ * `removed` is set once cleanup deleted what the member left behind; `cloneLeft` says why a finished clone object
+ * stayed when cleanup could delete the member but not that object.
  *
  * @category pools
  */
@@ -24,7 +26,11 @@ export interface MemberOutcome {
   clone: string;
   status: 'ready' | 'failed' | 'timed-out' | 'cancelled' | 'not-started';
   error?: string;
+  /** The `VdiError` code of `error`, such as `FORBIDDEN` when the identity lacks a permission. */
+  code?: VdiErrorCode;
   removed?: boolean;
+  /** Why cleanup left the member's finished clone object behind (it makes nothing more), when it did. */
+  cloneLeft?: string;
 }
 
 /** What {@link MemberSource.makeMembers} makes. @category pools */
@@ -84,7 +90,9 @@ export interface PoolMemberFactory {
   deleteMember(input: { namespace: string; member: string; uid: string }): Promise<void>;
   /**
    * Deletes what the started members of a failed make left behind (the pending object first, then the member
-   * if it carries the pool's label), emitting `pool-progress` `removed` and marking each outcome `removed`.
+   * if it carries the pool's label), emitting `pool-progress` `removed` and marking each outcome `removed`. A
+   * finished pending object it may not delete stays, with the reason in the outcome's `cloneLeft`, and the member
+   * is deleted all the same.
    */
   removeMade(input: {
     namespace: string;

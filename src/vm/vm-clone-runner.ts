@@ -163,6 +163,7 @@ export async function cloneMembers(
             ? 'cancelled'
             : 'failed';
         outcome.error = (error as Error).message;
+        if (isVdiError(error)) outcome.code = error.code;
       }
       done += 1;
       ctx.events.emit('pool-progress', {
@@ -179,6 +180,26 @@ export async function cloneMembers(
 }
 
 /**
+ * Deletes a member's clone object so it makes nothing afterwards. A finished one makes nothing more, so when the
+ * identity may not delete it, it stays and the refusal is returned; any other failure is thrown.
+ */
+async function deleteFinishedClone(
+  ctx: VdiContext,
+  namespace: string,
+  name: string,
+): Promise<string | undefined> {
+  try {
+    await ctx.cluster.deleteClone(namespace, name);
+    return undefined;
+  } catch (error) {
+    if (!isVdiError(error, 'FORBIDDEN')) throw error;
+    const phase = (await ctx.cluster.getClone(namespace, name))?.status?.phase;
+    if (phase !== 'Succeeded' && phase !== 'Failed') throw error;
+    return error.message;
+  }
+}
+
+/**
  * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
  * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
  */
@@ -191,13 +212,14 @@ export async function removeMembers(
   const started = outcomes.filter((outcome) => outcome.status !== 'not-started');
   let done = 0;
   await forEachBounded(started, concurrency, async (outcome) => {
-    await ctx.cluster.deleteClone(namespace, outcome.clone);
+    const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
     // only a VM this pool's clone made carries its label; any other VM of that name is left alone
     const vm = await ctx.cluster.getVm(namespace, outcome.member);
     if (vm?.metadata.labels?.[poolLabel] === pool) {
       await ctx.cluster.deleteVm(namespace, outcome.member, { uid: vm.metadata.uid ?? '' });
     }
-    outcome.removed = true;
+    if (left === undefined) outcome.removed = true;
+    else outcome.cloneLeft = left;
     done += 1;
     ctx.events.emit('pool-progress', {
       poolId,

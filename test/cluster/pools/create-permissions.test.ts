@@ -1,0 +1,55 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { createPool } from '../../../src/pools/pool-service.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { bindDocumentedRole } from '../rbac/documented-role.js';
+
+const cluster = useSharedCluster();
+const unbinds: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const unbind of unbinds) await unbind();
+});
+
+async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
+  return error;
+}
+
+describe('a pool create whose identity may not delete clone objects', () => {
+  it('fails FORBIDDEN naming the permission, removes the members it made, and names the clone objects it left', async () => {
+    const namespace = await createTestNamespace(cluster(), 'create-rbac');
+    const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+    await admin.context.cluster.createVm(namespace, stoppedVm('golden'));
+    const missing = {
+      scope: 'namespace',
+      group: 'clone.kubevirt.io',
+      resource: 'virtualmachineclones',
+      verb: 'delete',
+    } as const;
+    const { kubeConfig, unbind } = await bindDocumentedRole(cluster(), {
+      namespace,
+      user: 'pool-maker',
+      missing,
+    });
+    unbinds.push(unbind);
+    const user = createVdi({ kubeConfig, namespace });
+
+    const error = await failureOf(createPool(user.context, { name: 'devpool', from: 'golden', size: 2 }));
+    expect(error.code).toBe('FORBIDDEN');
+    expect(error.message).toContain('cannot delete resource "virtualmachineclones"');
+    expect(error.message).toContain('devpool-1-clone');
+
+    const vms = await admin.context.cluster.listVms(namespace);
+    expect(vms.map((vm) => vm.metadata.name)).toEqual(['golden']);
+    // what is left is what the error names: finished clone objects, which make nothing more
+    const clones = await admin.context.cluster.listClones(namespace);
+    expect(clones.map((clone) => clone.metadata.name).sort()).toEqual(['devpool-1-clone', 'devpool-2-clone']);
+    expect(clones.every((clone) => clone.status?.phase === 'Succeeded')).toBe(true);
+    expect(await admin.context.cluster.listLeases(namespace)).toEqual([]);
+  });
+});
