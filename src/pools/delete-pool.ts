@@ -5,6 +5,7 @@ import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
+import { leasePoolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -88,10 +89,16 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
     async () => {
       const pending = await factory.listPending(namespace, name);
       let read: Awaited<ReturnType<typeof readPool>> | undefined;
+      let leftovers: LeaseObject[] = [];
       try {
         read = await readPool(ctx, namespace, name);
       } catch (error) {
-        if (!isVdiError(error, 'POOL_NOT_FOUND') || pending.length === 0) throw error;
+        if (!isVdiError(error, 'POOL_NOT_FOUND')) throw error;
+        // a removal that died after deleting the last member leaves only its Leases, which this delete finishes
+        leftovers = (await ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${name}`)).filter(
+          (lease) => lease.spec.holderIdentity === removalHolder,
+        );
+        if (pending.length === 0 && leftovers.length === 0) throw error;
       }
       const plan = planPoolDelete({ pool: name, members: read?.pool.members ?? [], force });
       if (plan.kind === 'reject') {
@@ -126,7 +133,11 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
         throw claimedMeanwhile(name, namespace, lost, named);
       }
       for (const clone of pending) await factory.deletePending(namespace, clone);
-      if (read) await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
+      await dropLeftoverRemovals(ctx, {
+        pool: name,
+        vms: read?.vms ?? [],
+        leases: read?.leases ?? leftovers,
+      });
       let leaseCount = 0;
       let done = 0;
       await forEachBounded(members, deleteConcurrency, async (member) => {

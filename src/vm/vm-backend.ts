@@ -69,6 +69,8 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         : await cluster.stopVm(ref.namespace, ref.member);
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref, error);
+      // a refused permission is the caller's to grant, not KubeVirt's refusal: it passes unchanged
+      if (isVdiError(error, 'FORBIDDEN')) throw error;
       throw new VdiError(
         action === 'start' ? 'START_FAILED' : 'STOP_FAILED',
         `Could not ${action} ${desktopId}: ${(error as Error).message} Try again once the cause is fixed.`,

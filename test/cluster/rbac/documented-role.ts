@@ -52,12 +52,16 @@ function rulesOf(permissions: Permission[]): RbacRule[] {
   }));
 }
 
-const same = (a: Permission, b: Permission) =>
-  a.scope === b.scope && a.group === b.group && a.resource === b.resource && a.verb === b.verb;
+// A namespaced permission the ClusterRole grants cluster-wide too is only missing once both lack it.
+const covers = (missing: Permission, granted: Permission) =>
+  (missing.scope === granted.scope || missing.scope === 'namespace') &&
+  missing.group === granted.group &&
+  missing.resource === granted.resource &&
+  missing.verb === granted.verb;
 
 /**
  * Binds `user` to the documented Role in `namespace` and to the documented ClusterRole (under names of the
- * namespace's own), without `missing` when given, and waits until the apiserver authorizes by them. Returns the
+ * namespace's own), without `missing` when given (a namespaced one is taken out of the ClusterRole too), and waits until the apiserver authorizes by them. Returns the
  * user's configuration and a function that removes the cluster-wide objects again.
  */
 export async function bindDocumentedRole(
@@ -65,7 +69,7 @@ export async function bindDocumentedRole(
   input: { namespace: string; user: string; missing?: Permission | undefined },
 ): Promise<{ kubeConfig: KubeConfig; unbind(): Promise<void> }> {
   const { namespace, user, missing } = input;
-  const granted = documentedPermissions().filter((permission) => !missing || !same(permission, missing));
+  const granted = documentedPermissions().filter((permission) => !missing || !covers(missing, permission));
   const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const subjects = [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }];
   const name = `corral-vdi-${namespace}`;

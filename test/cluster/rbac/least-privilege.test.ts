@@ -1,0 +1,352 @@
+import { describe, expect, it } from 'vitest';
+import { isVdiError } from '../../../src/errors.js';
+import { assignedToKey, leasePoolLabel, removalHolder } from '../../../src/keys.js';
+import { createPool, deletePool, listPools, resizePool } from '../../../src/pools/pool-service.js';
+import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi, type Vdi } from '../../../src/vdi.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import {
+  bindDocumentedRole,
+  documentedPermissions,
+  type Permission,
+  permissionName,
+} from './documented-role.js';
+
+const cluster = useSharedCluster();
+const minute = 60_000;
+
+/** What one operation of the sequence does, as the identity under test (`vdi`) with the same clock as `admin`. */
+interface Step {
+  name: string;
+  run(vdi: Vdi, state: RunState): Promise<unknown>;
+}
+
+interface RunState {
+  clock: TestClock;
+  admin: Vdi;
+  members: Record<string, string>;
+}
+
+/** How an operation failed: the code and message, and the codes of its causes. */
+interface Failure {
+  code: string | undefined;
+  causes: string[];
+  message: string;
+}
+
+// Every documented operation, in an order where each finds what the one before left: a step that fails is
+// carried out again by the administrator so the next one starts from the same place.
+const steps: Step[] = [
+  { name: 'pool create', run: (vdi) => createPool(vdi.context, { name: 'p', from: 'golden', size: 2 }) },
+  { name: 'pool grow', run: (vdi) => resizePool(vdi.context, { name: 'p', size: 3 }) },
+  { name: 'pool shrink', run: (vdi) => resizePool(vdi.context, { name: 'p', size: 2 }) },
+  { name: 'capacity', run: (vdi) => vdi.planCapacity({ from: 'gpu-golden', size: 1 }) },
+  { name: 'list desktops', run: (vdi) => vdi.listDesktops({ all: true }) },
+  { name: 'list pools', run: (vdi) => listPools(vdi.context, { namespaces: [vdi.namespace] }) },
+  { name: 'list pool namespaces', run: (vdi) => vdi.listPoolNamespaces() },
+  {
+    name: 'claim',
+    run: async (vdi, state) => {
+      const claimed = await vdi.claim({ pool: 'p', identity: 'alice' });
+      state.members.alice = claimed.member;
+      if (claimed.startError !== undefined) throw new Error(claimed.startError);
+    },
+  },
+  {
+    name: 'assign',
+    run: async (vdi, state) => {
+      const assigned = await vdi.assign({ pool: 'p', identity: 'bob', actor: 'admin' });
+      state.members.bob = assigned.member;
+      if (assigned.startError !== undefined) throw new Error(assigned.startError);
+    },
+  },
+  { name: 'start', run: (vdi, { members }) => vdi.start({ member: members.alice ?? '', identity: 'alice' }) },
+  { name: 'renew', run: (vdi, { members }) => vdi.renew({ member: members.alice ?? '', identity: 'alice' }) },
+  {
+    name: 'connect',
+    run: async (vdi, { admin, members }) => {
+      const member = members.alice ?? '';
+      await waitFor(() => admin.getDesktop({ member }), {
+        describe: `${member} to run`,
+        until: (desktop) => desktop.running,
+      });
+      return await vdi.connect({ member, identity: 'alice', probeTimeoutMs: 200 });
+    },
+  },
+  {
+    name: 'release',
+    run: (vdi, { members }) => vdi.release({ member: members.alice ?? '', identity: 'alice' }),
+  },
+  {
+    name: 'unassign',
+    run: (vdi, { members }) => vdi.unassign({ member: members.bob ?? '', identity: 'admin', asAdmin: true }),
+  },
+  {
+    name: 'session pass (renew)',
+    run: async (vdi, { admin, clock }) => {
+      // carol's claim is the administrator's doing, and so is the time that passes
+      if ((await admin.listDesktops({ identity: 'carol' })).length === 0) {
+        await admin.claim({ pool: 'p', identity: 'carol' });
+        clock.advance(25 * minute);
+      }
+      const result = await vdi.createSessionEngine({ namespaces: [vdi.namespace] }).runPass();
+      if (result.errors[0]) throw result.errors[0];
+      return result;
+    },
+  },
+  {
+    name: 'session pass (reclaim)',
+    run: async (vdi) => {
+      const policy = { maxSessionMs: 20 * minute };
+      const failures: string[] = [];
+      vdi.events.on('reclaim-failed', ({ error }) => failures.push(error));
+      const result = await vdi.createSessionEngine({ namespaces: [vdi.namespace], policy }).runPass();
+      if (result.errors[0]) throw result.errors[0];
+      if (failures[0] !== undefined) throw new Error(failures[0]);
+      return result;
+    },
+  },
+  {
+    name: 'pool delete',
+    run: async (vdi, { admin }) => {
+      // a released member shows its holder until it has stopped; the delete comes once every one has
+      await waitFor(() => admin.context.cluster.listVms(vdi.namespace, 'corral.dev/vdi-pool=p'), {
+        describe: 'the members of p to stop',
+        until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+      });
+      return await deletePool(vdi.context, { name: 'p' });
+    },
+  },
+];
+
+function failureOf(error: unknown): Failure {
+  const causes: string[] = [];
+  for (
+    let cause = (error as { cause?: unknown }).cause;
+    cause;
+    cause = (cause as { cause?: unknown }).cause
+  ) {
+    if (isVdiError(cause)) causes.push(cause.code);
+  }
+  return {
+    code: isVdiError(error) ? error.code : undefined,
+    causes,
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
+/** What the apiserver says when it refuses a permission: `cannot <verb> resource "<resource>"`. */
+function refusalOf({ verb, resource }: Permission): string {
+  const [plural, subresource] = resource.split('/');
+  return subresource
+    ? `cannot ${verb} resource "${plural}/${subresource}"`
+    : `cannot ${verb} resource "${plural}"`;
+}
+
+/** Checks that the namespace holds only what the docs say a failed operation may leave. */
+async function expectDocumentedState(admin: Vdi, namespace: string, failure: Failure): Promise<void> {
+  const kube = admin.context.cluster;
+  const [vms, leases, clones] = await Promise.all([
+    kube.listVms(namespace),
+    kube.listLeases(namespace, leasePoolLabel),
+    kube.listClones(namespace),
+  ]);
+  // a clone left behind is finished, so it makes nothing more, and the error names it (docs/pools.md)
+  for (const clone of clones) {
+    expect(['Succeeded', 'Failed']).toContain(clone.status?.phase);
+    expect(failure.message).toContain(clone.metadata.name);
+  }
+  const names = new Set(vms.map((vm) => vm.metadata.name ?? ''));
+  for (const name of names) expect(name).toMatch(/^(golden|gpu-golden|p-[1-3])$/);
+  // a claim's Lease names a live member, unless a removal holds it (docs/pools.md#removal-leases)
+  for (const lease of leases) {
+    const member = lease.metadata.name?.replace(/^corral-vdi-/, '') ?? '';
+    if (lease.spec.holderIdentity !== removalHolder) expect(names).toContain(member);
+  }
+  // a presentation copy without its Lease is on a stopped member only, which counts as free (docs/claims.md)
+  const leased = new Set(leases.map((lease) => lease.metadata.name));
+  for (const vm of vms) {
+    if (vm.metadata.annotations?.[assignedToKey] && !leased.has(`corral-vdi-${vm.metadata.name}`)) {
+      expect(vm.spec.runStrategy).toBe('Halted');
+    }
+  }
+}
+
+async function runCase(
+  missing: Permission | undefined,
+  index: number,
+): Promise<{ failed: Record<string, Failure> }> {
+  const namespace = await createTestNamespace(cluster(), 'rbac');
+  const clock = createTestClock();
+  const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+  await admin.context.cluster.createVm(namespace, stoppedVm('golden'));
+  const gpuGolden = stoppedVm('gpu-golden');
+  gpuGolden.spec.template = {
+    spec: { domain: { devices: { gpus: [{ name: 'gpu1', deviceName: `example.com/${namespace}-a10` }] } } },
+  };
+  await admin.context.cluster.createVm(namespace, gpuGolden);
+  const { kubeConfig, unbind } = await bindDocumentedRole(cluster(), {
+    namespace,
+    user: `corral-sdk-${index}`,
+    missing,
+  });
+  const vdi = createVdi({ kubeConfig, namespace, clock, retry: { retries: 0 } });
+  const state: RunState = { clock, admin, members: {} };
+  const failed: Record<string, Failure> = {};
+  try {
+    for (const step of steps) {
+      try {
+        await step.run(vdi, state);
+      } catch (error) {
+        const failure = failureOf(error);
+        failed[step.name] = failure;
+        await expectDocumentedState(admin, namespace, failure);
+        await step.run(admin, state);
+      }
+    }
+  } finally {
+    await unbind();
+  }
+  return { failed };
+}
+
+const caseTimeoutMs = 5 * minute;
+const rows = [undefined, ...documentedPermissions()].map((missing) => ({
+  missing,
+  name: missing ? permissionName(missing) : 'nothing',
+}));
+
+describe('an identity bound to exactly the documented Role, less one permission at a time', () => {
+  it.concurrent.each(rows)(
+    'without $name, fails exactly the operations that need it, FORBIDDEN and naming it, leaving what the docs describe',
+    async ({ missing, name }) => {
+      const { failed } = await runCase(
+        missing,
+        rows.findIndex((row) => row.name === name),
+      );
+      console.log(`least privilege: without ${name}: ${JSON.stringify(Object.keys(failed))}`);
+      // a documented permission that no operation needs would be one too many
+      if (missing) expect(expected[name]?.length, `what needs ${name}`).toBeGreaterThan(0);
+      for (const [step, failure] of Object.entries(failed)) {
+        if (!missing) continue;
+        expect(failure.message, `${step} without ${name}`).toContain(refusalOf(missing));
+        const reported = failure.code === undefined ? 'a message' : failure.code;
+        const forbidden = failure.code === 'FORBIDDEN' || failure.causes.includes('FORBIDDEN');
+        expect(['FORBIDDEN', reportedAs[step]], `${step} without ${name}`).toContain(
+          forbidden ? 'FORBIDDEN' : reported,
+        );
+      }
+      expect(Object.keys(failed)).toEqual(expected[name]);
+    },
+    caseTimeoutMs,
+  );
+});
+
+/**
+ * The operations that may report a refused permission otherwise than as FORBIDDEN (or an error caused by it),
+ * naming the permission in the message all the same.
+ */
+const reportedAs: Record<string, string> = {
+  // a claim that holds its desktop reports a failed start as `startError`, a message
+  claim: 'a message',
+  assign: 'a message',
+  // startDesktop reports the backend's refusal as START_FAILED, with the refusal in its message only
+  start: 'START_FAILED',
+  // a failed reclaim is an event with a message; the claim stays
+  'session pass (reclaim)': 'a message',
+};
+
+/** Which operations need each permission: every documented one is needed by at least one. */
+const expected: Record<string, string[]> = {
+  nothing: [],
+  'get leases.coordination.k8s.io': [
+    'claim',
+    'assign',
+    'start',
+    'renew',
+    'connect',
+    'release',
+    'unassign',
+    'session pass (reclaim)',
+  ],
+  'list leases.coordination.k8s.io': [
+    'pool create',
+    'pool grow',
+    'pool shrink',
+    'list desktops',
+    'list pools',
+    'claim',
+    'assign',
+    'session pass (renew)',
+    'session pass (reclaim)',
+    'pool delete',
+  ],
+  'create leases.coordination.k8s.io': ['pool shrink', 'claim', 'assign', 'pool delete'],
+  'update leases.coordination.k8s.io': [
+    'renew',
+    'release',
+    'unassign',
+    'session pass (renew)',
+    'session pass (reclaim)',
+  ],
+  'delete leases.coordination.k8s.io': [
+    'pool shrink',
+    'claim',
+    'assign',
+    'release',
+    'unassign',
+    'session pass (reclaim)',
+    'pool delete',
+  ],
+  'get virtualmachines.kubevirt.io': [
+    'pool create',
+    'pool grow',
+    'capacity',
+    'start',
+    'renew',
+    'connect',
+    'release',
+    'unassign',
+    'session pass (reclaim)',
+  ],
+  'list virtualmachines.kubevirt.io': [
+    'pool create',
+    'pool grow',
+    'pool shrink',
+    'list desktops',
+    'list pools',
+    'list pool namespaces',
+    'claim',
+    'assign',
+    'session pass (renew)',
+    'pool delete',
+  ],
+  'patch virtualmachines.kubevirt.io': ['claim', 'assign'],
+  'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
+  'get virtualmachineinstances.kubevirt.io': [
+    'start',
+    'renew',
+    'connect',
+    'release',
+    'unassign',
+    'session pass (reclaim)',
+  ],
+  'list virtualmachineinstances.kubevirt.io': [
+    'capacity',
+    'list desktops',
+    'claim',
+    'assign',
+    'session pass (renew)',
+  ],
+  'update virtualmachines/start.subresources.kubevirt.io': ['claim', 'assign', 'start'],
+  'update virtualmachines/stop.subresources.kubevirt.io': ['release', 'unassign', 'session pass (reclaim)'],
+  'get virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
+  'list virtualmachineclones.clone.kubevirt.io': ['pool delete'],
+  'create virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
+  'delete virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
+  'list nodes (cluster)': ['capacity'],
+  'list kubevirts.kubevirt.io (cluster)': ['capacity'],
+  'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity'],
+  'list virtualmachines.kubevirt.io (cluster)': ['list pool namespaces'],
+};
