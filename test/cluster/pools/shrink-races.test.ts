@@ -143,6 +143,20 @@ describe('a shrink or pool delete racing a claim, against the real apiserver', (
     expect(await leases()).toEqual([['corral-vdi-devpool-1', 'alice']]);
   });
 
+  it('finishes the Leases a pool delete that died after deleting every member left, on the next delete', async () => {
+    const { namespace, kube, ctx, leases } = await setUp('deletegone', 1);
+    kube.failNextLeaseDelete = true;
+    await expect(deletePool(ctx, { name: 'devpool' })).rejects.toThrow(/before deleting the Lease/);
+    await waitFor(async () => (await kube.listVms(namespace)).length === 0, {
+      describe: 'devpool-1 to be gone',
+    });
+    expect(await leases()).toEqual([['corral-vdi-devpool-1', 'corral-vdi/resize']]);
+
+    expect(await deletePool(ctx, { name: 'devpool' })).toMatchObject({ members: [] });
+    expect(await leases()).toEqual([]);
+    await expect(deletePool(ctx, { name: 'devpool' })).rejects.toMatchObject({ code: 'POOL_NOT_FOUND' });
+  });
+
   it('keeps a member a shrink died removing from claims, and removes it on the next shrink', async () => {
     const { kube, ctx, clock, claim, members, leases } = await setUp('shrinkheld', 2);
     kube.failNextVmDelete = true;
