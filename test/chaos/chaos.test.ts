@@ -19,5 +19,5 @@ it('keeps every claim invariant through a storm of three processes on two pools'
   process.stderr.write(`${summarizeStorm(report)}\n`);
   expect(report.harnessErrors, `the storm itself failed (seed ${seed})`).toEqual([]);
   expect(report.operations).toBeGreaterThan(50);
-  expect(report.violations, describeViolations(report)).toEqual([]);
+  expect(report.violations.length, describeViolations(report)).toBe(0);
 });

@@ -1,4 +1,6 @@
-// `npm run chaos -- --ops N --seed S [--processes P] [--minutes M]`: a longer storm on a control plane of its own.
+// `npm run chaos -- --ops N --seed S [--processes P] [--minutes M] [--history FILE]`: a longer storm on a control
+// plane of its own; --history writes every call and change as JSON lines for a closer look.
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startLocalCluster } from '../../src/testing/local-cluster.js';
 import { describeViolations, runStorm, summarizeStorm, tallyOutcomes } from './storm.js';
@@ -9,6 +11,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: String(Date.now() % 1_000_000) },
     processes: { type: 'string', default: '3' },
     minutes: { type: 'string', default: '30' },
+    history: { type: 'string' },
   },
 });
 const count = (name: string, text: string) => {
@@ -33,6 +36,13 @@ try {
     durationMs: count('minutes', values.minutes) * 60_000,
     log: (line) => console.log(line),
   });
+  if (values.history !== undefined) {
+    const { calls, changes } = report.history;
+    writeFileSync(
+      values.history,
+      [...calls, ...changes].map((record) => `${JSON.stringify(record)}\n`).join(''),
+    );
+  }
   if (report.violations.length > 0) console.log(describeViolations(report, 20));
   for (const error of report.harnessErrors) console.log(`storm problem: ${error}`);
   console.log(tallyOutcomes(report));
