@@ -15,7 +15,8 @@ export interface RunningWatch {
 
 /**
  * Watches a collection path from now on and calls `onEvent` for every change, picking up where it left off
- * (by resourceVersion) when the apiserver ends the watch, until stopped.
+ * (by resourceVersion) whenever the watch ends, until stopped. `onError` hears of a watch that could not go on,
+ * such as one whose version the apiserver no longer has: the record then has a gap.
  */
 export function watchPath(
   kubeConfig: KubeConfig,
@@ -33,13 +34,16 @@ export function watchPath(
       path,
       { ...query, ...(resourceVersion === undefined ? {} : { resourceVersion }), allowWatchBookmarks: true },
       (type, object: WatchedObject) => {
+        if (type === 'ERROR') {
+          onError(new Error(`the watch of ${path} broke off: ${JSON.stringify(object)}`));
+          return;
+        }
         resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
         if (type !== 'BOOKMARK') onEvent(type, object);
       },
-      (error: unknown) => {
-        if (stopped) return;
-        if (error) onError(error);
-        else void begin().catch(onError);
+      // The apiserver or the connection ends watches now and then: go on from the last version seen.
+      () => {
+        if (!stopped) void begin().catch(onError);
       },
     );
   };
