@@ -47,7 +47,7 @@ function describeEnd(session: Session): string {
 const sameSession = (a: LeaseChange, b: LeaseChange) => a.holder === b.holder && a.sessionId === b.sessionId;
 
 /** The history's changes in the cluster's order: resourceVersions grow across every kind of object. */
-export function orderChanges(changes: readonly Change[]): Change[] {
+function orderChanges(changes: readonly Change[]): Change[] {
   return [...changes].sort((a, b) => a.resourceVersion - b.resourceVersion);
 }
 
@@ -253,7 +253,7 @@ function checkEnds(calls: readonly CallRecord[], sessions: readonly Session[]): 
 }
 
 /** At rest, each VM's presentation copy names its Lease's holder, and a member without a claim shows nobody. */
-export function checkRest(rest: RestState): Violation[] {
+function checkRest(rest: RestState): Violation[] {
   const violations: Violation[] = [];
   const leaseOf = new Map(rest.leases.filter(isClaim).map((lease) => [lease.member, lease]));
   for (const vm of rest.vms) {

@@ -12,7 +12,7 @@ import { createPrng } from './prng.js';
 import { advanceSharedClock, followSharedClock } from './shared-clock.js';
 
 /** How often each operation is chosen, relative to the others. */
-export const operationWeights = {
+const operationWeights = {
   claim: 18,
   'double-claim': 7,
   assign: 6,

@@ -64,7 +64,7 @@ const driverPath = resolve(import.meta.dirname, 'driver.ts');
 const resolveHooksPath = resolve(import.meta.dirname, 'resolve-ts.mjs');
 
 /** The error codes `docs/errors.md` lists. */
-export function readDocumentedCodes(): string[] {
+function readDocumentedCodes(): string[] {
   const page = readFileSync(resolve(import.meta.dirname, '../../docs/errors.md'), 'utf8');
   return [...page.matchAll(/^\| `([A-Z_]+)`/gm)].map((match) => match[1] ?? '');
 }
