@@ -25,6 +25,16 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'chaos',
+          include: ['test/chaos/**/*.test.ts'],
+          globalSetup: sharedControlPlane,
+          // A seeded storm of about two minutes, then the rest state and the check.
+          testTimeout: 360_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: sharedControlPlane,

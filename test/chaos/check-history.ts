@@ -1,0 +1,330 @@
+import { removalHolder } from '../../src/keys.js';
+import type {
+  CallRecord,
+  Change,
+  History,
+  HistoryRecord,
+  LeaseChange,
+  RestState,
+  Violation,
+  VmiChange,
+} from './history.js';
+
+// A change is received a little after the call that caused it returned; this much later still counts as its.
+const receiptSlackMs = 2_000;
+
+const releaseOps = new Set(['release', 'unassign']);
+const policyOps = new Set(['engine-pass']);
+
+/** One claim of a member: a Lease session from its first version to the change that ended it. */
+interface Session {
+  member: string;
+  pool: string | undefined;
+  holder: string;
+  sessionId: string | undefined;
+  versions: LeaseChange[];
+  end?: { change: LeaseChange; expired: boolean };
+}
+
+const isClaim = (lease: LeaseChange): lease is LeaseChange & { member: string } =>
+  lease.member !== undefined && lease.holder !== undefined && lease.holder !== removalHolder;
+
+function expiresAt(lease: LeaseChange): number {
+  const renewed = lease.renewTime === undefined ? Number.NaN : Date.parse(lease.renewTime);
+  // A Lease without a readable time binds nobody, as the SDK's own rule says.
+  if (!Number.isFinite(renewed) || lease.durationSeconds === undefined) return Number.NEGATIVE_INFINITY;
+  return renewed + lease.durationSeconds * 1000;
+}
+
+const isLiveAt = (lease: LeaseChange, now: number) => expiresAt(lease) > now;
+
+function describeEnd(session: Session): string {
+  if (!session.end) return 'had not ended';
+  const how = session.end.change.type === 'DELETED' ? 'its Lease was deleted' : 'its Lease was taken over';
+  return session.end.expired ? `had expired and ${how}` : `was live when ${how}`;
+}
+
+const sameSession = (a: LeaseChange, b: LeaseChange) => a.holder === b.holder && a.sessionId === b.sessionId;
+
+/** The history's changes in the cluster's order: resourceVersions grow across every kind of object. */
+function orderChanges(changes: readonly Change[]): Change[] {
+  return [...changes].sort((a, b) => a.resourceVersion - b.resourceVersion);
+}
+
+interface Replay {
+  sessions: Session[];
+  violations: Violation[];
+}
+
+/** Walks the changes in order, cutting Lease versions into sessions and checking what holds at each moment. */
+function replay(changes: readonly Change[]): Replay {
+  const sessions: Session[] = [];
+  const violations: Violation[] = [];
+  const leases = new Map<string, LeaseChange>();
+  const current = new Map<string, Session>();
+  const lastHolder = new Map<string, Session>();
+  const vmis = new Map<string, VmiChange>();
+  const doubled = new Set<string>();
+  let now = Number.NEGATIVE_INFINITY;
+
+  const endSession = (member: string, change: LeaseChange, previous: LeaseChange) => {
+    const session = current.get(member);
+    if (!session) return;
+    session.end = { change, expired: !isLiveAt(previous, now) };
+    current.delete(member);
+    lastHolder.set(member, session);
+  };
+
+  const checkHandout = (session: Session, change: LeaseChange) => {
+    const before = lastHolder.get(session.member);
+    const vmi = vmis.get(session.member);
+    if (!before || before.holder === session.holder || !vmi) return;
+    violations.push({
+      invariant: 'vmi-at-handout',
+      member: session.member,
+      message: `${session.member} was handed to ${session.holder} while the VMI ${vmi.uid} of ${before.holder}'s claim still existed (phase ${vmi.phase ?? 'unknown'}); that claim ${describeEnd(before)}`,
+      evidence: [...before.versions.slice(-1), ...(before.end ? [before.end.change] : []), vmi, change],
+    });
+  };
+
+  const checkIdentity = (change: LeaseChange) => {
+    if (!isClaim(change) || change.releasing !== undefined) return;
+    const held = [...leases.values()].filter(
+      (lease) =>
+        isClaim(lease) &&
+        lease.holder === change.holder &&
+        lease.pool === change.pool &&
+        lease.releasing === undefined &&
+        isLiveAt(lease, now),
+    );
+    const key = `${change.holder}\u0000${change.pool}`;
+    if (held.length < 2) {
+      doubled.delete(key);
+      return;
+    }
+    if (doubled.has(key)) return;
+    doubled.add(key);
+    violations.push({
+      invariant: 'identity-two-desktops',
+      member: change.member,
+      message: `${change.holder} held ${held.map((lease) => lease.member).join(' and ')} of pool ${change.pool} at once`,
+      evidence: held,
+    });
+  };
+
+  for (const change of orderChanges(changes)) {
+    if (change.kind === 'clock') now = Math.max(now, change.now);
+    if (change.kind === 'vmi') {
+      if (change.type === 'DELETED') vmis.delete(change.name);
+      else vmis.set(change.name, change);
+    }
+    if (change.kind !== 'lease' || change.member === undefined) continue;
+    const { member } = change;
+    const previous = leases.get(change.name);
+    if (change.type === 'DELETED') {
+      leases.delete(change.name);
+      if (previous) endSession(member, change, previous);
+      continue;
+    }
+    leases.set(change.name, change);
+    if (previous && !sameSession(previous, change)) endSession(member, change, previous);
+    if (!isClaim(change)) continue;
+    const ongoing = current.get(member);
+    if (ongoing) ongoing.versions.push(change);
+    else {
+      const session: Session = {
+        member,
+        pool: change.pool,
+        holder: change.holder ?? '',
+        sessionId: change.sessionId,
+        versions: [change],
+      };
+      checkHandout(session, change);
+      current.set(member, session);
+      sessions.push(session);
+    }
+    checkIdentity(change);
+  }
+  return { sessions, violations };
+}
+
+const claimAnswers = (calls: readonly CallRecord[]) =>
+  calls.filter(
+    (call): call is CallRecord & { outcome: { ok: true; answer: { member: string; sessionId: string } } } =>
+      call.outcome.ok &&
+      call.outcome.answer?.member !== undefined &&
+      call.outcome.answer.sessionId !== undefined &&
+      (call.op === 'claim' || call.op === 'assign'),
+  );
+
+/** No claim is told to two identities, and every claim told to a caller is one its member's Lease had. */
+function checkAnswers(calls: readonly CallRecord[], sessions: readonly Session[]): Violation[] {
+  const violations: Violation[] = [];
+  const toldTo = new Map<string, CallRecord>();
+  for (const call of claimAnswers(calls)) {
+    const { member, sessionId } = call.outcome.answer;
+    const key = `${member}\u0000${sessionId}`;
+    const first = toldTo.get(key);
+    if (first && first.identity !== call.identity)
+      violations.push({
+        invariant: 'claim-told-twice',
+        member,
+        message: `the claim ${sessionId} of ${member} was told to ${first.identity} and to ${call.identity}`,
+        evidence: [first, call],
+      });
+    toldTo.set(key, first ?? call);
+    const session = sessions.find((found) => found.member === member && found.sessionId === sessionId);
+    if (!session || session.holder !== call.identity)
+      violations.push({
+        invariant: 'two-holders',
+        member,
+        message: `${call.identity} was told it holds ${member} (session ${sessionId}), a claim the member's Lease never gave it`,
+        evidence: [call, ...(session?.versions.slice(0, 1) ?? [])],
+      });
+  }
+  return violations;
+}
+
+/** When a caller is told it holds a member, nobody else holds that member unless its claim ran out. */
+function checkHolders(calls: readonly CallRecord[], sessions: readonly Session[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const call of claimAnswers(calls)) {
+    const { member, sessionId } = call.outcome.answer;
+    const mine = sessions.find((found) => found.member === member && found.sessionId === sessionId);
+    // An unknown session is reported by checkAnswers; an expired one may be taken, by policy.
+    if (!mine || mine.end?.expired) continue;
+    // The other claim was received before the answer, so it was written before the answer came back.
+    const other = sessions.find(
+      (found) =>
+        found.member === member &&
+        found.holder !== call.identity &&
+        (found.versions[0]?.at ?? Number.POSITIVE_INFINITY) < call.endedAt &&
+        (found.end === undefined || found.end.change.at > call.endedAt) &&
+        found.versions.some((version) => version.at <= call.endedAt && version.releasing === undefined),
+    );
+    if (!other || (mine.versions[0]?.resourceVersion ?? 0) > (other.versions[0]?.resourceVersion ?? 0))
+      continue;
+    violations.push({
+      invariant: 'two-holders',
+      member,
+      message: `${call.identity} was told it holds ${member} while ${other.holder}'s claim ${other.sessionId} held it`,
+      evidence: [
+        ...mine.versions.slice(-1),
+        ...(mine.end ? [mine.end.change] : []),
+        ...other.versions.slice(0, 1),
+        call,
+      ],
+    });
+  }
+  return violations;
+}
+
+/** A claim someone was told about ends only by its holder's or an admin's release, or by policy. */
+function checkEnds(calls: readonly CallRecord[], sessions: readonly Session[]): Violation[] {
+  const told = new Set(
+    claimAnswers(calls).map((call) => `${call.outcome.answer.member}\u0000${call.outcome.answer.sessionId}`),
+  );
+  const violations: Violation[] = [];
+  for (const session of sessions) {
+    const end = session.end;
+    if (!end || end.expired || !told.has(`${session.member}\u0000${session.sessionId}`)) continue;
+    const at = end.change.at;
+    const cause = calls.find(
+      (call) =>
+        call.startedAt <= at &&
+        at <= call.endedAt + receiptSlackMs &&
+        (policyOps.has(call.op) ||
+          (releaseOps.has(call.op) &&
+            call.member === session.member &&
+            (call.asAdmin === true || call.identity === session.holder))),
+    );
+    if (cause) continue;
+    const nearby = calls.filter(
+      (call) => call.member === session.member && call.startedAt <= at && at <= call.endedAt + receiptSlackMs,
+    );
+    violations.push({
+      invariant: 'claim-ended-without-cause',
+      member: session.member,
+      message: `${session.holder}'s live claim ${session.sessionId} of ${session.member} ended (${end.change.type === 'DELETED' ? 'Lease deleted' : `Lease taken by ${end.change.holder}`}) with no release by its holder or an admin and no policy`,
+      evidence: [...session.versions.slice(-1), end.change, ...nearby],
+    });
+  }
+  return violations;
+}
+
+/** At rest, each VM's presentation copy names its Lease's holder, and a member without a claim shows nobody. */
+function checkRest(rest: RestState): Violation[] {
+  const violations: Violation[] = [];
+  const leaseOf = new Map(rest.leases.filter(isClaim).map((lease) => [lease.member, lease]));
+  for (const vm of rest.vms) {
+    if (vm.pool === undefined) continue;
+    const lease = leaseOf.get(vm.name);
+    if (lease?.holder === vm.assignedTo) continue;
+    violations.push({
+      invariant: 'presentation-at-rest',
+      member: vm.name,
+      message: `at rest ${vm.name} shows ${vm.assignedTo ?? 'nobody'} while its Lease names ${lease?.holder ?? 'nobody'}`,
+      evidence: [vm, ...(lease ? [lease] : [])],
+    });
+  }
+  const vmNames = new Set(rest.vms.map((vm) => vm.name));
+  for (const [member, lease] of leaseOf)
+    if (!vmNames.has(member))
+      violations.push({
+        invariant: 'presentation-at-rest',
+        member,
+        message: `at rest the Lease of ${member} names ${lease.holder} but the member does not exist`,
+        evidence: [lease],
+      });
+  return violations;
+}
+
+/** Every failure is a `VdiError` whose code `docs/errors.md` documents. */
+function checkErrors(calls: readonly CallRecord[], documented: readonly string[]): Violation[] {
+  const codes = new Set(documented);
+  return calls.flatMap((call): Violation[] => {
+    if (call.outcome.ok) return [];
+    const { error } = call.outcome;
+    if (error.name === 'VdiError' && error.code !== undefined && codes.has(error.code)) return [];
+    return [
+      {
+        invariant: 'undocumented-error',
+        ...(call.member === undefined ? {} : { member: call.member }),
+        message: `${call.op} failed with ${error.name}${error.code === undefined ? '' : ` ${error.code}`}, not a documented VdiError: ${error.message}`,
+        evidence: [call],
+      },
+    ];
+  });
+}
+
+/** Checks every invariant of a storm's history; an empty answer means none was broken. */
+export function checkHistory(history: History): Violation[] {
+  const { sessions, violations } = replay(history.changes);
+  return [
+    ...violations,
+    ...checkAnswers(history.calls, sessions),
+    ...checkHolders(history.calls, sessions),
+    ...checkEnds(history.calls, sessions),
+    ...(history.rest ? checkRest(history.rest) : []),
+    ...checkErrors(history.calls, history.documentedCodes),
+  ];
+}
+
+/** The records around a violation: its evidence and every record of its member within `windowMs` of it. */
+export function sliceHistory(history: History, violation: Violation, windowMs = 3_000): HistoryRecord[] {
+  const times = violation.evidence.map((record) => (record.kind === 'call' ? record.startedAt : record.at));
+  const from = Math.min(...times) - windowMs;
+  const to = Math.max(...times) + windowMs;
+  const timeOf = (record: HistoryRecord) => (record.kind === 'call' ? record.startedAt : record.at);
+  const ofMember = (record: HistoryRecord) =>
+    violation.member === undefined ||
+    (record.kind === 'call'
+      ? record.member === violation.member ||
+        (record.outcome.ok && record.outcome.answer?.member === violation.member)
+      : record.kind === 'clock' ||
+        record.name === violation.member ||
+        (record.kind === 'lease' && record.member === violation.member));
+  return [...history.calls, ...history.changes]
+    .filter((record) => ofMember(record) && timeOf(record) >= from && timeOf(record) <= to)
+    .sort((a, b) => timeOf(a) - timeOf(b));
+}

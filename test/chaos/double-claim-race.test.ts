@@ -1,0 +1,64 @@
+import { expect, it } from 'vitest';
+import { claimDesktop } from '../../src/claims/claim-desktop.js';
+import type { VdiContext } from '../../src/context.js';
+import { KubeCluster } from '../../src/kube/cluster.js';
+import type { LeaseObject } from '../../src/kube-objects.js';
+import { createTestClock } from '../../src/testing/test-clock.js';
+import { createVdi } from '../../src/vdi.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../support/cluster.js';
+
+const cluster = useSharedCluster();
+
+/** Holds a claim between its read of the pool's Leases and its read of the identity's claimant Lease. */
+class GatedCluster extends KubeCluster {
+  private readonly opened: Promise<void>;
+  open!: () => void;
+  readonly listed: Promise<void>;
+  private reportListed!: () => void;
+
+  constructor(...args: ConstructorParameters<typeof KubeCluster>) {
+    super(...args);
+    this.opened = new Promise((resolve) => {
+      this.open = resolve;
+    });
+    this.listed = new Promise((resolve) => {
+      this.reportListed = resolve;
+    });
+  }
+
+  override async listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
+    const leases = await super.listLeases(namespace, labelSelector);
+    this.reportListed();
+    return leases;
+  }
+
+  override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
+    await this.opened;
+    return await super.getLease(namespace, name);
+  }
+}
+
+// Found by the chaos storm (seed 7, di on alpha-4 and alpha-5): of two claims of one identity at once, the second
+// read the pool's Leases before the first wrote its member and the claimant Lease after the first deleted it, so
+// it took a second member. `it.fails` until that is fixed; then a plain `it`.
+it.fails('gives two claims of one identity at once the same member when the first finishes between the other’s reads', async () => {
+  const namespace = await createTestNamespace(cluster(), 'double-claim');
+  const { kubeConfig } = cluster();
+  const vdi = createVdi({ kubeConfig, namespace, clock: createTestClock() });
+  await createPoolMembers(cluster(), namespace, 'dbl', 2);
+  expect((await vdi.assign({ pool: 'dbl', identity: 'ed' })).member).toBe('dbl-1');
+
+  const gated = new GatedCluster(kubeConfig);
+  const ctx: VdiContext = { ...vdi.context, cluster: gated };
+  const second = claimDesktop(ctx, { pool: 'dbl', identity: 'di' }, { actor: undefined, order: 'lowest' });
+  // The second claim saw dbl-1 held by ed; now ed lets it go and the first claim of di takes it.
+  await gated.listed;
+  await vdi.release({ member: 'dbl-1', identity: 'ed' });
+  const first = await vdi.assign({ pool: 'dbl', identity: 'di' });
+  expect(first.member).toBe('dbl-1');
+  gated.open();
+
+  expect((await second).member).toBe(first.member);
+  const held = await new KubeCluster(kubeConfig).listLeases(namespace, 'corral.dev/vdi-pool=dbl');
+  expect(held.map((lease) => lease.spec.holderIdentity)).toEqual(['di']);
+});

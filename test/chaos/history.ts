@@ -1,0 +1,114 @@
+// The records a chaos storm collects: what the driver processes called and what the watches saw change.
+
+/** What a failed call threw, as the driver saw it. */
+export interface CallError {
+  name: string;
+  code?: string;
+  message: string;
+}
+
+/** What a call that succeeded answered, reduced to what the invariants need. */
+export interface CallAnswer {
+  member?: string;
+  sessionId?: string;
+  owner?: string;
+}
+
+/** One SDK call made by a driver process, with its outcome; times are milliseconds since the epoch. */
+export interface CallRecord {
+  kind: 'call';
+  proc: number;
+  seq: number;
+  op: string;
+  /** Calls started together, such as the two claims of a double-click, share a group. */
+  group?: number;
+  identity?: string;
+  pool?: string;
+  member?: string;
+  asAdmin?: boolean;
+  startedAt: number;
+  endedAt: number;
+  outcome: { ok: true; answer?: CallAnswer } | { ok: false; error: CallError };
+}
+
+/** The kinds of change a watch reports. */
+export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+interface ChangeBase {
+  type: ChangeType;
+  /** When the watching process received it. */
+  at: number;
+  resourceVersion: number;
+  name: string;
+}
+
+/** A version of a Lease. Member claims carry `member` and `pool`; claimant Leases carry neither. */
+export interface LeaseChange extends ChangeBase {
+  kind: 'lease';
+  member?: string;
+  pool?: string;
+  holder?: string;
+  sessionId?: string;
+  releasing?: string;
+  renewTime?: string;
+  durationSeconds?: number;
+}
+
+/** A version of a VirtualMachine. */
+export interface VmChange extends ChangeBase {
+  kind: 'vm';
+  pool?: string;
+  assignedTo?: string;
+  printableStatus?: string;
+}
+
+/** A version of a VirtualMachineInstance (named after its VM). */
+export interface VmiChange extends ChangeBase {
+  kind: 'vmi';
+  uid: string;
+  phase?: string;
+}
+
+/** A move of the namespace clock that the SDK processes and the simulator share. */
+export interface ClockChange extends ChangeBase {
+  kind: 'clock';
+  /** The shared time, milliseconds since the epoch. */
+  now: number;
+}
+
+export type Change = LeaseChange | VmChange | VmiChange | ClockChange;
+
+/** Leases and VMs as listed once the storm is over and one engine pass has run. */
+export interface RestState {
+  leases: LeaseChange[];
+  vms: VmChange[];
+}
+
+/** Everything a storm recorded. */
+export interface History {
+  calls: CallRecord[];
+  changes: Change[];
+  rest?: RestState;
+  /** The error codes `docs/errors.md` documents. */
+  documentedCodes: readonly string[];
+}
+
+export type HistoryRecord = CallRecord | Change;
+
+/** The invariants a storm's history must keep. */
+export type InvariantName =
+  | 'two-holders'
+  | 'claim-told-twice'
+  | 'identity-two-desktops'
+  | 'claim-ended-without-cause'
+  | 'vmi-at-handout'
+  | 'presentation-at-rest'
+  | 'undocumented-error';
+
+/** One broken invariant, with the records that show it. */
+export interface Violation {
+  invariant: InvariantName;
+  message: string;
+  member?: string;
+  evidence: HistoryRecord[];
+}

@@ -1,0 +1,54 @@
+// `npm run chaos -- --ops N --seed S [--processes P] [--minutes M] [--history FILE]`: a longer storm on a control
+// plane of its own; --history writes every call and change as JSON lines for a closer look.
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { startLocalCluster } from '../../src/testing/local-cluster.js';
+import { describeViolations, runStorm, summarizeStorm, tallyOutcomes } from './storm.js';
+
+const { values } = parseArgs({
+  options: {
+    ops: { type: 'string', default: '400' },
+    seed: { type: 'string', default: String(Date.now() % 1_000_000) },
+    processes: { type: 'string', default: '3' },
+    minutes: { type: 'string', default: '30' },
+    history: { type: 'string' },
+  },
+});
+const count = (name: string, text: string) => {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name} takes a whole number of 1 or more, not ${text}`);
+  return value;
+};
+const processes = count('processes', values.processes);
+const ops = count('ops', values.ops);
+
+const cluster = await startLocalCluster();
+let exitCode = 1;
+try {
+  const report = await runStorm({
+    kubeConfig: cluster.kubeConfig,
+    kubeconfigPath: cluster.kubeconfigPath,
+    seed: count('seed', values.seed),
+    processes,
+    // --ops is the whole storm's; each process runs its share.
+    opsPerProcess: Math.ceil(ops / processes),
+    durationMs: count('minutes', values.minutes) * 60_000,
+    log: (line) => console.log(line),
+  });
+  if (values.history !== undefined) {
+    const { calls, changes } = report.history;
+    writeFileSync(
+      values.history,
+      [...calls, ...changes].map((record) => `${JSON.stringify(record)}\n`).join(''),
+    );
+  }
+  if (report.violations.length > 0) console.log(describeViolations(report, 20));
+  for (const error of report.harnessErrors) console.log(`storm problem: ${error}`);
+  console.log(tallyOutcomes(report));
+  console.log(summarizeStorm(report));
+  exitCode = report.violations.length === 0 && report.harnessErrors.length === 0 ? 0 : 1;
+} finally {
+  await cluster.stop();
+}
+process.exit(exitCode);

@@ -1,0 +1,294 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { isVdiError } from '../../src/errors.js';
+import { KubeCluster } from '../../src/kube/cluster.js';
+import type { VirtualMachine } from '../../src/kubevirt-types.js';
+import { simulatorAnnotations } from '../../src/testing/kubevirt/fault-knobs.js';
+import { createNamespaceClock } from '../../src/testing/kubevirt/namespace-clock.js';
+import { waitFor } from '../../src/testing/wait-for.js';
+import { createVdi } from '../../src/vdi.js';
+import { checkHistory, sliceHistory } from './check-history.js';
+import type { DriverConfig, DriverLine, StormPool } from './driver-protocol.js';
+import type { CallRecord, History, Violation } from './history.js';
+import { processSeed } from './prng.js';
+import { leaseChangeOf, recordChanges, vmChangeOf } from './record-changes.js';
+import { advanceSharedClock, followSharedClock } from './shared-clock.js';
+import type { WatchedObject } from './watch-path.js';
+
+/** Options of {@link runStorm}. */
+export interface StormOptions {
+  kubeConfig: KubeConfig;
+  /** The same administrator as a file, for the driver processes. */
+  kubeconfigPath: string;
+  seed: number;
+  processes: number;
+  opsPerProcess: number;
+  /** No driver starts an operation after this many milliseconds of storm. */
+  durationMs: number;
+  /** Progress lines. */
+  log?: (line: string) => void;
+}
+
+/** What a storm did and found. */
+export interface StormReport {
+  seed: number;
+  namespace: string;
+  processes: number;
+  /** Operations the drivers ran (a double-click is one operation of two calls). */
+  operations: number;
+  calls: number;
+  failedCalls: number;
+  changes: number;
+  violations: Violation[];
+  history: History;
+  /** Problems of the storm itself (a driver that died, a watch that broke): its history cannot be judged. */
+  harnessErrors: string[];
+  elapsedMs: number;
+}
+
+const pools: StormPool[] = [
+  { name: 'alpha', ephemeral: false, slowStop: true },
+  { name: 'beta', ephemeral: true, slowStop: false },
+];
+const identities = ['ana', 'bo', 'cy', 'di', 'ed'];
+const admin = 'admin@example.com';
+const initialSize = 3;
+const maxPoolSize = 5;
+// Shared time a slow guest takes to stop; the drivers' ticks move the clock 5–15 s at a time.
+const slowStopMs = 20_000;
+
+const driverPath = resolve(import.meta.dirname, 'driver.ts');
+const resolveHooksPath = resolve(import.meta.dirname, 'resolve-ts.mjs');
+
+/** The error codes `docs/errors.md` lists. */
+function readDocumentedCodes(): string[] {
+  const page = readFileSync(resolve(import.meta.dirname, '../../docs/errors.md'), 'utf8');
+  return [...page.matchAll(/^\| `([A-Z_]+)`/gm)].map((match) => match[1] ?? '');
+}
+
+function goldenVm(name: string): VirtualMachine {
+  return {
+    metadata: { name, labels: {} },
+    spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+  };
+}
+
+interface DriverRun {
+  lines: DriverLine[];
+  stderr: string;
+  exitCode: number | null;
+}
+
+function runDriver(config: DriverConfig, onLine: (line: DriverLine) => void): Promise<DriverRun> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--experimental-transform-types',
+      '--no-warnings',
+      '--import',
+      resolveHooksPath,
+      driverPath,
+      JSON.stringify(config),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const lines: DriverLine[] = [];
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    const line = JSON.parse(text) as DriverLine;
+    lines.push(line);
+    onLine(line);
+  });
+  return new Promise((done) => {
+    child.on('close', (exitCode) => done({ lines, stderr, exitCode }));
+  });
+}
+
+/** Formats a storm's violations with the seed and the history around each, for a failure message. */
+export function describeViolations(report: StormReport, limit = 5): string {
+  const parts = [
+    `chaos storm seed ${report.seed} (namespace ${report.namespace}): ${report.violations.length} violation(s); replay with npm run chaos -- --seed ${report.seed}`,
+  ];
+  for (const violation of report.violations.slice(0, limit)) {
+    parts.push(`\n[${violation.invariant}] ${violation.message}`);
+    for (const record of sliceHistory(report.history, violation)) parts.push(`  ${JSON.stringify(record)}`);
+  }
+  if (report.violations.length > limit) parts.push(`\n… and ${report.violations.length - limit} more`);
+  return parts.join('\n');
+}
+
+/** The figures of a storm in one line. */
+export function summarizeStorm(report: StormReport): string {
+  const byInvariant = new Map<string, number>();
+  for (const violation of report.violations)
+    byInvariant.set(violation.invariant, (byInvariant.get(violation.invariant) ?? 0) + 1);
+  const kinds = [...byInvariant].map(([name, count]) => `${name} ${count}`).join(', ');
+  return `chaos: seed ${report.seed}, ${report.processes} processes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${Math.round(report.elapsedMs / 1000)} s`;
+}
+
+/** How each kind of call ended: `claim 120 ok, NO_FREE_MEMBER 30; release …`. */
+export function tallyOutcomes(report: StormReport): string {
+  const tally = new Map<string, Map<string, number>>();
+  for (const call of report.history.calls) {
+    const outcome = call.outcome.ok ? 'ok' : (call.outcome.error.code ?? call.outcome.error.name);
+    const counts = tally.get(call.op) ?? new Map<string, number>();
+    counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
+    tally.set(call.op, counts);
+  }
+  return [...tally]
+    .map(
+      ([op, counts]) => `${op}: ${[...counts].map(([outcome, count]) => `${outcome} ${count}`).join(', ')}`,
+    )
+    .join('\n');
+}
+
+/**
+ * Runs a storm: two pools in a fresh namespace with a shared clock, `processes` driver processes making
+ * random calls, watches recording every Lease, VM and VMI change; then one engine pass, a look at the rest
+ * state, and the invariants checked over the whole history.
+ */
+export async function runStorm(options: StormOptions): Promise<StormReport> {
+  const { kubeConfig, seed, log = () => {} } = options;
+  const began = Date.now();
+  const namespace = `chaos-${seed}-${began.toString(36)}`;
+  await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  await createNamespaceClock(kubeConfig, namespace);
+  const harnessErrors: string[] = [];
+  const recorder = recordChanges(kubeConfig, namespace);
+  const clock = followSharedClock(kubeConfig, namespace, (error) =>
+    harnessErrors.push(`clock watch: ${String(error)}`),
+  );
+  try {
+    await Promise.all([recorder.ready, clock.ready]);
+    await waitFor(() => clock.now(), { describe: `the shared clock of ${namespace}` });
+    const vdi = createVdi({ kubeConfig, namespace, clock });
+    const kube = new KubeCluster(kubeConfig);
+    await kube.createVm(namespace, goldenVm('golden'));
+    for (const pool of pools) {
+      const made = await vdi.createPool({
+        name: pool.name,
+        from: 'golden',
+        size: initialSize,
+        ephemeral: pool.ephemeral,
+      });
+      if (pool.slowStop)
+        for (const member of made.members)
+          await kube.patchVm(namespace, member, {
+            metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: String(slowStopMs) } },
+          });
+    }
+    log(
+      `chaos: seed ${seed}, namespace ${namespace}, ${options.processes} processes × ${options.opsPerProcess} operations`,
+    );
+
+    const deadline = Date.now() + options.durationMs;
+    const calls: CallRecord[] = [];
+    let operations = 0;
+    const runs = await Promise.all(
+      Array.from({ length: options.processes }, (_, proc) =>
+        runDriver(
+          {
+            proc,
+            seed: processSeed(seed, proc),
+            ops: options.opsPerProcess,
+            deadline,
+            kubeconfigPath: options.kubeconfigPath,
+            namespace,
+            golden: 'golden',
+            pools,
+            identities,
+            admin,
+            maxPoolSize,
+            slowStopMs,
+          },
+          (line) => {
+            if (line.kind === 'call') calls.push(line);
+            else if (line.kind === 'done') operations += line.ops;
+            else harnessErrors.push(`driver ${line.proc}: ${line.message}`);
+          },
+        ),
+      ),
+    );
+    for (const [proc, run] of runs.entries())
+      if (run.exitCode !== 0)
+        harnessErrors.push(`driver ${proc} exited ${run.exitCode}: ${run.stderr.trim()}`);
+    log(`chaos: drivers done, ${operations} operations, ${calls.length} calls`);
+
+    // At rest: slow guests finish stopping, one engine pass runs, and every change so far has been received.
+    await advanceSharedClock(kubeConfig, namespace, slowStopMs * 2);
+    await waitFor(() => kube.listVms(namespace), {
+      describe: 'every slow guest to finish stopping',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus !== 'Stopping'),
+    });
+    const engine = vdi.createSessionEngine({ namespaces: [namespace] });
+    const passStarted = Date.now();
+    const pass = await engine.runPass();
+    calls.push({
+      kind: 'call',
+      proc: -1,
+      seq: 0,
+      op: 'engine-pass',
+      startedAt: passStarted,
+      endedAt: Date.now(),
+      outcome:
+        pass.errors.length === 0 ? { ok: true } : { ok: false, error: describePassErrors(pass.errors) },
+    });
+    const marker = `chaos-rest-${began.toString(36)}`;
+    await kube.createLease(namespace, { metadata: { name: marker }, spec: {} });
+    await waitFor(
+      () => recorder.changes.some((change) => change.kind === 'lease' && change.name === marker),
+      {
+        describe: 'the Lease watch to catch up with the rest state',
+      },
+    );
+    const restAt = Date.now();
+    const [leases, vms] = await Promise.all([kube.listLeases(namespace), kube.listVms(namespace)]);
+    const history: History = {
+      calls,
+      changes: recorder.changes.filter((change) => change.name !== marker),
+      rest: {
+        leases: leases
+          .filter((lease) => lease.metadata.name !== marker)
+          .map((lease) => leaseChangeOf('ADDED', lease as unknown as WatchedObject, restAt)),
+        vms: vms
+          .filter((vm) => vm.metadata.name !== 'golden')
+          .map((vm) => vmChangeOf('ADDED', vm as unknown as WatchedObject, restAt)),
+      },
+      documentedCodes: readDocumentedCodes(),
+    };
+    harnessErrors.push(...recorder.errors);
+    return {
+      seed,
+      namespace,
+      processes: options.processes,
+      operations,
+      calls: calls.length,
+      failedCalls: calls.filter((call) => !call.outcome.ok).length,
+      changes: history.changes.length,
+      violations: checkHistory(history),
+      history,
+      harnessErrors,
+      elapsedMs: Date.now() - began,
+    };
+  } finally {
+    recorder.stop();
+    clock.stop();
+  }
+}
+
+function describePassErrors(errors: readonly unknown[]) {
+  const first = errors[0];
+  return isVdiError(first)
+    ? {
+        name: first.name,
+        code: first.code,
+        message: `${errors.length} pass error(s), first: ${first.message}`,
+      }
+    : { name: 'Error', message: `${errors.length} pass error(s), first: ${String(first)}` };
+}

@@ -1,0 +1,294 @@
+import { describe, expect, it } from 'vitest';
+import { checkHistory, sliceHistory } from '../../chaos/check-history.js';
+import type {
+  CallRecord,
+  Change,
+  ClockChange,
+  History,
+  InvariantName,
+  LeaseChange,
+  RestState,
+  VmChange,
+  VmiChange,
+} from '../../chaos/history.js';
+
+const start = Date.parse('2026-07-02T12:00:00Z');
+const hour = 3_600_000;
+let resourceVersion = 0;
+
+function clock(at: number, now: number): ClockChange {
+  resourceVersion += 1;
+  return { kind: 'clock', type: 'MODIFIED', at, resourceVersion, name: 'ns', now };
+}
+
+function lease(
+  at: number,
+  member: string,
+  holder: string,
+  sessionId: string,
+  extra: Partial<LeaseChange> = {},
+): LeaseChange {
+  resourceVersion += 1;
+  return {
+    kind: 'lease',
+    type: 'ADDED',
+    at,
+    resourceVersion,
+    name: `corral-vdi-${member}`,
+    member,
+    pool: 'alpha',
+    holder,
+    sessionId,
+    renewTime: new Date(start).toISOString(),
+    durationSeconds: 3600,
+    ...extra,
+  };
+}
+
+function gone(at: number, version: LeaseChange): LeaseChange {
+  resourceVersion += 1;
+  return { ...version, type: 'DELETED', at, resourceVersion };
+}
+
+function vmi(at: number, member: string, type: VmiChange['type'] = 'ADDED'): VmiChange {
+  resourceVersion += 1;
+  return { kind: 'vmi', type, at, resourceVersion, name: member, uid: `uid-${member}`, phase: 'Running' };
+}
+
+function call(
+  op: string,
+  startedAt: number,
+  endedAt: number,
+  target: Partial<CallRecord>,
+  outcome: CallRecord['outcome'] = { ok: true },
+): CallRecord {
+  return { kind: 'call', proc: 0, seq: startedAt, op, pool: 'alpha', startedAt, endedAt, outcome, ...target };
+}
+
+const told = (at: number, identity: string, member: string, sessionId: string) =>
+  call('claim', at - 50, at, { identity }, { ok: true, answer: { member, sessionId, owner: identity } });
+
+function history(calls: CallRecord[], changes: Change[], rest?: RestState): History {
+  return {
+    calls,
+    changes,
+    documentedCodes: ['NOT_HOLDER', 'NO_FREE_MEMBER', 'CLAIM_CHANGED'],
+    ...(rest ? { rest } : {}),
+  };
+}
+
+const invariants = (found: History) => checkHistory(found).map((violation) => violation.invariant);
+
+/** ana claims alpha-1, runs it, releases it (stopped, VMI gone), then bo claims it: nothing is broken. */
+function cleanHandover() {
+  const changes: Change[] = [clock(0, start)];
+  const first = lease(100, 'alpha-1', 'ana', 's1');
+  changes.push(first, vmi(200, 'alpha-1'), vmi(600, 'alpha-1', 'DELETED'), gone(650, first));
+  changes.push(lease(900, 'alpha-1', 'bo', 's2'));
+  return {
+    calls: [
+      told(150, 'ana', 'alpha-1', 's1'),
+      call('release', 400, 700, { identity: 'ana', member: 'alpha-1' }),
+      told(950, 'bo', 'alpha-1', 's2'),
+    ],
+    changes,
+  };
+}
+
+describe('checkHistory', () => {
+  it('finds nothing wrong with a claim released by its holder and claimed again once its VMI is gone', () => {
+    const { calls, changes } = cleanHandover();
+    expect(checkHistory(history(calls, changes))).toEqual([]);
+  });
+
+  it('catches a caller told it holds a member that someone else holds by then (two holders)', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const found = history(
+      [
+        call('release', 150, 260, { identity: 'ana', member: 'alpha-1' }),
+        // ana's claim answers its old session after bo already holds the member
+        told(500, 'ana', 'alpha-1', 's1'),
+        told(350, 'bo', 'alpha-1', 's2'),
+      ],
+      [clock(0, start), first, gone(250, first), lease(300, 'alpha-1', 'bo', 's2')],
+    );
+    expect(invariants(found)).toEqual(['two-holders']);
+  });
+
+  it('catches a caller told a session its member Lease never had (two holders)', () => {
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 'never-written')],
+      [clock(0, start), lease(100, 'alpha-1', 'bo', 's1')],
+    );
+    expect(invariants(found)).toEqual(['two-holders']);
+  });
+
+  it('catches one claim told to two identities', () => {
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 's1'), told(160, 'bo', 'alpha-1', 's1')],
+      [clock(0, start), lease(100, 'alpha-1', 'ana', 's1')],
+    );
+    expect(invariants(found)).toContain('claim-told-twice');
+  });
+
+  it('lets a double-click tell both of its claims the same session', () => {
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 's1'), told(160, 'ana', 'alpha-1', 's1')],
+      [clock(0, start), lease(100, 'alpha-1', 'ana', 's1')],
+    );
+    expect(checkHistory(found)).toEqual([]);
+  });
+
+  it('catches an identity holding two live members of one pool at once', () => {
+    const found = history(
+      [],
+      [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), lease(110, 'alpha-2', 'ana', 's2')],
+    );
+    expect(invariants(found)).toEqual(['identity-two-desktops']);
+  });
+
+  it('counts neither an expired claim nor one being released as a second desktop', () => {
+    const expired = lease(100, 'alpha-1', 'ana', 's1');
+    const later = new Date(start + hour + 60_000).toISOString();
+    const found = history(
+      [],
+      [
+        clock(0, start),
+        expired,
+        clock(200, start + hour + 60_000),
+        lease(300, 'alpha-2', 'ana', 's2', { renewTime: later }),
+        lease(400, 'alpha-3', 'ana', 's3', { renewTime: later, releasing: 's3' }),
+      ],
+    );
+    expect(checkHistory(found)).toEqual([]);
+  });
+
+  it('catches a live claim taken over with no release and no expiry', () => {
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 's1'), call('resize', 300, 400, { identity: 'admin' })],
+      [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), lease(350, 'alpha-1', 'corral-vdi/resize', 'r')],
+    );
+    expect(invariants(found)).toEqual(['claim-ended-without-cause']);
+  });
+
+  it('accepts a claim ended by an admin unassign, by expiry, or by the engine', () => {
+    const byAdmin = lease(100, 'alpha-1', 'ana', 's1');
+    const byPolicy = lease(100, 'alpha-2', 'bo', 's2');
+    const byEngine = lease(100, 'alpha-3', 'cy', 's3');
+    const found = history(
+      [
+        told(150, 'ana', 'alpha-1', 's1'),
+        told(150, 'bo', 'alpha-2', 's2'),
+        told(150, 'cy', 'alpha-3', 's3'),
+        call('unassign', 300, 400, { identity: 'admin', member: 'alpha-1', asAdmin: true }),
+        call('engine-pass', 700, 800, {}),
+      ],
+      [
+        clock(0, start),
+        byAdmin,
+        byPolicy,
+        byEngine,
+        gone(380, byAdmin),
+        clock(500, start + hour + 1),
+        lease(600, 'alpha-2', 'di', 's4', { renewTime: new Date(start + hour + 1).toISOString() }),
+        gone(750, byEngine),
+      ],
+    );
+    expect(checkHistory(found)).toEqual([]);
+  });
+
+  it('catches a release by someone who is neither the holder nor an admin as no cause', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 's1'), call('release', 300, 400, { identity: 'bo', member: 'alpha-1' })],
+      [clock(0, start), first, gone(350, first)],
+    );
+    expect(invariants(found)).toEqual(['claim-ended-without-cause']);
+  });
+
+  it('catches a member handed to another identity while the previous VMI still exists', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 's1'), call('release', 400, 700, { identity: 'ana', member: 'alpha-1' })],
+      [clock(0, start), first, vmi(200, 'alpha-1'), gone(650, first), lease(900, 'alpha-1', 'bo', 's2')],
+    );
+    const violations = checkHistory(found);
+    expect(violations.map((violation) => violation.invariant)).toEqual(['vmi-at-handout']);
+    expect(violations[0]?.message).toContain('was live when its Lease was deleted');
+  });
+
+  it('lets the same identity take back its own running desktop', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const found = history(
+      [],
+      [
+        clock(0, start),
+        first,
+        vmi(200, 'alpha-1'),
+        clock(300, start + hour + 1),
+        lease(400, 'alpha-1', 'ana', 's2', { renewTime: new Date(start + hour + 1).toISOString() }),
+      ],
+    );
+    expect(checkHistory(found)).toEqual([]);
+  });
+
+  it('catches presentation copies that do not match the Leases at rest', () => {
+    const vm = (name: string, assignedTo?: string): VmChange => ({
+      kind: 'vm',
+      type: 'ADDED',
+      at: 1,
+      resourceVersion: 1,
+      name,
+      pool: 'alpha',
+      ...(assignedTo === undefined ? {} : { assignedTo }),
+    });
+    const rest: RestState = {
+      leases: [
+        lease(1, 'alpha-1', 'ana', 's1'),
+        lease(1, 'alpha-2', 'bo', 's2'),
+        lease(1, 'alpha-9', 'cy', 's3'),
+      ],
+      vms: [vm('alpha-1', 'ana'), vm('alpha-2', 'ana'), vm('alpha-3', 'di'), vm('alpha-4')],
+    };
+    const violations = checkHistory(history([], [], rest));
+    expect(violations.map((violation) => [violation.invariant, violation.member])).toEqual([
+      ['presentation-at-rest', 'alpha-2'],
+      ['presentation-at-rest', 'alpha-3'],
+      ['presentation-at-rest', 'alpha-9'],
+    ]);
+  });
+
+  it('catches a failure that is not a VdiError or whose code is not documented', () => {
+    const failed = (name: string, code?: string) =>
+      call(
+        'claim',
+        1,
+        2,
+        { identity: 'ana' },
+        { ok: false, error: { name, message: 'x', ...(code ? { code } : {}) } },
+      );
+    const found = history(
+      [failed('VdiError', 'NO_FREE_MEMBER'), failed('TypeError'), failed('VdiError', 'SOMETHING_NEW')],
+      [],
+    );
+    expect(invariants(found)).toEqual<InvariantName[]>(['undocumented-error', 'undocumented-error']);
+  });
+});
+
+describe('sliceHistory', () => {
+  it('shows the records of the violating member around the violation, in time order', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const elsewhere = lease(120, 'alpha-2', 'bo', 's9');
+    const found = history(
+      [told(160, 'ana', 'alpha-1', 's1')],
+      [clock(0, start), first, elsewhere, lease(350, 'alpha-1', 'cy', 's2')],
+    );
+    const [violation] = checkHistory(found);
+    if (!violation) throw new Error('expected a violation');
+    const slice = sliceHistory(found, violation);
+    expect(slice).not.toContain(elsewhere);
+    expect(slice.map((record) => (record.kind === 'call' ? record.startedAt : record.at))).toEqual([
+      0, 100, 110, 350,
+    ]);
+  });
+});
