@@ -68,6 +68,20 @@ export interface LocalCluster extends LocalClusterAccess {
   startupMs: number;
   /** Stops the simulator, kube-apiserver and etcd, and removes the data folder. Safe to call twice. */
   stop(): Promise<void>;
+  /**
+   * Kills the kube-apiserver (`SIGKILL`, as a crash) and starts it again on the same port, with the same
+   * certificates and the same etcd; resolves once `/readyz` answers. Objects in etcd survive.
+   *
+   * @throws `VdiError` `CONTROL_PLANE_FAILED` with the last log lines when it does not come back.
+   */
+  restartApiserver(): Promise<void>;
+  /**
+   * Freezes etcd (`SIGSTOP`) for `ms` milliseconds, then lets it go on (`SIGCONT`); resolves once it runs again.
+   * Requests the apiserver sends meanwhile wait, as with a stalled disk or network.
+   *
+   * @throws `VdiError` `INVALID_INPUT` for a negative or non-finite `ms`, or while etcd is already frozen.
+   */
+  pauseEtcd(ms: number): Promise<void>;
 }
 
 /** Options of {@link startLocalCluster}. @category testing */
@@ -107,7 +121,8 @@ function tailOf(path: string, lines = 30): string {
 }
 
 function startProcess(binary: string, args: string[], logPath: string): ChildProcess {
-  const log = createWriteStream(logPath);
+  // appends: a restarted process writes after the log of the one it replaces
+  const log = createWriteStream(logPath, { flags: 'a' });
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
@@ -124,6 +139,34 @@ function stopProcess(child: ChildProcess): Promise<void> {
     });
     child.kill('SIGTERM');
   });
+}
+
+// SIGKILL, as a crash: no shutdown, no goodbye to clients.
+function killProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+// The timer is the fault itself: the process stays frozen for exactly that long, whatever the caller does.
+function freezerOf(child: ChildProcess, name: string): (ms: number) => Promise<void> {
+  let frozen = false;
+  return async (ms) => {
+    if (!Number.isFinite(ms) || ms < 0) {
+      throw new VdiError(
+        'INVALID_INPUT',
+        `Pause ${name} for a number of milliseconds of 0 or more, not ${ms}.`,
+      );
+    }
+    if (frozen) throw new VdiError('INVALID_INPUT', `${name} is paused already; wait for that pause to end.`);
+    frozen = true;
+    child.kill('SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    child.kill('SIGCONT');
+    frozen = false;
+  };
 }
 
 // A process that outlives a killed parent ends the children and removes the data folder within a second.
@@ -292,6 +335,8 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     if (stopped) return;
     stopped = true;
     await simulator?.stop();
+    // a frozen process handles SIGTERM only once it runs again
+    for (const child of children) child.kill('SIGCONT');
     for (const child of [...children].reverse()) await stopProcess(child);
     process.removeListener('exit', killNow);
     reaper?.kill('SIGKILL');
@@ -353,49 +398,56 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
 
     const server = `https://127.0.0.1:${apiPort}`;
     const apiLog = join(dir, 'kube-apiserver.log');
-    const apiserver = startProcess(
-      binaries.kubeApiserver,
-      [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${apiPort}`,
-        `--tls-cert-file=${serving.certPath}`,
-        `--tls-private-key-file=${serving.keyPath}`,
-        `--client-ca-file=${ca.certPath}`,
-        `--service-account-key-file=${signing.publicKeyPath}`,
-        `--service-account-signing-key-file=${signing.privateKeyPath}`,
-        '--service-account-issuer=https://kubernetes.default.svc',
-        `--token-auth-file=${tokenFile}`,
-        '--authorization-mode=RBAC',
-        '--service-cluster-ip-range=10.96.0.0/24',
-        '--disable-admission-plugins=ServiceAccount',
-        '--endpoint-reconciler-type=none',
-        `--requestheader-client-ca-file=${frontProxyCa.certPath}`,
-        '--requestheader-allowed-names=front-proxy-client',
-        '--requestheader-username-headers=X-Remote-User',
-        '--requestheader-group-headers=X-Remote-Group',
-        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-        `--proxy-client-cert-file=${proxyClient.certPath}`,
-        `--proxy-client-key-file=${proxyClient.keyPath}`,
-        // The defaults throttle bulk tests of thousands of desktops on one machine.
-        '--max-requests-inflight=2000',
-        '--max-mutating-requests-inflight=1000',
-      ],
-      apiLog,
-    );
-    children.push(apiserver);
-    reaper.kill('SIGKILL');
-    reaper = startOrphanReaper(children, dir);
-    await waitUntilUp(
-      'kube-apiserver',
-      async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
-      () => exitDescription(apiserver),
-      60_000,
-    ).catch((error: Error) => {
-      throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(apiLog)}`);
-    });
+    const apiserverArgs = [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--tls-cert-file=${serving.certPath}`,
+      `--tls-private-key-file=${serving.keyPath}`,
+      `--client-ca-file=${ca.certPath}`,
+      `--service-account-key-file=${signing.publicKeyPath}`,
+      `--service-account-signing-key-file=${signing.privateKeyPath}`,
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--token-auth-file=${tokenFile}`,
+      '--authorization-mode=RBAC',
+      '--service-cluster-ip-range=10.96.0.0/24',
+      '--disable-admission-plugins=ServiceAccount',
+      '--endpoint-reconciler-type=none',
+      `--requestheader-client-ca-file=${frontProxyCa.certPath}`,
+      '--requestheader-allowed-names=front-proxy-client',
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${proxyClient.certPath}`,
+      `--proxy-client-key-file=${proxyClient.keyPath}`,
+      // The defaults throttle bulk tests of thousands of desktops on one machine.
+      '--max-requests-inflight=2000',
+      '--max-mutating-requests-inflight=1000',
+    ];
+    const startApiserver = async (): Promise<ChildProcess> => {
+      const apiserver = startProcess(binaries.kubeApiserver, apiserverArgs, apiLog);
+      children.push(apiserver);
+      reaper?.kill('SIGKILL');
+      reaper = startOrphanReaper(children, dir);
+      await waitUntilUp(
+        'kube-apiserver',
+        async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
+        () => exitDescription(apiserver),
+        60_000,
+      ).catch((error: Error) => {
+        throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(apiLog)}`);
+      });
+      return apiserver;
+    };
+    let apiserver = await startApiserver();
     log(`kube-apiserver ready on ${server}`);
+    const restartApiserver = async () => {
+      await killProcess(apiserver);
+      children.splice(children.indexOf(apiserver), 1);
+      apiserver = await startApiserver();
+    };
+    const pauseEtcd = freezerOf(etcd, 'etcd');
 
     const kubeConfig = kubeConfigFor(server, ca.certPem, { name: 'corral-vdi-admin', token: adminToken });
     const kubeconfigPath = join(dir, 'kubeconfig');
@@ -415,7 +467,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       );
       log('KubeVirt simulator ready');
     }
-    return { ...access, simulator, startupMs: Date.now() - started, stop };
+    return { ...access, simulator, startupMs: Date.now() - started, stop, restartApiserver, pauseEtcd };
   } catch (error) {
     await stop();
     throw error;
