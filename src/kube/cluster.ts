@@ -80,6 +80,8 @@ export class KubeCluster {
   readonly kubeConfig: KubeConfig;
   /** Apiserver requests made, by verb (`get`, `list`, `create`, `update`, `patch`, `delete`, `start`, …). */
   readonly requestCounts = new Map<string, number>();
+  /** Requests sent again after a transient failure (a dropped connection, a 5xx, a 429). */
+  retriesMade = 0;
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
   private readonly custom: CustomObjectsApi;
@@ -107,7 +109,12 @@ export class KubeCluster {
         this.requestCounts.set(verb, (this.requestCounts.get(verb) ?? 0) + 1);
         return run();
       },
-      this.retry,
+      {
+        ...this.retry,
+        onRetry: () => {
+          this.retriesMade += 1;
+        },
+      },
     );
   }
 
