@@ -398,56 +398,60 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
 
     const server = `https://127.0.0.1:${apiPort}`;
     const apiLog = join(dir, 'kube-apiserver.log');
-    const apiserverArgs = [
-      `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      `--secure-port=${apiPort}`,
-      `--tls-cert-file=${serving.certPath}`,
-      `--tls-private-key-file=${serving.keyPath}`,
-      `--client-ca-file=${ca.certPath}`,
-      `--service-account-key-file=${signing.publicKeyPath}`,
-      `--service-account-signing-key-file=${signing.privateKeyPath}`,
-      '--service-account-issuer=https://kubernetes.default.svc',
-      `--token-auth-file=${tokenFile}`,
-      '--authorization-mode=RBAC',
-      '--service-cluster-ip-range=10.96.0.0/24',
-      '--disable-admission-plugins=ServiceAccount',
-      '--endpoint-reconciler-type=none',
-      `--requestheader-client-ca-file=${frontProxyCa.certPath}`,
-      '--requestheader-allowed-names=front-proxy-client',
-      '--requestheader-username-headers=X-Remote-User',
-      '--requestheader-group-headers=X-Remote-Group',
-      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      `--proxy-client-cert-file=${proxyClient.certPath}`,
-      `--proxy-client-key-file=${proxyClient.keyPath}`,
-      // The defaults throttle bulk tests of thousands of desktops on one machine.
-      '--max-requests-inflight=2000',
-      '--max-mutating-requests-inflight=1000',
-    ];
-    const startApiserver = async (): Promise<ChildProcess> => {
-      const apiserver = startProcess(binaries.kubeApiserver, apiserverArgs, apiLog);
-      children.push(apiserver);
-      reaper?.kill('SIGKILL');
-      reaper = startOrphanReaper(children, dir);
-      await waitUntilUp(
-        'kube-apiserver',
-        async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
-        () => exitDescription(apiserver),
-        60_000,
-      ).catch((error: Error) => {
-        throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(apiLog)}`);
-      });
-      return apiserver;
-    };
-    let apiserver = await startApiserver();
+    const apiserver = startProcess(
+      binaries.kubeApiserver,
+      [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        `--tls-cert-file=${serving.certPath}`,
+        `--tls-private-key-file=${serving.keyPath}`,
+        `--client-ca-file=${ca.certPath}`,
+        `--service-account-key-file=${signing.publicKeyPath}`,
+        `--service-account-signing-key-file=${signing.privateKeyPath}`,
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--token-auth-file=${tokenFile}`,
+        '--authorization-mode=RBAC',
+        '--service-cluster-ip-range=10.96.0.0/24',
+        '--disable-admission-plugins=ServiceAccount',
+        '--endpoint-reconciler-type=none',
+        `--requestheader-client-ca-file=${frontProxyCa.certPath}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        `--proxy-client-cert-file=${proxyClient.certPath}`,
+        `--proxy-client-key-file=${proxyClient.keyPath}`,
+        // The defaults throttle bulk tests of thousands of desktops on one machine.
+        '--max-requests-inflight=2000',
+        '--max-mutating-requests-inflight=1000',
+      ],
+      apiLog,
+    );
+    children.push(apiserver);
+    reaper.kill('SIGKILL');
+    reaper = startOrphanReaper(children, dir);
+    await waitUntilUp(
+      'kube-apiserver',
+      async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
+      () => exitDescription(apiserver),
+      60_000,
+    ).catch((error: Error) => {
+      throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(apiLog)}`);
+    });
     log(`kube-apiserver ready on ${server}`);
-    const restartApiserver = async () => {
-      await killProcess(apiserver);
-      children.splice(children.indexOf(apiserver), 1);
-      apiserver = await startApiserver();
-    };
-    const pauseEtcd = freezerOf(etcd, 'etcd');
+    const faults = controlPlaneFaults({
+      children,
+      etcd,
+      apiserver,
+      apiLog,
+      isApiReady: async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
+      watchChildren: () => {
+        reaper?.kill('SIGKILL');
+        reaper = startOrphanReaper(children, dir);
+      },
+    });
 
     const kubeConfig = kubeConfigFor(server, ca.certPem, { name: 'corral-vdi-admin', token: adminToken });
     const kubeconfigPath = join(dir, 'kubeconfig');
@@ -467,9 +471,43 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       );
       log('KubeVirt simulator ready');
     }
-    return { ...access, simulator, startupMs: Date.now() - started, stop, restartApiserver, pauseEtcd };
+    return { ...access, simulator, startupMs: Date.now() - started, stop, ...faults };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** The running processes of one local cluster, as {@link controlPlaneFaults} breaks them. */
+interface FaultablePlane {
+  children: ChildProcess[];
+  etcd: ChildProcess;
+  apiserver: ChildProcess;
+  apiLog: string;
+  isApiReady: () => Promise<boolean>;
+  /** Starts the orphan reaper again, so that it knows a restarted process. */
+  watchChildren: () => void;
+}
+
+function controlPlaneFaults(plane: FaultablePlane): Pick<LocalCluster, 'restartApiserver' | 'pauseEtcd'> {
+  return {
+    async restartApiserver() {
+      const { apiserver } = plane;
+      await killProcess(apiserver);
+      plane.children.splice(plane.children.indexOf(apiserver), 1);
+      const next = startProcess(apiserver.spawnfile, apiserver.spawnargs.slice(1), plane.apiLog);
+      plane.apiserver = next;
+      plane.children.push(next);
+      plane.watchChildren();
+      await waitUntilUp('kube-apiserver', plane.isApiReady, () => exitDescription(next), 60_000).catch(
+        (error: Error) => {
+          throw new VdiError(
+            'CONTROL_PLANE_FAILED',
+            `${error.message}; its log ends:\n${tailOf(plane.apiLog)}`,
+          );
+        },
+      );
+    },
+    pauseEtcd: freezerOf(plane.etcd, 'etcd'),
+  };
 }
