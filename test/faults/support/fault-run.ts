@@ -203,7 +203,8 @@ interface MemberJudgement {
 
 // A held member that stopped although its claim said it started: a claim that read the member between the
 // previous release's stop and KubeVirt's status update took it for running and did not start it (powerOfVm in
-// src/vm/vm-member-facts.ts counts printableStatus Running as running while runStrategy is Halted).
+// src/vm/vm-member-facts.ts counts printableStatus Running as running while runStrategy is Halted, and planClaim
+// starts only a member that is not running). Reproduced step by step in etcd-pause.test.ts.
 const staleRunningDefect = 'known defect: claimed as running while a stop was under way';
 
 // Each member free (no Lease, stopped) or held (a live Lease, running); nothing left half way.
