@@ -24,6 +24,15 @@ export default defineConfig({
         },
       },
       {
+        // Each file starts a control plane of its own and breaks it: etcd frozen, the apiserver killed.
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
         test: {
           name: 'chaos',
           include: ['test/chaos/**/*.test.ts'],

@@ -7,7 +7,7 @@ import {
   setHeaderOptions,
   type V1Lease,
 } from '@kubernetes/client-node';
-import { isVdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatMicroTime } from '../format-time.js';
 import type { LeaseObject, NodeObject } from '../kube-objects.js';
 import type {
@@ -80,6 +80,8 @@ export class KubeCluster {
   readonly kubeConfig: KubeConfig;
   /** Apiserver requests made, by verb (`get`, `list`, `create`, `update`, `patch`, `delete`, `start`, …). */
   readonly requestCounts = new Map<string, number>();
+  /** Requests sent again after a transient failure (a dropped connection, a 5xx, a 429). */
+  retriesMade = 0;
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
   private readonly custom: CustomObjectsApi;
@@ -107,7 +109,12 @@ export class KubeCluster {
         this.requestCounts.set(verb, (this.requestCounts.get(verb) ?? 0) + 1);
         return run();
       },
-      this.retry,
+      {
+        ...this.retry,
+        onRetry: () => {
+          this.retriesMade += 1;
+        },
+      },
     );
   }
 
@@ -249,9 +256,22 @@ export class KubeCluster {
         action === 'start'
           ? /already running/i
           : /not running|already stopped|Halted only supports manual stop/i;
-      if (failure?.status === 409 && already.test(failure.message)) return 'already';
-      throw error;
+      if (failure?.status !== 409 || !already.test(failure.message)) throw error;
+      // KubeVirt answers a start of a stopped VM whose instance is still going down "already running" too
+      if (action === 'start' && (await this.isStopWanted(namespace, name))) {
+        throw new VdiError(
+          'CONFLICT',
+          `Could not start VirtualMachine ${namespace}/${name}: it was stopped and its instance is still going down; start it again once it has stopped.`,
+          { details: { status: 409, reason: 'Conflict' }, cause: error },
+        );
+      }
+      return 'already';
     }
+  }
+
+  private async isStopWanted(namespace: string, name: string): Promise<boolean> {
+    const spec = (await this.getVm(namespace, name))?.spec;
+    return spec?.runStrategy === 'Halted' || spec?.running === false;
   }
 
   /** Asks KubeVirt to start a VM; "already running" is `'already'`. */

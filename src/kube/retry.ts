@@ -25,6 +25,8 @@ export interface CallWithRetryOptions extends RetryOptions {
   signal?: AbortSignal;
   /** Tests pass one that returns at once and records the waits. */
   sleep?: Sleep;
+  /** Told each transient failure that is about to be tried again. */
+  onRetry?: (failure: VdiError) => void;
 }
 
 const maxBackoffMs = 2000;
@@ -54,7 +56,7 @@ export async function callWithRetry<T>(
   call: () => Promise<T>,
   options: CallWithRetryOptions = {},
 ): Promise<T> {
-  const { signal, sleep = sleepFor, retries = 4, minDelayMs = 100 } = options;
+  const { signal, sleep = sleepFor, retries = 4, minDelayMs = 100, onRetry } = options;
   for (let retry = 0; ; retry++) {
     if (signal?.aborted) throw cancelled(doing, signal);
     let failure: VdiError;
@@ -65,6 +67,7 @@ export async function callWithRetry<T>(
     }
     if (signal?.aborted) throw cancelled(doing, signal);
     if (!failure.retryable || retry >= retries) throw failure;
+    onRetry?.(failure);
     try {
       await sleep(delayBefore(retry, failure, minDelayMs), signal);
     } catch (error) {

@@ -68,6 +68,20 @@ export interface LocalCluster extends LocalClusterAccess {
   startupMs: number;
   /** Stops the simulator, kube-apiserver and etcd, and removes the data folder. Safe to call twice. */
   stop(): Promise<void>;
+  /**
+   * Kills the kube-apiserver (`SIGKILL`, as a crash) and starts it again on the same port, with the same
+   * certificates and the same etcd; resolves once `/readyz` answers. Objects in etcd survive.
+   *
+   * @throws `VdiError` `CONTROL_PLANE_FAILED` with the last log lines when it does not come back.
+   */
+  restartApiserver(): Promise<void>;
+  /**
+   * Freezes etcd (`SIGSTOP`) for `ms` milliseconds, then lets it go on (`SIGCONT`); resolves once it runs again.
+   * Requests the apiserver sends meanwhile wait, as with a stalled disk or network.
+   *
+   * @throws `VdiError` `INVALID_INPUT` for a negative or non-finite `ms`, or while etcd is already frozen.
+   */
+  pauseEtcd(ms: number): Promise<void>;
 }
 
 /** Options of {@link startLocalCluster}. @category testing */
@@ -107,7 +121,8 @@ function tailOf(path: string, lines = 30): string {
 }
 
 function startProcess(binary: string, args: string[], logPath: string): ChildProcess {
-  const log = createWriteStream(logPath);
+  // appends: a restarted process writes after the log of the one it replaces
+  const log = createWriteStream(logPath, { flags: 'a' });
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
@@ -124,6 +139,34 @@ function stopProcess(child: ChildProcess): Promise<void> {
     });
     child.kill('SIGTERM');
   });
+}
+
+// SIGKILL, as a crash: no shutdown, no goodbye to clients.
+function killProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+}
+
+// The timer is the fault itself: the process stays frozen for exactly that long, whatever the caller does.
+function freezerOf(child: ChildProcess, name: string): (ms: number) => Promise<void> {
+  let frozen = false;
+  return async (ms) => {
+    if (!Number.isFinite(ms) || ms < 0) {
+      throw new VdiError(
+        'INVALID_INPUT',
+        `Pause ${name} for a number of milliseconds of 0 or more, not ${ms}.`,
+      );
+    }
+    if (frozen) throw new VdiError('INVALID_INPUT', `${name} is paused already; wait for that pause to end.`);
+    frozen = true;
+    child.kill('SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    child.kill('SIGCONT');
+    frozen = false;
+  };
 }
 
 // A process that outlives a killed parent ends the children and removes the data folder within a second.
@@ -292,6 +335,8 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     if (stopped) return;
     stopped = true;
     await simulator?.stop();
+    // a frozen process handles SIGTERM only once it runs again
+    for (const child of children) child.kill('SIGCONT');
     for (const child of [...children].reverse()) await stopProcess(child);
     process.removeListener('exit', killNow);
     reaper?.kill('SIGKILL');
@@ -396,6 +441,17 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       throw new VdiError('CONTROL_PLANE_FAILED', `${error.message}; its log ends:\n${tailOf(apiLog)}`);
     });
     log(`kube-apiserver ready on ${server}`);
+    const faults = controlPlaneFaults({
+      children,
+      etcd,
+      apiserver,
+      apiLog,
+      isApiReady: async () => (await httpsGet(`${server}/readyz`, ca.certPem, adminToken)).status === 200,
+      watchChildren: () => {
+        reaper?.kill('SIGKILL');
+        reaper = startOrphanReaper(children, dir);
+      },
+    });
 
     const kubeConfig = kubeConfigFor(server, ca.certPem, { name: 'corral-vdi-admin', token: adminToken });
     const kubeconfigPath = join(dir, 'kubeconfig');
@@ -415,9 +471,43 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       );
       log('KubeVirt simulator ready');
     }
-    return { ...access, simulator, startupMs: Date.now() - started, stop };
+    return { ...access, simulator, startupMs: Date.now() - started, stop, ...faults };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** The running processes of one local cluster, as {@link controlPlaneFaults} breaks them. */
+interface FaultablePlane {
+  children: ChildProcess[];
+  etcd: ChildProcess;
+  apiserver: ChildProcess;
+  apiLog: string;
+  isApiReady: () => Promise<boolean>;
+  /** Starts the orphan reaper again, so that it knows a restarted process. */
+  watchChildren: () => void;
+}
+
+function controlPlaneFaults(plane: FaultablePlane): Pick<LocalCluster, 'restartApiserver' | 'pauseEtcd'> {
+  return {
+    async restartApiserver() {
+      const { apiserver } = plane;
+      await killProcess(apiserver);
+      plane.children.splice(plane.children.indexOf(apiserver), 1);
+      const next = startProcess(apiserver.spawnfile, apiserver.spawnargs.slice(1), plane.apiLog);
+      plane.apiserver = next;
+      plane.children.push(next);
+      plane.watchChildren();
+      await waitUntilUp('kube-apiserver', plane.isApiReady, () => exitDescription(next), 60_000).catch(
+        (error: Error) => {
+          throw new VdiError(
+            'CONTROL_PLANE_FAILED',
+            `${error.message}; its log ends:\n${tailOf(plane.apiLog)}`,
+          );
+        },
+      );
+    },
+    pauseEtcd: freezerOf(plane.etcd, 'etcd'),
+  };
 }

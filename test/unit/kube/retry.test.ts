@@ -98,6 +98,20 @@ describe('callWithRetry', () => {
     expect((error as VdiError).message).toMatch(/^Could not read Lease a\/b: busy\./);
   });
 
+  it('tells onRetry each failure it tries again, and not the last one it gives up on', async () => {
+    const { sleep } = recordingSleep();
+    const told: string[] = [];
+    const { call } = failing(unavailable(), unavailable(), unavailable());
+    await rejectionOf(
+      callWithRetry('read Lease a/b', call, {
+        sleep,
+        retries: 2,
+        onRetry: (failure) => told.push(failure.code),
+      }),
+    );
+    expect(told).toEqual(['CLUSTER_UNAVAILABLE', 'CLUSTER_UNAVAILABLE']);
+  });
+
   it('never retries an error that is not retryable', async () => {
     const { sleep, waits } = recordingSleep();
     const { call, tries } = failing(forbidden());
