@@ -27,7 +27,6 @@ export interface LocalProcessOptions {
 
 /** Emits `output` (`'stdout' | 'stderr'`, Buffer) and, once, `exit` ({@link ProcessExit}) after all output. */
 export interface LocalProcess extends EventEmitter {
-  readonly pid: number | undefined;
   /** Resolves once the process ended and its output was read to the end. */
   readonly exited: Promise<ProcessExit>;
   write(data: Buffer): void;
@@ -118,7 +117,6 @@ export function startLocalProcess(command: string[], options: LocalProcessOption
   exited.then((exit) => emitter.emit('exit', exit));
 
   Object.assign(emitter, {
-    pid: child.pid,
     exited,
     write: (data: Buffer) => {
       if (child.stdin?.writable) child.stdin.write(data);

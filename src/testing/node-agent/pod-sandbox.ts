@@ -124,10 +124,6 @@ export class PodSandbox {
     return this.options.pod;
   }
 
-  get podIp(): string {
-    return this.options.podIp;
-  }
-
   /** Starts every container's main process, or fails each with `failStart` (a `StartError`). */
   start(failStart: string | undefined): void {
     for (const record of this.containers.values()) this.run(record, failStart);
