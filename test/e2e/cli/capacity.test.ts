@@ -5,8 +5,9 @@ import { usePrivateCluster } from '../../support/cluster.js';
 import { cliEnv, createGoldenVm, createNamespace, jsonOf, runCli } from './cli-support.js';
 
 // The plan prints every node of the cluster and reads the KubeVirt CR, which other tests change on the shared
-// plane: this file has a control plane of its own. Nothing is cloned, so it needs only KubeVirt's CRDs.
-const cluster = usePrivateCluster({ simulator: false });
+// plane: this file has a control plane of its own. Nothing is cloned or run, so it needs only KubeVirt's CRDs,
+// and no node agent adds a node of its own to the plan.
+const cluster = usePrivateCluster({ simulator: false, nodeAgent: false });
 beforeAll(() => installKubevirtCrds(cluster().kubeConfig));
 
 /** `corral-vdi <args> --kubeconfig <the test cluster>`. */
