@@ -80,6 +80,8 @@ export class KubeCluster {
   readonly kubeConfig: KubeConfig;
   /** Apiserver requests made, by verb (`get`, `list`, `create`, `update`, `patch`, `delete`, `start`, …). */
   readonly requestCounts = new Map<string, number>();
+  /** Bytes of response bodies read so far, as the client received them. */
+  responseBytes = 0;
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
   private readonly custom: CustomObjectsApi;
@@ -87,9 +89,12 @@ export class KubeCluster {
 
   constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
     this.kubeConfig = kubeConfig;
-    this.core = makeKeepAliveClient(kubeConfig, CoreV1Api);
-    this.coordination = makeKeepAliveClient(kubeConfig, CoordinationV1Api);
-    this.custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+    const countBytes = (bytes: number) => {
+      this.responseBytes += bytes;
+    };
+    this.core = makeKeepAliveClient(kubeConfig, CoreV1Api, countBytes);
+    this.coordination = makeKeepAliveClient(kubeConfig, CoordinationV1Api, countBytes);
+    this.custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi, countBytes);
     this.retry = retry;
   }
 
@@ -239,7 +244,9 @@ export class KubeCluster {
     const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachines/${encodeURIComponent(name)}/${action}`;
     try {
       await this.call(action, `${action} VirtualMachine ${namespace}/${name}`, () =>
-        rawRequest(this.kubeConfig, 'PUT', path, {}),
+        rawRequest(this.kubeConfig, 'PUT', path, {}, (bytes) => {
+          this.responseBytes += bytes;
+        }),
       );
       return 'changed';
     } catch (error) {
