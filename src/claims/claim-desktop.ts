@@ -64,7 +64,8 @@ const claimSchema = z.object({
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
  * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
- *   claims kept changing, `INVALID_INPUT`.
+ *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails,
+ *   `INVALID_INPUT`.
  */
 export async function claimDesktop(
   ctx: VdiContext,
