@@ -26,7 +26,7 @@ import {
   writeClaimLease,
 } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
-import { membersBeingTaken, readPool, takeMember, withOwnClaims } from './pool-reads.js';
+import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
 import { startMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
@@ -221,6 +221,7 @@ async function claimMember(
       };
     });
     const { lock, written } = taken;
+    if (lock) noteMemberWritten(ctx, target);
     if (!lock) {
       // another claim of this identity pointed it first: read again and take its member
       reads += 1;

@@ -1,6 +1,6 @@
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
-import { leaseHolderLabel, leasePoolLabel } from '../keys.js';
+import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 
 /** A pool as one read saw it: its members and their claim Leases. */
@@ -16,6 +16,8 @@ interface PoolShare {
   /** The fresh read to issue once the one in flight is done, for the claims that asked meanwhile. */
   nextFresh: Promise<PoolRead> | undefined;
   taking: Map<string, Promise<void>>;
+  /** Members whose Lease a claim of this process found written (won or lost) that no read has shown yet. */
+  written: Set<string>;
 }
 
 // per adapter, so contexts with their own cluster share nothing
@@ -30,7 +32,13 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
   const key = `${namespace}/${pool}`;
   let share = byPool.get(key);
   if (share === undefined) {
-    share = { cached: undefined, fresh: undefined, nextFresh: undefined, taking: new Map() };
+    share = {
+      cached: undefined,
+      fresh: undefined,
+      nextFresh: undefined,
+      taking: new Map(),
+      written: new Set(),
+    };
     byPool.set(key, share);
   }
   return share;
@@ -60,7 +68,13 @@ export async function readPool(
     const read = Promise.all([
       backend.listMembers(namespace, pool, how),
       ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`, how),
-    ]).then(([members, leases]) => ({ members, leases }));
+    ]).then(([members, leases]) => {
+      // a fresh read shows every Lease written before it; a cached one at least those it lists
+      if (!how.cached) share.written.clear();
+      for (const lease of leases)
+        share.written.delete((lease.metadata.name ?? '').slice(leaseNamePrefix.length));
+      return { members, leases };
+    });
     share[slot] = read;
     const forget = () => {
       if (share[slot] === read) share[slot] = undefined;
@@ -85,9 +99,21 @@ export async function readPool(
   return await share.nextFresh;
 }
 
-/** The members other claims of this process are taking now: a claim planning from a shared read passes them over. */
+/**
+ * The members other claims of this process are taking now, or found taken since the last read that shows it: a
+ * claim planning from a shared, possibly lagging read passes them over.
+ */
 export function membersBeingTaken(ctx: VdiContext, target: { namespace: string; pool: string }): Set<string> {
-  return new Set(shareOf(ctx, target.namespace, target.pool).taking.keys());
+  const share = shareOf(ctx, target.namespace, target.pool);
+  return new Set([...share.taking.keys(), ...share.written]);
+}
+
+/** Tells the claims of this process that `member`'s Lease is written (this claim won it, or lost it to another). */
+export function noteMemberWritten(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string; member: string },
+): void {
+  shareOf(ctx, target.namespace, target.pool).written.add(target.member);
 }
 
 /** Tells the claims of this process that `member` is being taken until `taking` settles. */

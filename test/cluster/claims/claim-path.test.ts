@@ -80,9 +80,10 @@ afterEach(() => {
 
 describe('a claim planned on a view older than the cluster', () => {
   it('loses the race for a member taken since, takes the next free one of the same view, and leaves the winner alone', async () => {
-    const { namespace, kube, claim, holders, conflicts } = await setUp('stale', 2);
+    const { namespace, vdi, kube, claim, holders, conflicts } = await setUp('stale', 2);
     await kube.takeSnapshot(namespace);
-    const bob = await claim('bob');
+    // another process claims: nothing in this one knows of it
+    const bob = await vdi.assign({ pool: 'devpool', identity: 'bob' });
     expect(bob.member).toBe('devpool-1');
     const bobsLease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
 
@@ -101,9 +102,9 @@ describe('a claim planned on a view older than the cluster', () => {
   });
 
   it('refuses with NO_FREE_MEMBER only after a fresh read, when the one member it saw free was taken', async () => {
-    const { namespace, kube, claim, holders, conflicts } = await setUp('stale-full', 1);
+    const { namespace, vdi, kube, claim, holders, conflicts } = await setUp('stale-full', 1);
     await kube.takeSnapshot(namespace);
-    await claim('bob');
+    await vdi.assign({ pool: 'devpool', identity: 'bob' });
     const error = await claim('alice').catch((caught: unknown) => caught);
     expect(isVdiError(error, 'NO_FREE_MEMBER')).toBe(true);
     expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
@@ -115,9 +116,10 @@ describe('a claim planned on a view older than the cluster', () => {
   });
 
   it('gives an identity the desktop it claimed a moment ago, though the view does not show it yet', async () => {
-    const { namespace, kube, claim, holders } = await setUp('stale-own', 3);
+    const { namespace, vdi, kube, claim, holders } = await setUp('stale-own', 3);
     await kube.takeSnapshot(namespace);
-    const first = await claim('alice');
+    // the first claim went through another process (another broker replica, say)
+    const first = await vdi.claim({ pool: 'devpool', identity: 'alice' });
     const again = await claim('alice');
     expect(again).toMatchObject({ member: first.member, sessionId: first.sessionId, retried: true });
     expect(await holders()).toEqual([[first.member, 'alice']]);
