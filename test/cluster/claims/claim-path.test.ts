@@ -101,6 +101,18 @@ describe('a claim planned on a view older than the cluster', () => {
     expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toEqual(bobsLease);
   });
 
+  it('passes over a member a claim of the same process took a moment ago, though the view does not show it yet', async () => {
+    const { namespace, kube, claim, holders, conflicts } = await setUp('stale-here', 2);
+    await kube.takeSnapshot(namespace);
+    expect((await claim('bob')).member).toBe('devpool-1');
+    expect((await claim('alice')).member).toBe('devpool-2');
+    expect(conflicts).toEqual([]);
+    expect(await holders()).toEqual([
+      ['devpool-1', 'bob'],
+      ['devpool-2', 'alice'],
+    ]);
+  });
+
   it('refuses with NO_FREE_MEMBER only after a fresh read, when the one member it saw free was taken', async () => {
     const { namespace, vdi, kube, claim, holders, conflicts } = await setUp('stale-full', 1);
     await kube.takeSnapshot(namespace);
