@@ -4,15 +4,12 @@
 // each, closer to a real clone that waits on storage.
 // Run: npx vitest run -c bench/vitest.config.ts bench/pool-create.bench.ts
 import { CoreV1Api } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { VdiContext } from '../src/context.js';
-import { KubeCluster } from '../src/kube/cluster.js';
-import type { VirtualMachineClone } from '../src/kubevirt-types.js';
 import { defaultCloneConcurrency } from '../src/pools/pool-member-factory.js';
-import { createPool, deletePool } from '../src/pools/pool-service.js';
-import { simulatorAnnotations } from '../src/testing/kubevirt/fault-knobs.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
+import { SlowCloneCluster, timePoolCreate } from './support/pool-create-timing.js';
 
 const size = 20;
 const namespace = 'bench-pools';
@@ -22,30 +19,8 @@ const slowPhaseMs = 500;
 let cluster: LocalCluster | undefined;
 let vdi: Vdi;
 
-/** The adapter, with the simulator's phase-delay knob on every clone it creates. */
-class SlowCloneCluster extends KubeCluster {
-  override createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
-    const annotations = {
-      ...clone.metadata.annotations,
-      [simulatorAnnotations.phaseDelayMs]: String(slowPhaseMs),
-    };
-    return super.createClone(namespace, { ...clone, metadata: { ...clone.metadata, annotations } });
-  }
-}
-
-async function timedCreate(
-  ctx: VdiContext,
-  name: string,
-  concurrency: number,
-): Promise<{ ms: number; requests: number }> {
-  ctx.cluster.requestCounts.clear();
-  const started = performance.now();
-  const pool = await createPool(ctx, { name, from: 'golden', size, concurrency });
-  const ms = performance.now() - started;
-  expect(pool.members).toHaveLength(size);
-  const requests = ctx.cluster.requestTotal;
-  await deletePool(ctx, { name });
-  return { ms, requests };
+function timedCreate(ctx: VdiContext, name: string, concurrency: number) {
+  return timePoolCreate(ctx, name, size, concurrency);
 }
 
 async function compare(ctx: VdiContext, label: string): Promise<void> {
@@ -84,7 +59,7 @@ describe(`creating a ${size}-member pool`, () => {
     const kubeConfig = cluster?.kubeConfig;
     if (!kubeConfig) throw new Error('the local cluster is not started');
     await compare(
-      { ...vdi.context, cluster: new SlowCloneCluster(kubeConfig) },
+      { ...vdi.context, cluster: Object.assign(new SlowCloneCluster(kubeConfig), { phaseMs: slowPhaseMs }) },
       `${slowPhaseMs} ms clone phases`,
     );
   });

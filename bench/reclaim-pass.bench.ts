@@ -1,22 +1,14 @@
 // One reclaim pass over 2,000 claimed desktops against the local control plane: apiserver requests and wall
 // time per pass with nothing to do, and, once, a pass that renews every Lease.
 // Run: npx vitest run -c bench/vitest.config.ts bench/reclaim-pass.bench.ts
-import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  leaseDurationSeconds,
-  leaseMemberLabel,
-  leasePoolLabel,
-  poolLabel,
-  sessionIdAnnotation,
-} from '../src/keys.js';
 import { createSessionEngine, type SessionEngine } from '../src/sessions/session-engine.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
 import { createTestClock } from '../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
+import { createNamespace, seedClaimedDesktops } from './support/seed.js';
 
 const desktops = 2000;
-const createConcurrency = 32;
 const namespace = 'bench-sessions';
 const pool = 'benchpool';
 const clock = createTestClock();
@@ -26,18 +18,6 @@ const timedPasses = 20;
 let cluster: LocalCluster | undefined;
 let vdi: Vdi;
 let engine: SessionEngine;
-
-async function inParallel(
-  count: number,
-  limit: number,
-  run: (index: number) => Promise<unknown>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < count) await run(next++);
-  };
-  await Promise.all(Array.from({ length: limit }, worker));
-}
 
 function requestsByVerb(): string {
   return [...vdi.context.cluster.requestCounts].map(([verb, count]) => `${verb} ${count}`).join(', ');
@@ -51,36 +31,12 @@ async function timedPass() {
 
 beforeAll(async () => {
   cluster = await startLocalCluster();
-  await cluster.kubeConfig
-    .makeApiClient(CoreV1Api)
-    .createNamespace({ body: { metadata: { name: namespace } } });
+  await createNamespace(cluster.kubeConfig, namespace);
   vdi = createVdi({ kubeConfig: cluster.kubeConfig, namespace, clock });
-  const kube = vdi.context.cluster;
   const now = clock.now().toISOString();
   const started = performance.now();
-  await inParallel(desktops, createConcurrency, async (index) => {
-    const member = `${pool}-${index + 1}`;
-    await kube.createVm(namespace, {
-      metadata: { name: member, labels: { [poolLabel]: pool } },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
-    });
-    await kube.createLease(namespace, {
-      metadata: {
-        name: `corral-vdi-${member}`,
-        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: member },
-        annotations: { [sessionIdAnnotation]: `bench-session-${index + 1}` },
-      },
-      spec: {
-        holderIdentity: `user-${index + 1}@example.com`,
-        acquireTime: now,
-        renewTime: now,
-        leaseDurationSeconds,
-      },
-    });
-  });
-  console.info(
-    `created ${desktops} VMs and claim Leases in ${Math.round(performance.now() - started)} ms (concurrency ${createConcurrency})`,
-  );
+  await seedClaimedDesktops(vdi.context.cluster, namespace, pool, desktops, () => now);
+  console.info(`created ${desktops} VMs and claim Leases in ${Math.round(performance.now() - started)} ms`);
   engine = createSessionEngine(vdi.context, { namespaces: [namespace] });
 }, 900_000);
 

@@ -9,6 +9,7 @@ export type AuditAction =
   | 'vdi force-release'
   | 'vdi reclaim (disconnect-grace)'
   | 'vdi reclaim (max-duration)'
+  | 'vdi reclaim (expired)'
   | 'vdi pool create'
   | 'vdi pool resize'
   | 'vdi pool delete'

@@ -180,9 +180,10 @@ export interface DesktopBackend {
 
   /**
    * The members of one pool, or of every pool in the namespace when `pool` is undefined, in no set order.
-   * An empty list means there is no such pool here. Reads, never writes.
+   * An empty list means there is no such pool here. Reads, never writes. With `cached`, the apiserver may answer
+   * from its watch cache, a moment behind the latest writes: for planning that a precondition checks afterwards.
    */
-  listMembers(namespace: string, pool?: string): Promise<MemberFacts[]>;
+  listMembers(namespace: string, pool?: string, options?: { cached?: boolean }): Promise<MemberFacts[]>;
 
   /**
    * One member's facts, read fresh. Reads, never writes.

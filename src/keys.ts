@@ -8,6 +8,11 @@ export const claimedAtAnnotation = 'corral.dev/vdi-claimed-at';
 export const leasePoolLabel = 'corral.dev/vdi-pool';
 /** Label on the Lease naming its member VM. @category keys */
 export const leaseMemberLabel = 'corral.dev/vdi-member';
+/**
+ * Label on the Lease with a short hash of its holder's identity, so a claim finds its identity's own claims with a
+ * small quorum read while it plans from a cached list of the pool. @category keys
+ */
+export const leaseHolderLabel = 'corral.dev/vdi-holder-hash';
 /** Annotation on the Lease with the claim's session ID; it changes with every claim. @category keys */
 export const sessionIdAnnotation = 'corral.dev/vdi-session-id';
 /** Lease annotation: start of the current or last connected period. @category keys */
@@ -33,3 +38,8 @@ export const removalLeaseDurationSeconds = 300;
  * claims and renewals until the release deletes the Lease. @category keys
  */
 export const releasingAnnotation = 'corral.dev/vdi-releasing';
+/**
+ * Lease annotation: the claim with this session ID took the member over from an expired claim and has not reset
+ * it yet. The holder's next claim or start resets it before anything else. @category keys
+ */
+export const resetDueAnnotation = 'corral.dev/vdi-reset-due';

@@ -67,9 +67,9 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
     },
     async claim({ caller, params }) {
       const claimed = await vdi.claim({ pool: params.pool, identity: caller.login, namespace: params.ns });
-      const lease = await ctx.cluster.getLease(params.ns, leaseNameFor(claimed.member));
+      // the claim's own answer: its Lease as written, not read back
       return {
-        ...desktops.describe(claimed, lease),
+        ...desktops.describe(claimed, claimed.lease),
         owner: claimed.owner,
         sessionId: claimed.sessionId,
         retried: claimed.retried,

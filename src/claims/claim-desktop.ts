@@ -1,10 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { claimingAnnotation, leasePoolLabel } from '../keys.js';
+import { claimingAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -14,14 +15,18 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
+import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
+import { shortHash } from './hash.js';
 import {
   claimantLeaseName,
   deleteLeaseAsRead,
+  ownClaimsSelector,
   pointClaimantLease,
   renewClaimLease,
   writeClaimLease,
 } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
+import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
 import { startMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
@@ -44,6 +49,8 @@ export interface ClaimResult extends DesktopView {
   adopted: boolean;
   /** Set when the desktop is claimed but did not start; start it again once the cause is fixed. */
   startError?: string;
+  /** The claim's Lease as the claim wrote it, for front ends that show its session without reading it again. */
+  lease: LeaseObject;
 }
 
 const claimSchema = z.object({
@@ -57,7 +64,8 @@ const claimSchema = z.object({
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
  * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
- *   claims kept changing, `INVALID_INPUT`.
+ *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails,
+ *   `INVALID_INPUT`.
  */
 export async function claimDesktop(
   ctx: VdiContext,
@@ -69,7 +77,13 @@ export async function claimDesktop(
   const backend = backendFor(ctx, defaultDesktopKind);
   const user = how.actor ?? identity;
   try {
-    const result = await claimMember(ctx, backend, { namespace, pool, identity, order: how.order });
+    const result = await claimMember(ctx, backend, {
+      namespace,
+      pool,
+      identity,
+      order: how.order,
+      actor: user,
+    });
     await recordAudit(ctx, {
       action: 'vdi claim',
       user,
@@ -93,38 +107,74 @@ export async function claimDesktop(
   }
 }
 
+/** What a claim plans from: the pool as read, the identity's claimant Lease, and how fresh the read is. */
+interface ClaimView {
+  members: MemberFacts[];
+  leases: LeaseObject[];
+  claimant: LeaseObject | undefined;
+  cached: boolean;
+}
+
+interface ClaimAsked {
+  namespace: string;
+  pool: string;
+  identity: string;
+  order: ClaimOrder;
+  actor: string;
+}
+
+/**
+ * Reads what a claim plans from. A cached read takes the pool from the apiserver's watch cache, shared with the
+ * claims of this process, and puts the identity's own claims over it from a small quorum read; a fresh read is a
+ * quorum read of the whole pool.
+ */
+async function readView(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  asked: ClaimAsked,
+  cached: boolean,
+): Promise<ClaimView> {
+  const { namespace, pool, identity } = asked;
+  const [read, own, claimant] = await Promise.all([
+    readPool(ctx, backend, { namespace, pool }, { cached }),
+    cached ? ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity)) : undefined,
+    ctx.cluster.getLease(namespace, claimantLeaseName(pool, identity)),
+  ]);
+  const leases = own ? withOwnClaims(read.leases, own, shortHash(identity)) : read.leases;
+  return { members: read.members, leases, claimant, cached };
+}
+
 async function claimMember(
   ctx: VdiContext,
   backend: DesktopBackend,
-  asked: { namespace: string; pool: string; identity: string; order: ClaimOrder },
+  asked: ClaimAsked,
 ): Promise<ClaimResult> {
   const { namespace, pool, identity, order } = asked;
-  const claimantName = claimantLeaseName(pool, identity);
-  // Every lost race means another claimant won a member, so the rounds are bounded by the pool's size.
-  for (let round = 0; ; round += 1) {
-    const [members, leases, claimant] = await Promise.all([
-      backend.listMembers(namespace, pool),
-      ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
-      ctx.cluster.getLease(namespace, claimantName),
-    ]);
-    const prefer = claimant?.metadata.annotations?.[claimingAnnotation];
+  let view = await readView(ctx, backend, asked, true);
+  // members this claim lost a race for since the view was read: it tries others before reading again
+  const lost = new Set<string>();
+  let waits = 0;
+  const readAgain = async () => {
+    lost.clear();
+    view = await readView(ctx, backend, asked, false);
+  };
+  // Every fresh read follows a lost race or a change of the identity's claimant Lease, so they are bounded by the
+  // pool's size.
+  for (let reads = 1; ; ) {
+    const claiming = view.claimant?.metadata.annotations?.[claimingAnnotation];
+    const prefer = claiming !== undefined && !lost.has(claiming) ? claiming : undefined;
+    const takenHere = membersBeingTaken(ctx, { namespace, pool });
     const plan = planClaim({
-      members,
-      leases,
+      members: view.members,
+      leases: view.leases,
       identity,
       order,
       random: Math.random,
       now: ctx.clock.now(),
       prefer,
+      exclude: new Set([...lost, ...takenHere]),
     });
-    if (plan.kind === 'refuse' && plan.code === 'POOL_NOT_FOUND') {
-      throw new VdiError(
-        'POOL_NOT_FOUND',
-        `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`,
-        { details: { namespace, pool } },
-      );
-    }
-    if (round > members.length + 2) {
+    if (reads > view.members.length + 2) {
       throw new VdiError(
         'CLAIM_CHANGED',
         `The claims of pool "${pool}" kept changing while claiming; try again.`,
@@ -132,52 +182,128 @@ async function claimMember(
       );
     }
     if (plan.kind === 'refuse') {
+      // a cached read may lag, and members passed over may have come free: only a fresh read refuses
+      if (view.cached || lost.size > 0 || takenHere.size > 0) {
+        reads += 1;
+        await readAgain();
+        continue;
+      }
+      if (plan.code === 'POOL_NOT_FOUND') throw poolNotFound(asked);
+      // members released a moment ago are still going down: wait a while for one rather than refuse
+      if (plan.goingDown > 0 && waits < downChecks) {
+        waits += 1;
+        await sleep(downCheckMs);
+        await readAgain();
+        continue;
+      }
       // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
-      if (claimant) await deleteLeaseAsRead(ctx, claimant);
-      throw new VdiError(
-        'NO_FREE_MEMBER',
-        `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
-        { details: { namespace, pool, members: members.length } },
-      );
+      if (view.claimant) await deleteLeaseAsRead(ctx, view.claimant);
+      throw noFreeMember(asked, plan.goingDown, view.members.length);
     }
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: plan again
-      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, identity));
+      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, asked));
       if (result) return result;
+      reads += 1;
+      await readAgain();
       continue;
     }
     const target = { namespace, pool, member: plan.member.member, identity };
-    // The identity's claims meet at its claimant Lease, so concurrent ones all take the member it names.
-    const lock = prefer === target.member ? claimant : await pointClaimantLease(ctx, target, claimant);
-    // another claim of this identity pointed it first: read again and take its member
-    if (!lock) continue;
-    const written = await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined);
+    const taken = await takeMember(ctx, target, async () => {
+      // The identity's claims meet at its claimant Lease, so concurrent ones all take the member it names.
+      const lock =
+        prefer === target.member ? view.claimant : await pointClaimantLease(ctx, target, view.claimant);
+      if (!lock) return { lock };
+      return {
+        lock,
+        written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
+      };
+    });
+    const { lock, written } = taken;
+    if (lock) noteMemberWritten(ctx, target);
+    if (!lock) {
+      // another claim of this identity pointed it first: read again and take its member
+      reads += 1;
+      await readAgain();
+      continue;
+    }
     if (!written) {
-      // lost the race: read the pool again rather than trying members that may be taken too
       ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+      view.claimant = lock;
+      if (target.member === prefer) {
+        // the member another claim of this identity chose: read again to find what became of it
+        reads += 1;
+        await readAgain();
+      } else {
+        // lost the race: try another member this view shows free before reading again
+        lost.add(target.member);
+      }
       continue;
     }
     if (await deleteLeaseAsRead(ctx, lock)) {
-      const result = await finishClaim(ctx, backend, plan, written, identity);
+      const result = await finishClaim(ctx, backend, plan, written, asked);
       if (result) return result;
-      continue;
+    } else {
+      // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
+      // back and read again, so the identity ends with the member the claimant Lease names.
+      await deleteLeaseAsRead(ctx, written);
     }
-    // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
-    // back and read again, so the identity ends with the member the claimant Lease names.
-    await deleteLeaseAsRead(ctx, written);
+    reads += 1;
+    await readAgain();
   }
 }
 
-/** Presents and starts the claimed member; `undefined` when the member is gone and its Lease was given back. */
+function poolNotFound({ namespace, pool }: ClaimAsked): VdiError {
+  return new VdiError(
+    'POOL_NOT_FOUND',
+    `There is no pool "${pool}" in namespace "${namespace}"; list the pools to see what exists.`,
+    { details: { namespace, pool } },
+  );
+}
+
+function noFreeMember(asked: ClaimAsked, goingDown: number, members: number): VdiError {
+  const { namespace, pool } = asked;
+  if (goingDown > 0) {
+    return new VdiError(
+      'NO_FREE_MEMBER',
+      `Pool "${pool}" in namespace "${namespace}" has no free member yet: ${goingDown} released member(s) are still shutting down. Try again in a moment.`,
+      { retryable: true, details: { namespace, pool, members, goingDown } },
+    );
+  }
+  return new VdiError(
+    'NO_FREE_MEMBER',
+    `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
+    { details: { namespace, pool, members } },
+  );
+}
+
+/**
+ * Resets a taken-over member when due, presents the claim and starts the member; `undefined` when the member is
+ * gone and its Lease was given back.
+ */
 async function finishClaim(
   ctx: VdiContext,
   backend: DesktopBackend,
-  plan: { kind: ClaimPlan['kind']; member: MemberFacts; start: boolean },
-  lease: LeaseObject,
-  identity: string,
+  plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
+  written: LeaseObject,
+  asked: ClaimAsked,
 ): Promise<ClaimResult | undefined> {
-  const { member } = plan;
+  const { identity } = asked;
+  let member = plan.member;
+  let lease = written;
+  let start = plan.start;
+  let notStarted: string | undefined;
+  if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) {
+    // The previous holder's guest may still run: the new holder gets the member only once it is reset.
+    const done = await finishTakeover(ctx, backend, { facts: member, lease, actor: asked.actor });
+    ({ facts: member, lease } = done);
+    start = true;
+    if (done.goingDown) {
+      start = false;
+      notStarted = `${member.desktopId} was reset for you, but its previous session is still shutting down; start it again in a moment.`;
+    }
+  }
   try {
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
     await backend.presentClaim(member, {
@@ -190,7 +316,7 @@ async function finishClaim(
     await deleteLeaseAsRead(ctx, lease);
     return undefined;
   }
-  const startError = plan.start ? await startMember(ctx, backend, member, identity) : undefined;
+  const startError = start ? await startMember(ctx, backend, member, identity) : notStarted;
   // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
   const view = describeDesktop(member, lease);
   return {
@@ -199,6 +325,7 @@ async function finishClaim(
     sessionId: view.sessionId ?? '',
     retried: plan.kind === 'renew',
     adopted: plan.kind === 'adopt',
+    lease,
     ...(startError === undefined ? {} : { startError }),
   };
 }

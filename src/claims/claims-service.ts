@@ -27,13 +27,16 @@ export interface ClaimsService {
   /**
    * Claims a free member of a pool for `identity` and starts it. A retry returns the desktop the identity
    * already holds (same session). Members are tried in random order, so concurrent claimants rarely collide;
-   * a claimant that loses a Lease race reads the pool again and tries a member that is still free.
+   * the pool is read from the apiserver's watch cache, and a claimant that loses a Lease race tries another member
+   * it read as free before it reads the pool again. A member whose previous instance is still going down is not
+   * handed out, and a member taken over from another identity's expired claim is reset before it is returned.
    *
    * Guarantees: no member ever has two holders (the Lease create is first-writer-wins, a stale Lease is
    * replaced with its resourceVersion). A failed VM update or start keeps the claim, so no second user gets a
    * half-configured desktop; a start failure is returned as `startError`.
    *
-   * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `INVALID_INPUT`.
+   * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `INVALID_INPUT`, `STOP_FAILED` or
+   *   `RECREATE_FAILED` when a takeover's reset fails (the claim stays; claim again to finish it).
    */
   claim(options: ClaimOptions): Promise<ClaimResult>;
   /**

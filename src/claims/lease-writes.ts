@@ -3,10 +3,12 @@ import { isVdiError, VdiError } from '../errors.js';
 import {
   claimingAnnotation,
   leaseDurationSeconds,
+  leaseHolderLabel,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   releasingAnnotation,
+  resetDueAnnotation,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -23,24 +25,39 @@ export interface ClaimTarget {
   identity: string;
 }
 
-/** A Lease to replace: the resourceVersion it was read at, and the transitions it will have counted. */
+/**
+ * A Lease to replace: the resourceVersion it was read at, the transitions it will have counted, and whether the
+ * member still needs a reset (the new Lease is marked so until it is done).
+ */
 export interface LeaseToReplace {
   resourceVersion: string;
   leaseTransitions: number;
+  reset: boolean;
 }
 
-function newLease(ctx: VdiContext, target: ClaimTarget): LeaseObject {
+/** The label selector of the claims `identity` holds in `pool`, as {@link writeClaimLease} labels them. */
+export function ownClaimsSelector(pool: string, identity: string): string {
+  return `${leasePoolLabel}=${pool},${leaseHolderLabel}=${shortHash(identity)}`;
+}
+
+function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): LeaseObject {
   const { namespace, pool, member, identity } = target;
   const now = ctx.clock.now().toISOString();
+  const sessionId = ctx.newSessionId();
   return {
     metadata: {
       name: leaseNameFor(member),
       namespace,
       labels: {
         [leasePoolLabel]: pool,
+        [leaseHolderLabel]: shortHash(identity),
         ...(isValidLabelValue(member) ? { [leaseMemberLabel]: member } : {}),
       },
-      annotations: { [sessionIdAnnotation]: ctx.newSessionId() },
+      annotations: {
+        [sessionIdAnnotation]: sessionId,
+        // written with the claim itself, so a crash before the reset leaves the reset due, not forgotten
+        ...(resetDue ? { [resetDueAnnotation]: sessionId } : {}),
+      },
     },
     spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
   };
@@ -57,12 +74,31 @@ export async function writeClaimLease(
   target: ClaimTarget,
   replacing: LeaseToReplace | undefined,
 ): Promise<LeaseObject | undefined> {
-  const lease = newLease(ctx, target);
+  const lease = newLease(ctx, target, replacing?.reset ?? false);
   try {
     if (replacing === undefined) return await ctx.cluster.createLease(target.namespace, lease);
     return await ctx.cluster.replaceLease(target.namespace, {
       metadata: { ...lease.metadata, resourceVersion: replacing.resourceVersion },
       spec: { ...lease.spec, leaseTransitions: replacing.leaseTransitions },
+    });
+  } catch (error) {
+    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Removes the reset-due mark from a claim whose takeover reset is done, conditional on the resourceVersion it was
+ * read at.
+ *
+ * @returns the Lease as written, or `undefined` when it changed or went meanwhile.
+ */
+export async function clearResetMark(ctx: VdiContext, lease: LeaseObject): Promise<LeaseObject | undefined> {
+  const { [resetDueAnnotation]: _done, ...annotations } = lease.metadata.annotations ?? {};
+  try {
+    return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
+      ...lease,
+      metadata: { ...lease.metadata, annotations },
     });
   } catch (error) {
     if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;

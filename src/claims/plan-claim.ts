@@ -6,6 +6,7 @@ import { classifyMemberClaim, isClaimable } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
 import { leaseNameFor } from './lease-name.js';
 import { isReleasing } from './releasing-mark.js';
+import { isResetDue } from './reset-mark.js';
 
 /**
  * Which free member a claim takes: `random` spreads self-service claimants out, so concurrent claims rarely
@@ -33,6 +34,11 @@ export interface PlanClaimInput {
    * other while it is still free, stale or adoptable for this identity.
    */
   prefer?: string | undefined;
+  /**
+   * Members not to take this time: those this claim lost a race for since it read the pool, and those another
+   * claim of the same process is taking. The preferred member is not passed over for being listed here.
+   */
+  exclude?: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -44,10 +50,17 @@ export interface PlanClaimInput {
  *   lost); create its Lease and keep the desktop as it is.
  * - `create`: nobody holds `member`; create its Lease (first writer wins).
  * - `replace`: `member`'s Lease expired or names nobody; replace it conditional on `resourceVersion`, counting
- *   one more transition.
- * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user.
+ *   one more transition. Taking over another identity's expired claim sets `reset`: the member is reset (stopped,
+ *   or recreated when ephemeral) and started again before the new holder gets it, as its previous guest may still
+ *   run.
+ * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user;
+ *   `goingDown` counts the unheld members passed over because their previous instance still exists.
  *
- * Every plan but a refusal says whether to `start` the member once the claim holds.
+ * A free member whose previous instance still exists (it is `stopping`, or `previousInstance` is set) is passed
+ * over until it is gone, so the next holder never gets a member the last one's guest still runs on.
+ *
+ * Every plan but a refusal says whether to `start` the member once the claim holds, and whether a reset is still
+ * `resetDue` first (a takeover that stopped between its Lease write and the reset).
  *
  * @category claims
  */
@@ -60,13 +73,17 @@ export type ClaimPlan =
       member: MemberFacts;
       resourceVersion: string;
       leaseTransitions: number;
+      /** Another identity's claim expired on it: reset the member before handing it out. */
+      reset: boolean;
     } & ClaimFollowUp)
-  | { kind: 'refuse'; code: 'POOL_NOT_FOUND' | 'NO_FREE_MEMBER' };
+  | { kind: 'refuse'; code: 'POOL_NOT_FOUND' | 'NO_FREE_MEMBER'; goingDown: number };
 
 /** What a claim does once its Lease is written. @category claims */
 export interface ClaimFollowUp {
   /** Start the member: it does not run yet. */
   start: boolean;
+  /** The claim's Lease says a takeover's reset has not finished: reset the member before anything else. */
+  resetDue: boolean;
 }
 
 /**
@@ -85,7 +102,8 @@ export interface ClaimFollowUp {
 export function planClaim(input: PlanClaimInput): ClaimPlan {
   const { members, identity, now } = input;
   const leaseByName = new Map(input.leases.map((lease) => [lease.metadata.name, lease]));
-  const entries = members.map((member) => {
+  // natural order, so what a plan picks never depends on the order a list (a cached one, say) came in
+  const entries = sortNaturally(members).map((member) => {
     const lease = leaseByName.get(leaseNameFor(member.member));
     return {
       member,
@@ -94,21 +112,40 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
       claim: classifyMemberClaim({ member, lease, now }),
     };
   });
-  if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND' };
+  if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND', goingDown: 0 };
 
   // a claim being released is the release's: it is neither renewed nor handed out until the Lease goes
   const held = entries.find((entry) => entry.state.kind === 'held-by-caller' && !isReleasing(entry.lease));
-  if (held?.lease) return { kind: 'renew', member: held.member, lease: held.lease, ...followUp(held.member) };
+  if (held?.lease) {
+    const { member, lease } = held;
+    return { kind: 'renew', member, lease, ...followUp(member), resetDue: isResetDue(lease) };
+  }
   const preferred = entries.find(
-    (entry) => entry.member.member === input.prefer && (isAdoptable(entry) || isClaimable(entry.claim)),
+    (entry) =>
+      entry.member.member === input.prefer &&
+      (isAdoptable(entry) || (isClaimable(entry.claim) && !isGoingDown(entry.member))),
   );
-  if (preferred) return planTake(preferred);
-  const adoptable = entries.find(isAdoptable);
-  if (adoptable) return planTake(adoptable);
-  const open = entries.filter((entry) => isClaimable(entry.claim));
-  const chosen = input.order === 'random' ? open[randomIndex(input.random, open.length)] : lowest(open);
-  if (chosen === undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER' };
-  return planTake(chosen);
+  if (preferred) return planTake(preferred, identity);
+  const excluded = (entry: PlanEntry) => input.exclude?.has(entry.member.member) ?? false;
+  const adoptable = entries.find((entry) => isAdoptable(entry) && !excluded(entry));
+  if (adoptable) return planTake(adoptable, identity);
+  const unheld = entries.filter((entry) => isClaimable(entry.claim) && !excluded(entry));
+  const open = unheld.filter((entry) => !isGoingDown(entry.member));
+  const chosen = input.order === 'random' ? open[randomIndex(input.random, open.length)] : open[0];
+  if (chosen === undefined) {
+    return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
+  }
+  return planTake(chosen, identity);
+}
+
+/**
+ * Whether a member's previous instance still exists (it is stopping, or an instance of an earlier run is left):
+ * the last holder's guest may still run on it, so it is not handed out yet.
+ *
+ * @category claims
+ */
+export function isGoingDown(member: Pick<MemberFacts, 'power' | 'previousInstance'>): boolean {
+  return member.power === 'stopping' || member.previousInstance;
 }
 
 interface PlanEntry {
@@ -121,24 +158,31 @@ function isAdoptable(entry: PlanEntry): boolean {
   return entry.state.kind === 'legacy-adoptable' || entry.state.kind === 'orphan-adoptable';
 }
 
-function planTake(chosen: PlanEntry): Exclude<ClaimPlan, { kind: 'renew' | 'refuse' }> {
+function planTake(chosen: PlanEntry, identity: string): Exclude<ClaimPlan, { kind: 'renew' | 'refuse' }> {
   if (isAdoptable(chosen)) {
     const from = chosen.state.kind === 'legacy-adoptable' ? 'legacy' : 'orphan';
     return { kind: 'adopt', member: chosen.member, from, ...followUp(chosen.member) };
   }
   if (chosen.lease === undefined)
     return { kind: 'create', member: chosen.member, ...followUp(chosen.member) };
+  const { state } = chosen;
+  const reset =
+    state.kind === 'stale' &&
+    state.reason === 'expired' &&
+    state.previousHolder !== undefined &&
+    state.previousHolder !== identity;
   return {
     kind: 'replace',
     member: chosen.member,
     resourceVersion: chosen.lease.metadata.resourceVersion ?? '',
     leaseTransitions: (chosen.lease.spec.leaseTransitions ?? 0) + 1,
+    reset,
     ...followUp(chosen.member),
   };
 }
 
 function followUp(member: MemberFacts): ClaimFollowUp {
-  return { start: member.power !== 'running' };
+  return { start: member.power !== 'running', resetDue: false };
 }
 
 function randomIndex(random: () => number, length: number): number {
@@ -153,6 +197,6 @@ function randomIndex(random: () => number, length: number): number {
   return Math.floor(value * length);
 }
 
-function lowest<T extends { member: MemberFacts }>(entries: T[]): T | undefined {
-  return [...entries].sort((left, right) => compareNatural(left.member.member, right.member.member))[0];
+function sortNaturally(members: readonly MemberFacts[]): MemberFacts[] {
+  return [...members].sort((left, right) => compareNatural(left.member, right.member));
 }

@@ -4,7 +4,9 @@ import type { DesktopBackend } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
+import { finishTakeover } from './finish-takeover.js';
 import { type MemberOptions, readHeldMember } from './read-held-member.js';
+import { isResetDue } from './reset-mark.js';
 
 /**
  * Starts a claimed member and tells it as a `started` or `start-failed` event.
@@ -34,8 +36,22 @@ export async function startMember(
  * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`.
  */
 export async function startDesktop(ctx: VdiContext, options: MemberOptions): Promise<DesktopView> {
-  const { identity, facts, lease, backend } = await readHeldMember(ctx, options, 'start');
+  const held = await readHeldMember(ctx, options, 'start');
+  const { identity, backend } = held;
+  let { facts, lease } = held;
   const { desktopId } = facts;
+  if (lease && isResetDue(lease)) {
+    // the claim that took it over from an expired claim stopped before the reset: finish it first
+    const done = await finishTakeover(ctx, backend, { facts, lease, actor: identity });
+    ({ facts, lease } = done);
+    if (done.goingDown) {
+      throw new VdiError(
+        'START_FAILED',
+        `${desktopId} was reset, but its previous session is still shutting down; start it again in a moment.`,
+        { retryable: true, details: { desktopId } },
+      );
+    }
+  }
   const startError = await startMember(ctx, backend, facts, identity);
   await recordAudit(ctx, {
     action: 'vdi start',

@@ -27,6 +27,19 @@ export interface DeletePreconditions {
   resourceVersion?: string;
 }
 
+/**
+ * How a list is read: `cached` serves it from the apiserver's watch cache (`resourceVersion=0`), which may lag
+ * the latest writes by a moment but spares etcd a quorum read; otherwise it is a quorum read of the latest state.
+ */
+export interface ListOptions {
+  cached?: boolean;
+}
+
+// resourceVersion 0 lets the apiserver answer from its watch cache instead of a quorum read of etcd
+function listVersion(options: ListOptions): { resourceVersion?: string } {
+  return options.cached ? { resourceVersion: '0' } : {};
+}
+
 /** The outcome of a start or stop request that KubeVirt accepted or found already done. */
 export type PowerChange = 'changed' | 'already';
 
@@ -82,6 +95,8 @@ export class KubeCluster {
   readonly requestCounts = new Map<string, number>();
   /** Requests sent again after a transient failure (a dropped connection, a 5xx, a 429). */
   retriesMade = 0;
+  /** Bytes of response bodies read so far, as the client received them. */
+  responseBytes = 0;
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
   private readonly custom: CustomObjectsApi;
@@ -89,9 +104,12 @@ export class KubeCluster {
 
   constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
     this.kubeConfig = kubeConfig;
-    this.core = makeKeepAliveClient(kubeConfig, CoreV1Api);
-    this.coordination = makeKeepAliveClient(kubeConfig, CoordinationV1Api);
-    this.custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+    const countBytes = (bytes: number) => {
+      this.responseBytes += bytes;
+    };
+    this.core = makeKeepAliveClient(kubeConfig, CoreV1Api, countBytes);
+    this.coordination = makeKeepAliveClient(kubeConfig, CoordinationV1Api, countBytes);
+    this.custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi, countBytes);
     this.retry = retry;
   }
 
@@ -143,9 +161,17 @@ export class KubeCluster {
   }
 
   /** Lists the Leases of a namespace, optionally by label selector. */
-  async listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
+  async listLeases(
+    namespace: string,
+    labelSelector?: string,
+    options: ListOptions = {},
+  ): Promise<LeaseObject[]> {
     const list = await this.call('list', `list Leases in ${namespace}`, () =>
-      this.coordination.listNamespacedLease({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
+      this.coordination.listNamespacedLease({
+        namespace,
+        ...(labelSelector ? { labelSelector } : {}),
+        ...listVersion(options),
+      }),
     );
     return list.items.map(leaseFromApi);
   }
@@ -188,8 +214,12 @@ export class KubeCluster {
   }
 
   /** Lists the VMs of a namespace, or of every namespace, optionally by label selector. */
-  async listVms(namespace: string | undefined, labelSelector?: string): Promise<VirtualMachine[]> {
-    const selector = labelSelector ? { labelSelector } : {};
+  async listVms(
+    namespace: string | undefined,
+    labelSelector?: string,
+    options: ListOptions = {},
+  ): Promise<VirtualMachine[]> {
+    const selector = { ...(labelSelector ? { labelSelector } : {}), ...listVersion(options) };
     const list = await this.call('list', `list VirtualMachines in ${namespace ?? 'all namespaces'}`, () =>
       namespace
         ? this.custom.listNamespacedCustomObject({
@@ -246,7 +276,9 @@ export class KubeCluster {
     const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachines/${encodeURIComponent(name)}/${action}`;
     try {
       await this.call(action, `${action} VirtualMachine ${namespace}/${name}`, () =>
-        rawRequest(this.kubeConfig, 'PUT', path, {}),
+        rawRequest(this.kubeConfig, 'PUT', path, {}, (bytes) => {
+          this.responseBytes += bytes;
+        }),
       );
       return 'changed';
     } catch (error) {
@@ -299,7 +331,7 @@ export class KubeCluster {
   }
 
   /** VMIs of one namespace, or of every namespace when `namespace` is undefined. */
-  async listVmis(namespace?: string): Promise<VirtualMachineInstance[]> {
+  async listVmis(namespace?: string, options: ListOptions = {}): Promise<VirtualMachineInstance[]> {
     const list = await this.call(
       'list',
       `list VirtualMachineInstances in ${namespace ?? 'all namespaces'}`,
@@ -309,8 +341,13 @@ export class KubeCluster {
               ...kubevirt,
               plural: 'virtualmachineinstances',
               namespace,
+              ...listVersion(options),
             })
-          : this.custom.listClusterCustomObject({ ...kubevirt, plural: 'virtualmachineinstances' }),
+          : this.custom.listClusterCustomObject({
+              ...kubevirt,
+              plural: 'virtualmachineinstances',
+              ...listVersion(options),
+            }),
     );
     return (list as { items: VirtualMachineInstance[] }).items;
   }

@@ -4,6 +4,7 @@ import {
   createConfiguration,
   type KubeConfig,
   type RequestContext,
+  type ResponseContext,
   ServerConfiguration,
   setHeaderMiddleware,
 } from '@kubernetes/client-node';
@@ -30,8 +31,30 @@ export async function shareConnections(
   return context;
 }
 
-/** Like `kubeConfig.makeApiClient`, but its requests reuse the KubeConfig's kept-alive connections. */
-export function makeKeepAliveClient<T extends ApiType>(kubeConfig: KubeConfig, api: ApiConstructor<T>): T {
+/** Tells `count` the size in bytes of a response's body once it is read as text. */
+export function countBodyBytes(response: ResponseContext, count: (bytes: number) => void): ResponseContext {
+  const { body } = response;
+  response.body = {
+    text: async () => {
+      const text = await body.text();
+      count(Buffer.byteLength(text));
+      return text;
+    },
+    binary: () => body.binary(),
+    stream: () => body.stream(),
+  };
+  return response;
+}
+
+/**
+ * Like `kubeConfig.makeApiClient`, but its requests reuse the KubeConfig's kept-alive connections; `onBytes`
+ * hears the size of each response body read.
+ */
+export function makeKeepAliveClient<T extends ApiType>(
+  kubeConfig: KubeConfig,
+  api: ApiConstructor<T>,
+  onBytes: (bytes: number) => void = () => {},
+): T {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   return new api(
@@ -40,7 +63,10 @@ export function makeKeepAliveClient<T extends ApiType>(kubeConfig: KubeConfig, a
       authMethods: { default: kubeConfig },
       middleware: [setHeaderMiddleware('User-Agent', 'corral-vdi')],
       promiseMiddleware: [
-        { pre: (context) => shareConnections(kubeConfig, context), post: async (response) => response },
+        {
+          pre: (context) => shareConnections(kubeConfig, context),
+          post: async (response) => countBodyBytes(response, onBytes),
+        },
       ],
     }),
   );

@@ -5,7 +5,7 @@ import {
   type KubeConfig,
   RequestContext,
 } from '@kubernetes/client-node';
-import { shareConnections } from './connections.js';
+import { countBodyBytes, shareConnections } from './connections.js';
 
 const httpLibrary = new IsomorphicFetchHttpLibrary();
 
@@ -19,6 +19,7 @@ export async function rawRequest(
   method: 'GET' | 'PUT' | 'POST',
   path: string,
   body?: unknown,
+  onBytes: (bytes: number) => void = () => {},
 ): Promise<string> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
@@ -30,7 +31,8 @@ export async function rawRequest(
     context.setBody(JSON.stringify(body));
   }
   await kubeConfig.applySecurityAuthentication(context);
-  const response = await httpLibrary.send(await shareConnections(kubeConfig, context)).toPromise();
+  const sent = await httpLibrary.send(await shareConnections(kubeConfig, context)).toPromise();
+  const response = countBodyBytes(sent, onBytes);
   const text = await response.body.text();
   const status = response.httpStatusCode;
   if (status >= 200 && status < 300) return text;

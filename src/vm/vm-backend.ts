@@ -93,12 +93,12 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
   return {
     kind: 'vm',
 
-    async listMembers(namespace, pool) {
+    async listMembers(namespace, pool, options = {}) {
       validateNamespace(namespace);
       if (pool !== undefined) validatePoolName(pool);
       const [vms, vmis] = await Promise.all([
-        cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`),
-        cluster.listVmis(namespace),
+        cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`, options),
+        cluster.listVmis(namespace, options),
       ]);
       const vmiByName = new Map(vmis.map((vmi) => [vmi.metadata.name, vmi]));
       return vms.map((vm) => toVmMemberFacts(vm, vmiByName.get(vm.metadata.name)));

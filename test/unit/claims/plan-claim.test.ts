@@ -170,6 +170,83 @@ describe('planClaim', () => {
     expect(brief(plan(held, { prefer: 'devpool-1' }))).toBe('renew devpool-5');
   });
 
+  it('passes over members in exclude, but not the member the identity’s claimant Lease names', () => {
+    const pool: Pool = [
+      ['devpool-1', {}],
+      ['devpool-2', {}],
+      ['devpool-3', {}],
+    ];
+    const exclude = new Set(['devpool-1', 'devpool-2']);
+    expect(brief(plan(pool, { exclude }))).toBe('create devpool-3');
+    expect(brief(plan(pool, { exclude, order: 'random', random: () => 0 }))).toBe('create devpool-3');
+    expect(brief(plan(pool, { exclude, prefer: 'devpool-2' }))).toBe('create devpool-2');
+    expect(plan(pool, { exclude: new Set(['devpool-1', 'devpool-2', 'devpool-3']) })).toEqual({
+      kind: 'refuse',
+      code: 'NO_FREE_MEMBER',
+      goingDown: 0,
+    });
+  });
+
+  it('picks the same member whatever order the members were listed in', () => {
+    const pool: Pool = [
+      ['devpool-3', {}],
+      ['devpool-1', {}],
+      ['devpool-2', {}],
+    ];
+    const reversed = [...pool].reverse();
+    for (const random of [0, 0.4, 0.9]) {
+      expect(brief(plan(pool, { order: 'random', random: () => random }))).toBe(
+        brief(plan(reversed, { order: 'random', random: () => random })),
+      );
+    }
+  });
+
+  it('passes over a free member whose previous instance is still going down, and counts it in a refusal', () => {
+    const members = [
+      { ...member('devpool-1'), power: 'stopping' as const, previousInstance: true },
+      { ...member('devpool-2'), previousInstance: true },
+      member('devpool-3'),
+    ];
+    const input = { leases: [], identity: 'alice', order: 'lowest' as const, random: () => 0, now };
+    expect(brief(planClaim({ ...input, members }))).toBe('create devpool-3');
+    expect(planClaim({ ...input, members: members.slice(0, 2) })).toEqual({
+      kind: 'refuse',
+      code: 'NO_FREE_MEMBER',
+      goingDown: 2,
+    });
+    // nor when another claim of the identity chose it
+    expect(brief(planClaim({ ...input, members, prefer: 'devpool-1' }))).toBe('create devpool-3');
+  });
+
+  it('resets a member it takes over from another identity’s expired claim, not from its own or an empty one', () => {
+    const taken = (lease: LeaseShape) => plan([['devpool-1', { power: 'running' }, lease]]);
+    expect(taken({ holder: 'bob', expired: true })).toMatchObject({
+      kind: 'replace',
+      reset: true,
+      start: false,
+    });
+    expect(taken({ holder: 'alice', expired: true })).toMatchObject({ kind: 'replace', reset: false });
+    expect(taken({})).toMatchObject({ kind: 'replace', reset: false });
+  });
+
+  it('tells a renewal that the reset of its takeover is still due', () => {
+    const marked = leaseOf('devpool-1', { holder: 'alice', sessionId: 's' });
+    marked.metadata.annotations = { ...marked.metadata.annotations, 'corral.dev/vdi-reset-due': 's' };
+    const result = planClaim({
+      members: [member('devpool-1', { power: 'running', holder: 'alice' })],
+      leases: [marked],
+      identity: 'alice',
+      order: 'lowest',
+      random: () => 0,
+      now,
+    });
+    expect(result).toMatchObject({ kind: 'renew', resetDue: true });
+    expect(plan([['devpool-1', { power: 'running', holder: 'alice' }, { holder: 'alice' }]])).toMatchObject({
+      kind: 'renew',
+      resetDue: false,
+    });
+  });
+
   it('refuses a random source outside [0, 1) with INVALID_INPUT', () => {
     const error = thrownBy(() => plan([['devpool-1', {}]], { order: 'random', random: () => 1 }));
     expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);

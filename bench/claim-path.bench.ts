@@ -1,0 +1,392 @@
+// The claim path's benchmarks (`npm run bench`): each figure beside a floor measured in the same run on the same
+// local control plane, with client requests, response bytes and apiserver CPU per claim. Prints one table and
+// writes bench/results/latest.json (not committed). Sizes: BENCH_STORM_SIZES (50,200,800), BENCH_CONCURRENCY (50),
+// BENCH_CLAIMANTS (500), BENCH_CONTENDED_MEMBERS (100), BENCH_RECLAIM_DESKTOPS (2000), BENCH_BROKER_CLAIMS (200).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryAuditSink } from '../src/audit.js';
+import { createBroker } from '../src/broker/broker.js';
+import { tailscaleIdentity, tailscaleLoginHeader } from '../src/broker/identity.js';
+import { isVdiError } from '../src/errors.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leasePoolLabel,
+  sessionIdAnnotation,
+} from '../src/keys.js';
+import { KubeCluster } from '../src/kube/cluster.js';
+import { defaultCloneConcurrency } from '../src/pools/pool-member-factory.js';
+import { createSessionEngine } from '../src/sessions/session-engine.js';
+import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
+import { createTestClock } from '../src/testing/test-clock.js';
+import { createVdi, type Vdi } from '../src/vdi.js';
+import {
+  type Cost,
+  findApiserverPid,
+  fitExponent,
+  inParallel,
+  measure,
+  sizeFromEnv,
+  sizesFromEnv,
+} from './support/measure.js';
+import { SlowCloneCluster, timePoolCreate } from './support/pool-create-timing.js';
+import { createNamespace, seedClaimedDesktops, seedMembers } from './support/seed.js';
+
+const stormSizes = sizesFromEnv('BENCH_STORM_SIZES', [50, 200, 800]);
+const concurrency = sizeFromEnv('BENCH_CONCURRENCY', 50);
+const claimants = sizeFromEnv('BENCH_CLAIMANTS', 500);
+const contendedMembers = sizeFromEnv('BENCH_CONTENDED_MEMBERS', 100);
+const reclaimDesktops = sizeFromEnv('BENCH_RECLAIM_DESKTOPS', 2000);
+const brokerClaims = sizeFromEnv('BENCH_BROKER_CLAIMS', 200);
+const poolSize = 20;
+const clonePhaseMs = 500;
+const pool = 'benchpool';
+
+/** One line of the table. */
+interface Row {
+  name: string;
+  figure: number;
+  floor: number | null;
+  ratio: number;
+  goal: string;
+  met: boolean;
+  unit: string;
+  /** Per claim (or per desktop, for the reclaim pass), when the row measures claims. */
+  requestsPer: number | null;
+  kbPer: number | null;
+  apiserverCpuMsPer: number | null;
+}
+
+const rows: Row[] = [];
+let cluster: LocalCluster | undefined;
+let apiserverPid: number | undefined;
+let namespaceCounter = 0;
+
+function kubeConfig() {
+  if (!cluster) throw new Error('the local cluster is not started');
+  return cluster.kubeConfig;
+}
+
+async function newNamespace(prefix: string): Promise<string> {
+  namespaceCounter += 1;
+  const name = `bench-${prefix}-${namespaceCounter}`;
+  await createNamespace(kubeConfig(), name);
+  return name;
+}
+
+function perUnit(cost: Cost, units: number) {
+  return {
+    requestsPer: cost.requests / units,
+    kbPer: cost.bytes / 1024 / units,
+    apiserverCpuMsPer: cost.apiserverCpuMs / units,
+  };
+}
+
+function addRow(row: Row): void {
+  rows.push(row);
+  console.info(`${row.name}: ${JSON.stringify(row)}`);
+}
+
+/** Claims a member of `namespace`'s pool for each of `identities` users, `limit` at a time, through the SDK. */
+async function claimAll(vdi: Vdi, namespace: string, identities: number, limit: number) {
+  let claimed = 0;
+  let refused = 0;
+  await inParallel(identities, limit, async (index) => {
+    try {
+      await vdi.claim({ pool, identity: `user-${index + 1}@example.com`, namespace });
+      claimed += 1;
+    } catch (error) {
+      if (!isVdiError(error, 'NO_FREE_MEMBER')) throw error;
+      refused += 1;
+    }
+  });
+  return { claimed, refused };
+}
+
+/** The bare claim a client without planning would make: create the Lease, patch the VM, start it. */
+async function bareClaims(kube: KubeCluster, namespace: string, members: string[], limit: number) {
+  await inParallel(members.length, limit, async (index) => {
+    const member = members[index] ?? '';
+    const identity = `user-${index + 1}@example.com`;
+    const now = new Date().toISOString();
+    await kube.createLease(namespace, {
+      metadata: {
+        name: `corral-vdi-${member}`,
+        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: member },
+        annotations: { [sessionIdAnnotation]: `floor-${index}` },
+      },
+      spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
+    });
+    await kube.patchVm(namespace, member, {
+      metadata: { annotations: { [assignedToKey]: identity, [claimedAtAnnotation]: now } },
+    });
+    await kube.startVm(namespace, member);
+  });
+}
+
+/** One claim storm of `size` identities on `size` members, and its floor, on fresh namespaces. */
+async function runStorm(size: number) {
+  const floorNamespace = await newNamespace(`floor-${size}`);
+  const stormNamespace = await newNamespace(`storm-${size}`);
+  const seeder = new KubeCluster(kubeConfig());
+  const floorMembers = await seedMembers(seeder, floorNamespace, pool, size);
+  await seedMembers(seeder, stormNamespace, pool, size);
+  const floorKube = new KubeCluster(kubeConfig());
+  const floor = await measure([floorKube], apiserverPid, () =>
+    bareClaims(floorKube, floorNamespace, floorMembers, concurrency),
+  );
+  const vdi = createVdi({ kubeConfig: kubeConfig(), namespace: stormNamespace });
+  let outcome = { claimed: 0, refused: 0 };
+  const storm = await measure([vdi.context.cluster], apiserverPid, async () => {
+    outcome = await claimAll(vdi, stormNamespace, size, concurrency);
+  });
+  expect(outcome).toEqual({ claimed: size, refused: 0 });
+  return { floor, storm };
+}
+
+beforeAll(async () => {
+  cluster = await startLocalCluster();
+  apiserverPid = findApiserverPid(cluster.connection.dataDir);
+  // a warm-up storm, so the first measured one does not pay for the apiserver's first requests
+  await runStorm(20);
+}, 900_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+  if (rows.length === 0) return;
+  const table = rows.map((row) => ({
+    benchmark: row.name,
+    figure: `${round(row.figure)} ${row.unit}`,
+    floor: row.floor === null ? '' : `${round(row.floor)} ${row.unit}`,
+    ratio: round(row.ratio),
+    goal: row.goal,
+    met: row.met ? 'yes' : 'NO',
+    'requests/claim': row.requestsPer === null ? '' : round(row.requestsPer),
+    'KB read/claim': row.kbPer === null ? '' : round(row.kbPer),
+    'apiserver CPU ms/claim': row.apiserverCpuMsPer === null ? '' : round(row.apiserverCpuMsPer),
+  }));
+  console.table(table);
+  const out = new URL('./results/', import.meta.url);
+  mkdirSync(out, { recursive: true });
+  writeFileSync(
+    new URL('latest.json', out),
+    `${JSON.stringify({ at: new Date().toISOString(), sizes: sizes(), rows }, null, 2)}\n`,
+  );
+});
+
+function sizes() {
+  return { stormSizes, concurrency, claimants, contendedMembers, reclaimDesktops, brokerClaims, poolSize };
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+describe('the claim path', () => {
+  it(`P1 and the scaling: claim storms of ${stormSizes.join(', ')} identities on as many members`, async () => {
+    const points: Array<{ n: number; ms: number; floorMs: number }> = [];
+    for (const size of stormSizes) {
+      const { floor, storm } = await runStorm(size);
+      points.push({ n: size, ms: storm.ms, floorMs: floor.ms });
+      const ratio = storm.ms / floor.ms;
+      addRow({
+        name: `P1 claim storm ${size}×${size}, concurrency ${concurrency}`,
+        figure: storm.ms,
+        floor: floor.ms,
+        ratio,
+        goal: '≤ 1.3',
+        met: ratio <= 1.3,
+        unit: 'ms',
+        ...perUnit(storm, size),
+      });
+      addRow({
+        name: `   floor: create Lease, patch VM, start ×${size}`,
+        figure: floor.ms,
+        floor: null,
+        ratio: 1,
+        goal: '',
+        met: true,
+        unit: 'ms',
+        ...perUnit(floor, size),
+      });
+    }
+    const k = fitExponent(points);
+    const floorK = fitExponent(points.map(({ n, floorMs }) => ({ n, ms: floorMs })));
+    addRow({
+      name: `storm time ~ N^k over N = ${stormSizes.join(', ')}`,
+      figure: k,
+      floor: floorK,
+      ratio: k / floorK,
+      goal: 'k ≤ 1.05',
+      met: k <= 1.05,
+      unit: '',
+      requestsPer: null,
+      kbPer: null,
+      apiserverCpuMsPer: null,
+    });
+  });
+
+  for (const limit of [50, 500]) {
+    it(`P2 contention: ${claimants} claimants on ${contendedMembers} members, concurrency ${limit}`, async () => {
+      const namespace = await newNamespace(`contention-${limit}`);
+      await seedMembers(new KubeCluster(kubeConfig()), namespace, pool, contendedMembers);
+      const vdi = createVdi({ kubeConfig: kubeConfig(), namespace });
+      let conflicts = 0;
+      vdi.events.on('claim-conflict', () => {
+        conflicts += 1;
+      });
+      let outcome = { claimed: 0, refused: 0 };
+      const cost = await measure([vdi.context.cluster], apiserverPid, async () => {
+        outcome = await claimAll(vdi, namespace, claimants, limit);
+      });
+      expect(outcome).toEqual({ claimed: contendedMembers, refused: claimants - contendedMembers });
+      const perClaim = conflicts / outcome.claimed;
+      addRow({
+        name: `P2 Lease-create conflicts per claim, ${claimants} on ${contendedMembers}, concurrency ${limit}`,
+        figure: perClaim,
+        floor: null,
+        ratio: perClaim,
+        goal: '≤ 0.5',
+        met: perClaim <= 0.5,
+        unit: '',
+        ...perUnit(cost, claimants),
+      });
+    });
+  }
+
+  it(`P3 a reclaim pass over ${reclaimDesktops} claimed desktops`, async () => {
+    const namespace = await newNamespace('reclaim');
+    const clock = createTestClock();
+    const seeder = new KubeCluster(kubeConfig());
+    const now = clock.now().getTime();
+    // a tenth were last renewed 25 minutes ago: due at the next pass; the rest now
+    const renewedAt = (index: number) => new Date(now - (index % 10 === 0 ? 25 * 60_000 : 0)).toISOString();
+    await seedClaimedDesktops(seeder, namespace, pool, reclaimDesktops, renewedAt);
+    const vdi = createVdi({ kubeConfig: kubeConfig(), namespace, clock });
+    const engine = createSessionEngine(vdi.context, { namespaces: [namespace] });
+    clock.advance(60_000);
+    const writes = () => kube.requestTotal - (kube.requestCounts.get('list') ?? 0);
+    const kube = vdi.context.cluster;
+    kube.requestCounts.clear();
+    const due = await measure([kube], apiserverPid, async () => {
+      const result = await engine.runPass();
+      expect(result).toMatchObject({ renewed: reclaimDesktops / 10, reclaimed: 0, errors: [] });
+    });
+    kube.requestCounts.clear();
+    const idle = await measure([kube], apiserverPid, async () => {
+      const result = await engine.runPass();
+      expect(result).toMatchObject({ renewed: 0, reclaimed: 0, errors: [] });
+    });
+    const idleWrites = writes();
+    addRow({
+      name: `P3 reclaim pass, nothing due: requests per pass ÷ namespaces (writes ${idleWrites})`,
+      figure: idle.requests,
+      floor: 1,
+      ratio: idle.requests,
+      goal: '≤ 2, 0 writes',
+      met: idle.requests <= 2 && idleWrites === 0,
+      unit: 'req',
+      ...perUnit(idle, reclaimDesktops),
+    });
+    addRow({
+      name: `P3 reclaim pass, a tenth due: requests ÷ (namespaces + due desktops)`,
+      figure: due.requests,
+      floor: 1 + reclaimDesktops / 10,
+      ratio: due.requests / (1 + reclaimDesktops / 10),
+      goal: '≤ 1',
+      met: due.requests <= 1 + reclaimDesktops / 10,
+      unit: 'req',
+      ...perUnit(due, reclaimDesktops),
+    });
+  });
+
+  it(`P4 pool create of ${poolSize} members with ${clonePhaseMs} ms clone phases: serial ÷ parallel`, async () => {
+    const namespace = await newNamespace('pools');
+    const slow = new SlowCloneCluster(kubeConfig());
+    slow.phaseMs = clonePhaseMs;
+    const vdi = createVdi({ kubeConfig: kubeConfig(), namespace });
+    await slow.createVm(namespace, {
+      metadata: { name: 'golden', labels: { app: 'desktop' } },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    });
+    const ctx = { ...vdi.context, cluster: slow };
+    const serial = await timePoolCreate(ctx, 'serial', poolSize, 1);
+    const parallel = await timePoolCreate(ctx, 'parallel', poolSize, defaultCloneConcurrency);
+    const ratio = serial.ms / parallel.ms;
+    const goal = 0.8 * Math.min(defaultCloneConcurrency, poolSize);
+    addRow({
+      name: `P4 pool create ${poolSize}: serial ÷ concurrency ${defaultCloneConcurrency}`,
+      figure: parallel.ms,
+      floor: serial.ms,
+      ratio,
+      goal: `≥ ${round(goal)}`,
+      met: ratio >= goal,
+      unit: 'ms',
+      requestsPer: null,
+      kbPer: null,
+      apiserverCpuMsPer: null,
+    });
+  });
+
+  it(`P5 ${brokerClaims} claims through the broker and through the SDK`, async () => {
+    const sdkNamespace = await newNamespace('sdk');
+    const brokerNamespace = await newNamespace('broker');
+    const seeder = new KubeCluster(kubeConfig());
+    await seedMembers(seeder, sdkNamespace, pool, brokerClaims);
+    await seedMembers(seeder, brokerNamespace, pool, brokerClaims);
+    const vdi = createVdi({
+      kubeConfig: kubeConfig(),
+      namespace: brokerNamespace,
+      audit: new MemoryAuditSink(),
+    });
+    const sdk = await measure([vdi.context.cluster], apiserverPid, async () => {
+      expect(await claimAll(vdi, sdkNamespace, brokerClaims, concurrency)).toEqual({
+        claimed: brokerClaims,
+        refused: 0,
+      });
+    });
+    const broker = createBroker({
+      vdi,
+      identity: [tailscaleIdentity({ trustHeaders: true })],
+      namespaces: [brokerNamespace],
+      log: () => {},
+    });
+    const server: Server = createServer(broker.handleNode);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const viaBroker = await measure([vdi.context.cluster], apiserverPid, async () => {
+      await inParallel(brokerClaims, concurrency, async (index) => {
+        const response = await fetch(`${url}/api/vdi/pools/vm/${brokerNamespace}/${pool}/claim`, {
+          method: 'POST',
+          headers: {
+            [tailscaleLoginHeader]: `user-${index + 1}@example.com`,
+            'content-type': 'application/json',
+          },
+          body: '{}',
+        });
+        expect(response.status).toBe(200);
+        await response.arrayBuffer();
+      });
+    });
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    await broker.stop();
+    const ratio = brokerClaims / viaBroker.ms / (brokerClaims / sdk.ms);
+    addRow({
+      name: `P5 claims/s through the broker ÷ through the SDK (${brokerClaims}, concurrency ${concurrency})`,
+      figure: (brokerClaims * 1000) / viaBroker.ms,
+      floor: (brokerClaims * 1000) / sdk.ms,
+      ratio,
+      goal: '≥ 0.9',
+      met: ratio >= 0.9,
+      unit: 'claims/s',
+      ...perUnit(viaBroker, brokerClaims),
+    });
+  });
+});

@@ -1,0 +1,97 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { KubeCluster } from '../../src/kube/cluster.js';
+
+/** Runs `count` jobs with at most `limit` at a time. */
+export async function inParallel(
+  count: number,
+  limit: number,
+  run: (index: number) => Promise<unknown>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await run(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
+}
+
+/** The kube-apiserver whose command line names the local cluster's data folder, found in /proc. */
+export function findApiserverPid(dataDir: string): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (command.includes('kube-apiserver') && command.includes(dataDir)) return Number(entry);
+    } catch {
+      // the process ended while the folder was read
+    }
+  }
+  return undefined;
+}
+
+// /proc/<pid>/stat counts CPU in clock ticks, 100 a second on Linux
+const ticksPerSecond = 100;
+
+/** User plus system CPU time of a process so far, in ms; 0 without a process. */
+export function cpuMsOf(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // the fields after the command name, which is in parentheses and may hold spaces
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const [utime, stime] = [Number(fields[11]), Number(fields[12])];
+  return ((utime + stime) * 1000) / ticksPerSecond;
+}
+
+/** What one measured run cost: wall time, client requests and response bytes, apiserver CPU. */
+export interface Cost {
+  ms: number;
+  requests: number;
+  bytes: number;
+  apiserverCpuMs: number;
+}
+
+/** Measures `run` on the adapters whose requests it makes, and the apiserver's CPU meanwhile. */
+export async function measure(
+  clusters: readonly KubeCluster[],
+  apiserverPid: number | undefined,
+  run: () => Promise<void>,
+): Promise<Cost> {
+  const requestsBefore = clusters.reduce((sum, cluster) => sum + cluster.requestTotal, 0);
+  const bytesBefore = clusters.reduce((sum, cluster) => sum + cluster.responseBytes, 0);
+  const cpuBefore = cpuMsOf(apiserverPid);
+  const started = performance.now();
+  await run();
+  const ms = performance.now() - started;
+  return {
+    ms,
+    requests: clusters.reduce((sum, cluster) => sum + cluster.requestTotal, 0) - requestsBefore,
+    bytes: clusters.reduce((sum, cluster) => sum + cluster.responseBytes, 0) - bytesBefore,
+    apiserverCpuMs: cpuMsOf(apiserverPid) - cpuBefore,
+  };
+}
+
+/** The exponent k of the least-squares fit time = c · N^k over (N, time) points. */
+export function fitExponent(points: ReadonlyArray<{ n: number; ms: number }>): number {
+  const xs = points.map((point) => Math.log(point.n));
+  const ys = points.map((point) => Math.log(point.ms));
+  const meanX = xs.reduce((sum, x) => sum + x, 0) / xs.length;
+  const meanY = ys.reduce((sum, y) => sum + y, 0) / ys.length;
+  let covariance = 0;
+  let variance = 0;
+  for (const [index, x] of xs.entries()) {
+    covariance += (x - meanX) * ((ys[index] ?? 0) - meanY);
+    variance += (x - meanX) ** 2;
+  }
+  return covariance / variance;
+}
+
+/** A size from the environment, for runs smaller or larger than the defaults. */
+export function sizeFromEnv(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
+}
+
+/** A list of sizes from the environment (`50,200,800`). */
+export function sizesFromEnv(name: string, fallback: number[]): number[] {
+  const sizes = (process.env[name] ?? '').split(',').map(Number);
+  return sizes.every((size) => Number.isSafeInteger(size) && size > 0) && sizes.length > 1 ? sizes : fallback;
+}

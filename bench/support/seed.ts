@@ -1,0 +1,61 @@
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leasePoolLabel,
+  poolLabel,
+  sessionIdAnnotation,
+} from '../../src/keys.js';
+import type { KubeCluster } from '../../src/kube/cluster.js';
+import { inParallel } from './measure.js';
+
+const seedConcurrency = 32;
+
+/** Creates a namespace. */
+export async function createNamespace(kubeConfig: KubeConfig, name: string): Promise<void> {
+  await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+}
+
+/** Creates `size` stopped member VMs `<pool>-1` … `<pool>-<size>`. */
+export async function seedMembers(
+  kube: KubeCluster,
+  namespace: string,
+  pool: string,
+  size: number,
+): Promise<string[]> {
+  const names = Array.from({ length: size }, (_, index) => `${pool}-${index + 1}`);
+  await inParallel(size, seedConcurrency, async (index) => {
+    await kube.createVm(namespace, {
+      metadata: { name: names[index] ?? '', labels: { [poolLabel]: pool } },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    });
+  });
+  return names;
+}
+
+/** Creates `size` members, each claimed by its own user through a Lease renewed at `renewedAt(index)`. */
+export async function seedClaimedDesktops(
+  kube: KubeCluster,
+  namespace: string,
+  pool: string,
+  size: number,
+  renewedAt: (index: number) => string,
+): Promise<void> {
+  const names = await seedMembers(kube, namespace, pool, size);
+  await inParallel(size, seedConcurrency, async (index) => {
+    const member = names[index] ?? '';
+    await kube.createLease(namespace, {
+      metadata: {
+        name: `corral-vdi-${member}`,
+        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: member },
+        annotations: { [sessionIdAnnotation]: `bench-session-${index + 1}` },
+      },
+      spec: {
+        holderIdentity: `user-${index + 1}@example.com`,
+        acquireTime: renewedAt(index),
+        renewTime: renewedAt(index),
+        leaseDurationSeconds,
+      },
+    });
+  });
+}

@@ -1,0 +1,93 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { recordAudit } from '../audit.js';
+import type { VdiContext } from '../context.js';
+import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
+import { VdiError } from '../errors.js';
+import { sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
+import { failureReason } from './failure-reason.js';
+import { clearResetMark } from './lease-writes.js';
+import { isGoingDown } from './plan-claim.js';
+import { isResetDue } from './reset-mark.js';
+
+/** How often, and how many times, a claim looks again at a member whose previous instance is going down. */
+export const downCheckMs = 200;
+/** About ten seconds for a guest to finish going down before a claim stops waiting for it. */
+export const downChecks = 50;
+const clearAttempts = 3;
+
+/** A member after its takeover reset: its facts, the Lease without the mark, and whether it is still going down. */
+export interface FinishedTakeover {
+  facts: MemberFacts;
+  lease: LeaseObject;
+  goingDown: boolean;
+}
+
+/**
+ * Resets a member that a claim took over from an expired claim (its Lease carries the reset-due mark): stops it,
+ * or recreates it when ephemeral, records `vdi reclaim (expired)`, waits a while for the previous instance to go,
+ * then clears the mark. Run by the claim that took it over, and by its holder's next claim or start when the
+ * first one stopped before the reset: each step can be run again.
+ *
+ * @throws {@link VdiError} `STOP_FAILED` or `RECREATE_FAILED` (retryable) when the reset fails: the claim and
+ *   its mark stay, so the next claim or start tries again; `CLAIM_CHANGED` when the claim changed meanwhile.
+ */
+export async function finishTakeover(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  taken: { facts: MemberFacts; lease: LeaseObject; actor: string },
+): Promise<FinishedTakeover> {
+  const { facts, lease, actor } = taken;
+  const { namespace, member, pool, desktopId } = facts;
+  try {
+    await backend.resetMember({ namespace, member, pool });
+  } catch (error) {
+    const failed = new VdiError(
+      facts.ephemeral ? 'RECREATE_FAILED' : 'STOP_FAILED',
+      `Could not reset ${desktopId} after taking it over from an expired claim: ${failureReason(error)} It stays yours; claim or start it again to finish the reset.`,
+      { retryable: true, details: { desktopId }, cause: error },
+    );
+    await recordAudit(ctx, {
+      action: 'vdi reclaim (expired)',
+      user: actor,
+      target: desktopId,
+      error: failed,
+    });
+    throw failed;
+  }
+  await recordAudit(ctx, { action: 'vdi reclaim (expired)', user: actor, target: desktopId });
+  const after = await waitUntilDown(backend, facts);
+  return { facts: after, lease: await clearMark(ctx, lease, desktopId), goingDown: isGoingDown(after) };
+}
+
+async function waitUntilDown(backend: DesktopBackend, facts: MemberFacts): Promise<MemberFacts> {
+  let current = facts;
+  for (let check = 1; check <= downChecks; check += 1) {
+    const read = await backend.readMember({ namespace: facts.namespace, member: facts.member });
+    // gone: a recreate that a later reset finishes; the claim keeps what it knew
+    if (read === undefined) return current;
+    current = read;
+    if (!isGoingDown(current)) return current;
+    await sleep(downCheckMs);
+  }
+  return current;
+}
+
+async function clearMark(ctx: VdiContext, lease: LeaseObject, desktopId: string): Promise<LeaseObject> {
+  let current = lease;
+  for (let attempt = 1; attempt <= clearAttempts; attempt += 1) {
+    const cleared = await clearResetMark(ctx, current);
+    if (cleared) return cleared;
+    // a renewal or a console mark moved it on: read it again, unless it is no longer this claim
+    const read = await ctx.cluster.getLease(lease.metadata.namespace ?? '', lease.metadata.name ?? '');
+    const session = (object: LeaseObject) => object.metadata.annotations?.[sessionIdAnnotation];
+    if (read === undefined || session(read) !== session(lease)) break;
+    if (!isResetDue(read)) return read;
+    current = read;
+  }
+  throw new VdiError(
+    'CLAIM_CHANGED',
+    `The claim on ${desktopId} changed while its member was reset; read the desktop again before deciding.`,
+    { retryable: true, details: { desktopId } },
+  );
+}

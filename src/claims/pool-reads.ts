@@ -1,0 +1,153 @@
+import type { VdiContext } from '../context.js';
+import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
+import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
+
+/** A pool as one read saw it: its members and their claim Leases. */
+export interface PoolRead {
+  members: MemberFacts[];
+  leases: LeaseObject[];
+}
+
+/** What the claims of one process share per pool: the reads in flight, and the members being taken now. */
+interface PoolShare {
+  cached: Promise<PoolRead> | undefined;
+  fresh: Promise<PoolRead> | undefined;
+  /** The fresh read to issue once the one in flight is done, for the claims that asked meanwhile. */
+  nextFresh: Promise<PoolRead> | undefined;
+  taking: Map<string, Promise<void>>;
+  /** Members whose Lease a claim of this process found written (won or lost) that no read has shown yet. */
+  written: Set<string>;
+}
+
+// per adapter, so contexts with their own cluster share nothing
+const shares = new WeakMap<object, Map<string, PoolShare>>();
+
+function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
+  let byPool = shares.get(ctx.cluster);
+  if (byPool === undefined) {
+    byPool = new Map();
+    shares.set(ctx.cluster, byPool);
+  }
+  const key = `${namespace}/${pool}`;
+  let share = byPool.get(key);
+  if (share === undefined) {
+    share = {
+      cached: undefined,
+      fresh: undefined,
+      nextFresh: undefined,
+      taking: new Map(),
+      written: new Set(),
+    };
+    byPool.set(key, share);
+  }
+  return share;
+}
+
+/** How a claim reads a pool: from the apiserver's watch cache, or fresh (a quorum read). */
+export interface PoolReadHow {
+  cached: boolean;
+}
+
+/**
+ * Reads a pool's members and claim Leases, sharing the read with the claims of this process that need the same.
+ * A cached read joins any cached read in flight, as both may lag alike. A fresh read first waits for the members
+ * other claims of this process are taking, then shares only a read issued after it asked, so it sees every write
+ * finished before it asked.
+ */
+export async function readPool(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  target: { namespace: string; pool: string },
+  how: PoolReadHow,
+): Promise<PoolRead> {
+  const { namespace, pool } = target;
+  const share = shareOf(ctx, namespace, pool);
+  const slot = how.cached ? 'cached' : 'fresh';
+  const issue = () => {
+    const read = Promise.all([
+      backend.listMembers(namespace, pool, how),
+      ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`, how),
+    ]).then(([members, leases]) => {
+      // a fresh read shows every Lease written before it; a cached one at least those it lists
+      if (!how.cached) share.written.clear();
+      for (const lease of leases)
+        share.written.delete((lease.metadata.name ?? '').slice(leaseNamePrefix.length));
+      return { members, leases };
+    });
+    share[slot] = read;
+    const forget = () => {
+      if (share[slot] === read) share[slot] = undefined;
+    };
+    read.then(forget, forget);
+    return read;
+  };
+  if (how.cached) return await (share.cached ?? issue());
+  await Promise.all(share.taking.values());
+  const inFlight = share.fresh;
+  if (inFlight === undefined) return await issue();
+  // the read in flight may have been served before this claim asked: share the next one
+  share.nextFresh ??= inFlight
+    .then(
+      () => {},
+      () => {},
+    )
+    .then(() => {
+      share.nextFresh = undefined;
+      return issue();
+    });
+  return await share.nextFresh;
+}
+
+/**
+ * The members other claims of this process are taking now, or found taken since the last read that shows it: a
+ * claim planning from a shared, possibly lagging read passes them over.
+ */
+export function membersBeingTaken(ctx: VdiContext, target: { namespace: string; pool: string }): Set<string> {
+  const share = shareOf(ctx, target.namespace, target.pool);
+  return new Set([...share.taking.keys(), ...share.written]);
+}
+
+/** Tells the claims of this process that `member`'s Lease is written (this claim won it, or lost it to another). */
+export function noteMemberWritten(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string; member: string },
+): void {
+  shareOf(ctx, target.namespace, target.pool).written.add(target.member);
+}
+
+/** Tells the claims of this process that `member` is being taken until `taking` settles. */
+export async function takeMember<T>(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string; member: string },
+  taking: () => Promise<T>,
+): Promise<T> {
+  const { taking: members } = shareOf(ctx, target.namespace, target.pool);
+  const run = taking();
+  const settled = run.then(
+    () => {},
+    () => {},
+  );
+  members.set(target.member, settled);
+  try {
+    return await run;
+  } finally {
+    if (members.get(target.member) === settled) members.delete(target.member);
+  }
+}
+
+/**
+ * Puts the identity's own claims, read fresh, over a cached list of the pool's claims: a cached list may not show a
+ * claim this identity made a moment ago, and the one-desktop-per-identity rule must not miss it.
+ */
+export function withOwnClaims(
+  cached: readonly LeaseObject[],
+  own: readonly LeaseObject[],
+  holderHash: string,
+): LeaseObject[] {
+  const ownNames = new Set(own.map((lease) => lease.metadata.name));
+  const others = cached.filter(
+    (lease) => lease.metadata.labels?.[leaseHolderLabel] !== holderHash && !ownNames.has(lease.metadata.name),
+  );
+  return [...others, ...own];
+}

@@ -1,0 +1,264 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MemoryAuditSink } from '../../../src/audit.js';
+import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import type { VdiContext } from '../../../src/context.js';
+import { isVdiError } from '../../../src/errors.js';
+import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+
+/** The pool's lists as an earlier read returned them, which cached lists answer with: a watch cache lagging. */
+interface Snapshot {
+  vms: VirtualMachine[];
+  vmis: VirtualMachineInstance[];
+  leases: LeaseObject[];
+}
+
+/** The adapter, whose cached lists answer from a snapshot taken earlier while one is set. */
+class LaggingCluster extends KubeCluster {
+  snapshot: Snapshot | undefined;
+
+  async takeSnapshot(namespace: string): Promise<void> {
+    this.snapshot = {
+      vms: await super.listVms(namespace, 'corral.dev/vdi-pool=devpool'),
+      vmis: await super.listVmis(namespace),
+      leases: await super.listLeases(namespace, 'corral.dev/vdi-pool=devpool'),
+    };
+  }
+
+  override async listVms(namespace: string | undefined, selector?: string, options: ListOptions = {}) {
+    return options.cached && this.snapshot
+      ? this.snapshot.vms
+      : await super.listVms(namespace, selector, options);
+  }
+
+  override async listVmis(namespace?: string, options: ListOptions = {}) {
+    return options.cached && this.snapshot ? this.snapshot.vmis : await super.listVmis(namespace, options);
+  }
+
+  override async listLeases(namespace: string, selector?: string, options: ListOptions = {}) {
+    return options.cached && this.snapshot
+      ? this.snapshot.leases
+      : await super.listLeases(namespace, selector, options);
+  }
+}
+
+async function setUp(prefix: string, size: number) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  await createPoolMembers(cluster(), namespace, 'devpool', size);
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+  const kube = new LaggingCluster(cluster().kubeConfig);
+  await waitFor(
+    async () => (await kube.listVms(namespace)).every((vm) => vm.status?.printableStatus === 'Stopped'),
+    { describe: 'the members to report Stopped' },
+  );
+  const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+  ctx.backends.vm = createVmBackend(ctx);
+  const conflicts: string[] = [];
+  ctx.events.on('claim-conflict', ({ desktopId, identity }) => conflicts.push(`${identity} ${desktopId}`));
+  const claim = (identity: string) =>
+    claimDesktop(ctx, { pool: 'devpool', identity }, { actor: undefined, order: 'lowest' });
+  const holders = async () =>
+    (await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool'))
+      .map((lease) => [lease.metadata.labels?.['corral.dev/vdi-member'], lease.spec.holderIdentity])
+      .sort();
+  return { namespace, vdi, kube, ctx, claim, holders, conflicts };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('a claim planned on a view older than the cluster', () => {
+  it('loses the race for a member taken since, takes the next free one of the same view, and leaves the winner alone', async () => {
+    const { namespace, vdi, kube, claim, holders, conflicts } = await setUp('stale', 2);
+    await kube.takeSnapshot(namespace);
+    // another process claims: nothing in this one knows of it
+    const bob = await vdi.assign({ pool: 'devpool', identity: 'bob' });
+    expect(bob.member).toBe('devpool-1');
+    const bobsLease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+
+    // the view still shows devpool-1 free: the Lease create loses, and the claim goes on without reading again
+    const lists = kube.requestCounts.get('list') ?? 0;
+    const alice = await claim('alice');
+    expect(alice.member).toBe('devpool-2');
+    expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
+    // its one fresh list is its own claims; the pool came from the (stale) shared view once
+    expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(1);
+    expect(await holders()).toEqual([
+      ['devpool-1', 'bob'],
+      ['devpool-2', 'alice'],
+    ]);
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toEqual(bobsLease);
+  });
+
+  it('passes over a member a claim of the same process took a moment ago, though the view does not show it yet', async () => {
+    const { namespace, kube, claim, holders, conflicts } = await setUp('stale-here', 2);
+    await kube.takeSnapshot(namespace);
+    expect((await claim('bob')).member).toBe('devpool-1');
+    expect((await claim('alice')).member).toBe('devpool-2');
+    expect(conflicts).toEqual([]);
+    expect(await holders()).toEqual([
+      ['devpool-1', 'bob'],
+      ['devpool-2', 'alice'],
+    ]);
+  });
+
+  it('refuses with NO_FREE_MEMBER only after a fresh read, when the one member it saw free was taken', async () => {
+    const { namespace, vdi, kube, claim, holders, conflicts } = await setUp('stale-full', 1);
+    await kube.takeSnapshot(namespace);
+    await vdi.assign({ pool: 'devpool', identity: 'bob' });
+    const error = await claim('alice').catch((caught: unknown) => caught);
+    expect(isVdiError(error, 'NO_FREE_MEMBER')).toBe(true);
+    expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
+    expect(await holders()).toEqual([['devpool-1', 'bob']]);
+    // nothing of alice's is left: no member Lease, no claimant Lease
+    expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
+      'corral-vdi-devpool-1',
+    ]);
+  });
+
+  it('gives an identity the desktop it claimed a moment ago, though the view does not show it yet', async () => {
+    const { namespace, vdi, kube, claim, holders } = await setUp('stale-own', 3);
+    await kube.takeSnapshot(namespace);
+    // the first claim went through another process (another broker replica, say)
+    const first = await vdi.claim({ pool: 'devpool', identity: 'alice' });
+    const again = await claim('alice');
+    expect(again).toMatchObject({ member: first.member, sessionId: first.sessionId, retried: true });
+    expect(await holders()).toEqual([[first.member, 'alice']]);
+  });
+});
+
+describe('a member whose previous instance is still going down', () => {
+  it('is not handed out: the next claim takes another member, or is told to try again in a moment', async () => {
+    const namespace = await createTestNamespace(cluster(), 'slowstop');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const kube = vdi.context.cluster;
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    const bob = await vdi.assign({ pool: 'devpool', identity: 'bob' });
+    expect(bob.member).toBe('devpool-1');
+    await waitFor(async () => (await kube.getVmi(namespace, 'devpool-1'))?.status?.phase, {
+      describe: "bob's instance to run",
+      until: (phase) => phase === 'Running',
+    });
+    await vdi.release({ member: 'devpool-1', identity: 'bob' });
+    await waitFor(async () => (await kube.getVm(namespace, 'devpool-1'))?.status?.printableStatus, {
+      describe: 'devpool-1 to show Stopping, its instance still there',
+      until: (status) => status === 'Stopping',
+    });
+
+    // an administrator's assign takes the lowest free member: not the one still going down
+    const carol = await vdi.assign({ pool: 'devpool', identity: 'carol' });
+    expect(carol.member).toBe('devpool-2');
+    const error = await vdi.assign({ pool: 'devpool', identity: 'dave' }).catch((caught: unknown) => caught);
+    expect(isVdiError(error, 'NO_FREE_MEMBER')).toBe(true);
+    expect(error).toMatchObject({ retryable: true, details: { goingDown: 1 } });
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+
+    await clock.advance(60_000);
+    await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
+      describe: "bob's instance to be gone",
+      until: (vmi) => vmi === undefined,
+    });
+    const dave = await vdi.assign({ pool: 'devpool', identity: 'dave' });
+    expect(dave.member).toBe('devpool-1');
+  });
+});
+
+describe('a claim taking over an expired claim', () => {
+  async function expiredClaim(prefix: string) {
+    const namespace = await createTestNamespace(cluster(), prefix);
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const clock = createTestClock();
+    const audit = new MemoryAuditSink();
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, audit });
+    const kube = vdi.context.cluster;
+    await vdi.claim({ pool: 'devpool', identity: 'bob' });
+    const bobsInstance = await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
+      describe: "bob's instance to run",
+      until: (vmi) => vmi?.status?.phase === 'Running',
+    });
+    // the Lease's hour passes without a broker to renew it
+    clock.advance(2 * 3600_000);
+    return { namespace, vdi, kube, audit, bobsUid: bobsInstance?.metadata.uid };
+  }
+
+  async function newInstanceUid(kube: KubeCluster, namespace: string, old: string | undefined) {
+    const vmi = await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
+      describe: 'a new instance of devpool-1 to run',
+      until: (found) => found?.status?.phase === 'Running' && found.metadata.uid !== old,
+    });
+    return vmi?.metadata.uid;
+  }
+
+  it('resets the member first, audited as vdi reclaim (expired), then starts it for the new holder', async () => {
+    const { namespace, vdi, kube, audit, bobsUid } = await expiredClaim('takeover');
+    const alice = await vdi.claim({ pool: 'devpool', identity: 'alice' });
+    expect(alice).toMatchObject({ member: 'devpool-1', owner: 'alice' });
+    expect(alice.startError).toBeUndefined();
+    expect(await newInstanceUid(kube, namespace, bobsUid)).not.toBe(bobsUid);
+    expect(audit.list().map((entry) => [entry.action, entry.user, entry.status])).toEqual([
+      ['vdi claim', 'bob', 'ok'],
+      ['vdi reclaim (expired)', 'alice', 'ok'],
+      ['vdi claim', 'alice', 'ok'],
+    ]);
+    const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(lease?.spec.holderIdentity).toBe('alice');
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
+  });
+
+  for (const next of ['claim', 'start'] as const) {
+    it(`leaves the reset due when it fails after the Lease write, and the holder's next ${next} finishes it`, async () => {
+      const { namespace, vdi, kube, audit, bobsUid } = await expiredClaim(`takeover-${next}`);
+      await kube.patchVm(namespace, 'devpool-1', {
+        metadata: { annotations: { [simulatorAnnotations.failStop]: '500 the node is unreachable' } },
+      });
+      const error = await vdi
+        .claim({ pool: 'devpool', identity: 'alice' })
+        .catch((caught: unknown) => caught);
+      expect(isVdiError(error, 'STOP_FAILED')).toBe(true);
+      // the claim is alice's, marked: nobody else may take it, and bob's guest has not been touched
+      const marked = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+      expect(marked?.spec.holderIdentity).toBe('alice');
+      const session = marked?.metadata.annotations?.['corral.dev/vdi-session-id'];
+      expect(marked?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBe(session);
+      expect((await kube.getVmi(namespace, 'devpool-1'))?.metadata.uid).toBe(bobsUid);
+      const other = await vdi
+        .claim({ pool: 'devpool', identity: 'carol' })
+        .catch((caught: unknown) => caught);
+      expect(isVdiError(other, 'NO_FREE_MEMBER')).toBe(true);
+
+      await kube.patchVm(namespace, 'devpool-1', {
+        metadata: { annotations: { [simulatorAnnotations.failStop]: null } },
+      });
+      if (next === 'claim') {
+        const again = await vdi.claim({ pool: 'devpool', identity: 'alice' });
+        expect(again).toMatchObject({ member: 'devpool-1', sessionId: session, retried: true });
+      } else {
+        await vdi.start({ member: 'devpool-1', identity: 'alice' });
+      }
+      expect(await newInstanceUid(kube, namespace, bobsUid)).not.toBe(bobsUid);
+      const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+      expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
+      expect(
+        audit
+          .list()
+          .filter((entry) => entry.action === 'vdi reclaim (expired)')
+          .map((e) => e.status),
+      ).toEqual(['error', 'ok']);
+    });
+  }
+});
