@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import { recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
+import {
+  type DesktopBackend,
+  type DesktopKind,
+  defaultDesktopKind,
+  type MemberFacts,
+} from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { claimingAnnotation, leasePoolLabel } from '../keys.js';
@@ -32,6 +37,8 @@ export interface ClaimOptions {
   identity: string;
   /** Defaults to the SDK's namespace. Only this namespace is read and written. */
   namespace?: string;
+  /** The pool's kind. @defaultValue `'vm'` */
+  kind?: DesktopKind;
 }
 
 /** What a claim returns: the desktop, and how the claim came about. @category claims */
@@ -50,6 +57,7 @@ const claimSchema = z.object({
   pool: poolNameSchema,
   identity: identitySchema,
   namespace: namespaceSchema.optional(),
+  kind: z.enum(['vm', 'ct']).optional(),
 });
 
 /**
@@ -64,9 +72,9 @@ export async function claimDesktop(
   options: ClaimOptions,
   how: { actor: string | undefined; order: ClaimOrder },
 ): Promise<ClaimResult> {
-  const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
+  const { pool, identity, namespace: asked, kind } = parseOptions(claimSchema, options, 'claim');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
-  const backend = backendFor(ctx, defaultDesktopKind);
+  const backend = backendFor(ctx, kind ?? defaultDesktopKind);
   const user = how.actor ?? identity;
   try {
     const result = await claimMember(ctx, backend, { namespace, pool, identity, order: how.order });

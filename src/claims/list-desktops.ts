@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind } from '../desktop-backend.js';
+import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../desktop-backend.js';
 import { leasePoolLabel } from '../keys.js';
 import {
   identitySchema,
@@ -34,7 +34,11 @@ const listSchema = z.object({
   pool: poolNameSchema.optional(),
 });
 
-const getSchema = z.object({ member: memberNameSchema, namespace: namespaceSchema.optional() });
+const getSchema = z.object({
+  member: memberNameSchema,
+  namespace: namespaceSchema.optional(),
+  kind: z.enum(['vm', 'ct']).optional(),
+});
 
 /**
  * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
@@ -72,12 +76,12 @@ export async function listDesktops(ctx: VdiContext, options: ListDesktopsOptions
  */
 export async function getDesktop(
   ctx: VdiContext,
-  options: { member: string; namespace?: string },
+  options: { member: string; namespace?: string; kind?: DesktopKind },
 ): Promise<DesktopView> {
-  const { member, namespace: asked } = parseOptions(getSchema, options, 'getDesktop');
+  const { member, namespace: asked, kind } = parseOptions(getSchema, options, 'getDesktop');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
   const [facts, lease] = await Promise.all([
-    readMemberFacts(backendFor(ctx, defaultDesktopKind), namespace, member),
+    readMemberFacts(backendFor(ctx, kind ?? defaultDesktopKind), namespace, member),
     ctx.cluster.getLease(namespace, leaseNameFor(member)),
   ]);
   return describeDesktop(facts, lease);
