@@ -1,4 +1,4 @@
-// The test bed: a real local control plane, the KubeVirt simulator, a test clock and fixtures.
+// The test bed: a real local control plane, the KubeVirt simulator, the node agent, a test clock and fixtures.
 export {
   type ControlPlaneBinaries,
   controlPlaneCacheDir,
@@ -30,5 +30,12 @@ export {
   type StartLocalClusterOptions,
   startLocalCluster,
 } from './local-cluster.js';
+export {
+  type NodeAgent,
+  type NodeAgentCluster,
+  type NodeAgentOptions,
+  nodeAgentAnnotations,
+  startNodeAgent,
+} from './node-agent/index.js';
 export { createTestClock, type TestClock } from './test-clock.js';
 export { type WaitForOptions, type WaitUntilOptions, waitFor } from './wait-for.js';

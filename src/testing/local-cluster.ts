@@ -14,6 +14,7 @@ import {
   type KubevirtSimulatorOptions,
   startKubevirtSimulator,
 } from './kubevirt/index.js';
+import { type NodeAgent, type NodeAgentOptions, startNodeAgent } from './node-agent/index.js';
 
 /** PEM material of a {@link LocalCluster}, for servers that take part in it (the simulator's aggregated API). @category testing */
 export interface LocalClusterCertificates {
@@ -24,6 +25,8 @@ export interface LocalClusterCertificates {
   servingKeyPem: string;
   /** The CA of the apiserver's front-proxy client certificate; an aggregated API trusts `X-Remote-User` only from it. */
   frontProxyCaPem: string;
+  /** The client certificate the apiserver presents to kubelets (`--kubelet-client-certificate`), signed by the CA. */
+  kubeletClientCertPem: string;
 }
 
 /**
@@ -64,6 +67,8 @@ export interface LocalClusterAccess {
 export interface LocalCluster extends LocalClusterAccess {
   /** The KubeVirt simulator, unless it was turned off. */
   simulator: KubevirtSimulator | undefined;
+  /** The node agent that runs Pods, unless it was turned off. */
+  nodeAgent: NodeAgent | undefined;
   /** How long the start took, in milliseconds. */
   startupMs: number;
   /** Stops the simulator, kube-apiserver and etcd, and removes the data folder. Safe to call twice. */
@@ -74,6 +79,11 @@ export interface LocalCluster extends LocalClusterAccess {
 export interface StartLocalClusterOptions {
   /** Start the KubeVirt simulator (default), with these options, or not at all (`false`). */
   simulator?: boolean | KubevirtSimulatorOptions;
+  /**
+   * Start the node agent that runs Pods (default), with these options, or not at all (`false`). Its node defaults
+   * to the simulator's, so VMIs and Pods report one node.
+   */
+  nodeAgent?: boolean | NodeAgentOptions;
   /** Receives progress lines: binaries found or built, processes started. */
   log?: (line: string) => void;
 }
@@ -258,7 +268,8 @@ export function connectLocalCluster(connection: LocalClusterConnection): LocalCl
 
 /**
  * Starts etcd and a real kube-apiserver on free loopback ports, with TLS, RBAC, a static-token administrator,
- * client-certificate users and, unless turned off, the KubeVirt simulator. Binaries come from
+ * client-certificate users and, unless turned off, the KubeVirt simulator and the node agent that runs Pods
+ * (with the kubelet client certificate and `--kubelet-*` flags it needs for exec and logs). Binaries come from
  * {@link ensureControlPlaneBinaries}. The data folder is temporary; {@link LocalCluster.stop} removes it, and a
  * small reaper process removes it and ends etcd and kube-apiserver within a second when this process is killed.
  *
@@ -282,6 +293,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
   const children: ChildProcess[] = [];
   let reaper: ChildProcess | undefined;
   let simulator: KubevirtSimulator | undefined;
+  let nodeAgent: NodeAgent | undefined;
 
   const killNow = () => {
     for (const child of children) child.kill('SIGKILL');
@@ -291,6 +303,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    await nodeAgent?.stop();
     await simulator?.stop();
     for (const child of [...children].reverse()) await stopProcess(child);
     process.removeListener('exit', killNow);
@@ -310,6 +323,12 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       kind: 'client',
       commonName: 'front-proxy-client',
       organizations: [],
+    });
+    // The apiserver's identity towards kubelets: the node agent serves exec, attach and logs to it alone.
+    const kubeletClient = issueCertificate(dir, 'kubelet-client', ca, {
+      kind: 'client',
+      commonName: 'kube-apiserver-kubelet-client',
+      organizations: ['system:masters'],
     });
     const signing = createSigningKeyPair(dir);
     const adminToken = randomBytes(24).toString('hex');
@@ -378,6 +397,10 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
         '--requestheader-extra-headers-prefix=X-Remote-Extra-',
         `--proxy-client-cert-file=${proxyClient.certPath}`,
         `--proxy-client-key-file=${proxyClient.keyPath}`,
+        `--kubelet-client-certificate=${kubeletClient.certPath}`,
+        `--kubelet-client-key=${kubeletClient.keyPath}`,
+        `--kubelet-certificate-authority=${ca.certPath}`,
+        '--kubelet-preferred-address-types=InternalIP',
         // The defaults throttle bulk tests of thousands of desktops on one machine.
         '--max-requests-inflight=2000',
         '--max-mutating-requests-inflight=1000',
@@ -405,6 +428,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       servingCertPem: serving.certPem,
       servingKeyPem: serving.keyPem,
       frontProxyCaPem: frontProxyCa.certPem,
+      kubeletClientCertPem: kubeletClient.certPem,
     };
     const access = accessOf({ server, kubeconfigPath, dataDir: dir, certificates }, kubeConfig);
 
@@ -415,7 +439,17 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       );
       log('KubeVirt simulator ready');
     }
-    return { ...access, simulator, startupMs: Date.now() - started, stop };
+    if (options.nodeAgent !== false) {
+      nodeAgent = await startNodeAgent(
+        { kubeConfig, certificates },
+        {
+          nodeName: simulator?.nodeName,
+          ...(typeof options.nodeAgent === 'object' ? options.nodeAgent : {}),
+        },
+      );
+      log(`node agent ready on ${nodeAgent.kubeletUrl}`);
+    }
+    return { ...access, simulator, nodeAgent, startupMs: Date.now() - started, stop };
   } catch (error) {
     await stop();
     throw error;

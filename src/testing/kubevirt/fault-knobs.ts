@@ -82,9 +82,11 @@ export interface KnobReading<T> {
   problems: string[];
 }
 
-type Annotations = Readonly<Record<string, string>> | undefined;
+/** Annotations as the knob readers take them. */
+export type Annotations = Readonly<Record<string, string>> | undefined;
 
-function readDelay(annotations: Annotations, key: string, problems: string[]): number {
+/** Reads a knob of milliseconds (0 when unset); a value that is not one is a problem and counts as 0. */
+export function readDelay(annotations: Annotations, key: string, problems: string[]): number {
   const text = annotations?.[key];
   if (text === undefined) return 0;
   const value = Number(text);
@@ -95,7 +97,8 @@ function readDelay(annotations: Annotations, key: string, problems: string[]): n
   return value;
 }
 
-function readFlag(annotations: Annotations, key: string, problems: string[]): boolean {
+/** Reads a `"true"`/`"false"` knob (false when unset); any other value is a problem and counts as false. */
+export function readFlag(annotations: Annotations, key: string, problems: string[]): boolean {
   const text = annotations?.[key];
   if (text === undefined || text === 'false') return false;
   if (text === 'true') return true;

@@ -4,7 +4,7 @@ import { pause } from './pause.js';
 
 /** The part of an object the cache needs. */
 export interface CachedObject {
-  metadata: ObjectMeta;
+  metadata: Pick<ObjectMeta, 'name' | 'namespace' | 'uid' | 'resourceVersion'>;
 }
 
 /** Where a custom resource lives. */
@@ -14,17 +14,20 @@ export interface ResourceRef {
   plural: string;
 }
 
+/** The core resources an informer can watch, across all namespaces. */
+export type CoreResource = 'namespaces' | 'nodes' | 'pods';
+
 /** Options of {@link startInformer}. */
 export interface InformerOptions<T> {
   kubeConfig: KubeConfig;
-  /** A custom resource, or the cluster's Namespaces. */
-  resource: ResourceRef | 'namespaces';
+  /** A custom resource, or one of the core resources the simulators watch. */
+  resource: ResourceRef | CoreResource;
   /** Called with the `namespace/name` of every object that changed (and its new state) or went away. */
   onChange: (key: string, current: T | undefined) => void;
   log: (line: string) => void;
 }
 
-/** A list-and-watch cache of one resource across all namespaces (or of the Namespaces themselves). */
+/** A list-and-watch cache of one resource across all namespaces (or of a cluster-wide one). */
 export interface Informer<T extends CachedObject> {
   get(key: string): T | undefined;
   keys(): IterableIterator<string>;
@@ -64,11 +67,14 @@ export async function startInformer<T extends CachedObject>(
   const { kubeConfig, resource, onChange, log } = options;
   const watch = new Watch(kubeConfig);
   const path =
-    resource === 'namespaces'
-      ? '/api/v1/namespaces'
+    typeof resource === 'string'
+      ? `/api/v1/${resource}`
       : `/apis/${resource.group}/${resource.version}/${resource.plural}`;
   const listPage = (page: { limit: number; _continue: string | undefined }) => {
-    if (resource === 'namespaces') return kubeConfig.makeApiClient(CoreV1Api).listNamespace(page);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    if (resource === 'namespaces') return core.listNamespace(page);
+    if (resource === 'nodes') return core.listNode(page);
+    if (resource === 'pods') return core.listPodForAllNamespaces(page);
     return kubeConfig.makeApiClient(CustomObjectsApi).listClusterCustomObject({ ...resource, ...page });
   };
   const objects = new Map<string, T>();

@@ -2,7 +2,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kube
 import { VdiError } from '../../errors.js';
 import type { NodeObject } from '../../kube-objects.js';
 import type { PermittedHostDevices } from '../../kubevirt-types.js';
-import { ensureNamespace, kubevirtResources, unlessNotFound, upsert } from './kube-calls.js';
+import { ensureNamespace, httpStatusOf, kubevirtResources, unlessNotFound, upsert } from './kube-calls.js';
 
 /** Options of {@link createSimulatedNode}. @category testing */
 export interface SimulatedNodeOptions {
@@ -17,7 +17,8 @@ export const kubevirtCrRef = { namespace: 'kubevirt', name: 'kubevirt' } as cons
 
 /**
  * Creates a Node (or updates one of that name) whose status shows `allocatable` and a `Ready` condition, for
- * capacity tests: no kubelet runs, so nothing else writes or ages it.
+ * capacity tests. Nothing ages it; a running node agent points its kubelet endpoint at itself and runs the Pods
+ * bound to it.
  *
  * @example
  * ```ts
@@ -34,27 +35,34 @@ export async function createSimulatedNode(
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const { name } = options;
   const labels = { 'kubernetes.io/hostname': name, ...options.labels };
-  let node: V1Node | undefined = await unlessNotFound(core.readNode({ name }));
-  if (node === undefined) node = await core.createNode({ body: { metadata: { name, labels } } });
-  else node = await core.replaceNode({ name, body: { ...node, metadata: { ...node.metadata, labels } } });
-  const now = new Date();
-  const status = {
-    ...node.status,
-    allocatable: options.allocatable,
-    capacity: options.allocatable,
-    conditions: [
-      {
-        type: 'Ready',
-        status: 'True',
-        reason: 'KubeletReady',
-        message: 'simulated node',
-        lastHeartbeatTime: now,
-        lastTransitionTime: now,
-      },
-    ],
-  };
-  const written = await core.replaceNodeStatus({ name, body: { ...node, status } });
-  return written as unknown as NodeObject;
+  // The node agent writes addresses into every Node's status: read again when it wrote first.
+  for (;;) {
+    let node: V1Node | undefined = await unlessNotFound(core.readNode({ name }));
+    try {
+      if (node === undefined) node = await core.createNode({ body: { metadata: { name, labels } } });
+      else node = await core.replaceNode({ name, body: { ...node, metadata: { ...node.metadata, labels } } });
+      const now = new Date();
+      const status = {
+        ...node.status,
+        allocatable: options.allocatable,
+        capacity: options.allocatable,
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            message: 'simulated node',
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          },
+        ],
+      };
+      const written = await core.replaceNodeStatus({ name, body: { ...node, status } });
+      return written as unknown as NodeObject;
+    } catch (error) {
+      if (httpStatusOf(error) !== 409) throw error;
+    }
+  }
 }
 
 /**

@@ -5,7 +5,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
 import { connectLocalCluster } from '../../../src/testing/local-cluster.js';
 
-const certificates = { caPem: '', servingCertPem: '', servingKeyPem: '', frontProxyCaPem: '' };
+const certificates = {
+  caPem: '',
+  servingCertPem: '',
+  servingKeyPem: '',
+  frontProxyCaPem: '',
+  kubeletClientCertPem: '',
+};
 const folders: string[] = [];
 
 afterEach(() => {

@@ -1,0 +1,62 @@
+import type { WebSocket } from 'ws';
+
+/** The channels of the Kubernetes websocket stream protocol: each binary frame starts with one of them. */
+export const streamChannel = { stdin: 0, stdout: 1, stderr: 2, error: 3, resize: 4 } as const;
+
+/** The subprotocols served, best first: `v4` reports the end as a JSON Status, the first version as plain text. */
+export const servedStreamProtocols = ['v4.channel.k8s.io', 'channel.k8s.io'] as const;
+
+/** The served subprotocol a client asks for first, or undefined when it asks only for others. */
+export function chooseStreamProtocol(offered: Iterable<string>): string | undefined {
+  for (const protocol of offered)
+    if ((servedStreamProtocols as readonly string[]).includes(protocol)) return protocol;
+  return undefined;
+}
+
+/** How a stream ended, as the kubelet reports it on the error channel. */
+export type StreamEnd =
+  | { kind: 'success' }
+  | { kind: 'exit-code'; exitCode: number }
+  | { kind: 'internal-error'; message: string };
+
+/** The Status a kubelet sends on the error channel for `end` (`v4.channel.k8s.io`). */
+export function endStatus(end: StreamEnd): Record<string, unknown> {
+  switch (end.kind) {
+    case 'success':
+      return { metadata: {}, status: 'Success' };
+    case 'exit-code':
+      return {
+        metadata: {},
+        status: 'Failure',
+        message: `command terminated with non-zero exit code: exit status ${end.exitCode}`,
+        reason: 'NonZeroExitCode',
+        details: { causes: [{ reason: 'ExitCode', message: String(end.exitCode) }] },
+      };
+    case 'internal-error':
+      return {
+        metadata: {},
+        status: 'Failure',
+        message: `Internal error occurred: ${end.message}`,
+        reason: 'InternalError',
+        details: { causes: [{ message: end.message }] },
+        code: 500,
+      };
+  }
+}
+
+/** Sends one frame on `channel`. */
+export function sendFrame(socket: WebSocket, channel: number, data: Buffer): void {
+  socket.send(Buffer.concat([Buffer.from([channel]), data]));
+}
+
+/** Sends how the stream ended, in the negotiated protocol's form, and closes the socket. */
+export function sendEnd(socket: WebSocket, end: StreamEnd): void {
+  if (socket.protocol === 'v4.channel.k8s.io') {
+    sendFrame(socket, streamChannel.error, Buffer.from(JSON.stringify(endStatus(end))));
+  } else if (end.kind !== 'success') {
+    // The first protocol version carries only failures, as their message.
+    const status = endStatus(end);
+    sendFrame(socket, streamChannel.error, Buffer.from(String(status.message)));
+  }
+  socket.close(1000);
+}
