@@ -9,6 +9,7 @@ import type { LocalProcess, TerminalSize } from './local-process.js';
 import type { ContainerRecord, LogLine, PodSandbox } from './pod-sandbox.js';
 import {
   chooseStreamProtocol,
+  readTerminalSize,
   type StreamEnd,
   sendEnd,
   sendFrame,
@@ -117,11 +118,8 @@ function pipeStreams(
     const payload = data.subarray(1);
     if (channel === streamChannel.stdin && options.stdin) target.write(payload);
     else if (channel === streamChannel.resize) {
-      try {
-        target.resize(JSON.parse(payload.toString('utf8')) as TerminalSize);
-      } catch {
-        // A resize that is not JSON is ignored, as the kubelet logs and ignores it.
-      }
+      const size = readTerminalSize(payload);
+      if (size) target.resize(size);
     }
   });
   // The kubelet opens with an empty frame on the first stream it serves, so the client knows it is connected.

@@ -21,6 +21,8 @@ export interface LocalProcessOptions {
   env: Record<string, string>;
   /** Run under a pseudo-terminal: output arrives on `stdout` only and {@link LocalProcess.resize} applies. */
   tty: boolean;
+  /** End every process the command started once the command itself ends, as a container ends with its first process. */
+  endGroupOnExit: boolean;
 }
 
 /** Emits `output` (`'stdout' | 'stderr'`, Buffer) and, once, `exit` ({@link ProcessExit}) after all output. */
@@ -31,6 +33,7 @@ export interface LocalProcess extends EventEmitter {
   write(data: Buffer): void;
   endInput(): void;
   resize(size: TerminalSize): void;
+  /** Sends `signal` to the process and every process it started (its process group). */
   kill(signal: NodeJS.Signals): void;
 }
 
@@ -40,10 +43,14 @@ function shellQuote(word: string): string {
 }
 
 // util-linux `script` gives the command a pseudo-terminal without a native module; the wrapper first prints the
-// terminal's device so that resizes can reach it with `stty -F`.
+// terminal's device, in a control sequence that the agent takes out again, so resizes can reach it with `stty -F`.
 function ttyCommand(command: string[]): string {
-  return `printf '%s\\n' "$(tty)"; exec ${command.map(shellQuote).join(' ')}`;
+  return `printf '\\033]corral-tty;%s\\007' "$(tty)"; exec ${command.map(shellQuote).join(' ')}`;
 }
+
+// Input echoed by the terminal may come before the device name, so the name is found wherever it is.
+const ttyMarkerStart = '\u001b]corral-tty;';
+const ttyMarkerEnd = '\u0007';
 
 /**
  * Starts `command` as a local process in `cwd` with exactly `env`, its input, output and error on pipes, or under
@@ -56,8 +63,19 @@ export function startLocalProcess(command: string[], options: LocalProcessOption
     ? spawn('script', ['-qfec', ttyCommand(command), '/dev/null'], {
         cwd: options.cwd,
         env: { ...options.env, SHELL: '/bin/sh' },
+        detached: true,
       })
-    : spawn(file, args, { cwd: options.cwd, env: options.env });
+    : // Its own process group, so that ending it ends whatever it started, as a container runtime does.
+      spawn(file, args, { cwd: options.cwd, env: options.env, detached: true });
+  const signalGroup = (signal: NodeJS.Signals) => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // The whole group is gone already.
+    }
+  };
+  if (options.endGroupOnExit) child.once('exit', () => signalGroup('SIGKILL'));
   let ttyPath: string | undefined;
   let pendingSize: TerminalSize | undefined;
   let ttyPrefix = options.tty ? Buffer.alloc(0) : undefined;
@@ -79,10 +97,12 @@ export function startLocalProcess(command: string[], options: LocalProcessOption
       return;
     }
     ttyPrefix = Buffer.concat([ttyPrefix, chunk]);
-    const newline = ttyPrefix.indexOf(10);
-    if (newline < 0) return;
-    ttyPath = ttyPrefix.subarray(0, newline).toString('utf8').replace(/\r$/, '');
-    const rest = ttyPrefix.subarray(newline + 1);
+    const text = ttyPrefix.toString('latin1');
+    const start = text.indexOf(ttyMarkerStart);
+    const end = start < 0 ? -1 : text.indexOf(ttyMarkerEnd, start);
+    if (end < 0) return;
+    ttyPath = text.slice(start + ttyMarkerStart.length, end);
+    const rest = Buffer.concat([ttyPrefix.subarray(0, start), ttyPrefix.subarray(end + 1)]);
     ttyPrefix = undefined;
     if (pendingSize) applySize(pendingSize);
     if (rest.length > 0) emitter.emit('output', 'stdout', rest);
@@ -107,9 +127,7 @@ export function startLocalProcess(command: string[], options: LocalProcessOption
     resize: (size: TerminalSize) => {
       if (options.tty) applySize(size);
     },
-    kill: (signal: NodeJS.Signals) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    },
+    kill: signalGroup,
   });
   return emitter;
 }

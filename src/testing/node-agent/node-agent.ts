@@ -103,6 +103,8 @@ export async function startNodeAgent(
   const stop = async () => {
     process.removeListener('exit', killNow);
     for (const stopper of stoppers) stopper();
+    // A deletion under way waits for its grace period; stopping does not.
+    controller?.killAll();
     await Promise.all([podQueue.stop(), nodeQueue.stop()]);
     await controller?.removeAll();
     await server.close();

@@ -191,12 +191,9 @@ export function createPodController(options: PodControllerOptions): PodControlle
     }
     try {
       // As the kubelet: once the containers have ended, the Pod goes for good, but only this very Pod.
-      await core.deleteNamespacedPod({
-        namespace,
-        name,
-        gracePeriodSeconds: 0,
-        body: { preconditions: { uid } },
-      });
+      // With a body the apiserver reads no query parameters, so the grace period goes in the body too.
+      const body = { gracePeriodSeconds: 0, preconditions: { uid } };
+      await core.deleteNamespacedPod({ namespace, name, body });
       log(`${key}: deleted after its containers ended`);
     } catch (error) {
       if (httpStatusOf(error) !== 404 && httpStatusOf(error) !== 409) throw error;

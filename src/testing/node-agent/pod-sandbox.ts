@@ -140,6 +140,7 @@ export class PodSandbox {
       cwd: dir,
       env: environmentOf(pod, container.spec, dir, podIp, tty),
       tty,
+      endGroupOnExit: false,
     });
     this.execs.add(started);
     void started.exited.then(() => this.execs.delete(started));
@@ -197,6 +198,7 @@ export class PodSandbox {
       cwd: dir,
       env: environmentOf(pod, record.spec, dir, podIp, tty),
       tty,
+      endGroupOnExit: true,
     });
     record.process = main;
     record.state = { kind: 'running', startedAt: started };

@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import type { TerminalSize } from './local-process.js';
 
 /** The channels of the Kubernetes websocket stream protocol: each binary frame starts with one of them. */
 export const streamChannel = { stdin: 0, stdout: 1, stderr: 2, error: 3, resize: 4 } as const;
@@ -59,4 +60,20 @@ export function sendEnd(socket: WebSocket, end: StreamEnd): void {
     sendFrame(socket, streamChannel.error, Buffer.from(String(status.message)));
   }
   socket.close(1000);
+}
+
+/** Reads a resize frame; field names in any case, as Go's JSON decoding accepts (client-node sends `width`). */
+export function readTerminalSize(payload: Buffer): TerminalSize | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const fields = new Map(Object.entries(parsed).map(([key, value]) => [key.toLowerCase(), value]));
+  const width = fields.get('width');
+  const height = fields.get('height');
+  if (typeof width !== 'number' || typeof height !== 'number' || width < 1 || height < 1) return undefined;
+  return { Width: width, Height: height };
 }
