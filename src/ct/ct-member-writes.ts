@@ -9,6 +9,8 @@ import { buildCtHomeClaim, buildCtPod, buildCtService } from './ct-member-object
 import type { StoredCtPool } from './ct-pool-store.js';
 
 const goneInterval = 100;
+// a member Pod is deleted only to be made again or removed: its container has nothing to save beyond the home volume
+const deleteGraceSeconds = 1;
 
 /** Where a member's objects are written: its namespace, its pool as stored, and its name. */
 export interface CtMemberTarget {
@@ -102,7 +104,7 @@ export async function deletePodAndWait(
   const { namespace, member, uid } = ref;
   const pod = await ctx.cluster.getPod(namespace, member);
   if (pod && !pod.metadata.deletionTimestamp && (uid === undefined || pod.metadata.uid === uid)) {
-    await ctx.cluster.deletePod(namespace, member, { uid: pod.metadata.uid ?? '' });
+    await ctx.cluster.deletePod(namespace, member, { uid: pod.metadata.uid ?? '' }, deleteGraceSeconds);
   }
   const started = ctx.clock.now().getTime();
   while (await ctx.cluster.getPod(namespace, member)) {
@@ -134,7 +136,8 @@ export async function deleteMemberObjects(
     ctx.cluster.getService(namespace, member),
     ctx.cluster.listPvcs(namespace, memberSelector(member)),
   ]);
-  if (pod) await ctx.cluster.deletePod(namespace, member, { uid: pod.metadata.uid ?? '' });
+  if (pod)
+    await ctx.cluster.deletePod(namespace, member, { uid: pod.metadata.uid ?? '' }, deleteGraceSeconds);
   if (service?.metadata.labels?.[kindLabel] === 'ct') {
     await ctx.cluster.deleteService(namespace, member, { uid: service.metadata.uid ?? '' });
   }

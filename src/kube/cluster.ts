@@ -433,10 +433,22 @@ export class KubeCluster {
     )) as PodObject;
   }
 
-  /** Deletes a Pod only while it is the one read (`uid`). Gone already → `false`. */
-  async deletePod(namespace: string, name: string, preconditions: DeletePreconditions): Promise<boolean> {
+  /**
+   * Deletes a Pod only while it is the one read (`uid`), giving its containers `gracePeriodSeconds` to end (the
+   * Pod's own setting when absent). Gone already → `false`.
+   */
+  async deletePod(
+    namespace: string,
+    name: string,
+    preconditions: DeletePreconditions,
+    gracePeriodSeconds?: number,
+  ): Promise<boolean> {
     const deleted = await this.getOrUndefined('delete', `delete Pod ${namespace}/${name}`, () =>
-      this.core.deleteNamespacedPod({ namespace, name, body: { preconditions } }),
+      this.core.deleteNamespacedPod({
+        namespace,
+        name,
+        body: { preconditions, ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }) },
+      }),
     );
     return deleted !== undefined;
   }

@@ -1,4 +1,4 @@
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { MemoryAuditSink } from '../../../src/audit.js';
 import { planConnect } from '../../../src/connect-planner/plan-connect.js';
@@ -8,6 +8,7 @@ import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { PodObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
 
@@ -20,10 +21,9 @@ async function setUp(prefix: string, kube?: KubeCluster) {
   const namespace = await createTestNamespace(cluster(), prefix);
   const clock = createTestClock();
   const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
-  const core = cluster().kubeConfig.makeApiClient(CoreV1Api);
   const ctx: VdiContext = kube ? { ...vdi.context, cluster: kube, backends: {} } : vdi.context;
   if (kube) ctx.backends.ct = createCtBackend(ctx);
-  return { namespace, clock, vdi, core, ctx, kube: vdi.context.cluster };
+  return { namespace, clock, vdi, ctx, kube: vdi.context.cluster };
 }
 
 async function caught(promise: Promise<unknown>): Promise<VdiError> {
@@ -42,21 +42,19 @@ async function podsOf(kube: KubeCluster, namespace: string): Promise<PodObject[]
   );
 }
 
-// the node agent's part: report a member's container as running and Ready
-async function markReady(core: CoreV1Api, namespace: string, name: string): Promise<void> {
-  const pod = await core.readNamespacedPod({ namespace, name });
-  pod.status = {
-    phase: 'Running',
-    podIP: '10.244.0.9',
-    conditions: [{ type: 'Ready', status: 'True' }],
-  };
-  await core.replaceNamespacedPodStatus({ namespace, name, body: pod });
+// the node agent runs each Pod as a local process and reports it Ready
+async function waitReady(kube: KubeCluster, namespace: string, name: string): Promise<PodObject | undefined> {
+  return await waitFor(() => kube.getPod(namespace, name), {
+    describe: `Pod ${namespace}/${name} to be Ready`,
+    until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+  });
 }
 
-async function markFinished(core: CoreV1Api, namespace: string, name: string): Promise<void> {
-  const pod = await core.readNamespacedPod({ namespace, name });
-  pod.status = { phase: 'Failed' };
-  await core.replaceNamespacedPodStatus({ namespace, name, body: pod });
+async function waitMembers(kube: KubeCluster, namespace: string, names: string[]): Promise<void> {
+  await waitFor(async () => (await podsOf(kube, namespace)).map((pod) => pod.metadata.name), {
+    describe: `the member Pods of ${namespace} to be ${names.join(', ') || 'none'}`,
+    until: (found) => JSON.stringify(found) === JSON.stringify(names),
+  });
 }
 
 describe('container pools', () => {
@@ -155,14 +153,14 @@ describe('container pools', () => {
 
     expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ created: [], completed: [] });
     const view = await vdi.getCtPool({ name: 'devbox' });
-    expect(view.members.map((member) => [member.member, member.phase, member.owner])).toEqual([
-      ['devbox-1', 'Pending', undefined],
-      ['devbox-2', 'Pending', undefined],
+    expect(view.members.map((member) => [member.member, member.owner])).toEqual([
+      ['devbox-1', undefined],
+      ['devbox-2', undefined],
     ]);
     expect((await vdi.listCtPools()).map((pool) => pool.id)).toEqual([`ct/${namespace}/devbox`]);
 
     expect(await vdi.deleteCtPool({ name: 'devbox' })).toMatchObject({ deleted: ['devbox-1', 'devbox-2'] });
-    expect(await podsOf(kube, namespace)).toEqual([]);
+    await waitMembers(kube, namespace, []);
     expect(await kube.listServices(namespace, 'corral.dev/vdi-pool=devbox')).toEqual([]);
     expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
     expect((await caught(vdi.getCtPool({ name: 'devbox' }))).code).toBe('POOL_NOT_FOUND');
@@ -195,10 +193,10 @@ describe('container pools', () => {
   });
 
   it('claims by kind, presents the claim on the Pod, and a release brings up a new Pod with a wiped home', async () => {
-    const { namespace, vdi, kube, core } = await setUp('ct-claim');
+    const { namespace, vdi, kube } = await setUp('ct-claim');
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, home: { size: '1Gi' } } });
     await vdi.reconcileCtPool({ name: 'devbox' });
-    await markReady(core, namespace, 'devbox-1');
+    await waitReady(kube, namespace, 'devbox-1');
 
     const claimed = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
     expect(claimed).toMatchObject({
@@ -261,35 +259,38 @@ describe('container pools', () => {
   });
 
   it('shrinks by free members only, taking each Lease first, and never touches a held member', async () => {
-    const { namespace, vdi, kube, core } = await setUp('ct-shrink');
+    const { namespace, vdi, kube } = await setUp('ct-shrink');
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 3 } });
     await vdi.reconcileCtPool({ name: 'devbox' });
     await vdi.assign({ pool: 'devbox', identity: alice, kind: 'ct' });
     const held = await kube.getPod(namespace, 'devbox-1');
-    await markFinished(core, namespace, 'devbox-1');
 
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
     const pass = await vdi.reconcileCtPool({ name: 'devbox' });
     expect(pass).toMatchObject({ removed: ['devbox-2', 'devbox-3'], held: ['devbox-1'], replaced: [] });
-    const pods = await podsOf(kube, namespace);
-    expect(pods.map((pod) => [pod.metadata.name, pod.metadata.uid])).toEqual([
-      ['devbox-1', held?.metadata.uid],
-    ]);
+    await waitMembers(kube, namespace, ['devbox-1']);
+    expect((await kube.getPod(namespace, 'devbox-1'))?.metadata.uid).toBe(held?.metadata.uid);
     expect((await kube.listLeases(namespace)).map((lease) => lease.spec.holderIdentity)).toEqual([alice]);
 
     expect((await caught(vdi.deleteCtPool({ name: 'devbox' }))).code).toBe('POOL_IN_USE');
     expect(await podsOf(kube, namespace)).toHaveLength(1);
     expect(await vdi.deleteCtPool({ name: 'devbox', force: true })).toMatchObject({ forced: true });
-    expect(await podsOf(kube, namespace)).toEqual([]);
+    await waitMembers(kube, namespace, []);
     expect(await kube.listLeases(namespace)).toEqual([]);
   });
 
   it('replaces a free member whose container ended with a new Pod from the image', async () => {
-    const { namespace, vdi, kube, core } = await setUp('ct-replace');
-    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
+    const { namespace, vdi, kube } = await setUp('ct-replace');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, command: ['sh', '-c', 'exit 3'] } });
     await vdi.reconcileCtPool({ name: 'devbox' });
-    const before = await kube.getPod(namespace, 'devbox-1');
-    await markFinished(core, namespace, 'devbox-1');
+    const before = await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+      describe: 'the container of devbox-1 to end',
+      until: (pod) => pod?.status?.phase === 'Failed',
+    });
+    const stopped = await caught(
+      createCtBackend(vdi.context).gatherConnectFacts({ namespace, member: 'devbox-1' }),
+    );
+    expect([stopped.code, stopped.message]).toEqual(['DESKTOP_STOPPED', expect.stringMatching(/Failed/)]);
     expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: ['devbox-1'] });
     const after = await kube.getPod(namespace, 'devbox-1');
     expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
@@ -309,14 +310,13 @@ describe('container pools', () => {
   });
 
   it('offers the terminal of a Ready member, and refuses stop and USB with what to do instead', async () => {
-    const { namespace, vdi, core } = await setUp('ct-backend');
+    const { namespace, vdi, kube } = await setUp('ct-backend');
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
     await vdi.reconcileCtPool({ name: 'devbox' });
     const cts = vdi.context.backends.ct;
     if (!cts) throw new Error('the SDK registers a ct backend');
     const ref = { namespace, member: 'devbox-1' };
-    expect((await caught(cts.gatherConnectFacts(ref))).code).toBe('DESKTOP_STOPPED');
-    await markReady(core, namespace, 'devbox-1');
+    await waitReady(kube, namespace, 'devbox-1');
     const facts = await cts.gatherConnectFacts(ref);
     expect(facts).toEqual({ kind: 'ct', namespace, pod: 'devbox-1' });
     const plan = planConnect(facts);
@@ -339,5 +339,38 @@ describe('container pools', () => {
     expect(notHolder.code).toBe('NOT_HOLDER');
     const vm = await caught(vdi.openTerminal(`vm/${namespace}/devbox-1`, { identity: alice }));
     expect(vm.code).toBe('UNSUPPORTED_BACKEND');
+  });
+
+  it('opens a shell in the claimed member through pods/exec: it runs commands, resizes and ends with the exit code', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-terminal');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, shell: '/bin/sh' } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    await waitReady(kube, namespace, 'devbox-1');
+
+    const claimedAt = performance.now();
+    const desktop = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
+    const terminal = await vdi.openTerminal(desktop.id, { identity: alice, columns: 100, rows: 30 });
+    let output = '';
+    terminal.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    terminal.write('echo "host=$HOSTNAME"\n');
+    await waitFor(() => output.includes('host=devbox-1'), {
+      describe: `the shell to print its host name (saw ${JSON.stringify(output)})`,
+    });
+    const readyMs = performance.now() - claimedAt;
+    terminal.resize({ columns: 132, rows: 43 });
+    terminal.write('stty size\n');
+    await waitFor(() => output.includes('43 132'), { describe: 'the shell to see the new size' });
+    terminal.write('exit 7\n');
+    expect(await terminal.exitCode).toBe(7);
+
+    const releasedAt = performance.now();
+    await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });
+    await waitReady(kube, namespace, 'devbox-1');
+    const replacementMs = performance.now() - releasedAt;
+    console.info(
+      `claim to a ready terminal: ${Math.round(readyMs)} ms; release to a ready replacement: ${Math.round(replacementMs)} ms`,
+    );
   });
 });
