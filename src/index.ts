@@ -165,7 +165,16 @@ export type { DeletePreconditions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type { TerminalStream } from './kube/pod-exec.js';
 export type { RetryOptions } from './kube/retry.js';
-export type { LeaseObject, NodeObject, ObjectMeta } from './kube-objects.js';
+export type {
+  ConfigMapObject,
+  ContainerObject,
+  LeaseObject,
+  NodeObject,
+  ObjectMeta,
+  PersistentVolumeClaimObject,
+  PodObject,
+  ServiceObject,
+} from './kube-objects.js';
 export type {
   PermittedHostDevice,
   PermittedHostDevices,
