@@ -360,8 +360,15 @@ describe('container pools', () => {
     });
     const readyMs = performance.now() - claimedAt;
     terminal.resize({ columns: 132, rows: 43 });
-    terminal.write('stty size\n');
-    await waitFor(() => output.includes('43 132'), { describe: 'the shell to see the new size' });
+    // the resize reaches the terminal on its own channel, so ask again until the shell sees it
+    await waitFor(
+      () => {
+        if (output.includes('43 132')) return true;
+        terminal.write('stty size\n');
+        return false;
+      },
+      { describe: `the shell to see the new size (saw ${JSON.stringify(output.slice(-200))})` },
+    );
     terminal.write('exit 7\n');
     expect(await terminal.exitCode).toBe(7);
 
