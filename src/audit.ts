@@ -13,7 +13,10 @@ export type AuditAction =
   | 'vdi pool create'
   | 'vdi pool resize'
   | 'vdi pool delete'
-  | 'vdi pool force-delete';
+  | 'vdi pool force-delete'
+  | 'vdi ct-pool apply'
+  | 'vdi ct-pool delete'
+  | 'vdi ct-pool force-delete';
 
 /** One audit record: who did what to which desktop or pool, and how it ended. @category audit */
 export interface AuditRecord {

@@ -97,6 +97,33 @@ export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
 export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
 export type { VdiContext } from './context.js';
 export { backendFor } from './context.js';
+export { toCtAdmissionInput } from './ct/ct-admission.js';
+export { createCtBackend } from './ct/ct-backend.js';
+export { kindLabel, specConfigMapName } from './ct/ct-keys.js';
+export { toCtMemberFacts } from './ct/ct-member-facts.js';
+export type {
+  ApplyCtPoolOptions,
+  ApplyCtPoolResult,
+  CtPoolMemberView,
+  CtPoolView,
+  DeleteCtPoolOptions,
+  DeleteCtPoolResult,
+} from './ct/ct-pool-service.js';
+export { applyCtPool, deleteCtPool, getCtPool, listCtPools } from './ct/ct-pool-service.js';
+export type { CtHomeVolume, CtPoolSpec, HomeOnRelease } from './ct/ct-pool-spec.js';
+export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from './ct/ct-pool-spec.js';
+export type { OpenTerminalOptions } from './ct/open-terminal.js';
+export { openTerminal } from './ct/open-terminal.js';
+export type {
+  CtMemberRead,
+  CtPoolDeletePlan,
+  CtReconcileInput,
+  CtReconcilePlan,
+  CtReconcileStep,
+} from './ct/plan-ct-reconcile.js';
+export { planCtPoolDelete, planCtReconcile } from './ct/plan-ct-reconcile.js';
+export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct/reconcile-ct-pool.js';
+export { reconcileCtPool } from './ct/reconcile-ct-pool.js';
 export type {
   ClaimToPresent,
   DesktopBackend,
@@ -136,8 +163,18 @@ export {
 } from './keys.js';
 export type { DeletePreconditions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
+export type { TerminalStream } from './kube/pod-exec.js';
 export type { RetryOptions } from './kube/retry.js';
-export type { LeaseObject, NodeObject, ObjectMeta } from './kube-objects.js';
+export type {
+  ConfigMapObject,
+  ContainerObject,
+  LeaseObject,
+  NodeObject,
+  ObjectMeta,
+  PersistentVolumeClaimObject,
+  PodObject,
+  ServiceObject,
+} from './kube-objects.js';
 export type {
   PermittedHostDevice,
   PermittedHostDevices,

@@ -9,8 +9,27 @@ import { type ClaimsService, createClaimsService } from './claims/claims-service
 import type { Clock } from './clock.js';
 import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
+import { createCtBackend } from './ct/ct-backend.js';
+import {
+  type ApplyCtPoolOptions,
+  type ApplyCtPoolResult,
+  applyCtPool,
+  type CtPoolView,
+  type DeleteCtPoolOptions,
+  type DeleteCtPoolResult,
+  deleteCtPool,
+  getCtPool,
+  listCtPools,
+} from './ct/ct-pool-service.js';
+import { type OpenTerminalOptions, openTerminal } from './ct/open-terminal.js';
+import {
+  type ReconcileCtPoolOptions,
+  type ReconcileCtPoolResult,
+  reconcileCtPool,
+} from './ct/reconcile-ct-pool.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
+import type { TerminalStream } from './kube/pod-exec.js';
 import type { RetryOptions } from './kube/retry.js';
 import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
 import {
@@ -79,6 +98,18 @@ export interface Vdi extends ClaimsService {
   resizePool(options: ResizePoolOptions): Promise<ResizePoolResult>;
   /** Deletes a pool; see {@link deletePool}. */
   deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
+  /** Creates a container pool or replaces its spec; see {@link applyCtPool}. */
+  applyCtPool(options: ApplyCtPoolOptions): Promise<ApplyCtPoolResult>;
+  /** One container pool with its members; see {@link getCtPool}. */
+  getCtPool(options: { name: string; namespace?: string }): Promise<CtPoolView>;
+  /** The container pools of a namespace; see {@link listCtPools}. */
+  listCtPools(options?: { namespace?: string }): Promise<CtPoolView[]>;
+  /** Deletes a container pool and its members; see {@link deleteCtPool}. */
+  deleteCtPool(options: DeleteCtPoolOptions): Promise<DeleteCtPoolResult>;
+  /** One reconcile pass of a container pool; see {@link reconcileCtPool}. */
+  reconcileCtPool(options: ReconcileCtPoolOptions): Promise<ReconcileCtPoolResult>;
+  /** Opens a shell in a container desktop as a duplex stream; see {@link openTerminal}. */
+  openTerminal(desktopId: string, options: OpenTerminalOptions): Promise<TerminalStream>;
   /** Answers "can I make (or grow to) N members from this golden VM?"; see {@link planCapacity}. */
   planCapacity(options: PlanCapacityOptions): Promise<AdmissionPlan>;
   /** Picks the console for a claimed desktop; see {@link connect}. */
@@ -143,6 +174,7 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     backends: {},
   };
   context.backends.vm = createVmBackend(context);
+  context.backends.ct = createCtBackend(context);
   return {
     ...createClaimsService(context),
     createPool: (pool) => createPool(context, pool),
@@ -151,6 +183,12 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     getPool: (pool) => getPool(context, pool),
     resizePool: (resize) => resizePool(context, resize),
     deletePool: (pool) => deletePool(context, pool),
+    applyCtPool: (pool) => applyCtPool(context, pool),
+    getCtPool: (pool) => getCtPool(context, pool),
+    listCtPools: (list) => listCtPools(context, list),
+    deleteCtPool: (pool) => deleteCtPool(context, pool),
+    reconcileCtPool: (pool) => reconcileCtPool(context, pool),
+    openTerminal: (desktopId, terminal) => openTerminal(context, desktopId, terminal),
     planCapacity: (plan) => planCapacity(context, plan),
     connect: (target) => connect(context, target),
     redirectUsb: (redirect) => redirectUsb(context, redirect),

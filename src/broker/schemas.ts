@@ -25,7 +25,7 @@ export const poolSchema = z
     id: z
       .string()
       .meta({ description: 'The pool ID, `vm/<namespace>/<pool>`.', examples: ['vm/corral-vms/devpool'] }),
-    kind: z.literal('vm'),
+    kind: z.enum(['vm', 'ct']),
     namespace: z.string(),
     name: z.string(),
     members: z.int().min(0),
@@ -49,7 +49,7 @@ export const desktopSchema = z
       description: 'The desktop ID, `vm/<namespace>/<member>`; it stays the same across claims.',
       examples: ['vm/corral-vms/devpool-1'],
     }),
-    kind: z.literal('vm'),
+    kind: z.enum(['vm', 'ct']),
     namespace: z.string(),
     member: z.string(),
     pool: z.string(),

@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
+import {
+  type DesktopBackend,
+  type DesktopKind,
+  defaultDesktopKind,
+  type MemberFacts,
+} from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { claimingAnnotation } from '../keys.js';
@@ -37,6 +42,8 @@ export interface ClaimOptions {
   identity: string;
   /** Defaults to the SDK's namespace. Only this namespace is read and written. */
   namespace?: string;
+  /** The pool's kind. @defaultValue `'vm'` */
+  kind?: DesktopKind;
 }
 
 /** What a claim returns: the desktop, and how the claim came about. @category claims */
@@ -57,6 +64,7 @@ const claimSchema = z.object({
   pool: poolNameSchema,
   identity: identitySchema,
   namespace: namespaceSchema.optional(),
+  kind: z.enum(['vm', 'ct']).optional(),
 });
 
 /**
@@ -72,9 +80,9 @@ export async function claimDesktop(
   options: ClaimOptions,
   how: { actor: string | undefined; order: ClaimOrder },
 ): Promise<ClaimResult> {
-  const { pool, identity, namespace: asked } = parseOptions(claimSchema, options, 'claim');
+  const { pool, identity, namespace: asked, kind } = parseOptions(claimSchema, options, 'claim');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
-  const backend = backendFor(ctx, defaultDesktopKind);
+  const backend = backendFor(ctx, kind ?? defaultDesktopKind);
   const user = how.actor ?? identity;
   try {
     const result = await claimMember(ctx, backend, {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
+import type { DesktopKind } from '../desktop-backend.js';
 import { parseOptions, validateNamespace } from '../validate.js';
 import { type ClaimOptions, type ClaimResult, claimDesktop } from './claim-desktop.js';
 import type { DesktopView } from './desktop-view.js';
@@ -68,7 +69,7 @@ export interface ClaimsService {
    */
   renew(options: MemberOptions): Promise<DesktopView>;
   /** One desktop. @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`. */
-  getDesktop(options: { member: string; namespace?: string }): Promise<DesktopView>;
+  getDesktop(options: { member: string; namespace?: string; kind?: DesktopKind }): Promise<DesktopView>;
   /**
    * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
    * `identity` when given; with `all`, every pool member. An expired claim is nobody's desktop, as for a claim.
@@ -85,10 +86,12 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
       namespace: asked,
       asAdmin,
       expectedSessionId,
+      kind,
     } = parseOptions(releaseSchema, options, call);
     return await releaseMember(ctx, {
       namespace: validateNamespace(asked ?? ctx.defaultNamespace),
       member,
+      ...(kind === undefined ? {} : { kind }),
       actor: identity,
       asAdmin: asAdmin ?? false,
       ...(expectedSessionId === undefined ? {} : { expectedSessionId }),

@@ -1,6 +1,6 @@
 import type { MemberFacts } from '../desktop-backend.js';
-import { VdiError } from '../errors.js';
 import { formatTime, normalizeTime } from '../format-time.js';
+import type { DesktopKind } from '../ids.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, removalHolder, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -19,13 +19,13 @@ import {
  * @category claims
  */
 export interface DesktopView {
-  /** `vm/<namespace>/<member>`; stays the same across claims. */
+  /** `<kind>/<namespace>/<member>`; stays the same across claims. */
   id: string;
-  kind: 'vm';
+  kind: DesktopKind;
   namespace: string;
   member: string;
   pool: string;
-  /** `vm/<namespace>/<pool>`. */
+  /** `<kind>/<namespace>/<pool>`. */
   poolId: string;
   /**
    * The exact identity the claim names: its Lease's holder (also once it expired; see `expiresAt`), a v0.6.0
@@ -41,8 +41,9 @@ export interface DesktopView {
   /** A v0.6.0 assignment that has no Lease yet. */
   legacy: boolean;
   /**
-   * KubeVirt's `printableStatus`, such as `Running` or `Stopped`; `Resetting` while the member is gone or being
-   * deleted under its claim (see {@link describeResetting}).
+   * The backend's word for the state: KubeVirt's `printableStatus` (`Running`, `Stopped`) for a VM; for a
+   * container the Pod's phase, its container's waiting reason, `NotReady` or `Terminating`. `Resetting` while the
+   * member is gone or being deleted under its claim (see {@link describeResetting}).
    */
   phase: string;
   running: boolean;
@@ -55,20 +56,10 @@ export type DesktopMarks = ClaimMarks & Pick<MemberFacts, 'kind' | 'namespace' |
 /**
  * Builds the view of a member from its backend's facts and (when claimed) its Lease.
  *
- * @throws {@link VdiError} `UNSUPPORTED_BACKEND` for a member of a kind the views do not show yet (only `vm`).
  * @category claims
  */
 export function describeDesktop(facts: DesktopMarks, lease: LeaseObject | undefined): DesktopView {
   const { kind, namespace, member, pool, phase } = facts;
-  if (kind !== 'vm') {
-    throw new VdiError(
-      'UNSUPPORTED_BACKEND',
-      `Desktop ${formatDesktopId({ kind, namespace, member })} is a ${kind} desktop; only VM desktops are shown.`,
-      {
-        details: { kind, namespace, member },
-      },
-    );
-  }
   const leaseless = lease === undefined ? classifyLeaselessMember(facts) : undefined;
   const expiresAt = lease && leaseExpiresAt(lease);
   const owner = lease ? lease.spec.holderIdentity : leaseless && claimHolder(leaseless);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind } from '../desktop-backend.js';
+import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../desktop-backend.js';
 import { leaseMemberLabel, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
@@ -35,7 +35,11 @@ const listSchema = z.object({
   pool: poolNameSchema.optional(),
 });
 
-const getSchema = z.object({ member: memberNameSchema, namespace: namespaceSchema.optional() });
+const getSchema = z.object({
+  member: memberNameSchema,
+  namespace: namespaceSchema.optional(),
+  kind: z.enum(['vm', 'ct']).optional(),
+});
 
 /**
  * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
@@ -101,13 +105,13 @@ function memberOfLease(lease: LeaseObject): string | undefined {
  */
 export async function getDesktop(
   ctx: VdiContext,
-  options: { member: string; namespace?: string },
+  options: { member: string; namespace?: string; kind?: DesktopKind },
 ): Promise<DesktopView> {
-  const { member, namespace: asked } = parseOptions(getSchema, options, 'getDesktop');
+  const { member, namespace: asked, kind } = parseOptions(getSchema, options, 'getDesktop');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
   const { marks, lease } = await readDesktopMarks(
     ctx,
-    backendFor(ctx, defaultDesktopKind),
+    backendFor(ctx, kind ?? defaultDesktopKind),
     namespace,
     member,
   );

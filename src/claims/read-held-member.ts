@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import { type AccessDecision, type AccessRequest, canStart, refusalError } from '../access.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
+import {
+  type DesktopBackend,
+  type DesktopKind,
+  defaultDesktopKind,
+  type MemberFacts,
+} from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -27,6 +32,8 @@ export interface MemberOptions {
   namespace?: string;
   /** Act as an administrator: on any holder's desktop (a release is then recorded as a force-release). */
   asAdmin?: boolean;
+  /** The member's kind. @defaultValue `'vm'` */
+  kind?: DesktopKind;
 }
 
 /** The options of a call on one member, checked; shared by release, start and renew. */
@@ -35,6 +42,7 @@ export const memberSchema = z.object({
   identity: identitySchema,
   namespace: namespaceSchema.optional(),
   asAdmin: z.boolean().optional(),
+  kind: z.enum(['vm', 'ct']).optional(),
 });
 
 /** A member the caller may use, with its facts and Lease as just read. */
@@ -56,9 +64,9 @@ export async function readHeldMember(
   options: MemberOptions,
   call: string,
 ): Promise<HeldMember> {
-  const { member, identity, namespace: asked, asAdmin } = parseOptions(memberSchema, options, call);
+  const { member, identity, namespace: asked, asAdmin, kind } = parseOptions(memberSchema, options, call);
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
-  const backend = backendFor(ctx, defaultDesktopKind);
+  const backend = backendFor(ctx, kind ?? defaultDesktopKind);
   const { facts, lease } = await readMemberAs(ctx, backend, {
     namespace,
     member,
@@ -94,6 +102,8 @@ export interface ReadDesktopAsOptions {
   isAdmin: boolean;
   /** The access rule of what the caller is about to do, such as {@link canInspect}. */
   decide(request: AccessRequest): AccessDecision;
+  /** The member's kind. @defaultValue `'vm'` */
+  kind?: DesktopKind;
 }
 
 /**
@@ -105,7 +115,11 @@ export async function readDesktopAs(
   ctx: VdiContext,
   options: ReadDesktopAsOptions,
 ): Promise<{ view: DesktopView; lease: LeaseObject | undefined }> {
-  const { marks, lease } = await readMemberAs(ctx, backendFor(ctx, defaultDesktopKind), options);
+  const { marks, lease } = await readMemberAs(
+    ctx,
+    backendFor(ctx, options.kind ?? defaultDesktopKind),
+    options,
+  );
   return { view: describeDesktop(marks, lease), lease };
 }
 

@@ -1,6 +1,11 @@
 import { type AuditAction, recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind, type ResetHow } from '../desktop-backend.js';
+import {
+  type DesktopBackend,
+  type DesktopKind,
+  defaultDesktopKind,
+  type ResetHow,
+} from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { sessionIdAnnotation } from '../keys.js';
@@ -38,6 +43,8 @@ export interface ReleaseMemberOptions {
   auditAction?: AuditAction;
   /** Release only the claim with this session ID; a newer claim of the member is `CLAIM_CHANGED`. */
   expectedSessionId?: string;
+  /** The member's kind. @defaultValue `'vm'` */
+  kind?: DesktopKind;
 }
 
 /**
@@ -56,7 +63,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   const namespace = validateNamespace(options.namespace);
   validateMemberName(member);
   validateIdentity(actor);
-  const backend = backendFor(ctx, defaultDesktopKind);
+  const backend = backendFor(ctx, options.kind ?? defaultDesktopKind);
   const { plan, lease } = await takeClaim(ctx, backend, { ...options, namespace });
 
   const { holder, force } = plan;

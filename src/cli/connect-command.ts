@@ -105,7 +105,7 @@ const command: CommandSpec = {
     ...clusterOptions,
     open: {
       type: 'boolean',
-      help: 'Also open the chosen console: xfreerdp for RDP, virtctl vnc, virtctl console.',
+      help: 'Also open the chosen console: xfreerdp for RDP, virtctl vnc, virtctl console, or a shell in a CT member.',
     },
     user: {
       type: 'string',
@@ -129,6 +129,7 @@ const command: CommandSpec = {
   examples: [
     '$ corral-vdi connect devpool-1',
     '$ corral-vdi connect devpool-1 --user alice --open',
+    '$ corral-vdi connect devbox-1 --kind ct --open',
     '$ corral-vdi connect devpool-1 --broker https://corral.example.ts.net',
   ],
   async run(input) {
@@ -151,6 +152,8 @@ const command: CommandSpec = {
     printConnectResult(input.terminal, result);
     const launch = result.launches[0];
     if (!booleanFlag(input, 'open') || launch === undefined) return 0;
+    // the broker's own terminal is a websocket for the browser; the CLI attaches through the apiserver itself
+    if (kind === 'ct' && broker === undefined) return await attachTerminal(input, result.desktopId, user);
     input.terminal.note(`opening ${protocolLabels[launch.protocol]}: ${launch.argv.join(' ')}`);
     const exit = await runLaunchPlan(launch);
     return exit.exitCode;
@@ -159,22 +162,47 @@ const command: CommandSpec = {
 
 async function connectDirectly(
   input: CommandInput,
-  kind: string,
+  kind: 'vm' | 'ct',
   user: string | undefined,
 ): Promise<ConnectResult> {
-  if (kind === 'ct') {
-    throw new VdiError(
-      'UNSUPPORTED_BACKEND',
-      'This version of corral-vdi connects to KubeVirt VM members only; a CT member offers its terminal through the broker that serves its pool.',
-    );
-  }
   const session = await input.cluster();
   return await connect(session.vdi.context, {
     member: input.args.member ?? '',
     identity: user ?? session.actor,
     namespace: session.namespace,
     asAdmin: user === undefined,
+    kind,
   });
+}
+
+/** Attaches this terminal to a shell in a container desktop, as `kubectl exec -it` does; resolves with its exit code. */
+async function attachTerminal(
+  input: CommandInput,
+  desktopId: string,
+  user: string | undefined,
+): Promise<number> {
+  const session = await input.cluster();
+  const { stdin, stdout } = process;
+  const shell = await session.vdi.openTerminal(desktopId, {
+    identity: user ?? session.actor,
+    asAdmin: user === undefined,
+    // a terminal that reports no size (0 × 0) keeps the default one
+    ...(stdout.columns > 0 && stdout.rows > 0 ? { columns: stdout.columns, rows: stdout.rows } : {}),
+  });
+  const onResize = () => shell.resize({ columns: stdout.columns, rows: stdout.rows });
+  const raw = stdin.isTTY;
+  if (raw) stdin.setRawMode(true);
+  stdout.on('resize', onResize);
+  stdin.pipe(shell);
+  shell.pipe(stdout, { end: false });
+  try {
+    return await shell.exitCode;
+  } finally {
+    stdin.unpipe(shell);
+    stdin.pause();
+    stdout.off('resize', onResize);
+    if (raw) stdin.setRawMode(false);
+  }
 }
 
 /** `connect`. */

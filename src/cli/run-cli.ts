@@ -4,6 +4,7 @@ import type { ClusterSession } from './cluster-session.js';
 import { parseCommandLine } from './command-line.js';
 import type { CommandInput, CommandSpec } from './command-spec.js';
 import { connectCommands } from './connect-command.js';
+import { ctPoolCommands } from './ct-pool-commands.js';
 import { desktopCommands } from './desktop-commands.js';
 import { devClusterCommands } from './dev-cluster-commands.js';
 import { cliHintFor } from './error-hints.js';
@@ -16,6 +17,7 @@ import { usbCommands } from './usb-commands.js';
 /** Every command, in the order help lists them. */
 export const cliCommands: readonly CommandSpec[] = [
   ...poolCommands,
+  ...ctPoolCommands,
   ...desktopCommands,
   ...connectCommands,
   ...usbCommands,

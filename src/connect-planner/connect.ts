@@ -1,7 +1,12 @@
 import { classifyPoolMember } from '../claims/classify-member.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { type DesktopBackend, defaultDesktopKind, type MemberFacts } from '../desktop-backend.js';
+import {
+  type DesktopBackend,
+  type DesktopKind,
+  defaultDesktopKind,
+  type MemberFacts,
+} from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { checkDesktopAccess, type DesktopAccess } from './check-desktop-access.js';
@@ -22,6 +27,8 @@ export interface ConnectOptions {
   probeTimeoutMs?: number;
   /** Cancels the probe. */
   signal?: AbortSignal;
+  /** The member's kind. @defaultValue `'vm'` */
+  kind?: DesktopKind;
 }
 
 /** The answer of {@link connect}. @category connect */
@@ -67,13 +74,20 @@ export interface UsableDesktop {
  */
 export async function readUsableDesktop(
   ctx: VdiContext,
-  options: { member: string; identity: string; namespace?: string; asAdmin?: boolean; action: string },
+  options: {
+    member: string;
+    identity: string;
+    namespace?: string;
+    asAdmin?: boolean;
+    kind?: DesktopKind;
+    action: string;
+  },
 ): Promise<UsableDesktop> {
   const { member, identity, action } = options;
   validateMemberName(member);
   validateIdentity(identity);
   const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
-  const backend = backendFor(ctx, defaultDesktopKind);
+  const backend = backendFor(ctx, options.kind ?? defaultDesktopKind);
   const [facts, lease] = await Promise.all([
     backend.readMember({ namespace, member }),
     ctx.cluster.getLease(namespace, leaseNameFor(member)),

@@ -60,6 +60,18 @@ export type {
   VmConnectFacts,
 } from '../connect-planner/plan-connect.js';
 export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
+export { toCtAdmissionInput } from '../ct/ct-admission.js';
+export { phaseOfPod, powerOfPod, toCtMemberFacts } from '../ct/ct-member-facts.js';
+export type { CtHomeVolume, CtPoolSpec, HomeOnRelease } from '../ct/ct-pool-spec.js';
+export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from '../ct/ct-pool-spec.js';
+export type {
+  CtMemberRead,
+  CtPoolDeletePlan,
+  CtReconcileInput,
+  CtReconcilePlan,
+  CtReconcileStep,
+} from '../ct/plan-ct-reconcile.js';
+export { planCtPoolDelete, planCtReconcile } from '../ct/plan-ct-reconcile.js';
 export type {
   ClaimToPresent,
   DesktopBackend,

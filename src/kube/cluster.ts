@@ -9,7 +9,14 @@ import {
 } from '@kubernetes/client-node';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatMicroTime } from '../format-time.js';
-import type { LeaseObject, NodeObject } from '../kube-objects.js';
+import type {
+  ConfigMapObject,
+  LeaseObject,
+  NodeObject,
+  PersistentVolumeClaimObject,
+  PodObject,
+  ServiceObject,
+} from '../kube-objects.js';
 import type {
   PermittedHostDevices,
   VirtualMachine,
@@ -18,6 +25,7 @@ import type {
 } from '../kubevirt-types.js';
 import { makeKeepAliveClient } from './connections.js';
 import { apiFailureOf } from './errors.js';
+import { openPodExec, type PodExecTarget, type TerminalStream } from './pod-exec.js';
 import { rawRequest } from './raw-request.js';
 import { callWithRetry, type RetryOptions } from './retry.js';
 
@@ -392,6 +400,176 @@ export class KubeCluster {
       () => this.custom.deleteNamespacedCustomObject({ ...cloneApi, namespace, name }),
     );
     return deleted !== undefined;
+  }
+
+  // ConfigMaps, Pods, Services and PersistentVolumeClaims (the container backend's objects)
+
+  /** Reads a ConfigMap; `undefined` when there is none. */
+  async getConfigMap(namespace: string, name: string): Promise<ConfigMapObject | undefined> {
+    return (await this.getOrUndefined('get', `read ConfigMap ${namespace}/${name}`, () =>
+      this.core.readNamespacedConfigMap({ namespace, name }),
+    )) as ConfigMapObject | undefined;
+  }
+
+  /** Lists the ConfigMaps of a namespace by label selector. */
+  async listConfigMaps(namespace: string, labelSelector: string): Promise<ConfigMapObject[]> {
+    const list = await this.call('list', `list ConfigMaps in ${namespace}`, () =>
+      this.core.listNamespacedConfigMap({ namespace, labelSelector }),
+    );
+    return list.items as ConfigMapObject[];
+  }
+
+  /** Creates a ConfigMap. An existing one is `CONFLICT` with reason `AlreadyExists`. */
+  async createConfigMap(namespace: string, configMap: ConfigMapObject): Promise<ConfigMapObject> {
+    return (await this.call('create', `create ConfigMap ${namespace}/${configMap.metadata.name}`, () =>
+      this.core.createNamespacedConfigMap({ namespace, body: configMap as never }),
+    )) as ConfigMapObject;
+  }
+
+  /** Replaces a ConfigMap; its `metadata.resourceVersion` must be the one read, or `CONFLICT`. */
+  async replaceConfigMap(namespace: string, configMap: ConfigMapObject): Promise<ConfigMapObject> {
+    const name = configMap.metadata.name ?? '';
+    return (await this.call('update', `replace ConfigMap ${namespace}/${name}`, () =>
+      this.core.replaceNamespacedConfigMap({ namespace, name, body: configMap as never }),
+    )) as ConfigMapObject;
+  }
+
+  /**
+   * Deletes a ConfigMap only while it is the one read, letting the garbage collector delete what it owns in the
+   * background. Gone already → `false`.
+   */
+  async deleteConfigMap(
+    namespace: string,
+    name: string,
+    preconditions: DeletePreconditions,
+  ): Promise<boolean> {
+    const deleted = await this.getOrUndefined('delete', `delete ConfigMap ${namespace}/${name}`, () =>
+      this.core.deleteNamespacedConfigMap({
+        namespace,
+        name,
+        body: { preconditions, propagationPolicy: 'Background' },
+      }),
+    );
+    return deleted !== undefined;
+  }
+
+  /** Reads a Pod; `undefined` when there is none. */
+  async getPod(namespace: string, name: string): Promise<PodObject | undefined> {
+    return (await this.getOrUndefined('get', `read Pod ${namespace}/${name}`, () =>
+      this.core.readNamespacedPod({ namespace, name }),
+    )) as PodObject | undefined;
+  }
+
+  /** Lists the Pods of a namespace, optionally by label selector. */
+  async listPods(namespace: string, labelSelector?: string): Promise<PodObject[]> {
+    const list = await this.call('list', `list Pods in ${namespace}`, () =>
+      this.core.listNamespacedPod({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
+    );
+    return list.items as PodObject[];
+  }
+
+  /** Lists the Pods of every namespace. */
+  async listAllPods(): Promise<PodObject[]> {
+    const list = await this.call('list', 'list Pods in all namespaces', () =>
+      this.core.listPodForAllNamespaces(),
+    );
+    return list.items as PodObject[];
+  }
+
+  /** Creates a Pod. An existing one is `CONFLICT` with reason `AlreadyExists`. */
+  async createPod(namespace: string, pod: PodObject): Promise<PodObject> {
+    return (await this.call('create', `create Pod ${namespace}/${pod.metadata.name}`, () =>
+      this.core.createNamespacedPod({ namespace, body: pod as never }),
+    )) as PodObject;
+  }
+
+  /** Merge-patches a Pod; `metadata.resourceVersion` in the patch makes it conditional (stale → `CONFLICT`). */
+  async patchPod(namespace: string, name: string, patch: Record<string, unknown>): Promise<PodObject> {
+    return (await this.call('patch', `patch Pod ${namespace}/${name}`, () =>
+      this.core.patchNamespacedPod({ namespace, name, body: patch }, mergePatch),
+    )) as PodObject;
+  }
+
+  /**
+   * Deletes a Pod only while it is the one read (`uid`), giving its containers `gracePeriodSeconds` to end (the
+   * Pod's own setting when absent). Gone already → `false`.
+   */
+  async deletePod(
+    namespace: string,
+    name: string,
+    preconditions: DeletePreconditions,
+    gracePeriodSeconds?: number,
+  ): Promise<boolean> {
+    const deleted = await this.getOrUndefined('delete', `delete Pod ${namespace}/${name}`, () =>
+      this.core.deleteNamespacedPod({
+        namespace,
+        name,
+        body: { preconditions, ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }) },
+      }),
+    );
+    return deleted !== undefined;
+  }
+
+  /** Reads a Service; `undefined` when there is none. */
+  async getService(namespace: string, name: string): Promise<ServiceObject | undefined> {
+    return (await this.getOrUndefined('get', `read Service ${namespace}/${name}`, () =>
+      this.core.readNamespacedService({ namespace, name }),
+    )) as ServiceObject | undefined;
+  }
+
+  /** Lists the Services of a namespace, optionally by label selector. */
+  async listServices(namespace: string, labelSelector?: string): Promise<ServiceObject[]> {
+    const list = await this.call('list', `list Services in ${namespace}`, () =>
+      this.core.listNamespacedService({ namespace, ...(labelSelector ? { labelSelector } : {}) }),
+    );
+    return list.items as ServiceObject[];
+  }
+
+  /** Creates a Service. An existing one is `CONFLICT` with reason `AlreadyExists`. */
+  async createService(namespace: string, service: ServiceObject): Promise<ServiceObject> {
+    return (await this.call('create', `create Service ${namespace}/${service.metadata.name}`, () =>
+      this.core.createNamespacedService({ namespace, body: service as never }),
+    )) as ServiceObject;
+  }
+
+  /** Deletes a Service only while it is the one read (`uid`). Gone already → `false`. */
+  async deleteService(namespace: string, name: string, preconditions: DeletePreconditions): Promise<boolean> {
+    const deleted = await this.getOrUndefined('delete', `delete Service ${namespace}/${name}`, () =>
+      this.core.deleteNamespacedService({ namespace, name, body: { preconditions } }),
+    );
+    return deleted !== undefined;
+  }
+
+  /** Lists the PersistentVolumeClaims of a namespace by label selector. */
+  async listPvcs(namespace: string, labelSelector: string): Promise<PersistentVolumeClaimObject[]> {
+    const list = await this.call('list', `list PersistentVolumeClaims in ${namespace}`, () =>
+      this.core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector }),
+    );
+    return list.items as PersistentVolumeClaimObject[];
+  }
+
+  /** Creates a PersistentVolumeClaim. An existing one is `CONFLICT` with reason `AlreadyExists`. */
+  async createPvc(namespace: string, pvc: PersistentVolumeClaimObject): Promise<PersistentVolumeClaimObject> {
+    return (await this.call('create', `create PersistentVolumeClaim ${namespace}/${pvc.metadata.name}`, () =>
+      this.core.createNamespacedPersistentVolumeClaim({ namespace, body: pvc as never }),
+    )) as PersistentVolumeClaimObject;
+  }
+
+  /** Deletes a PersistentVolumeClaim only while it is the one read (`uid`). Gone already → `false`. */
+  async deletePvc(namespace: string, name: string, preconditions: DeletePreconditions): Promise<boolean> {
+    const deleted = await this.getOrUndefined(
+      'delete',
+      `delete PersistentVolumeClaim ${namespace}/${name}`,
+      () => this.core.deleteNamespacedPersistentVolumeClaim({ namespace, name, body: { preconditions } }),
+    );
+    return deleted !== undefined;
+  }
+
+  /** Runs a command with a TTY in a Pod's container through `pods/exec`; see {@link openPodExec}. */
+  async execInPod(target: PodExecTarget): Promise<TerminalStream> {
+    return await this.call('create', `exec in Pod ${target.namespace}/${target.pod}`, () =>
+      openPodExec(this.kubeConfig, target),
+    );
   }
 
   // Nodes and the KubeVirt configuration

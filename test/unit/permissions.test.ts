@@ -19,6 +19,20 @@ interface MethodRule {
   clusterScoped: boolean;
 }
 
+// the core API's resources a container pool uses, by the client-node call that names each
+const coreResources: Array<[RegExp, string]> = [
+  [/openPodExec\(/, 'pods/exec'],
+  [/(Namespaced)?ConfigMap\(/, 'configmaps'],
+  [/(Namespaced)?PersistentVolumeClaim\(/, 'persistentvolumeclaims'],
+  [/(Namespaced)?Service\(/, 'services'],
+  [/(Namespaced)?Pod(ForAllNamespaces)?\(/, 'pods'],
+];
+
+function coreResource(body: string): [string, string] | undefined {
+  const found = coreResources.find(([pattern]) => pattern.test(body));
+  return found && ['', found[1]];
+}
+
 /** The public methods of KubeCluster with the RBAC rule each one needs, read from the source. */
 function methodRules(): Map<string, MethodRule> {
   const rules = new Map<string, MethodRule>();
@@ -51,7 +65,7 @@ function methodRules(): Map<string, MethodRule> {
             ? ['', 'nodes']
             : body.includes('readNamespace(')
               ? ['', 'namespaces']
-              : ['?', '?'];
+              : (coreResource(body) ?? ['?', '?']);
     rules.set(name, {
       group,
       resource,
@@ -60,7 +74,9 @@ function methodRules(): Map<string, MethodRule> {
         body.includes('listNamespacedCustomObject') && body.includes('listClusterCustomObject'),
       clusterScoped:
         !body.includes('Namespaced') &&
-        (body.includes('listClusterCustomObject') || body.includes('listNode(')),
+        (body.includes('listClusterCustomObject') ||
+          body.includes('listNode(') ||
+          body.includes('ForAllNamespaces(')),
     });
   });
   return rules;

@@ -1,0 +1,183 @@
+import { z } from 'zod';
+import { VdiError } from '../errors.js';
+import { maxPoolSize } from '../pools/pool-options.js';
+import { poolNameSchema } from '../validate.js';
+
+/**
+ * What a kept home volume does on release: `wipe` deletes it and makes it again empty, `keep` hands it to the
+ * member's next holder as it is.
+ *
+ * @category ct-pools
+ */
+export type HomeOnRelease = 'keep' | 'wipe';
+
+/** The home volume of each member, mounted at `/home`. @category ct-pools */
+export interface CtHomeVolume {
+  /** The PersistentVolumeClaim's request, such as `10Gi`. */
+  size: string;
+  /** The StorageClass; the cluster's default when absent. */
+  storageClass?: string | undefined;
+  /** What a release does with it. @defaultValue `'wipe'` */
+  onRelease: HomeOnRelease;
+}
+
+/** A container pool's definition, as `ct-pool apply` validates and stores it. @category ct-pools */
+export interface CtPoolSpec {
+  /** The pool's name: a DNS-1123 label; members are `<name>-<n>`. */
+  name: string;
+  /** The image every member runs, such as `ghcr.io/acme/devbox:1.4` or one pinned by `@sha256:…`. */
+  image: string;
+  /** How many members the reconciler keeps, 0 to 1000. */
+  size: number;
+  /** Replaces the image's entrypoint; the image's own when absent. */
+  command?: string[] | undefined;
+  /** Replaces the image's arguments. */
+  args?: string[] | undefined;
+  /** Environment variables of the container. */
+  env: Record<string, string>;
+  /** Requests and limits, with extended resources (such as `nvidia.com/gpu`) as whole numbers in `limits`. */
+  resources: { requests: Record<string, string>; limits: Record<string, string> };
+  home?: CtHomeVolume | undefined;
+  /** The shell a terminal runs. @defaultValue `'/bin/sh'` */
+  shell: string;
+  /** Extra labels on every member's objects. */
+  labels: Record<string, string>;
+}
+
+// [registry[:port]/]path[:tag][@digest], the shape the container runtimes accept, lowercase repository
+const imagePattern =
+  /^(?:(?:[a-zA-Z0-9-]+\.)*[a-zA-Z0-9-]+(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+const quantityPattern = /^[0-9]+(?:\.[0-9]+)?(?:m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E)?$/;
+const envNamePattern = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+const labelNamePattern = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const labelValuePattern = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const standardResources = new Set(['cpu', 'memory', 'ephemeral-storage']);
+
+/** Whether a resource name is an extended resource (a device plugin's, such as `nvidia.com/gpu`). @category ct-pools */
+export function isExtendedResource(name: string): boolean {
+  return !standardResources.has(name) && !name.startsWith('hugepages-');
+}
+
+const resourceName = z.string().refine((name) => {
+  if (standardResources.has(name) || name.startsWith('hugepages-')) return true;
+  const [domain, resource, ...rest] = name.split('/');
+  return (
+    rest.length === 0 &&
+    resource !== undefined &&
+    dnsSubdomain.test(domain ?? '') &&
+    !(domain ?? '').endsWith('kubernetes.io') &&
+    labelNamePattern.test(resource)
+  );
+}, 'is not a resource name; use cpu, memory, ephemeral-storage, or an extended resource such as nvidia.com/gpu');
+
+const quantity = z
+  .string()
+  .regex(quantityPattern, 'is not a quantity; write it as Kubernetes does, such as 500m, 2, 4Gi');
+
+const resourceList = z.record(resourceName, quantity);
+
+const labelKey = z.string().refine((key) => {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash === -1 ? undefined : key.slice(0, slash);
+  const name = slash === -1 ? key : key.slice(slash + 1);
+  return (prefix === undefined || dnsSubdomain.test(prefix)) && labelNamePattern.test(name);
+}, 'is not a label key');
+
+const schema = z
+  .object({
+    name: poolNameSchema,
+    image: z
+      .string()
+      .max(4096)
+      .regex(
+        imagePattern,
+        'is not an image reference; write [registry/]repository[:tag][@sha256:digest] in lowercase, such as ghcr.io/acme/devbox:1.4',
+      ),
+    size: z.number().int('must be a whole number').min(0).max(maxPoolSize),
+    command: z.array(z.string()).min(1).optional(),
+    args: z.array(z.string()).optional(),
+    env: z
+      .record(z.string().regex(envNamePattern, 'is not an environment variable name'), z.string())
+      .default({}),
+    resources: z
+      .object({ requests: resourceList.default({}), limits: resourceList.default({}) })
+      .strict()
+      .default({ requests: {}, limits: {} }),
+    home: z
+      .object({
+        size: quantity,
+        storageClass: z.string().regex(dnsSubdomain, 'is not a StorageClass name').optional(),
+        onRelease: z.enum(['keep', 'wipe']).default('wipe'),
+      })
+      .strict()
+      .optional(),
+    shell: z
+      .string()
+      .regex(/^\/\S*$/, 'must be an absolute path such as /bin/bash')
+      .default('/bin/sh'),
+    labels: z
+      .record(
+        labelKey.refine(
+          (key) => !key.startsWith('corral.dev/'),
+          'uses the corral.dev/ prefix the pool keeps for itself',
+        ),
+        z.string().regex(labelValuePattern, 'is not a label value'),
+      )
+      .default({}),
+  })
+  .strict()
+  .superRefine((spec, ctx) => {
+    for (const [name, value] of Object.entries(spec.resources.limits)) {
+      if (isExtendedResource(name) && !/^[0-9]+$/.test(value)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['resources', 'limits', name],
+          message: 'an extended resource is counted in whole units, such as 1',
+        });
+      }
+    }
+    for (const [name, value] of Object.entries(spec.resources.requests)) {
+      if (isExtendedResource(name) && spec.resources.limits[name] !== value) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['resources', 'requests', name],
+          message: 'an extended resource cannot be overcommitted; put it in limits (its request follows)',
+        });
+      }
+    }
+  });
+
+/**
+ * Checks a container pool's definition and fills in its defaults. Pure: nothing is read or written.
+ *
+ * @example
+ * ```ts
+ * const spec = parseCtPoolSpec({ name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 3 });
+ * spec.shell; // '/bin/sh'
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead.
+ * @category ct-pools
+ */
+export function parseCtPoolSpec(input: unknown): CtPoolSpec {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data as CtPoolSpec;
+  const fields = parsed.error.issues.map((issue) => issue.path.join('.') || 'spec');
+  const issues = parsed.error.issues.map(
+    (issue, index) => `${fields[index]}: ${issue.message.replace(/^Unrecognized key/, 'unknown field')}`,
+  );
+  throw new VdiError(
+    'INVALID_INPUT',
+    `The container pool spec is not valid (${issues.join('; ')}); fix these fields and apply it again. Nothing was written.`,
+    { details: { fields, issues } },
+  );
+}
+
+/** Extended resources one member takes, such as `{ 'nvidia.com/gpu': 1 }`. @category ct-pools */
+export function extendedResourcesOf(spec: Pick<CtPoolSpec, 'resources'>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(spec.resources.limits)
+      .filter(([name]) => isExtendedResource(name))
+      .map(([name, value]) => [name, Number(value)]),
+  );
+}

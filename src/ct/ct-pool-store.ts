@@ -1,0 +1,74 @@
+import type { VdiContext } from '../context.js';
+import { VdiError } from '../errors.js';
+import { poolLabel } from '../keys.js';
+import type { ConfigMapObject } from '../kube-objects.js';
+import { validatePoolName } from '../validate.js';
+import { kindLabel, specConfigMapName, specKey } from './ct-keys.js';
+import { type CtPoolSpec, parseCtPoolSpec } from './ct-pool-spec.js';
+
+/** A container pool as stored: its spec and the ConfigMap it lives in. */
+export interface StoredCtPool {
+  spec: CtPoolSpec;
+  configMap: ConfigMapObject;
+}
+
+/** The spec a ConfigMap holds, checked again: a ConfigMap edited by hand may no longer be a valid spec. */
+export function specOf(configMap: ConfigMapObject): CtPoolSpec {
+  const text = configMap.data?.[specKey];
+  const where = `ConfigMap ${configMap.metadata.namespace ?? ''}/${configMap.metadata.name ?? ''}`;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text ?? '');
+  } catch (error) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `${where} has no valid ${specKey}; apply the pool's spec again with "corral-vdi ct-pool apply -f".`,
+      { details: { configMap: configMap.metadata.name }, cause: error },
+    );
+  }
+  return parseCtPoolSpec(raw);
+}
+
+/** Reads one container pool's ConfigMap and spec; `undefined` when there is none. */
+export async function readCtPool(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+): Promise<StoredCtPool | undefined> {
+  validatePoolName(pool);
+  const configMap = await ctx.cluster.getConfigMap(namespace, specConfigMapName(pool));
+  if (configMap?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
+  return { spec: specOf(configMap), configMap };
+}
+
+/**
+ * Reads one container pool, or says there is none.
+ *
+ * @throws {@link VdiError} `POOL_NOT_FOUND`.
+ */
+export async function requireCtPool(ctx: VdiContext, namespace: string, pool: string): Promise<StoredCtPool> {
+  const stored = await readCtPool(ctx, namespace, pool);
+  if (stored) return stored;
+  throw new VdiError(
+    'POOL_NOT_FOUND',
+    `There is no container pool "${pool}" in namespace "${namespace}"; list them with "corral-vdi ct-pool list", or apply its spec.`,
+    { details: { namespace, pool } },
+  );
+}
+
+/** The ConfigMaps of every container pool of a namespace. */
+export async function listCtPoolConfigMaps(ctx: VdiContext, namespace: string): Promise<ConfigMapObject[]> {
+  return await ctx.cluster.listConfigMaps(namespace, `${kindLabel}=ct,${poolLabel}`);
+}
+
+/** The ConfigMap that stores `spec`, to create, or to replace `current` with its resourceVersion. Pure. */
+export function buildSpecConfigMap(spec: CtPoolSpec, current: ConfigMapObject | undefined): ConfigMapObject {
+  return {
+    metadata: {
+      name: specConfigMapName(spec.name),
+      labels: { [poolLabel]: spec.name, [kindLabel]: 'ct' },
+      ...(current ? { resourceVersion: current.metadata.resourceVersion } : {}),
+    },
+    data: { [specKey]: `${JSON.stringify(spec, null, 2)}\n` },
+  };
+}

@@ -1,0 +1,82 @@
+import { Duplex, PassThrough } from 'node:stream';
+import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
+
+/**
+ * A process in a Pod's container with a TTY, as a duplex stream: what is written goes to its input, what it
+ * prints (output and errors together, as a TTY merges them) is read. `resize` tells it the terminal's size, and
+ * `exitCode` settles once it ends.
+ *
+ * @category ct-pools
+ */
+export interface TerminalStream extends Duplex {
+  /** Tells the process its terminal's size. */
+  resize(size: { columns: number; rows: number }): void;
+  /** The process's exit code once it ends (0 when it succeeded); -1 when the connection ended without one. */
+  readonly exitCode: Promise<number>;
+}
+
+/** What {@link openPodExec} runs, and where. */
+export interface PodExecTarget {
+  namespace: string;
+  pod: string;
+  container: string;
+  command: string[];
+  columns: number;
+  rows: number;
+}
+
+function exitCodeOf(status: V1Status): number {
+  if (status.status === 'Success') return 0;
+  const cause = status.details?.causes?.find((candidate) => candidate.reason === 'ExitCode');
+  const code = Number(cause?.message);
+  return Number.isInteger(code) ? code : 1;
+}
+
+// client-node sends the size of an output stream that has rows, columns and emits 'resize', as a TTY does
+class SizedOutput extends PassThrough {
+  rows: number;
+  columns: number;
+
+  constructor(columns: number, rows: number) {
+    super();
+    this.columns = columns;
+    this.rows = rows;
+  }
+}
+
+/**
+ * Runs `command` in a Pod's container through the apiserver's `pods/exec` subresource (a websocket the
+ * apiserver forwards to the node), with stdin and a TTY, as `kubectl exec -it` does.
+ */
+export async function openPodExec(kubeConfig: KubeConfig, target: PodExecTarget): Promise<TerminalStream> {
+  const input = new PassThrough();
+  const output = new SizedOutput(target.columns, target.rows);
+  let settle: (code: number) => void = () => undefined;
+  const exitCode = new Promise<number>((resolve) => {
+    settle = resolve;
+  });
+  const socket = await new Exec(kubeConfig).exec(
+    target.namespace,
+    target.pod,
+    target.container,
+    target.command,
+    output,
+    null,
+    input,
+    true,
+    (status) => settle(exitCodeOf(status)),
+  );
+  socket.on('close', () => {
+    settle(-1);
+    output.end();
+  });
+  const stream = Duplex.from({ readable: output, writable: input }) as TerminalStream;
+  Object.defineProperty(stream, 'exitCode', { value: exitCode });
+  stream.resize = ({ columns, rows }) => {
+    output.columns = columns;
+    output.rows = rows;
+    output.emit('resize');
+  };
+  stream.on('close', () => socket.close());
+  return stream;
+}

@@ -1,0 +1,383 @@
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { MemoryAuditSink } from '../../../src/audit.js';
+import { planConnect } from '../../../src/connect-planner/plan-connect.js';
+import type { VdiContext } from '../../../src/context.js';
+import { createCtBackend } from '../../../src/ct/ct-backend.js';
+import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { PodObject } from '../../../src/kube-objects.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+const image = 'ghcr.io/acme/devbox:1.4';
+const alice = 'alice@example.com';
+const bob = 'bob@example.com';
+
+async function setUp(prefix: string, kube?: KubeCluster) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  const clock = createTestClock();
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+  const ctx: VdiContext = kube ? { ...vdi.context, cluster: kube, backends: {} } : vdi.context;
+  if (kube) ctx.backends.ct = createCtBackend(ctx);
+  return { namespace, clock, vdi, ctx, kube: vdi.context.cluster };
+}
+
+async function caught(promise: Promise<unknown>): Promise<VdiError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isVdiError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a VdiError');
+}
+
+async function podsOf(kube: KubeCluster, namespace: string): Promise<PodObject[]> {
+  return (await kube.listPods(namespace, 'corral.dev/vdi-kind=ct')).sort((a, b) =>
+    (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
+  );
+}
+
+// the node agent runs each Pod as a local process and reports it Ready
+async function waitReady(kube: KubeCluster, namespace: string, name: string): Promise<PodObject | undefined> {
+  return await waitFor(() => kube.getPod(namespace, name), {
+    describe: `Pod ${namespace}/${name} to be Ready`,
+    until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+  });
+}
+
+async function waitMembers(kube: KubeCluster, namespace: string, names: string[]): Promise<void> {
+  await waitFor(async () => (await podsOf(kube, namespace)).map((pod) => pod.metadata.name), {
+    describe: `the member Pods of ${namespace} to be ${names.join(', ') || 'none'}`,
+    until: (found) => JSON.stringify(found) === JSON.stringify(names),
+  });
+}
+
+describe('container pools', () => {
+  it('refuses a bad spec, a VM pool name and a missing ConfigMap permission, and writes nothing', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-bad');
+    await kube.createVm(namespace, stoppedVm('desks-1', { 'corral.dev/vdi-pool': 'desks' }));
+    const cases = [
+      [{ name: 'devbox', image: 'Ghcr.io/Acme', size: 1 }, 'INVALID_INPUT', ['image']],
+      [{ name: 'devbox', image, size: 5000 }, 'INVALID_INPUT', ['size']],
+      [{ name: 'devbox', image, size: 1, env: { A: 1 } }, 'INVALID_INPUT', ['env.A']],
+      [{ name: 'desks', image, size: 1 }, 'ALREADY_EXISTS', undefined],
+    ] as const;
+    for (const [spec, code, fields] of cases) {
+      const error = await caught(vdi.applyCtPool({ spec }));
+      expect(error.code).toBe(code);
+      if (fields) expect(error.details.fields).toEqual(fields);
+    }
+    expect((await caught(vdi.applyCtPool({ spec: { name: 'desks', image, size: 1 } }))).message).toMatch(
+      /taken .* by a VM pool/,
+    );
+
+    // a user who may read VMs but not ConfigMaps
+    const rbac = cluster().kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'vm-reader' },
+        rules: [{ apiGroups: ['kubevirt.io'], resources: ['virtualmachines'], verbs: ['list'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'vm-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'vm-reader' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'carol' }],
+      },
+    });
+    const carol = createVdi({ kubeConfig: cluster().userKubeConfig('carol'), namespace });
+    const forbidden = await caught(carol.applyCtPool({ spec: { name: 'devbox', image, size: 1 } }));
+    expect(forbidden.code).toBe('FORBIDDEN');
+    expect(forbidden.message).toMatch(/ConfigMap/);
+    expect(await kube.listConfigMaps(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+  });
+
+  it('applies a spec, reconciles members that its delete cascades to, and lists and gets the pool', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-apply');
+    const applied = await vdi.applyCtPool({
+      spec: {
+        name: 'devbox',
+        image,
+        size: 2,
+        env: { TEAM: 'core' },
+        home: { size: '1Gi' },
+        labels: { team: 'core' },
+      },
+    });
+    expect(applied).toMatchObject({ id: `ct/${namespace}/devbox`, created: true });
+    const [configMap] = await kube.listConfigMaps(
+      namespace,
+      'corral.dev/vdi-kind=ct,corral.dev/vdi-pool=devbox',
+    );
+    expect(configMap?.metadata.name).toBe('corral-vdi-ct-devbox');
+
+    const pass = await vdi.reconcileCtPool({ name: 'devbox' });
+    expect(pass).toMatchObject({ created: ['devbox-1', 'devbox-2'], removed: [], replaced: [] });
+    const pods = await podsOf(kube, namespace);
+    expect(pods.map((pod) => pod.metadata.name)).toEqual(['devbox-1', 'devbox-2']);
+    const [first] = pods;
+    expect(first?.metadata.labels).toMatchObject({
+      'corral.dev/vdi-pool': 'devbox',
+      'corral.dev/vdi-kind': 'ct',
+      'corral.dev/vdi-member': 'devbox-1',
+      team: 'core',
+    });
+    expect(first?.metadata.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'ConfigMap',
+        name: 'corral-vdi-ct-devbox',
+        uid: configMap?.metadata.uid,
+      }),
+    ]);
+    expect(first?.spec?.containers[0]).toMatchObject({
+      image,
+      env: [{ name: 'TEAM', value: 'core' }],
+      tty: true,
+    });
+    const services = await kube.listServices(namespace, 'corral.dev/vdi-pool=devbox');
+    expect(services.map((service) => [service.metadata.name, service.spec?.clusterIP])).toEqual([
+      ['devbox-1', 'None'],
+      ['devbox-2', 'None'],
+    ]);
+    const claims = await kube.listPvcs(namespace, 'corral.dev/vdi-pool=devbox');
+    expect(claims).toHaveLength(2);
+    expect(first?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName).toMatch(/^devbox-1-home-/);
+
+    expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ created: [], completed: [] });
+    const view = await vdi.getCtPool({ name: 'devbox' });
+    expect(view.members.map((member) => [member.member, member.owner])).toEqual([
+      ['devbox-1', undefined],
+      ['devbox-2', undefined],
+    ]);
+    expect((await vdi.listCtPools()).map((pool) => pool.id)).toEqual([`ct/${namespace}/devbox`]);
+
+    expect(await vdi.deleteCtPool({ name: 'devbox' })).toMatchObject({ deleted: ['devbox-1', 'devbox-2'] });
+    await waitMembers(kube, namespace, []);
+    expect(await kube.listServices(namespace, 'corral.dev/vdi-pool=devbox')).toEqual([]);
+    expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+    expect((await caught(vdi.getCtPool({ name: 'devbox' }))).code).toBe('POOL_NOT_FOUND');
+  });
+
+  it('leaves members that a pass which failed half-way made, and the next pass completes them', async () => {
+    class FailingCluster extends KubeCluster {
+      failPod: string | undefined = 'flaky-2';
+      override async createPod(namespace: string, pod: PodObject) {
+        if (pod.metadata.name === this.failPod) throw new Error('the apiserver went away');
+        return await super.createPod(namespace, pod);
+      }
+    }
+    const failing = new FailingCluster(cluster().kubeConfig);
+    const { namespace, vdi, ctx, kube } = await setUp('ct-half', failing);
+    await vdi.applyCtPool({ spec: { name: 'flaky', image, size: 3 } });
+    const { reconcileCtPool } = await import('../../../src/ct/reconcile-ct-pool.js');
+    await expect(reconcileCtPool(ctx, { name: 'flaky' })).rejects.toThrow(/went away/);
+    expect((await podsOf(kube, namespace)).map((pod) => pod.metadata.name)).toEqual(['flaky-1']);
+    expect((await kube.getService(namespace, 'flaky-2'))?.metadata.name).toBe('flaky-2');
+
+    failing.failPod = undefined;
+    const pass = await reconcileCtPool(ctx, { name: 'flaky' });
+    expect(pass).toMatchObject({ completed: ['flaky-2'], created: ['flaky-3'] });
+    expect((await podsOf(kube, namespace)).map((pod) => pod.metadata.name)).toEqual([
+      'flaky-1',
+      'flaky-2',
+      'flaky-3',
+    ]);
+  });
+
+  it('claims by kind, presents the claim on the Pod, and a release brings up a new Pod with a wiped home', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-claim');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, home: { size: '1Gi' } } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    await waitReady(kube, namespace, 'devbox-1');
+
+    const claimed = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
+    expect(claimed).toMatchObject({
+      id: `ct/${namespace}/devbox-1`,
+      kind: 'ct',
+      poolId: `ct/${namespace}/devbox`,
+      owner: alice,
+      phase: 'Running',
+      running: true,
+      ephemeral: true,
+    });
+    expect(claimed.startError).toBeUndefined();
+    const before = await kube.getPod(namespace, 'devbox-1');
+    expect(before?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe(alice);
+    expect((await caught(vdi.claim({ pool: 'devbox', identity: bob, kind: 'ct' }))).code).toBe(
+      'NO_FREE_MEMBER',
+    );
+    expect(await vdi.listDesktops({ identity: alice })).toEqual([
+      expect.objectContaining({ id: claimed.id }),
+    ]);
+    expect((await vdi.renew({ member: 'devbox-1', identity: alice, kind: 'ct' })).owner).toBe(alice);
+    expect((await caught(vdi.release({ member: 'devbox-1', identity: bob, kind: 'ct' }))).code).toBe(
+      'NOT_HOLDER',
+    );
+    const homeBefore = before?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName;
+
+    const released = await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });
+    expect(released).toMatchObject({ desktopId: claimed.id, reset: 'recreated' });
+    const after = await kube.getPod(namespace, 'devbox-1');
+    expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
+    expect(after?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    const homeAfter = after?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName;
+    expect(homeAfter).toMatch(/^devbox-1-home-/);
+    expect(homeAfter).not.toBe(homeBefore);
+    const live = (await kube.listPvcs(namespace, 'corral.dev/vdi-member=devbox-1')).filter(
+      (claim) => !claim.metadata.deletionTimestamp,
+    );
+    expect(live.map((claim) => claim.metadata.name)).toEqual([homeAfter]);
+    expect((vdi.audit as MemoryAuditSink).list().map((record) => [record.action, record.target])).toEqual(
+      expect.arrayContaining([
+        ['vdi claim', claimed.id],
+        ['vdi release', claimed.id],
+      ]),
+    );
+    expect((await vdi.claim({ pool: 'devbox', identity: bob, kind: 'ct' })).member).toBe('devbox-1');
+  });
+
+  it('keeps the home volume on release when the spec says keep', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-keep');
+    await vdi.applyCtPool({
+      spec: { name: 'devbox', image, size: 1, home: { size: '1Gi', onRelease: 'keep' } },
+    });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
+    const before = await kube.getPod(namespace, 'devbox-1');
+    await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });
+    const after = await kube.getPod(namespace, 'devbox-1');
+    expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
+    expect(after?.spec?.volumes).toEqual(before?.spec?.volumes);
+  });
+
+  it('shrinks by free members only, taking each Lease first, and never touches a held member', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-shrink');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 3 } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    await vdi.assign({ pool: 'devbox', identity: alice, kind: 'ct' });
+    const held = await kube.getPod(namespace, 'devbox-1');
+
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
+    const pass = await vdi.reconcileCtPool({ name: 'devbox' });
+    expect(pass).toMatchObject({ removed: ['devbox-2', 'devbox-3'], held: ['devbox-1'], replaced: [] });
+    await waitMembers(kube, namespace, ['devbox-1']);
+    expect((await kube.getPod(namespace, 'devbox-1'))?.metadata.uid).toBe(held?.metadata.uid);
+    expect((await kube.listLeases(namespace)).map((lease) => lease.spec.holderIdentity)).toEqual([alice]);
+
+    expect((await caught(vdi.deleteCtPool({ name: 'devbox' }))).code).toBe('POOL_IN_USE');
+    expect(await podsOf(kube, namespace)).toHaveLength(1);
+    expect(await vdi.deleteCtPool({ name: 'devbox', force: true })).toMatchObject({ forced: true });
+    await waitMembers(kube, namespace, []);
+    expect(await kube.listLeases(namespace)).toEqual([]);
+  });
+
+  it('replaces a free member whose container ended with a new Pod from the image', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-replace');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, command: ['sh', '-c', 'exit 3'] } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    const before = await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+      describe: 'the container of devbox-1 to end',
+      until: (pod) => pod?.status?.phase === 'Failed',
+    });
+    const stopped = await caught(
+      createCtBackend(vdi.context).gatherConnectFacts({ namespace, member: 'devbox-1' }),
+    );
+    expect([stopped.code, stopped.message]).toEqual(['DESKTOP_STOPPED', expect.stringMatching(/Failed/)]);
+    expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: ['devbox-1'] });
+    const after = await kube.getPod(namespace, 'devbox-1');
+    expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
+    expect(await kube.listLeases(namespace)).toEqual([]);
+  });
+
+  it('admits extended resources before it makes anything', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-gpu');
+    await vdi.applyCtPool({
+      spec: { name: 'gpus', image, size: 2, resources: { limits: { 'example.com/no-such-gpu': '1' } } },
+    });
+    const refused = await caught(vdi.reconcileCtPool({ name: 'gpus' }));
+    expect(refused.code).toBe('INSUFFICIENT_CAPACITY');
+    expect(refused.details).toMatchObject({ pool: 'gpus', size: 2, shortfall: 2 });
+    expect(await podsOf(kube, namespace)).toEqual([]);
+    expect(await kube.listServices(namespace, 'corral.dev/vdi-pool=gpus')).toEqual([]);
+  });
+
+  it('offers the terminal of a Ready member, and refuses stop and USB with what to do instead', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-backend');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    const cts = vdi.context.backends.ct;
+    if (!cts) throw new Error('the SDK registers a ct backend');
+    const ref = { namespace, member: 'devbox-1' };
+    await waitReady(kube, namespace, 'devbox-1');
+    const facts = await cts.gatherConnectFacts(ref);
+    expect(facts).toEqual({ kind: 'ct', namespace, pod: 'devbox-1' });
+    const plan = planConnect(facts);
+    expect(plan).toMatchObject({ kind: 'connect', target: { protocol: 'terminal' } });
+    expect(JSON.stringify(plan)).toMatch(/rdp/);
+    expect(await cts.startMember(ref)).toBe('already');
+    const stop = await caught(cts.stopMember(ref));
+    expect([stop.code, stop.message]).toEqual([
+      'UNSUPPORTED_BACKEND',
+      expect.stringMatching(/release it instead/),
+    ]);
+    expect(await cts.checkUsbSupport(ref)).toMatchObject({
+      kind: 'unsupported',
+      reason: expect.stringMatching(/VM pool/),
+    });
+    expect(await cts.readMember({ namespace, member: 'devbox-9' })).toBeUndefined();
+
+    await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
+    const notHolder = await caught(vdi.openTerminal(`ct/${namespace}/devbox-1`, { identity: bob }));
+    expect(notHolder.code).toBe('NOT_HOLDER');
+    const vm = await caught(vdi.openTerminal(`vm/${namespace}/devbox-1`, { identity: alice }));
+    expect(vm.code).toBe('UNSUPPORTED_BACKEND');
+  });
+
+  it('opens a shell in the claimed member through pods/exec: it runs commands, resizes and ends with the exit code', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-terminal');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, shell: '/bin/sh' } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    await waitReady(kube, namespace, 'devbox-1');
+
+    const claimedAt = performance.now();
+    const desktop = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
+    const terminal = await vdi.openTerminal(desktop.id, { identity: alice, columns: 100, rows: 30 });
+    let output = '';
+    terminal.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+    terminal.write('echo "host=$HOSTNAME"\n');
+    await waitFor(() => output.includes('host=devbox-1'), {
+      describe: `the shell to print its host name (saw ${JSON.stringify(output)})`,
+    });
+    const readyMs = performance.now() - claimedAt;
+    terminal.resize({ columns: 132, rows: 43 });
+    // the resize reaches the terminal on its own channel, so ask again until the shell sees it
+    await waitFor(
+      () => {
+        if (output.includes('43 132')) return true;
+        terminal.write('stty size\n');
+        return false;
+      },
+      { describe: `the shell to see the new size (saw ${JSON.stringify(output.slice(-200))})` },
+    );
+    terminal.write('exit 7\n');
+    expect(await terminal.exitCode).toBe(7);
+
+    const releasedAt = performance.now();
+    await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });
+    await waitReady(kube, namespace, 'devbox-1');
+    const replacementMs = performance.now() - releasedAt;
+    console.info(
+      `claim to a ready terminal: ${Math.round(readyMs)} ms; release to a ready replacement: ${Math.round(replacementMs)} ms`,
+    );
+  });
+});

@@ -1,0 +1,104 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { cliEnv, cliFor, cliPath, createNamespace, jsonOf, useCliCluster } from './cli-support.js';
+
+const cluster = useCliCluster();
+const { cli } = cliFor(cluster);
+
+// a person at a terminal: the CLI runs on a pseudo-terminal (util-linux `script`) and reads what is typed
+function typeInto(args: string[], lines: string[]): Promise<{ code: number; output: string }> {
+  const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+  const command = [process.execPath, cliPath, ...args].map(quote).join(' ');
+  const child = spawn('script', ['-qec', command, '/dev/null'], { env: cliEnv() });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  let sent = 0;
+  const feed = setInterval(() => {
+    // each line once the shell has printed a prompt-worthy amount after the previous one
+    if (sent < lines.length && output.length > 0) child.stdin.write(`${lines[sent++]}\r`);
+  }, 300);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearInterval(feed);
+      resolve({ code: code ?? 1, output });
+    }),
+  );
+}
+
+describe('corral-vdi ct-pool and connect --kind ct', () => {
+  it('applies a spec file, reconciles, lists, claims, attaches a shell, and deletes the pool', async () => {
+    const namespace = await createNamespace(cluster(), 'cli-ct');
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const file = join(tmpdir(), `devbox-${namespace}.yaml`);
+    writeFileSync(file, 'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 1\nshell: /bin/sh\n');
+
+    const bad = await cli([
+      'ct-pool',
+      'apply',
+      'devbox',
+      '--image',
+      'Not An Image',
+      '--size',
+      '1',
+      '-n',
+      namespace,
+    ]);
+    expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/image: is not an image reference/)]);
+
+    const applied = await cli(['ct-pool', 'apply', '-f', file, '-n', namespace, '-o', 'json']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(jsonOf<{ applied: { id: string; created: boolean } }>(applied).applied).toMatchObject({
+      id: `ct/${namespace}/devbox`,
+      created: true,
+    });
+    const reconciled = await cli(['ct-pool', 'reconcile', 'devbox', '-n', namespace]);
+    expect([reconciled.code, reconciled.stdout]).toEqual([0, 'container pool "devbox":\n  + devbox-1\n']);
+    const listed = await cli(['ct-pool', 'list', '-n', namespace, '-o', 'json']);
+    expect(jsonOf<{ pools: Array<{ name: string }> }>(listed).pools.map((pool) => pool.name)).toEqual([
+      'devbox',
+    ]);
+
+    await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+      describe: 'devbox-1 to be Ready',
+      until: (pod) =>
+        pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    });
+    const assigned = await cli(['assign', 'devbox', 'alice', '-n', namespace, '--kind', 'ct']);
+    expect(assigned.code, assigned.stderr).toBe(0);
+    const planned = await cli(['connect', 'devbox-1', '--kind', 'ct', '--user', 'alice', '-n', namespace]);
+    expect([planned.code, planned.stdout]).toEqual([
+      0,
+      expect.stringMatching(/^connect: terminal: .*\nskipped: rdp: a CT member offers only its terminal/m),
+    ]);
+
+    const attached = await typeInto(
+      [
+        'connect',
+        'devbox-1',
+        '--kind',
+        'ct',
+        '--open',
+        '-n',
+        namespace,
+        '--kubeconfig',
+        cluster().kubeconfigPath,
+      ],
+      ['echo "on $HOSTNAME"', 'exit 4'],
+    );
+    expect(attached.output).toContain('on devbox-1');
+    expect(attached.code).toBe(4);
+
+    const deleted = await cli(['ct-pool', 'delete', 'devbox', '-n', namespace, '--force']);
+    expect([deleted.code, deleted.stdout]).toEqual([
+      0,
+      'container pool "devbox" deleted: 1 member, claimed ones included\n',
+    ]);
+  });
+});

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { extendedResourcesOf, parseCtPoolSpec } from '../../../src/ct/ct-pool-spec.js';
+import { isVdiError } from '../../../src/errors.js';
+
+const base = { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 2 };
+
+function fieldsOf(input: unknown): string[] {
+  try {
+    parseCtPoolSpec(input);
+  } catch (error) {
+    if (isVdiError(error, 'INVALID_INPUT')) return error.details.fields as string[];
+    throw error;
+  }
+  return [];
+}
+
+describe('parseCtPoolSpec', () => {
+  it('fills in the defaults: no env or labels, no resources, /bin/sh, and a home volume wiped on release', () => {
+    expect(parseCtPoolSpec({ ...base, home: { size: '5Gi' } })).toEqual({
+      ...base,
+      env: {},
+      resources: { requests: {}, limits: {} },
+      home: { size: '5Gi', onRelease: 'wipe' },
+      shell: '/bin/sh',
+      labels: {},
+    });
+  });
+
+  it.each([
+    'ubuntu',
+    'ubuntu:24.04',
+    'library/ubuntu',
+    'ghcr.io/acme/devbox:1.4',
+    'registry.local:5000/team/desk_top-x:v2',
+    `ghcr.io/acme/devbox@sha256:${'a'.repeat(64)}`,
+    `ghcr.io/acme/devbox:1.4@sha256:${'0'.repeat(64)}`,
+  ])('accepts the image reference %s', (image) => {
+    expect(parseCtPoolSpec({ ...base, image }).image).toBe(image);
+  });
+
+  it.each([
+    ['an upper-case repository', 'ghcr.io/Acme/devbox'],
+    ['a scheme', 'https://ghcr.io/acme/devbox'],
+    ['a space', 'acme/dev box'],
+    ['an empty tag', 'acme/devbox:'],
+    ['a short digest', 'acme/devbox@sha256:abc'],
+    ['nothing', ''],
+  ])('refuses an image reference with %s, naming the field', (_, image) => {
+    expect(fieldsOf({ ...base, image })).toEqual(['image']);
+  });
+
+  it.each([
+    [-1, ['size']],
+    [1001, ['size']],
+    [1.5, ['size']],
+    ['3', ['size']],
+  ])('refuses the size %s', (size, fields) => {
+    expect(fieldsOf({ ...base, size })).toEqual(fields);
+  });
+
+  it.each([
+    ['an unknown field', { ...base, replicas: 3 }, ['spec']],
+    ['a command that is no list', { ...base, command: 'bash' }, ['command']],
+    ['an env value that is no string', { ...base, env: { PORT: 8080 } }, ['env.PORT']],
+    ['a bad env name', { ...base, env: { '1X': 'a' } }, ['env.1X']],
+    ['a bad quantity', { ...base, resources: { limits: { memory: 'lots' } } }, ['resources.limits.memory']],
+    ['a bad resource name', { ...base, resources: { limits: { 'gpu!': '1' } } }, ['resources.limits.gpu!']],
+    [
+      'a fractional GPU',
+      { ...base, resources: { limits: { 'nvidia.com/gpu': '500m' } } },
+      ['resources.limits.nvidia.com/gpu'],
+    ],
+    [
+      'an overcommitted GPU',
+      { ...base, resources: { requests: { 'nvidia.com/gpu': '1' } } },
+      ['resources.requests.nvidia.com/gpu'],
+    ],
+    ['a home without a size', { ...base, home: { onRelease: 'keep' } }, ['home.size']],
+    ['an unknown release rule', { ...base, home: { size: '1Gi', onRelease: 'archive' } }, ['home.onRelease']],
+    ['a relative shell', { ...base, shell: 'bash' }, ['shell']],
+    ['a reserved label', { ...base, labels: { 'corral.dev/vdi-pool': 'x' } }, ['labels.corral.dev/vdi-pool']],
+    ['a bad label value', { ...base, labels: { team: 'a b' } }, ['labels.team']],
+    ['a bad pool name', { ...base, name: 'Dev Box' }, ['name']],
+  ])('refuses %s, naming the field', (_, input, fields) => {
+    expect(fieldsOf(input)).toEqual(fields);
+  });
+
+  it('says what to do and that nothing was written', () => {
+    expect(() => parseCtPoolSpec({ ...base, size: -1 })).toThrow(/size: .*Nothing was written/);
+  });
+
+  it('counts extended resources per member, and only those', () => {
+    const spec = parseCtPoolSpec({
+      ...base,
+      resources: { requests: { cpu: '500m' }, limits: { cpu: '2', memory: '4Gi', 'nvidia.com/gpu': '2' } },
+    });
+    expect(extendedResourcesOf(spec)).toEqual({ 'nvidia.com/gpu': 2 });
+  });
+});
