@@ -74,6 +74,8 @@ function createElementClass(): CustomElementConstructor {
     #client: VdiClient | undefined;
     #timer: ReturnType<typeof setInterval> | undefined;
     #console: { desktopId: string; protocol: ConsoleProtocol; open: OpenConsole } | undefined;
+    // the desktop the console section shows, also after its stream ended, for Reconnect
+    #lastConsole: string | undefined;
     #parts:
       | {
           error: HTMLElement;
@@ -177,8 +179,6 @@ function createElementClass(): CustomElementConstructor {
       };
     }
 
-    #lastConsole: string | undefined;
-
     #emit(name: CorralDesktopsEventName, detail: Record<string, unknown>) {
       this.dispatchEvent(new CustomEvent(name, { detail, bubbles: true, composed: true }));
     }
@@ -278,7 +278,8 @@ function createElementClass(): CustomElementConstructor {
     }
 
     async #release(desktopId: string) {
-      if (this.#console?.desktopId === desktopId) this.closeConsole();
+      // a released desktop's console, open or ended, has nothing left to show
+      if (this.#lastConsole === desktopId) this.closeConsole();
       let task = await this.#api.getTask((await this.#api.release(desktopId)).task);
       this.#setRowNote(desktopId, 'Releasing…');
       while (task.status === 'running') {
