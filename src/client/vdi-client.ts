@@ -198,11 +198,11 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
       }
     },
     listDesktops: async () => (await call('listDesktops')).desktops,
-    getDesktop: (desktopId) => call('getDesktop', desktopParams(desktopId)),
-    start: (desktopId) => call('startDesktop', desktopParams(desktopId)),
-    release: (desktopId) => call('releaseDesktop', desktopParams(desktopId)),
-    connect: (desktopId) => call('connectDesktop', desktopParams(desktopId)),
-    getTask: (taskId) => call('getTask', { id: taskId }),
+    getDesktop: async (desktopId) => await call('getDesktop', desktopParams(desktopId)),
+    start: async (desktopId) => await call('startDesktop', desktopParams(desktopId)),
+    release: async (desktopId) => await call('releaseDesktop', desktopParams(desktopId)),
+    connect: async (desktopId) => await call('connectDesktop', desktopParams(desktopId)),
+    getTask: async (taskId) => await call('getTask', { id: taskId }),
     listTaskLog: async () => (await call('taskLog')).records,
     consoleUrl(desktop, protocol) {
       if (!consoleProtocols.includes(protocol)) {
