@@ -80,7 +80,7 @@ const serve: CommandSpec = {
       ...(ui ? { desktopsPage: desktopsPageFolder() } : {}),
     });
     if (terminal.json)
-      terminal.printJson({ url: server.url, enabled: settings.enabled, namespaces, trustHeader: header, ui });
+      terminal.printJson({ url: server.url, enabled: settings.enabled, namespaces, trustHeader: header });
     else {
       terminal.print(
         `broker listening on ${server.url} (namespaces ${namespaces.join(', ')}; login from header ${header})`,
