@@ -7,6 +7,17 @@ export type {
   PoolBody,
   TaskBody,
 } from '../broker/schemas.js';
+// the answer schemas the client checks with, for a page that validates what it stores or receives elsewhere
+export {
+  auditRecordSchema,
+  claimedDesktopSchema,
+  connectAnswerSchema,
+  desktopSchema,
+  errorBodySchema,
+  poolSchema,
+  releaseAcceptedSchema,
+  taskSchema,
+} from '../broker/schemas.js';
 export type { VdiErrorCode } from '../errors.js';
 export { isVdiError, VdiError } from '../errors.js';
 export type {

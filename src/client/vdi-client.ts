@@ -1,11 +1,13 @@
 import type { z } from 'zod';
 import { type RouteName, routes } from '../broker/routes.js';
 import {
+  type auditRecordSchema,
   type ClaimedDesktopBody,
   type ConnectAnswerBody,
   type DesktopBody,
   errorBodySchema,
   type PoolBody,
+  type releaseAcceptedSchema,
   type TaskBody,
 } from '../broker/schemas.js';
 import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
@@ -15,10 +17,10 @@ import { parseDesktopId, parsePoolId } from '../ids.js';
 export type ConsoleProtocol = 'vnc' | 'serial' | 'terminal';
 
 /** A task log record as the API answers it. @category client */
-export type AuditRecordBody = z.infer<(typeof routes.taskLog.response.schema.shape.records)['element']>;
+export type AuditRecordBody = z.infer<typeof auditRecordSchema>;
 
 /** The answer of a release: the desktop and the task that carries the release out. @category client */
-export type ReleaseAcceptedBody = z.infer<typeof routes.releaseDesktop.response.schema>;
+export type ReleaseAcceptedBody = z.infer<typeof releaseAcceptedSchema>;
 
 /** Options of {@link createVdiClient}. @category client */
 export interface VdiClientOptions {
