@@ -166,7 +166,8 @@ export interface GatherConnectFactsOptions {
 
 /**
  * An open console of a member: a websocket whose binary messages carry the console's raw bytes (RFB for `vnc`,
- * the serial line for `serial`). Whoever opened it closes it.
+ * the serial line for `serial`). It arrives paused, as the member's side may speak first: `resume()` it once
+ * its listeners are attached. Whoever opened it closes it.
  *
  * @category backends
  */

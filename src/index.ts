@@ -99,6 +99,7 @@ export type { VdiContext } from './context.js';
 export { backendFor } from './context.js';
 export type {
   ClaimToPresent,
+  ConsoleStream,
   DesktopBackend,
   GatherConnectFactsOptions,
   MemberConsole,
@@ -106,6 +107,7 @@ export type {
   MemberFacts as BackendMemberFacts,
   MemberPower,
   MemberRef,
+  OpenConsoleStreamOptions,
   PoolMemberRef,
   PowerChangeResult,
   PresentedClaim,
@@ -184,6 +186,8 @@ export { describePools, isFreeMember } from './pools/pool-view.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';
 export type { ConsoleOpenFacts, ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
+export type { ConsoleStreamFacts, ConsoleStreamPlan } from './sessions/plan-console-stream.js';
+export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type {
   ReclaimPlan,
   ReclaimPolicy,
@@ -208,9 +212,11 @@ export { planReclaimPass } from './sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {
+  ConsoleEnd,
   ConsoleHandle,
   ConsoleKind,
   DesktopSession,
+  EndConsolesOptions,
   OpenConsoleOptions,
   SessionEngine,
   SessionEngineOptions,

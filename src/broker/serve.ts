@@ -33,8 +33,8 @@ export interface BrokerServer {
   /** The broker behind it, for its console gate and session engine. */
   readonly broker: Broker;
   /**
-   * Shuts down: stops accepting connections, lets requests in flight finish, then stops the session engine and
-   * waits for running releases. Nothing is reclaimed by the shutdown. Calling it again returns the same promise.
+   * Shuts down: stops accepting connections, closes the open consoles (1001), stops the session engine, waits
+   * for running releases and lets requests in flight finish. Nothing is reclaimed by the shutdown. Calling it again returns the same promise.
    */
   close(): Promise<void>;
   /** Resolves once the server has shut down, by {@link BrokerServer.close} or a signal. */
@@ -97,6 +97,9 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
         }),
     ),
   );
+  server.on('upgrade', (req, socket, head: Buffer) => {
+    if (!broker.handleUpgrade(req, socket, head)) socket.destroy();
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
@@ -119,12 +122,14 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     closing ??= (async () => {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      await new Promise<void>((resolve) => {
+      const serverClosed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         // keep-alive connections without a request in flight would hold the close open
         server.closeIdleConnections();
       });
+      // open consoles would hold the close open too: the broker closes them first
       await broker.stop();
+      await serverClosed;
       resolveClosed();
     })();
     return closing;

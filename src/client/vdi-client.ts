@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { consoleProtocolParam } from '../broker/input-rules.js';
 import { type RouteName, routes } from '../broker/routes.js';
 import {
   type auditRecordSchema,
@@ -14,7 +15,7 @@ import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
 import { parseDesktopId, parsePoolId } from '../ids.js';
 
 /** A console the broker's websockets serve. @category client */
-export type ConsoleProtocol = 'vnc' | 'serial' | 'terminal';
+export type ConsoleProtocol = z.infer<typeof consoleProtocolParam>;
 
 /** A task log record as the API answers it. @category client */
 export type AuditRecordBody = z.infer<typeof auditRecordSchema>;
@@ -76,7 +77,13 @@ export interface VdiClient {
   consoleUrl(desktop: string | Pick<DesktopBody, 'id'>, protocol: ConsoleProtocol): string;
 }
 
-const consoleProtocols: readonly ConsoleProtocol[] = ['vnc', 'serial', 'terminal'];
+const consoleProtocols: readonly string[] = consoleProtocolParam.options;
+
+// The routes that answer JSON; the console route upgrades to a websocket instead.
+type JsonRouteName = {
+  [Name in RouteName]: (typeof routes)[Name]['response'] extends { schema: z.ZodType } ? Name : never;
+}[RouteName];
+type AnswerOf<Name extends JsonRouteName> = z.infer<(typeof routes)[Name]['response']['schema']>;
 
 function isErrorCode(code: unknown): code is VdiErrorCode {
   return typeof code === 'string' && Object.hasOwn(httpStatusByCode, code);
@@ -154,10 +161,10 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
   const base = resolveBase(options.baseUrl);
   const send = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
 
-  async function call<Name extends RouteName>(
+  async function call<Name extends JsonRouteName>(
     name: Name,
     params: Record<string, string> = {},
-  ): Promise<z.infer<(typeof routes)[Name]['response']['schema']>> {
+  ): Promise<AnswerOf<Name>> {
     const route = routes[name];
     const url = new URL(pathOf(name, params), base);
     let response: Response;
@@ -182,7 +189,7 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
         { details: { status: response.status } },
       );
     }
-    return parsed.data as z.infer<(typeof routes)[Name]['response']['schema']>;
+    return parsed.data as AnswerOf<Name>;
   }
 
   return {
@@ -213,11 +220,8 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
           `"${String(protocol)}" is not a console; use ${consoleProtocols.join(', ')}.`,
         );
       }
-      const { kind, ns, member } = desktopParams(typeof desktop === 'string' ? desktop : desktop.id);
-      const url = new URL(
-        `api/vdi/desktops/${kind}/${encodeURIComponent(ns ?? '')}/${encodeURIComponent(member ?? '')}/console/${protocol}`,
-        base,
-      );
+      const params = desktopParams(typeof desktop === 'string' ? desktop : desktop.id);
+      const url = new URL(pathOf('openConsole', { ...params, protocol }), base);
       url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
       return url.href;
     },

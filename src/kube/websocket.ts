@@ -17,7 +17,7 @@ const handshakeTimeoutMs = 15_000;
 
 /**
  * Opens a websocket to a path of the current cluster with the kubeconfig's TLS material and credentials, and
- * resolves once it is open. A refusal arrives as the apiserver's answer translated to a `VdiError`.
+ * resolves once it is open, paused: call `resume()` once its listeners are attached. A refusal arrives as the apiserver's answer translated to a `VdiError`.
  *
  * @throws `VdiError` by the apiserver's status (`FORBIDDEN`, `NOT_FOUND`, `INVALID_INPUT`, …) or
  *   `CLUSTER_UNAVAILABLE` when it does not answer.
@@ -42,6 +42,8 @@ export async function openKubeWebSocket(
   return await new Promise<WebSocket>((resolve, reject) => {
     socket.once('open', () => {
       socket.off('error', onError);
+      // a server that speaks first must not speak before the caller listens
+      socket.pause();
       resolve(socket);
     });
     const onError = (error: Error) => reject(toVdiError(error, options.doing));

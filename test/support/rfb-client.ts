@@ -49,6 +49,8 @@ export function createByteReader(socket: WebSocket): (length: number) => Promise
     ended = new Error(`the websocket closed (${code} ${reason.toString()})`);
     pump();
   });
+  // a console stream of the SDK arrives paused until someone listens
+  socket.resume();
   return (length) =>
     new Promise((resolve, reject) => {
       waiter = { length, resolve, reject };
@@ -56,9 +58,14 @@ export function createByteReader(socket: WebSocket): (length: number) => Promise
     });
 }
 
-/** Runs the RFB 3.8 handshake with security type None on an open websocket. */
-export async function connectRfb(socket: WebSocket): Promise<RfbClient> {
-  const read = createByteReader(socket);
+/**
+ * Runs the RFB 3.8 handshake with security type None on an open websocket; pass the reader made when the socket
+ * was created when the server may have spoken before `open` was seen.
+ */
+export async function connectRfb(
+  socket: WebSocket,
+  read: (length: number) => Promise<Buffer> = createByteReader(socket),
+): Promise<RfbClient> {
   const version = (await read(12)).toString('latin1');
   if (version !== 'RFB 003.008\n') throw new Error(`unexpected version ${JSON.stringify(version)}`);
   socket.send(Buffer.from('RFB 003.008\n', 'latin1'));

@@ -8,6 +8,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { tailscaleIdentity } from '../../../src/broker/identity.js';
 import { type BrokerServer, serveBroker } from '../../../src/broker/serve.js';
+import type { Screen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import type { TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -66,6 +67,8 @@ export async function startSignInProxy(
     forwarded.on('error', () => res.destroy());
     req.pipe(forwarded);
   });
+  // upgraded sockets leave the server's bookkeeping, so closing it must end them itself
+  const upgraded = new Set<{ destroy(): void }>();
   server.on('upgrade', (req, socket, head) => {
     const lines = [`${req.method} ${req.url} HTTP/1.1`];
     for (let at = 0; at < req.rawHeaders.length; at += 2) {
@@ -80,6 +83,7 @@ export async function startSignInProxy(
     });
     back.on('error', () => socket.destroy());
     socket.on('error', () => back.destroy());
+    upgraded.add(socket).add(back);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -88,6 +92,7 @@ export async function startSignInProxy(
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
+        for (const socket of upgraded) socket.destroy();
       }),
   };
 }
@@ -115,4 +120,30 @@ export async function startPageBroker(
     desktopsPage: desktopsPageFolder,
     log: () => {},
   });
+}
+
+/** The noVNC canvas as drawn in the page: RGB, three bytes a pixel, row by row; `undefined` before a frame. */
+export async function readVncScreen(page: Page): Promise<Screen | undefined> {
+  const shown = await page.evaluate(() => {
+    const canvas = document.querySelector<HTMLCanvasElement>('.corral-screen canvas');
+    const context = canvas?.getContext('2d');
+    if (!canvas || !context || canvas.width === 0) return undefined;
+    const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
+    // base64 of the RGB bytes: a fraction of what an array of numbers costs to send back
+    let binary = '';
+    for (let at = 0; at < data.length; at += 4)
+      binary += String.fromCharCode(data[at] ?? 0, data[at + 1] ?? 0, data[at + 2] ?? 0);
+    return { width: canvas.width, height: canvas.height, rgb: btoa(binary) };
+  });
+  return shown && { ...shown, rgb: new Uint8Array(Buffer.from(shown.rgb, 'base64')) };
+}
+
+/** Whether the page shows `expected` exactly, pixel for pixel. */
+export function showsScreen(shown: Screen | undefined, expected: Screen): boolean {
+  return (
+    shown !== undefined &&
+    shown.width === expected.width &&
+    shown.height === expected.height &&
+    Buffer.from(shown.rgb).equals(Buffer.from(expected.rgb))
+  );
 }
