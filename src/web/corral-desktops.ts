@@ -63,7 +63,7 @@ function button(text: string, action: string, onClick: () => void): HTMLButtonEl
 }
 
 const protocolNames: Readonly<Record<ConsoleProtocol, string>> = {
-  vnc: 'VNC',
+  vnc: 'VNC console',
   serial: 'serial console',
   terminal: 'terminal',
 };
