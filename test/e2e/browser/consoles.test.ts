@@ -5,11 +5,12 @@ import WebSocket from 'ws';
 import type { BrokerServer } from '../../../src/broker/serve.js';
 import { createVdiClient } from '../../../src/client/index.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
 import {
   alice,
   bob,
@@ -35,9 +36,13 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp() {
+async function setUp(devices: VmDevices = {}) {
   const namespace = await createTestNamespace(cluster(), 'web-console');
-  await createPoolMembers(cluster(), namespace, 'devpool', 1);
+  const vm = stoppedVm('devpool-1', { 'corral.dev/vdi-pool': 'devpool' });
+  await new KubeCluster(cluster().kubeConfig).createVm(namespace, {
+    ...vm,
+    spec: { ...vm.spec, template: { spec: { domain: { devices } } } },
+  });
   const server: BrokerServer = await startPageBroker(cluster(), namespace, createTestClock(new Date()));
   cleanups.push(() => server.close());
   const proxies = new Map<string, string>();
@@ -166,6 +171,32 @@ describe('consoles in Chromium', () => {
     });
     await page.click('button[data-action="reconnect"]');
     await waitForScreen(page, renderScreen({ name: member }), `the name ${member} after the reconnect`);
+  });
+
+  it('opens the serial console in xterm.js when the VM has no graphics device, and echoes what alice types', async () => {
+    const { open } = await setUp({ autoattachGraphicsDevice: false });
+    const page = await open(alice);
+    const { member } = await claimInPage(page);
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitFor(() => page.locator('.corral-console').getAttribute('data-protocol'), {
+      describe: 'the page to open the serial console, the plan target without VNC',
+      until: (protocol) => protocol === 'serial',
+    });
+    expect(await page.locator('.corral-skipped li[data-protocol="vnc"]').textContent()).toMatch(
+      /^vnc skipped: .+/,
+    );
+    const terminalText = () => page.locator('.corral-screen .xterm-rows').innerText();
+    await waitFor(terminalText, {
+      describe: "the serial console's greeting in xterm.js",
+      until: (text) => text.includes(`${member} serial console (echo)`),
+    });
+    await page.locator('.corral-screen .xterm').click();
+    await page.keyboard.type('hello corral');
+    await waitFor(terminalText, {
+      describe: 'the echo of what alice typed',
+      until: (text) => text.includes('hello corral'),
+    });
+    await keepScreenshot(page, 'console-serial');
   });
 
   it("refuses bob's websocket to alice's console with 403 before any upgrade", async () => {
