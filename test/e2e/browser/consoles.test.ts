@@ -164,6 +164,13 @@ describe('consoles in Chromium', () => {
       describe: 'the page to offer Start for the stopped desktop',
       until: (count) => count === 1,
     });
+    // a stopped desktop's console is refused before any upgrade, in words that say what to do
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitFor(() => page.locator('.corral-error').textContent(), {
+      describe: 'the page to say the desktop must be started first',
+      until: (text) => text?.endsWith('is not running; start it first, then connect to it.') ?? false,
+    });
+    expect(await page.locator('.corral-console').getAttribute('data-state')).toBe('failed');
     await page.click(`${row} button[data-action="start"]`);
     await waitFor(async () => (await page.locator(`${row} .corral-phase`).allTextContents()).join(), {
       describe: 'the desktop to run again',
