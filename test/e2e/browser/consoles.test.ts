@@ -192,16 +192,16 @@ describe('consoles in Chromium', () => {
     expect(await page.locator('.corral-skipped li[data-protocol="vnc"]').textContent()).toMatch(
       /^vnc skipped: .+/,
     );
-    const terminalText = () => page.locator('.corral-screen .xterm-rows').innerText();
+    const terminalText = () => page.locator('.corral-screen .xterm-rows').textContent();
     await waitFor(terminalText, {
       describe: "the serial console's greeting in xterm.js",
-      until: (text) => text.includes(`${member} serial console (echo)`),
+      until: (text) => text?.includes(`${member} serial console (echo)`) ?? false,
     });
     await page.locator('.corral-screen .xterm').click();
     await page.keyboard.type('hello corral');
     await waitFor(terminalText, {
       describe: 'the echo of what alice typed',
-      until: (text) => text.includes('hello corral'),
+      until: (text) => text?.includes('hello corral') ?? false,
     });
     await keepScreenshot(page, 'console-serial');
   });
