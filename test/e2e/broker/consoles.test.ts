@@ -25,12 +25,12 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((api) => api.close()));
 });
 
-/** A broker over a one-member pool whose member alice has claimed and runs. */
-async function setUp(size = 1) {
+/** A broker over a pool of `size` members, one of which alice has claimed and runs. */
+async function setUp(size = 1, options: Parameters<typeof startBroker>[3] = {}) {
   const namespace = await createTestNamespace(cluster(), 'consoles');
   const members = await createPoolMembers(cluster(), namespace, 'devpool', size);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock);
+  const api = await startBroker(cluster(), namespace, clock, options);
   running.push(api);
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
@@ -212,6 +212,19 @@ describe("the broker's console websockets", () => {
     await waitFor(() => api.broker.consoles().length === 0, {
       describe: 'the console to be gone from the broker',
     });
+  });
+
+  it('closes an open console with 4002 and the rule when the policy reclaims the desktop', async () => {
+    const { api, namespace, member, clock, consolePath } = await setUp(1, { maxSessionMs: 30 * minute });
+    const { socket } = await openSocket(api, consolePath('serial'), alice);
+    const closed = closeOf(socket);
+    clock.advance(30 * minute + 1);
+    expect((await api.broker.sessions.runPass()).reclaimed).toBe(1);
+    expect(await closed).toEqual({
+      code: consoleCloseCodes.reclaimed,
+      reason: 'The desktop was reclaimed (max-duration); claim a desktop again to go on.',
+    });
+    expect(await api.vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
   });
 
   it('holds the desktop back while the browser does not read, so the broker queues no more than its bound', async () => {
