@@ -67,7 +67,7 @@ function pipe(from: WebSocket, to: WebSocket, limits: RelayLimits, count: (bytes
     });
     if (!paused && to.bufferedAmount > limits.highWaterBytes) {
       paused = true;
-      // from.pause();
+      from.pause();
     }
   });
 }
