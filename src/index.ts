@@ -15,11 +15,14 @@ export type {
   BrokerLogger,
   BrokerOptions,
   FetchInfo,
+  OpenConsole,
   ReadableAuditSink,
 } from './broker/broker.js';
 export { createBroker } from './broker/broker.js';
 export type { BrokerSettings } from './broker/broker-settings.js';
 export { brokerEnvironmentVariables, brokerOptionsFromEnv } from './broker/broker-settings.js';
+export type { RelayStats } from './broker/console-relay.js';
+export { consoleCloseCodes } from './broker/console-relay.js';
 export type {
   AuthGatewayIdentityOptions,
   CallerIdentity,

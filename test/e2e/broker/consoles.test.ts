@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { connect as connectTcp } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { defaultConsoleLimits } from '../../../src/broker/console-proxy.js';
 import { consoleCloseCodes } from '../../../src/broker/console-relay.js';
 import { connectedAtAnnotation, disconnectedAtAnnotation } from '../../../src/keys.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
@@ -24,12 +25,12 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((api) => api.close()));
 });
 
-/** A broker over a one-member pool whose member alice has claimed and runs. */
-async function setUp(size = 1) {
+/** A broker over a pool of `size` members, one of which alice has claimed and runs. */
+async function setUp(size = 1, options: Parameters<typeof startBroker>[3] = {}) {
   const namespace = await createTestNamespace(cluster(), 'consoles');
   const members = await createPoolMembers(cluster(), namespace, 'devpool', size);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock);
+  const api = await startBroker(cluster(), namespace, clock, options);
   running.push(api);
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
@@ -211,5 +212,121 @@ describe("the broker's console websockets", () => {
     await waitFor(() => api.broker.consoles().length === 0, {
       describe: 'the console to be gone from the broker',
     });
+  });
+
+  it('closes an open console with 4002 and the rule when the policy reclaims the desktop', async () => {
+    const { api, namespace, member, clock, consolePath } = await setUp(1, { maxSessionMs: 30 * minute });
+    const { socket } = await openSocket(api, consolePath('serial'), alice);
+    const closed = closeOf(socket);
+    clock.advance(30 * minute + 1);
+    expect((await api.broker.sessions.runPass()).reclaimed).toBe(1);
+    expect(await closed).toEqual({
+      code: consoleCloseCodes.reclaimed,
+      reason: 'The desktop was reclaimed (max-duration); claim a desktop again to go on.',
+    });
+    expect(await api.vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+  });
+
+  it('holds the desktop back while the browser does not read, so the broker queues no more than its bound', async () => {
+    const { api, member, consolePath } = await setUp();
+    const { socket, read } = await openSocket(api, consolePath('vnc'), alice);
+    const rfb = await connectRfb(socket, read);
+    const frameBytes = 16 + 320 * 200 * 4;
+    const requests = 80;
+    // the browser stops reading and asks for 80 full frames (20 MB)
+    socket.pause();
+    const request = Buffer.from([3, 0, 0, 0, 0, 0, 1, 64, 0, 200]);
+    for (let index = 0; index < requests; index += 1) socket.send(request);
+    let last = -1;
+    const held = await waitFor(
+      () => {
+        const [open] = api.broker.consoles();
+        const still = open !== undefined && open.bytesToClient === last;
+        last = open?.bytesToClient ?? -1;
+        return still && open.bufferedToClient > defaultConsoleLimits.highWaterBytes / 2 ? open : undefined;
+      },
+      { describe: 'the relay to stop reading the desktop while the browser is over the bound' },
+    );
+    expect(held.bytesToClient).toBeLessThan(requests * frameBytes);
+    expect(held.bufferedToClient).toBeLessThanOrEqual(defaultConsoleLimits.highWaterBytes + frameBytes);
+
+    // once the browser reads again, every frame arrives whole
+    socket.resume();
+    const header = Buffer.alloc(16);
+    for (let index = 0; index < requests; index += 1) {
+      (await read(16)).copy(header);
+      expect(header.readUInt16BE(8)).toBe(320);
+      await read(320 * 200 * 4);
+    }
+    expect(sameFrame((await rfb.requestFrame()).rgb, renderScreen({ name: member }).rgb)).toBe(true);
+    expect(api.broker.consoles()[0]?.bufferedToClient).toBe(0);
+  });
+
+  it('survives garbage: bad handshakes, frames that are not websocket, random messages and oversized ones', async () => {
+    const { api, member, consolePath } = await setUp();
+    const { hostname, port } = new URL(api.url);
+    // a seeded generator, so a failure replays
+    let seed = 20260702;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const garbage = (length: number) => Buffer.from(Array.from({ length }, () => Math.floor(random() * 256)));
+
+    const badKey = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          hostname,
+          port,
+          path: consolePath('vnc'),
+          headers: {
+            'Tailscale-User-Login': alice,
+            connection: 'Upgrade',
+            upgrade: 'websocket',
+            'sec-websocket-key': 'not-a-key',
+            'sec-websocket-version': '13',
+          },
+        },
+        (res) => resolve(res.statusCode ?? 0),
+      );
+      req.on('upgrade', () => reject(new Error('upgraded with a bad key')));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(badKey).toBe(400);
+
+    // raw bytes after a real upgrade: not websocket frames at all
+    for (let round = 0; round < 5; round += 1) {
+      const raw = connectTcp(Number(port), hostname);
+      const ended = new Promise<void>((resolve) => raw.once('close', () => resolve()));
+      raw.on('error', () => undefined);
+      raw.write(
+        `GET ${consolePath('serial')} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nTailscale-User-Login: ${alice}\r\n` +
+          'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      );
+      await new Promise<void>((resolve) => raw.once('data', () => resolve()));
+      raw.write(garbage(64 + Math.floor(random() * 4096)));
+      await ended;
+    }
+
+    // random binary messages break the RFB conversation; the console closes, the broker goes on
+    for (let round = 0; round < 5; round += 1) {
+      const { socket } = await openSocket(api, consolePath('vnc'), alice);
+      const closed = closeOf(socket);
+      for (let message = 0; message < 20; message += 1) socket.send(garbage(1 + Math.floor(random() * 2048)));
+      expect((await closed).code).not.toBe(1006);
+    }
+
+    // a message over the bound closes that console with 1009
+    const { socket: big } = await openSocket(api, consolePath('serial'), alice);
+    const tooBig = closeOf(big);
+    big.send(Buffer.alloc(defaultConsoleLimits.maxMessageBytes + 1));
+    expect((await tooBig).code).toBe(1009);
+
+    await waitFor(() => api.broker.consoles().length === 0, { describe: 'every fuzzed console to be gone' });
+    const { rfb } = await openRfb(api, consolePath('vnc'), alice);
+    expect(rfb.name).toBe(member);
+    expect(api.logs.filter((line) => line.includes('unexpectedly'))).toEqual([]);
   });
 });
