@@ -1,3 +1,4 @@
+import type { WebSocket } from 'ws';
 import type { ConnectFacts } from './connect-planner/plan-connect.js';
 import type { DesktopKind } from './ids.js';
 
@@ -164,6 +165,21 @@ export interface GatherConnectFactsOptions {
 }
 
 /**
+ * An open console of a member: a websocket whose binary messages carry the console's raw bytes (RFB for `vnc`,
+ * the serial line for `serial`). It arrives paused, as the member's side may speak first: `resume()` it once
+ * its listeners are attached. Whoever opened it closes it.
+ *
+ * @category backends
+ */
+export type ConsoleStream = WebSocket;
+
+/** Options of {@link DesktopBackend.openConsoleStream}. @category backends */
+export interface OpenConsoleStreamOptions {
+  /** The largest message taken from the member's side; a larger one closes the stream (1009). */
+  maxPayload: number;
+}
+
+/**
  * What differs between desktop kinds, behind one seam. Services pick the backend by a member's `kind` and never
  * see KubeVirt or Pod objects. The claim (a Lease) is not the backend's: it is the same for every kind, and a
  * backend never reads or writes Leases.
@@ -256,4 +272,17 @@ export interface DesktopBackend {
    * @throws `VdiError` `MEMBER_NOT_FOUND`.
    */
   checkUsbSupport(ref: MemberRef): Promise<UsbSupport>;
+
+  /**
+   * Opens one of the member's consoles as a stream, through the apiserver with the SDK's credentials. It checks
+   * no claim: callers decide who may open it first.
+   *
+   * @throws `VdiError` `UNSUPPORTED_BACKEND` for a console this kind does not have; `MEMBER_NOT_FOUND`;
+   *   `DESKTOP_STOPPED` when its instance does not run; the apiserver's refusals (`FORBIDDEN`, …).
+   */
+  openConsoleStream(
+    ref: MemberRef,
+    console: MemberConsole,
+    options: OpenConsoleStreamOptions,
+  ): Promise<ConsoleStream>;
 }

@@ -15,11 +15,14 @@ export type {
   BrokerLogger,
   BrokerOptions,
   FetchInfo,
+  OpenConsole,
   ReadableAuditSink,
 } from './broker/broker.js';
 export { createBroker } from './broker/broker.js';
 export type { BrokerSettings } from './broker/broker-settings.js';
 export { brokerEnvironmentVariables, brokerOptionsFromEnv } from './broker/broker-settings.js';
+export type { RelayStats } from './broker/console-relay.js';
+export { consoleCloseCodes } from './broker/console-relay.js';
 export type {
   AuthGatewayIdentityOptions,
   CallerIdentity,
@@ -126,6 +129,7 @@ export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct/reconci
 export { reconcileCtPool } from './ct/reconcile-ct-pool.js';
 export type {
   ClaimToPresent,
+  ConsoleStream,
   DesktopBackend,
   GatherConnectFactsOptions,
   MemberConsole,
@@ -133,6 +137,7 @@ export type {
   MemberFacts as BackendMemberFacts,
   MemberPower,
   MemberRef,
+  OpenConsoleStreamOptions,
   PoolMemberRef,
   PowerChangeResult,
   PresentedClaim,
@@ -221,6 +226,8 @@ export { describePools, isFreeMember } from './pools/pool-view.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';
 export type { ConsoleOpenFacts, ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
+export type { ConsoleStreamFacts, ConsoleStreamPlan } from './sessions/plan-console-stream.js';
+export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type {
   ReclaimPlan,
   ReclaimPolicy,
@@ -245,9 +252,11 @@ export { planReclaimPass } from './sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {
+  ConsoleEnd,
   ConsoleHandle,
   ConsoleKind,
   DesktopSession,
+  EndConsolesOptions,
   OpenConsoleOptions,
   SessionEngine,
   SessionEngineOptions,

@@ -25,10 +25,10 @@ function withoutComments(source: string): string {
   return source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
 }
 
-/** Every source file reachable from the ./core entry: by definition the pure cores. */
-function pureCoreFiles(): Map<string, string> {
+/** Every source file reachable from the given entries (by default ./core: by definition the pure cores). */
+function pureCoreFiles(entries = ['src/core/index.ts']): Map<string, string> {
   const files = new Map<string, string>();
-  const pending = [join(root, 'src/core/index.ts')];
+  const pending = entries.map((entry) => join(root, entry));
   while (pending.length > 0) {
     const file = pending.pop() as string;
     if (files.has(file)) continue;
@@ -63,6 +63,34 @@ describe('the pure cores', () => {
   }
 });
 
+// What a browser bundle cannot load: Node built-ins, the Kubernetes client, the server-side libraries.
+const serverOnlyImports = [
+  /^node:/,
+  /^@kubernetes\/client-node/,
+  /^eventemitter3/,
+  /^ws$/,
+  /^prom-client/,
+  /(^|\/)kube\//,
+];
+
+describe('the browser entries (./client, ./web)', () => {
+  const files = pureCoreFiles(['src/client/index.ts', 'src/web/index.ts', 'src/web/page.ts']);
+
+  it('are found by walking the imports of both entries and the served page', () => {
+    expect([...files.keys()].some((file) => file.includes('/src/web/'))).toBe(true);
+    expect([...files.keys()].some((file) => file.includes('/src/client/'))).toBe(true);
+  });
+
+  it('reach no Node built-in, Kubernetes client, server library or adapter, however indirectly', () => {
+    const offending = [...files].flatMap(([file, source]) =>
+      importsOf(source)
+        .filter((specifier) => serverOnlyImports.some((pattern) => pattern.test(specifier)))
+        .map((specifier) => `${relative(root, file)} -> ${specifier}`),
+    );
+    expect(offending).toEqual([]);
+  });
+});
+
 /** Every TypeScript file under src/, as a path relative to src/ with its source. */
 function sourceFiles(): Map<string, string> {
   const files = new Map<string, string>();
@@ -93,6 +121,15 @@ const serviceFolders = [
   'upgrade/',
 ];
 const frontEndFolders = ['cli/', 'broker/'];
+const browserFolders = ['client/', 'web/'];
+// The broker's route table and schemas are pure data, so the browser client builds its calls from them.
+const routeTableFiles = new Set([
+  'broker/routes.ts',
+  'broker/schemas.ts',
+  'broker/input-rules.ts',
+  'broker/route-declaration.ts',
+]);
+const browserSafeTargets = new Set(['errors.ts', 'ids.ts']);
 // The dev-cluster command exists to start the local control plane, so it alone may reach into testing/.
 const testingImporters = new Set(['cli/dev-cluster.ts']);
 
@@ -115,6 +152,15 @@ const layerRules: LayerRule[] = [
       frontEndFolders.some((folder) => target.startsWith(folder)),
   },
   {
+    name: 'the browser client and page (client/, web/) import only each other, the route table, errors and ids',
+    breaks: (file, target) =>
+      browserFolders.some((folder) => file.startsWith(folder)) &&
+      !['zod', '@novnc/novnc', '@xterm/xterm', '@xterm/xterm/css/xterm.css'].includes(target) &&
+      !browserFolders.some((folder) => target.startsWith(folder)) &&
+      !routeTableFiles.has(target) &&
+      !browserSafeTargets.has(target),
+  },
+  {
     name: 'only testing/ and the dev-cluster command import testing/',
     breaks: (file, target) =>
       target.startsWith('testing/') && !file.startsWith('testing/') && !testingImporters.has(file),
@@ -125,7 +171,8 @@ const layerRules: LayerRule[] = [
 function layerViolations(files: Map<string, string>): string[] {
   const violations: string[] = [];
   for (const [file, source] of files) {
-    for (const specifier of importsOf(source)) {
+    // an @example in a doc comment imports the published package, not a layer
+    for (const specifier of importsOf(withoutComments(source))) {
       const target = importTarget(file, specifier);
       for (const rule of layerRules) {
         if (rule.breaks(file, target)) violations.push(`${file} -> ${specifier} (${rule.name})`);
@@ -187,11 +234,14 @@ describe('the architecture check itself', () => {
       ['claims/made-up.ts', "import { serveBroker } from '../broker/serve.js';"],
       ['pools/other.ts', "import { startLocalCluster } from '../testing/local-cluster.js';"],
       ['testing/fine.ts', "import { startLocalCluster } from './local-cluster.js';"],
+      ['client/made-up.ts', "import { claimDesktop } from '../claims/claim-desktop.js';"],
+      ['web/fine.ts', "import { routes } from '../broker/routes.js';"],
     ]);
     expect(layerViolations(made)).toEqual([
       'cli/made-up.ts -> ../kube/cluster.js (front ends (cli/, broker/) never import @kubernetes/client-node or kube/)',
       'claims/made-up.ts -> ../broker/serve.js (services never import a front end (cli/, broker/))',
       'pools/other.ts -> ../testing/local-cluster.js (only testing/ and the dev-cluster command import testing/)',
+      'client/made-up.ts -> ../claims/claim-desktop.js (the browser client and page (client/, web/) import only each other, the route table, errors and ids)',
     ]);
   });
 

@@ -1,19 +1,29 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { DesktopKind, MemberConsole } from '../desktop-backend.js';
 import { type ConsoleHandle, createSessionEngine, type SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import { answerFailure, answerUnexpected } from './answers.js';
 import { type BrokerOptions, resolveBrokerOptions } from './broker-options.js';
 import { createAdminCheck } from './caller-access.js';
 import { type AuthorizeConsoleOptions, createConsoleGate } from './console-gate.js';
+import {
+  createConsoleProxy,
+  defaultConsoleLimits,
+  type OpenConsole,
+  refuseUpgrade,
+} from './console-proxy.js';
 import { createDesktopReader } from './desktop-reader.js';
 import { headersOfNode, nodeRequest, webRequest, webResponse, writeNodeResponse } from './http-io.js';
 import { type CallerIdentity, createIdentityResolver } from './identity.js';
+import { matchRoute } from './match-route.js';
 import { createRouteHandlers } from './route-handlers.js';
-import { createRouter } from './router.js';
+import { createRouter, createUpgradeRouter } from './router.js';
 import { createTaskRegistry } from './tasks.js';
 
 export type { BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
 export type { AuthorizeConsoleOptions } from './console-gate.js';
+export type { OpenConsole } from './console-proxy.js';
 
 /** Extra facts a fetch-style server knows about a request. @category broker */
 export interface FetchInfo {
@@ -31,9 +41,29 @@ export interface Broker {
   handleNode(req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void;
   /** A fetch-style handler, for Hono, Fastify, serverless runtimes and `Bun.serve`/`Deno.serve`. */
   fetch(request: Request, info?: FetchInfo): Promise<Response>;
+  /**
+   * A node:http `upgrade` listener for the console websockets
+   * (`GET /api/vdi/desktops/{kind}/{ns}/{member}/console/{vnc|serial}`): it checks the caller, the access rule
+   * and the desktop before the upgrade, answering a refusal as a plain HTTP error, then relays the desktop's
+   * console through the apiserver with the SDK's credentials. Returns `false`, touching nothing, for a path
+   * that is not the broker's, so the host can route its own websockets.
+   *
+   * @example
+   * ```ts
+   * server.on('upgrade', (req, socket, head) => {
+   *   if (!broker.handleUpgrade(req, socket, head)) socket.destroy();
+   * });
+   * ```
+   */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  /** The console websockets open through this broker now, with their queued and relayed bytes. */
+  consoles(): OpenConsole[];
   /** Starts the session engine (renewal and reclaim); warns once when running in open mode. */
   start(): void;
-  /** Stops the session engine and waits for running releases. Nothing is reclaimed by stopping. */
+  /**
+   * Closes the open console websockets (1001), stops the session engine and waits for running releases.
+   * Nothing is reclaimed by stopping.
+   */
   stop(): Promise<void>;
   /**
    * The gate of a console websocket (noVNC, terminal, RDP) of a claimed desktop: only its holder and the
@@ -85,7 +115,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });
   const desktops = createDesktopReader(ctx, sessions, namespaces);
-  const route = createRouter({
+  const routerOptions = {
     namespaces,
     enabled: settings.enabled,
     authRequired: settings.authRequired,
@@ -95,13 +125,17 @@ export function createBroker(options: BrokerOptions): Broker {
     handlers: createRouteHandlers({
       vdi,
       desktops,
+      sessions,
       tasks,
       listAudit: () => settings.audit.list(),
       namespaces,
       log,
     }),
     log,
-  });
+  };
+  const route = createRouter(routerOptions);
+  const admitUpgrade = createUpgradeRouter(routerOptions);
+  const consoles = createConsoleProxy({ ctx, sessions, limits: defaultConsoleLimits, log });
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
 
   return {
@@ -122,6 +156,36 @@ export function createBroker(options: BrokerOptions): Broker {
     async fetch(request, info) {
       return webResponse((await route(webRequest(request, info?.remoteAddress))) ?? notFound());
     },
+    handleUpgrade(req, socket, head) {
+      const request = nodeRequest(req);
+      const match = matchRoute({
+        method: request.method,
+        rawPath: request.rawPath,
+        servedNamespaces: namespaces,
+      });
+      if (match.kind === 'not-broker') return false;
+      admitUpgrade(request)
+        .then(async (admission) => {
+          if (admission.kind === 'console') {
+            const { kind, ns, member, protocol } = admission.params;
+            await consoles.open(req, socket, head, {
+              kind: kind as DesktopKind,
+              namespace: ns ?? '',
+              member: member ?? '',
+              protocol: protocol as MemberConsole,
+              caller: admission.caller,
+            });
+          } else {
+            refuseUpgrade(socket, admission.kind === 'answer' ? admission.response : notFound());
+          }
+        })
+        .catch((error: unknown) => {
+          log(`broker: upgrade ${req.url} failed unexpectedly: ${String(error)}`);
+          refuseUpgrade(socket, answerUnexpected());
+        });
+      return true;
+    },
+    consoles: () => consoles.list(),
     start() {
       if (settings.admins.length === 0) {
         log(
@@ -131,6 +195,7 @@ export function createBroker(options: BrokerOptions): Broker {
       sessions.start();
     },
     async stop() {
+      await consoles.closeAll();
       await sessions.stop();
       await tasks.settled();
     },

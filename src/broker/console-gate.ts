@@ -20,7 +20,7 @@ export interface AuthorizeConsoleOptions {
 const consoleSchema = z.object({
   desktopId: z.string(),
   identity: z.string(),
-  kind: z.enum(['vnc', 'terminal', 'rdp']),
+  kind: z.enum(['vnc', 'serial', 'terminal', 'rdp']),
 });
 
 /** What the console gate needs of its broker. */

@@ -69,6 +69,14 @@ export const taskIdParam = z
   .regex(taskIdPattern, notTaskId)
   .meta({ description: 'The task ID a release answered with.' });
 
+/** The `{protocol}` of a console path: which console of the desktop the websocket carries. */
+export const consoleProtocolParam = z
+  .enum(['vnc', 'serial', 'terminal'], {
+    error: (issue: { input?: unknown }) =>
+      `"${String(issue.input)}" is not a console; use vnc or serial (a VM), or terminal (a container).`,
+  })
+  .meta({ description: '`vnc` or `serial` for a VM; `terminal` for a container desktop.' });
+
 /** The largest request body the broker reads; its POST routes take nothing that needs more. */
 export const maxBodyBytes = 16 * 1024;
 

@@ -42,6 +42,7 @@ function routerErrors(route: RouteDeclaration): Partial<Record<number, string>> 
   return {
     ...(malformed.length > 0 ? { 400: `Bad input: ${malformed.join(', ')}.` } : {}),
     401: 'No identity: the request did not come through a trusted identity provider.',
+    ...(route.upgrade ? { 400: 'Not a websocket upgrade request, or a malformed ID or console.' } : {}),
     403:
       route.auth === 'holder-or-admin'
         ? 'A service identity, or a caller who is neither the holder nor an admin.'
@@ -74,7 +75,10 @@ function operation(operationId: string, route: RouteDeclaration): Json {
         }
       : {}),
     responses: {
-      [route.response.status]: json(route.response.description, schemaOf(route.response.schema, 'output')),
+      [route.response.status]:
+        'schema' in route.response
+          ? json(route.response.description, schemaOf(route.response.schema, 'output'))
+          : { description: route.response.description },
       ...Object.fromEntries(
         Object.entries(errors).map(([status, description]) => [status, json(description, ref('Error'))]),
       ),

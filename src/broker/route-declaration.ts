@@ -42,8 +42,15 @@ export interface RouteDeclaration<Path extends string = string> {
   query?: z.ZodObject;
   /** The body a POST accepts; its fields are never read. */
   body?: z.ZodType;
-  /** The success answer. */
-  response: { status: 200 | 202; description: string; schema: z.ZodType };
+  /**
+   * `websocket`: a GET that upgrades to a websocket (`101 Switching Protocols`) once every check passed; its
+   * refusals are plain HTTP error answers. Such a route has no handler in the table of JSON handlers.
+   */
+  upgrade?: 'websocket';
+  /** The success answer: JSON, or the switch to a websocket. */
+  response:
+    | { status: 200 | 202; description: string; schema: z.ZodType }
+    | { status: 101; description: string };
   /** What the route's own work can answer besides success, by status. */
   errors?: Partial<Record<DeclaredErrorStatus, string>>;
 }

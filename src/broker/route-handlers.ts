@@ -5,6 +5,7 @@ import { connect } from '../connect-planner/connect.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { sessionIdAnnotation } from '../keys.js';
 import { listPools } from '../pools/pool-service.js';
+import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import type { Caller } from './caller-access.js';
 import type { DesktopReader, ReadDesktop } from './desktop-reader.js';
@@ -14,8 +15,13 @@ import type { TaskRegistry } from './tasks.js';
 
 type Route<Name extends RouteName> = (typeof routes)[Name];
 
+/** The routes answered with JSON by a handler; websocket routes go to the console proxy instead. */
+export type JsonRouteName = {
+  [Name in RouteName]: Route<Name> extends { upgrade: 'websocket' } ? never : Name;
+}[RouteName];
+
 /** What a handler gets: the caller, the checked path parameters and query, and the desktop it may act on. */
-export interface RouteInput<Name extends RouteName> {
+export interface RouteInput<Name extends JsonRouteName> {
   caller: Caller;
   params: { [Param in keyof Route<Name>['params']]: string };
   query: Route<Name> extends { query: z.ZodObject } ? z.output<Route<Name>['query']> : undefined;
@@ -24,17 +30,18 @@ export interface RouteInput<Name extends RouteName> {
 }
 
 /** Does a route's work; the router checks the answer against the route's response schema. */
-export type RouteHandler<Name extends RouteName> = (
+export type RouteHandler<Name extends JsonRouteName> = (
   input: RouteInput<Name>,
-) => Promise<z.input<Route<Name>['response']['schema']>>;
+) => Promise<z.input<Extract<Route<Name>['response'], { schema: z.ZodType }>['schema']>>;
 
-/** One handler per route of the table. */
-export type RouteHandlers = { [Name in RouteName]: RouteHandler<Name> };
+/** One handler per JSON route of the table. */
+export type RouteHandlers = { [Name in JsonRouteName]: RouteHandler<Name> };
 
 /** The services the handlers call. */
 export interface RouteHandlerDependencies {
   vdi: Vdi;
   desktops: DesktopReader;
+  sessions: SessionEngine;
   tasks: TaskRegistry;
   /** The task log records, oldest first. */
   listAudit(): AuditRecord[] | Promise<AuditRecord[]>;
@@ -46,7 +53,7 @@ const nullable = <T>(value: T | undefined): T | null => (value === undefined ? n
 
 /** Builds the handlers of the broker's routes. */
 export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
-  const { vdi, desktops, tasks, namespaces, log } = deps;
+  const { vdi, desktops, sessions, tasks, namespaces, log } = deps;
   const ctx = vdi.context;
   const openApiDocument = buildOpenApiDocument();
 
@@ -110,6 +117,12 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
     async releaseDesktop({ caller, params, desktop: { view, lease } }) {
       // the access check judged this claim: a newer one of the member is refused, not released
       const expectedSessionId = lease?.metadata.annotations?.[sessionIdAnnotation];
+      // the release owns the desktop from here: its consoles end now, not when the VM goes down under them
+      await sessions.endConsoles({
+        namespace: params.ns,
+        member: params.member,
+        end: { cause: 'released', message: 'The desktop was released; claim a desktop to go on.' },
+      });
       const suffix = ctx.newSessionId().replaceAll('-', '').slice(0, 12);
       const task = tasks.run(
         {

@@ -7,7 +7,7 @@ import type { CallerIdentity, IdentityRequest } from './identity.js';
 import { checkInput, maxBodyBytes } from './input-rules.js';
 import { matchRoute } from './match-route.js';
 import type { RouteDeclaration } from './route-declaration.js';
-import type { RouteHandlers } from './route-handlers.js';
+import type { JsonRouteName, RouteHandlers } from './route-handlers.js';
 import { type RouteName, routes } from './routes.js';
 
 /** What the router needs: the broker's settings and parts. */
@@ -82,13 +82,105 @@ async function checkBody(request: BrokerRequest, rule: z.ZodType): Promise<Broke
   return checked.ok ? undefined : answerFailure(checked.code, checked.message);
 }
 
+/** What the checks every broker request passes first decided. */
+type Admission =
+  | { kind: 'answer'; response: BrokerResponse }
+  | { kind: 'not-broker' }
+  | { kind: 'route'; name: RouteName; params: Record<string, string>; caller: Caller };
+
+/** The checks of {@link createRouter} up to the route's own rules: the match, the switch, the identity. */
+function createAdmission(options: RouterOptions): (request: BrokerRequest) => Promise<Admission> {
+  const { namespaces, enabled, authRequired, identify, isAdmin } = options;
+  const answer = (response: BrokerResponse | undefined): Admission =>
+    response ? { kind: 'answer', response } : { kind: 'not-broker' };
+  return async (request) => {
+    const match = matchRoute({
+      method: request.method,
+      rawPath: request.rawPath,
+      servedNamespaces: namespaces,
+    });
+    if (match.kind === 'not-broker') {
+      if (!authRequired || !request.rawPath.startsWith('/api/')) return { kind: 'not-broker' };
+      const identity = await identify(request);
+      return answer(
+        identity.kind === 'anonymous' || identity.kind === 'invalid' ? refuse(identity) : undefined,
+      );
+    }
+    if (!enabled && request.rawPath.startsWith('/api/vdi/')) {
+      return answer(answerFailure('NOT_FOUND', 'The desktop broker is turned off here.'));
+    }
+    const identity = await identify(request);
+    const refused = refuse(identity);
+    if (refused || identity.kind !== 'user') return answer(refused);
+    if (match.kind === 'reject') {
+      return answer(
+        answerFailure(match.code, match.message, match.allow ? { allow: match.allow.join(', ') } : {}),
+      );
+    }
+    const caller = { login: identity.login, admin: isAdmin(identity.login) };
+    return { kind: 'route', name: match.name, params: match.params, caller };
+  };
+}
+
+// A websocket carries the browser's login too: one opened from another site must not ride on it.
+function isCrossOrigin(headers: Headers): boolean {
+  const origin = headers.get('origin');
+  if (origin === null) return false;
+  try {
+    return new URL(origin).host !== headers.get('host');
+  } catch {
+    return true;
+  }
+}
+
+/** What {@link createUpgradeRouter} decided about an upgrade request. */
+export type UpgradeAdmission =
+  | { kind: 'answer'; response: BrokerResponse }
+  | { kind: 'not-broker' }
+  | { kind: 'console'; params: Record<string, string>; caller: Caller };
+
+/**
+ * Builds the admission of websocket upgrades from the route table: the same match, identity and caller checks
+ * as {@link createRouter}, then the cross-site checks; only a websocket route of a signed-in user passes.
+ */
+export function createUpgradeRouter(
+  options: RouterOptions,
+): (request: BrokerRequest) => Promise<UpgradeAdmission> {
+  const admit = createAdmission(options);
+  return async (request) => {
+    const admission = await admit(request);
+    if (admission.kind !== 'route') return admission;
+    const route: RouteDeclaration = routes[admission.name];
+    if (!route.upgrade) {
+      return {
+        kind: 'answer',
+        response: answerFailure(
+          'INVALID_INPUT',
+          `${request.rawPath} is not a websocket route; send a plain request.`,
+        ),
+      };
+    }
+    if (isCrossSite(request.headers) || isCrossOrigin(request.headers)) {
+      return {
+        kind: 'answer',
+        response: answerFailure(
+          'FORBIDDEN',
+          "Cross-site websockets may not open consoles; open the console from the broker's own origin.",
+        ),
+      };
+    }
+    return { kind: 'console', params: admission.params, caller: admission.caller };
+  };
+}
+
 /**
  * Builds the broker's router from the route table: match and check the path, identify the caller, apply the
  * route's rules (cross-site, body, query, auth) and call its handler, whose answer is checked against the
  * route's response schema. Every failure is an error answer; nothing reaches the cluster before the checks.
  */
 export function createRouter(options: RouterOptions): Router {
-  const { namespaces, enabled, authRequired, identify, isAdmin, desktops, handlers, log } = options;
+  const { desktops, handlers, log } = options;
+  const admit = createAdmission(options);
 
   async function dispatch(
     name: RouteName,
@@ -97,6 +189,12 @@ export function createRouter(options: RouterOptions): Router {
     request: BrokerRequest,
   ): Promise<BrokerResponse> {
     const route: RouteDeclaration = routes[name];
+    if (!('schema' in route.response)) {
+      return answerFailure(
+        'INVALID_INPUT',
+        `${request.rawPath} opens a console websocket; send a GET with Upgrade: websocket.`,
+      );
+    }
     if (route.method === 'POST' && isCrossSite(request.headers)) {
       return answerFailure(
         'FORBIDDEN',
@@ -121,34 +219,17 @@ export function createRouter(options: RouterOptions): Router {
       desktop = await desktops.read(params.ns ?? '', params.member ?? '', caller);
     }
     // The table and the handlers share their keys, so this handler takes this route's input.
-    const handle = handlers[name] as (input: unknown) => Promise<unknown>;
+    const handle = handlers[name as JsonRouteName] as (input: unknown) => Promise<unknown>;
     const answer = await handle({ caller, params, query, desktop });
     return answerJson(route.response.status, route.response.schema.parse(answer));
   }
 
   return async (request) => {
-    const match = matchRoute({
-      method: request.method,
-      rawPath: request.rawPath,
-      servedNamespaces: namespaces,
-    });
-    if (match.kind === 'not-broker') {
-      if (!authRequired || !request.rawPath.startsWith('/api/')) return undefined;
-      const identity = await identify(request);
-      return identity.kind === 'anonymous' || identity.kind === 'invalid' ? refuse(identity) : undefined;
-    }
-    if (!enabled && request.rawPath.startsWith('/api/vdi/')) {
-      return answerFailure('NOT_FOUND', 'The desktop broker is turned off here.');
-    }
-    const identity = await identify(request);
-    const refused = refuse(identity);
-    if (refused || identity.kind !== 'user') return refused;
-    if (match.kind === 'reject') {
-      return answerFailure(match.code, match.message, match.allow ? { allow: match.allow.join(', ') } : {});
-    }
+    const admission = await admit(request);
+    if (admission.kind === 'not-broker') return undefined;
+    if (admission.kind === 'answer') return admission.response;
     try {
-      const caller = { login: identity.login, admin: isAdmin(identity.login) };
-      return await dispatch(match.name, match.params, caller, request);
+      return await dispatch(admission.name, admission.params, admission.caller, request);
     } catch (error) {
       return answerError(error, (unexpected) =>
         log(

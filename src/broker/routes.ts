@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   actionBodySchema,
+  consoleProtocolParam,
   desktopListQuerySchema,
   kindParam,
   memberParam,
@@ -101,6 +102,27 @@ export const routes = {
       schema: connectAnswerSchema,
     },
     errors: { 409: 'The claim expired (claim again) or the desktop is stopped (start it first).' },
+  }),
+  openConsole: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/desktops/{kind}/{ns}/{member}/console/{protocol}',
+    auth: 'holder-or-admin',
+    upgrade: 'websocket',
+    summary:
+      "Opens a console websocket (holder or admin): binary messages carry the desktop's raw console bytes " +
+      '(RFB for vnc, the serial line for serial). Every refusal comes before the upgrade, as an HTTP error.',
+    params: { ...desktopParams, protocol: consoleProtocolParam },
+    response: {
+      status: 101,
+      description:
+        'Switched to a websocket; it closes with 4001 when the desktop is released, 4002 when it is reclaimed.',
+    },
+    errors: {
+      400: 'Not a websocket upgrade request.',
+      403: 'A cross-site upgrade (Sec-Fetch-Site or an Origin of another host).',
+      409: 'The claim expired (claim again) or the desktop is stopped (start it first).',
+      502: "The desktop's console did not open.",
+    },
   }),
   openapi: defineRoute({
     method: 'GET',

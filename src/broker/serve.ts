@@ -1,7 +1,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { VdiError } from '../errors.js';
+import { answerFailure } from './answers.js';
 import { type Broker, type BrokerOptions, createBroker } from './broker.js';
+import { createDesktopsPage } from './desktops-page.js';
+import { writeNodeResponse } from './http-io.js';
 
 /** Options of {@link serveBroker}. @category broker */
 export interface ServeBrokerOptions extends BrokerOptions {
@@ -16,6 +19,11 @@ export interface ServeBrokerOptions extends BrokerOptions {
    * @defaultValue `true`
    */
   handleSignals?: boolean;
+  /**
+   * The folder of the built Desktops page (`dist/ui` of this package) to serve at `/` beside the API;
+   * `corral-vdi broker serve --ui` passes it. Without it, `/` answers 404.
+   */
+  desktopsPage?: string;
 }
 
 /** A running standalone broker. @category broker */
@@ -25,8 +33,8 @@ export interface BrokerServer {
   /** The broker behind it, for its console gate and session engine. */
   readonly broker: Broker;
   /**
-   * Shuts down: stops accepting connections, lets requests in flight finish, then stops the session engine and
-   * waits for running releases. Nothing is reclaimed by the shutdown. Calling it again returns the same promise.
+   * Shuts down: stops accepting connections, closes the open consoles (1001), stops the session engine, waits
+   * for running releases and lets requests in flight finish. Nothing is reclaimed by the shutdown. Calling it again returns the same promise.
    */
   close(): Promise<void>;
   /** Resolves once the server has shut down, by {@link BrokerServer.close} or a signal. */
@@ -70,15 +78,28 @@ export function parseListenAddress(listen: string): { host: string; port: number
  * console.log(`broker on ${server.url}`);
  * await server.closed;
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` for a bad listen address or broker options; `INTERNAL` when the
- *   address cannot be bound (in use, not local), with the reason.
+ * @throws {@link VdiError} `INVALID_INPUT` for a bad listen address or broker options, or a `desktopsPage` folder
+ *   without the built page; `INTERNAL` when the address cannot be bound (in use, not local), with the reason.
  * @category broker
  */
 export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerServer> {
-  const { listen = '127.0.0.1:8080', handleSignals = true, ...brokerOptions } = options;
+  const { listen = '127.0.0.1:8080', handleSignals = true, desktopsPage, ...brokerOptions } = options;
   const { host, port } = parseListenAddress(listen);
+  const page = desktopsPage === undefined ? undefined : createDesktopsPage(desktopsPage);
   const broker = createBroker(brokerOptions);
-  const server = createServer((req, res) => broker.handleNode(req, res));
+  const server = createServer((req, res) =>
+    broker.handleNode(
+      req,
+      res,
+      page &&
+        (() => {
+          if (!page(req, res)) writeNodeResponse(res, answerFailure('NOT_FOUND', 'Not found.'));
+        }),
+    ),
+  );
+  server.on('upgrade', (req, socket, head: Buffer) => {
+    if (!broker.handleUpgrade(req, socket, head)) socket.destroy();
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(
@@ -101,12 +122,14 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     closing ??= (async () => {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      await new Promise<void>((resolve) => {
+      const serverClosed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         // keep-alive connections without a request in flight would hold the close open
         server.closeIdleConnections();
       });
+      // open consoles would hold the close open too: the broker closes them first
       await broker.stop();
+      await serverClosed;
       resolveClosed();
     })();
     return closing;

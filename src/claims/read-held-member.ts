@@ -153,8 +153,12 @@ export async function readDesktopMarks(
   });
 }
 
-// The one read-classify-decide sequence of a member a caller is about to use.
-async function readMemberAs(
+/**
+ * The one read-classify-decide sequence of a member a caller is about to use, through the member's backend.
+ *
+ * @throws {@link VdiError} `MEMBER_NOT_FOUND`, `INVALID_INPUT`, and the refusal of `decide`.
+ */
+export async function readMemberAs(
   ctx: VdiContext,
   backend: DesktopBackend,
   options: ReadDesktopAsOptions,

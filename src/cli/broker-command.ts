@@ -1,5 +1,13 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { IdentityProvider } from '../broker/identity.js';
-import { type CommandSpec, clusterOptions, requiredFlag, stringFlag } from './command-spec.js';
+import { booleanFlag, type CommandSpec, clusterOptions, requiredFlag, stringFlag } from './command-spec.js';
+
+// The package names itself, so the built page is found wherever the bundler put this code.
+function desktopsPageFolder(): string {
+  const manifest = createRequire(import.meta.url).resolve('@corral/vdi/package.json');
+  return join(dirname(manifest), 'dist', 'ui');
+}
 
 async function identityFrom(header: string, proxies: string | undefined): Promise<IdentityProvider> {
   const { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } = await import(
@@ -37,6 +45,10 @@ const serve: CommandSpec = {
       value: 'ADDRS',
       help: 'Comma-separated proxy addresses; the header counts only on requests from them.',
     },
+    ui: {
+      type: 'boolean',
+      help: 'Also serve the Desktops page at / (desktops, pools, consoles in the browser).',
+    },
   },
   notes: [
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
@@ -46,6 +58,7 @@ const serve: CommandSpec = {
   ],
   examples: [
     '$ CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice@example.com corral-vdi broker serve --trust-header Tailscale-User-Login',
+    '$ CORRAL_VDI_BROKER=1 corral-vdi broker serve --trust-header X-Auth-Request-Email --ui',
   ],
   async run(input) {
     const header = requiredFlag(input, serve, 'trust-header');
@@ -56,6 +69,7 @@ const serve: CommandSpec = {
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
     const listen = stringFlag(input, 'listen');
     const { terminal } = input;
+    const ui = booleanFlag(input, 'ui');
     const server = await serveBroker({
       ...settings,
       namespaces,
@@ -63,13 +77,16 @@ const serve: CommandSpec = {
       identity: [await identityFrom(header, stringFlag(input, 'trusted-proxies'))],
       log: (line) => terminal.note(line),
       ...(listen === undefined ? {} : { listen }),
+      ...(ui ? { desktopsPage: desktopsPageFolder() } : {}),
     });
     if (terminal.json)
       terminal.printJson({ url: server.url, enabled: settings.enabled, namespaces, trustHeader: header });
-    else
+    else {
       terminal.print(
         `broker listening on ${server.url} (namespaces ${namespaces.join(', ')}; login from header ${header})`,
       );
+      if (ui) terminal.print(`Desktops page: ${server.url}/`);
+    }
     if (!settings.enabled)
       terminal.note('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404');
     await server.closed;

@@ -97,6 +97,20 @@ async function connectThroughBroker(
   });
 }
 
+/** Opens the broker's page on the desktop's console, or prints its URL when no browser starts. */
+async function openConsolePage(
+  terminal: Terminal,
+  broker: string,
+  desktopId: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<void> {
+  const page = new URL(broker.endsWith('/') ? broker : `${broker}/`);
+  page.searchParams.set('connect', desktopId);
+  const { openBrowser } = await import('./open-browser.js');
+  if (await openBrowser(page.href, env)) terminal.note(`opened ${page.href} in the browser`);
+  else terminal.print(`No browser could start; open ${page.href}`);
+}
+
 const command: CommandSpec = {
   words: ['connect'],
   summary: 'Pick the console for a claimed desktop (RDP, else VNC, else serial) and print how to open it.',
@@ -105,7 +119,7 @@ const command: CommandSpec = {
     ...clusterOptions,
     open: {
       type: 'boolean',
-      help: 'Also open the chosen console: xfreerdp for RDP, virtctl vnc, virtctl console, or a shell in a CT member.',
+      help: "Also open the chosen console: xfreerdp for RDP, virtctl vnc, virtctl console, or a shell in a CT member; with --broker, the broker's console page in the browser ($BROWSER).",
     },
     user: {
       type: 'string',
@@ -124,13 +138,16 @@ const command: CommandSpec = {
       'is offered only when TCP 3389 of the guest answers from here; without --user it acts as an ' +
       'administrator and connects to whoever holds the desktop. With --broker (or CORRAL_VDI_BROKER_URL) the ' +
       'broker decides, as the login of the proxy in front of it, and probes from where it runs. --open starts ' +
-      'the console client on this machine either way.',
+      'the console client on this machine; with --broker it opens the console page of the broker (served by ' +
+      'broker serve --ui) in the browser named by $BROWSER or the desktop default, and prints the page URL when ' +
+      'no browser can start.',
   ],
   examples: [
     '$ corral-vdi connect devpool-1',
     '$ corral-vdi connect devpool-1 --user alice --open',
     '$ corral-vdi connect devbox-1 --kind ct --open',
     '$ corral-vdi connect devpool-1 --broker https://corral.example.ts.net',
+    '$ corral-vdi connect devpool-1 --broker https://corral.example.ts.net --open',
   ],
   async run(input) {
     const kind = stringFlag(input, 'kind') ?? 'vm';
@@ -150,6 +167,10 @@ const command: CommandSpec = {
       result = await connectDirectly(input, kind, user);
     }
     printConnectResult(input.terminal, result);
+    if (broker !== undefined && booleanFlag(input, 'open')) {
+      await openConsolePage(input.terminal, broker, result.desktopId, input.env);
+      return 0;
+    }
     const launch = result.launches[0];
     if (!booleanFlag(input, 'open') || launch === undefined) return 0;
     // the broker's own terminal is a websocket for the browser; the CLI attaches through the apiserver itself

@@ -140,5 +140,14 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
         details: { desktop: desktopId, kind: 'ct' },
       };
     },
+
+    async openConsoleStream(ref, console) {
+      const facts = await requireMember(ref);
+      throw new VdiError(
+        'UNSUPPORTED_BACKEND',
+        `${facts.desktopId} offers its ${console} only through openTerminal or \`corral-vdi connect --kind ct --open\`, not as a broker console stream.`,
+        { details: { desktopId: facts.desktopId, console } },
+      );
+    },
   };
 }

@@ -7,6 +7,7 @@ import {
   setHeaderOptions,
   type V1Lease,
 } from '@kubernetes/client-node';
+import type { WebSocket } from 'ws';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatMicroTime } from '../format-time.js';
 import type {
@@ -28,6 +29,7 @@ import { apiFailureOf } from './errors.js';
 import { openPodExec, type PodExecTarget, type TerminalStream } from './pod-exec.js';
 import { rawRequest } from './raw-request.js';
 import { callWithRetry, type RetryOptions } from './retry.js';
+import { openKubeWebSocket } from './websocket.js';
 
 /** Preconditions of a delete: it is refused (409) when the object changed since it was read. */
 export interface DeletePreconditions {
@@ -358,6 +360,23 @@ export class KubeCluster {
             }),
     );
     return (list as { items: VirtualMachineInstance[] }).items;
+  }
+
+  /**
+   * Opens a VMI's `vnc` or `console` subresource as a websocket (subprotocol `plain.kubevirt.io`: raw bytes in
+   * binary messages). Counted as a `get`, the RBAC verb of `virtualmachineinstances/vnc` and `/console`.
+   */
+  openVmiConsole(
+    namespace: string,
+    name: string,
+    subresource: 'vnc' | 'console',
+    maxPayload: number,
+  ): Promise<WebSocket> {
+    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${subresource}`;
+    const doing = `open the ${subresource} console of VirtualMachineInstance ${namespace}/${name}`;
+    this.requestCounts.set('get', (this.requestCounts.get('get') ?? 0) + 1);
+    // no retry: a console that did not open is answered to its user, who opens it again
+    return openKubeWebSocket(this.kubeConfig, path, { protocol: 'plain.kubevirt.io', maxPayload, doing });
   }
 
   // VirtualMachineClones

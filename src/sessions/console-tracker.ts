@@ -14,11 +14,22 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { planConsoleOpen } from './plan-console-open.js';
+import type { ReclaimReason } from './plan-reclaim.js';
 import { type ConsoleState, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
 import { updateClaimLease, withMarks } from './update-claim-lease.js';
 
 /** The console transports whose sessions count. @category sessions */
-export type ConsoleKind = 'vnc' | 'terminal' | 'rdp';
+export type ConsoleKind = 'vnc' | 'serial' | 'terminal' | 'rdp';
+
+/**
+ * Why the session engine ended a console: its desktop was `released`, or `reclaimed` by the policy, with a
+ * message for the person at the console.
+ *
+ * @category sessions
+ */
+export type ConsoleEnd =
+  | { cause: 'released'; message: string }
+  | { cause: 'reclaimed'; reason: ReclaimReason; message: string };
 
 /** Options of {@link SessionEngine.openConsole}. @category sessions */
 export interface OpenConsoleOptions {
@@ -42,6 +53,11 @@ export interface ConsoleHandle {
   readonly kind: ConsoleKind;
   /** When it opened, by the engine's clock. */
   readonly openedAt: Date;
+  /**
+   * Aborted, with a {@link ConsoleEnd} as its `reason`, when the engine ends the console because its desktop is
+   * released or reclaimed: close the connection then. The handle is closed already.
+   */
+  readonly ended: AbortSignal;
   /** Ends the console. The last one to close starts the desktop's disconnect grace. Never throws. */
   close(): Promise<void>;
 }
@@ -63,13 +79,15 @@ export interface ConsoleTracker {
   noteWritten(namespace: string, member: string, entry: TrackedConsoles, version: number): void;
   /** Drops the entry, when it is still the member's. */
   forget(namespace: string, member: string, entry: TrackedConsoles): void;
+  /** Ends every open console of a member in this process, counted or not, and closes their handles. */
+  endConsoles(namespace: string, member: string, end: ConsoleEnd): Promise<number>;
 }
 
 const consoleSchema = z.object({
   member: memberNameSchema,
   namespace: namespaceSchema.optional(),
   identity: identitySchema,
-  kind: z.enum(['vnc', 'terminal', 'rdp']),
+  kind: z.enum(['vnc', 'serial', 'terminal', 'rdp']),
 });
 
 /** The marks of a member whose object is gone: nothing on it says it is claimed or stopped. */
@@ -86,7 +104,25 @@ function goneMember(member: string): ClaimMarks {
 /** Tracks the consoles of `namespaces` in this process and records their connected periods on the Leases. */
 export function createConsoleTracker(ctx: VdiContext, namespaces: readonly string[]): ConsoleTracker {
   const tracked = new Map<string, TrackedConsoles>();
+  // every open handle, counted or not, so a release can end them all
+  const live = new Map<string, Set<{ handle: ConsoleHandle; controller: AbortController }>>();
   const keyOf = (namespace: string, member: string) => `${namespace}/${member}`;
+
+  function keepLive(key: string, handle: ConsoleHandle, controller: AbortController): ConsoleHandle {
+    const set = live.get(key) ?? new Set();
+    live.set(key, set);
+    const kept: ConsoleHandle = {
+      ...handle,
+      async close() {
+        set.delete(entry);
+        if (set.size === 0 && live.get(key) === set) live.delete(key);
+        await handle.close();
+      },
+    };
+    const entry = { handle: kept, controller };
+    set.add(entry);
+    return kept;
+  }
 
   function trackedFor(namespace: string, member: string, lease: LeaseObject): TrackedConsoles | undefined {
     const entry = tracked.get(keyOf(namespace, member));
@@ -152,11 +188,13 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     const claim = classifyMemberClaim({ member: facts ?? goneMember(member), lease, now });
     const plan = planConsoleOpen(claim, desktopId, { releasing: isReleasing(lease) });
     if (plan.kind === 'reject') throw new VdiError(plan.code, plan.message, { details: { desktopId } });
+    const key = keyOf(namespace, member);
+    const controller = new AbortController();
     // without a Lease to carry marks, no grace starts when the console closes
     if (plan.kind === 'uncounted' || lease === undefined) {
-      return { desktopId, identity, kind, openedAt: now, close: async () => undefined };
+      const handle = { desktopId, identity, kind, openedAt: now, ended: controller.signal };
+      return keepLive(key, { ...handle, close: async () => undefined }, controller);
     }
-    const key = keyOf(namespace, member);
     let entry = trackedFor(namespace, member, lease);
     if (!entry) {
       entry = {
@@ -201,24 +239,40 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     }
     const opened = entry;
     let closed = false;
-    return {
-      desktopId,
-      identity,
-      kind,
-      openedAt: now,
-      async close() {
-        if (closed) return;
-        closed = true;
-        // a console of a claim that ended, or that this engine already forgot, changes nothing
-        if (tracked.get(key) !== opened) return;
-        opened.open -= 1;
-        if (opened.open > 0) return;
-        opened.disconnectedAt = ctx.clock.now();
-        opened.version += 1;
-        // a failed write stays pending; the next pass writes it
-        await syncMarks(namespace, member, opened).catch(() => undefined);
+    return keepLive(
+      key,
+      {
+        desktopId,
+        identity,
+        kind,
+        openedAt: now,
+        ended: controller.signal,
+        async close() {
+          if (closed) return;
+          closed = true;
+          // a console of a claim that ended, or that this engine already forgot, changes nothing
+          if (tracked.get(key) !== opened) return;
+          opened.open -= 1;
+          if (opened.open > 0) return;
+          opened.disconnectedAt = ctx.clock.now();
+          opened.version += 1;
+          // a failed write stays pending; the next pass writes it
+          await syncMarks(namespace, member, opened).catch(() => undefined);
+        },
       },
-    };
+      controller,
+    );
+  }
+
+  async function endConsoles(namespace: string, member: string, end: ConsoleEnd): Promise<number> {
+    const entries = [...(live.get(keyOf(namespace, member)) ?? [])];
+    await Promise.all(
+      entries.map(async ({ handle, controller }) => {
+        controller.abort(end);
+        await handle.close();
+      }),
+    );
+    return entries.length;
   }
 
   return {
@@ -234,5 +288,6 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     },
     noteWritten,
     forget,
+    endConsoles,
   };
 }

@@ -192,6 +192,12 @@ async function reclaim(
   });
   if (step.kind !== 'reclaim') return;
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  // a console outlives a claim only until the policy takes it back (max-duration reclaims with consoles open)
+  await tracker.endConsoles(namespace, member, {
+    cause: 'reclaimed',
+    reason: step.reason,
+    message: `The desktop was reclaimed (${step.reason}); claim a desktop again to go on.`,
+  });
   try {
     await releaseMember(ctx, {
       namespace,

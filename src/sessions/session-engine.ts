@@ -2,7 +2,12 @@ import { z } from 'zod';
 import { backendFor, type VdiContext } from '../context.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
-import { type ConsoleHandle, createConsoleTracker, type OpenConsoleOptions } from './console-tracker.js';
+import {
+  type ConsoleEnd,
+  type ConsoleHandle,
+  createConsoleTracker,
+  type OpenConsoleOptions,
+} from './console-tracker.js';
 import {
   checkReclaimPolicy,
   defaultReclaimPolicy,
@@ -14,7 +19,7 @@ import { sessionFactsOf } from './plan-reclaim-pass.js';
 import { planRenewal } from './plan-renewal.js';
 import { runReclaimPass, type SessionPassResult } from './run-reclaim-pass.js';
 
-export type { ConsoleHandle, ConsoleKind, OpenConsoleOptions } from './console-tracker.js';
+export type { ConsoleEnd, ConsoleHandle, ConsoleKind, OpenConsoleOptions } from './console-tracker.js';
 export type { SessionPassResult } from './run-reclaim-pass.js';
 export { reclaimActor } from './run-reclaim-pass.js';
 
@@ -52,6 +57,14 @@ export interface DesktopSession {
   reclaimReason: ReclaimReason | undefined;
 }
 
+/** Options of {@link SessionEngine.endConsoles}. @category sessions */
+export interface EndConsolesOptions {
+  namespace: string;
+  member: string;
+  /** Why they end; it reaches each handle's `ended` signal. */
+  end: ConsoleEnd;
+}
+
 /** The console tracker and the reclaim and renewal loop of one process. @category sessions */
 export interface SessionEngine {
   /**
@@ -65,6 +78,12 @@ export interface SessionEngine {
    *   errors when the mark cannot be written (the console is then not counted).
    */
   openConsole(options: OpenConsoleOptions): Promise<ConsoleHandle>;
+  /**
+   * Ends every console of a member open in this process, as a release or reclaim does before it resets the
+   * member: each handle's `ended` signal aborts with `end`, and the handle closes (recording the disconnect).
+   * Resolves with how many ended, once their marks are written or left for the next pass.
+   */
+  endConsoles(options: EndConsolesOptions): Promise<number>;
   /** Runs a pass now and then every `intervalMs` until {@link SessionEngine.stop}. Calling it twice does nothing. */
   start(): void;
   /** Stops the timer and waits for a running pass. Open consoles stay counted. */
@@ -144,6 +163,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
 
   return {
     openConsole: tracker.openConsole,
+    endConsoles: ({ namespace, member, end }) => tracker.endConsoles(namespace, member, end),
     runPass,
     start() {
       if (timer !== undefined) return;

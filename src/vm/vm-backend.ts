@@ -158,5 +158,35 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       const { vm, vmi, facts } = await requireMember(ref);
       return checkVmUsbSupport(vm, vmi, facts.desktopId);
     },
+
+    async openConsoleStream(ref, console, options) {
+      checkRef(ref);
+      const desktopId = formatDesktopId({ kind: 'vm', ...ref });
+      if (console === 'terminal') {
+        throw new VdiError(
+          'UNSUPPORTED_BACKEND',
+          `${desktopId} is a VM: it has no terminal console; open its vnc or serial console.`,
+          { details: { desktopId, console } },
+        );
+      }
+      try {
+        return await cluster.openVmiConsole(
+          ref.namespace,
+          ref.member,
+          console === 'vnc' ? 'vnc' : 'console',
+          options.maxPayload,
+        );
+      } catch (error) {
+        // virt-api answers 404 without an instance and 400 for one that does not run
+        if (isVdiError(error, 'NOT_FOUND', 'INVALID_INPUT')) {
+          throw new VdiError(
+            'DESKTOP_STOPPED',
+            `${desktopId} does not run, so its ${console} console cannot open; start it first.`,
+            { details: { desktopId, console }, cause: error },
+          );
+        }
+        throw error;
+      }
+    },
   };
 }

@@ -40,6 +40,11 @@ export const simulatorAnnotations = {
   clock: `${prefix}clock`,
   /** Namespace: `"true"` makes the controllers leave its VMs and clones alone, as if KubeVirt's were down. */
   paused: `${prefix}paused`,
+  /**
+   * VMI, written by the simulator: the keys pressed on its VNC console, as the screen labels them (`a`, `0xff0d`),
+   * space-separated, oldest first, the last 32.
+   */
+  vncKeys: `${prefix}vnc-keys`,
 } as const;
 
 /** A subresource failure a test asked for. */

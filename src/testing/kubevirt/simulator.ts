@@ -185,6 +185,7 @@ export async function startKubevirtSimulator(
         // VMIs from an earlier run keep their addresses.
         const address = vmi?.status?.interfaces?.[0]?.ipAddress;
         if (address) ips.reserve(key, address);
+        server.vmiChanged(key, vmi);
         vmQueue.add(key);
       },
       log,

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
+import { type ConsoleSubresource, createConsoleServer, isFromFrontProxy } from './console-server.js';
 import { readVmKnobs } from './fault-knobs.js';
 import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
 import { planSubresource, type VmAction } from './run-strategy.js';
@@ -41,13 +42,22 @@ const discovery = {
   kind: 'APIResourceList',
   apiVersion: 'v1',
   groupVersion: `${subresourceGroup}/v1`,
-  resources: (['start', 'stop', 'restart'] as const).map((action) => ({
-    name: `virtualmachines/${action}`,
-    singularName: '',
-    namespaced: true,
-    kind: 'VirtualMachine',
-    verbs: ['update'],
-  })),
+  resources: [
+    ...(['start', 'stop', 'restart'] as const).map((action) => ({
+      name: `virtualmachines/${action}`,
+      singularName: '',
+      namespaced: true,
+      kind: 'VirtualMachine',
+      verbs: ['update'],
+    })),
+    ...(['vnc', 'console'] as const).map((console) => ({
+      name: `virtualmachineinstances/${console}`,
+      singularName: '',
+      namespaced: true,
+      kind: 'VirtualMachineInstance',
+      verbs: ['get'],
+    })),
+  ],
 };
 
 const groupVersion = { groupVersion: `${subresourceGroup}/v1`, version: 'v1' };
@@ -61,6 +71,10 @@ const group = {
 
 const actionPath = new RegExp(
   `^/apis/${subresourceGroup.replace(/\./g, '\\.')}/v1/namespaces/([^/]+)/virtualmachines/([^/]+)/(start|stop|restart)$`,
+);
+
+const consolePath = new RegExp(
+  `^/apis/${subresourceGroup.replace(/\./g, '\\.')}/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(vnc|console)$`,
 );
 
 /** Options of {@link startSubresourceServer}. */
@@ -79,6 +93,8 @@ export interface SubresourceServer {
   port: number;
   /** How many requests arrived through the apiserver's front proxy, for telling when the aggregator routes here. */
   proxiedRequests(): number;
+  /** Tells the console server a VMI changed, so the consoles of one that stopped close. */
+  vmiChanged(key: string, vmi: VirtualMachineInstance | undefined): void;
   close(): Promise<void>;
 }
 
@@ -101,13 +117,15 @@ function refusal(code: number, message: string, name: string): Record<string, un
 }
 
 /**
- * Serves `subresources.kubevirt.io/v1` over HTTPS on a free port of 127.0.0.1: discovery, and `PUT` of a VM's
- * `start`, `stop` and `restart` with virt-api's semantics. The apiserver's aggregator has already checked RBAC;
+ * Serves `subresources.kubevirt.io/v1` over HTTPS on a free port of 127.0.0.1: discovery, `PUT` of a VM's
+ * `start`, `stop` and `restart` with virt-api's semantics, and the websocket upgrades of a VMI's `vnc` and
+ * `console` (see {@link createConsoleServer}). The apiserver's aggregator has already checked RBAC;
  * the server trusts the caller's identity only from a client certificate signed by the front-proxy CA.
  */
 export async function startSubresourceServer(options: SubresourceServerOptions): Promise<SubresourceServer> {
   const { log } = options;
   const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const consoles = createConsoleServer({ kubeConfig: options.kubeConfig, log });
   let proxied = 0;
 
   const act = async (namespace: string, name: string, action: VmAction): Promise<[number, unknown]> => {
@@ -189,6 +207,29 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
       });
     },
   );
+  server.on('upgrade', (request: IncomingMessage, socket, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(request.url ?? '/', 'https://localhost');
+    const match = consolePath.exec(url.pathname);
+    const refuse = (code: number, message: string) => {
+      const body = JSON.stringify(failureStatus(code, message));
+      socket.end(
+        `HTTP/1.1 ${code} ${reasons[code]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    };
+    if (!match || request.method !== 'GET') return refuse(404, `the server could not find ${url.pathname}`);
+    if (!isFromFrontProxy(request))
+      return refuse(401, 'requests must come through the apiserver (front-proxy client certificate)');
+    proxied += 1;
+    const [, namespace = '', name = '', subresource = 'vnc'] = match.map((part) => decodeURIComponent(part));
+    log(`${request.headers['x-remote-user']} ${subresource} ${namespace}/${name}`);
+    consoles
+      .upgrade(request, socket, head, { namespace, name, subresource: subresource as ConsoleSubresource })
+      .catch((error: unknown) => {
+        log(`${subresource} ${namespace}/${name} failed: ${(error as Error).message}`);
+        if (socket.writable) refuse(503, `Internal error occurred: ${(error as Error).message}`);
+      });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -197,8 +238,10 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
   return {
     port,
     proxiedRequests: () => proxied,
+    vmiChanged: consoles.vmiChanged,
     close: () =>
       new Promise<void>((resolve) => {
+        consoles.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

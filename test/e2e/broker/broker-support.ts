@@ -88,6 +88,9 @@ export async function startBroker(
     ...options,
   });
   const server: Server = createServer(broker.handleNode);
+  server.on('upgrade', (req, socket, head: Buffer) => {
+    if (!broker.handleUpgrade(req, socket, head)) socket.destroy();
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -98,11 +101,13 @@ export async function startBroker(
     url,
     call: (method, path, call) => send(url, method, path, call),
     async close() {
-      await new Promise<void>((resolve) => {
+      const closed = new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      // open consoles hold the server open until the broker closes them
       await broker.stop();
+      await closed;
     },
   };
 }

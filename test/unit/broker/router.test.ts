@@ -4,7 +4,7 @@ import { createAdminCheck } from '../../../src/broker/caller-access.js';
 import type { DesktopReader } from '../../../src/broker/desktop-reader.js';
 import { webRequest } from '../../../src/broker/http-io.js';
 import type { RouteHandlers } from '../../../src/broker/route-handlers.js';
-import { createRouter } from '../../../src/broker/router.js';
+import { createRouter, createUpgradeRouter } from '../../../src/broker/router.js';
 import { type RouteName, routes } from '../../../src/broker/routes.js';
 import type { MemberClassification } from '../../../src/claims/classify-member.js';
 import type { DesktopView } from '../../../src/claims/desktop-view.js';
@@ -122,7 +122,7 @@ function recordingHandlers(calls: Array<{ name: RouteName; input: unknown }>): R
 function setUp(handlers?: Partial<RouteHandlers>) {
   const calls: Array<{ name: RouteName; input: unknown }> = [];
   const logs: string[] = [];
-  const route = createRouter({
+  const options = {
     namespaces: ['corral-vms'],
     enabled: true,
     authRequired: false,
@@ -133,8 +133,15 @@ function setUp(handlers?: Partial<RouteHandlers>) {
     isAdmin: createAdminCheck([admin]),
     desktops,
     handlers: { ...recordingHandlers(calls), ...handlers },
-    log: (line) => logs.push(line),
-  });
+    log: (line: string) => logs.push(line),
+  } satisfies Parameters<typeof createRouter>[0];
+  const route = createRouter(options);
+  const admitUpgrade = createUpgradeRouter(options);
+  const upgrade = (path: string, as?: string, extra: Record<string, string> = {}) => {
+    const headers = new Headers({ host: 'broker.test', ...extra });
+    if (as) headers.set('x-user', as);
+    return admitUpgrade(webRequest(new Request(`http://broker.test${path}`, { headers }), undefined));
+  };
   const call = async (method: string, path: string, as?: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
     if (as) headers.set('x-user', as);
@@ -143,7 +150,7 @@ function setUp(handlers?: Partial<RouteHandlers>) {
     );
     return response && { ...response, body: JSON.parse(response.body) };
   };
-  return { call, calls, logs };
+  return { call, calls, logs, upgrade };
 }
 
 // A path of the route with sample values for its parameters.
@@ -151,12 +158,18 @@ const samplePath = (path: string) =>
   path.replace(
     /\{(\w+)\}/g,
     (_, name: string) =>
-      ({ kind: 'vm', ns: 'corral-vms', pool: 'devpool', member: 'devpool-1', id: 'vdi-release-x-1' })[name] ??
-      name,
+      ({
+        kind: 'vm',
+        ns: 'corral-vms',
+        pool: 'devpool',
+        member: 'devpool-1',
+        id: 'vdi-release-x-1',
+        protocol: 'vnc',
+      })[name] ?? name,
   );
 
 describe('createRouter', () => {
-  it.each(Object.entries(routes))(
+  it.each(Object.entries(routes).filter(([, route]) => !('upgrade' in route)))(
     'dispatches %s to its handler with its declared status',
     async (name, route) => {
       const { call, calls } = setUp();
@@ -237,5 +250,54 @@ describe('createRouter', () => {
   it('leaves paths that are not its own to the host', async () => {
     const { call } = setUp();
     expect(await call('GET', '/api/vms', alice)).toBeUndefined();
+  });
+
+  it('answers a plain request to a console websocket route with 400 and calls no handler', async () => {
+    const { call, calls } = setUp();
+    const reply = await call('GET', '/api/vdi/desktops/vm/corral-vms/devpool-1/console/vnc', alice);
+    expect(reply).toMatchObject({ status: 400, body: { error: { code: 'INVALID_INPUT' } } });
+    expect(reply?.body.error.message).toContain('Upgrade: websocket');
+    expect(calls).toEqual([]);
+  });
+});
+
+describe('createUpgradeRouter', () => {
+  const vnc = '/api/vdi/desktops/vm/corral-vms/devpool-1/console/vnc';
+
+  it('admits a signed-in user to a console route with the checked parameters', async () => {
+    const { upgrade } = setUp();
+    expect(await upgrade(vnc, alice)).toEqual({
+      kind: 'console',
+      params: { kind: 'vm', ns: 'corral-vms', member: 'devpool-1', protocol: 'vnc' },
+      caller: { login: alice, admin: false },
+    });
+  });
+
+  it('refuses, as plain answers, the anonymous, a bad console, a route that is no websocket, and other sites', async () => {
+    const { upgrade } = setUp();
+    const code = async (path: string, as?: string, headers?: Record<string, string>) => {
+      const admission = await upgrade(path, as, headers);
+      return admission.kind === 'answer'
+        ? [admission.response.status, JSON.parse(admission.response.body).error.code]
+        : admission.kind;
+    };
+    expect(await code(vnc)).toEqual([401, 'UNAUTHENTICATED']);
+    expect(await code('/api/vdi/desktops/vm/corral-vms/devpool-1/console/rdp', alice)).toEqual([
+      400,
+      'INVALID_INPUT',
+    ]);
+    expect(await code('/api/vdi/desktops/vm/other-ns/devpool-1/console/vnc', alice)).toEqual([
+      404,
+      'NOT_FOUND',
+    ]);
+    expect(await code('/api/vdi/desktops/ct/corral-vms/devpool-1/console/terminal', alice)).toEqual([
+      422,
+      'UNSUPPORTED_BACKEND',
+    ]);
+    expect(await code('/api/vdi/pools', alice)).toEqual([400, 'INVALID_INPUT']);
+    expect(await code(vnc, alice, { 'sec-fetch-site': 'cross-site' })).toEqual([403, 'FORBIDDEN']);
+    expect(await code(vnc, alice, { origin: 'https://evil.example' })).toEqual([403, 'FORBIDDEN']);
+    expect(await code(vnc, alice, { origin: 'http://broker.test' })).toBe('console');
+    expect(await code('/api/vms/devpool-1/vnc', alice)).toBe('not-broker');
   });
 });

@@ -1,0 +1,130 @@
+import type { WebSocket } from 'ws';
+
+/**
+ * The close codes a console websocket of the broker ends with, besides those of the websocket protocol itself
+ * (1000 either side closed, 1001 the broker stops, 1009 a message over the size limit, 1011 the desktop's side
+ * failed).
+ *
+ * @category broker
+ */
+export const consoleCloseCodes = {
+  /** The desktop was released (by its holder or an admin). */
+  released: 4001,
+  /** The session policy reclaimed the desktop; the reason names the rule. */
+  reclaimed: 4002,
+} as const;
+
+/** Limits of {@link relayConsole}. */
+export interface RelayLimits {
+  /** Reading from one side pauses while the other side has more than this many bytes queued. */
+  highWaterBytes: number;
+}
+
+/** Byte counts of a relay, for hosts that watch their consoles. @category broker */
+export interface RelayStats {
+  /** Bytes queued towards the browser, not yet written to its socket. */
+  bufferedToClient: number;
+  /** Bytes queued towards the desktop. */
+  bufferedToDesktop: number;
+  bytesToClient: number;
+  bytesToDesktop: number;
+}
+
+/** A running relay between a browser's websocket and a desktop's console stream. */
+export interface ConsoleRelay {
+  /** Closes both sides with `code` and `reason`; the relay then ends. */
+  end(code: number, reason: string): void;
+  /** Cuts both sides at once, for a peer that does not answer a close. */
+  terminate(): void;
+  stats(): RelayStats;
+  /** Resolves once both sides have closed. */
+  readonly done: Promise<void>;
+}
+
+// Close codes an endpoint may send (RFC 6455 §7.4); 1005, 1006 and 1015 only ever describe a close.
+function sendableCode(code: number): number {
+  return code === 1000 || (code >= 3000 && code <= 4999) ? code : 1000;
+}
+
+// A close reason is at most 123 bytes of UTF-8.
+function fitReason(reason: string): string {
+  let fitted = reason;
+  while (Buffer.byteLength(fitted) > 123) fitted = fitted.slice(0, -1);
+  return fitted;
+}
+
+// Waits for the other side's queue to drain before reading more: each send's callback runs once its bytes are written.
+function pipe(from: WebSocket, to: WebSocket, limits: RelayLimits, count: (bytes: number) => void): void {
+  let paused = false;
+  from.on('message', (data: Buffer, isBinary: boolean) => {
+    if (to.readyState !== to.OPEN) return;
+    count(data.length);
+    to.send(data, { binary: isBinary }, () => {
+      if (paused && to.bufferedAmount <= limits.highWaterBytes / 2) {
+        paused = false;
+        from.resume();
+      }
+    });
+    if (!paused && to.bufferedAmount > limits.highWaterBytes) {
+      paused = true;
+      from.pause();
+    }
+  });
+}
+
+/**
+ * Relays the binary messages of a console both ways and ends both sides together: a close from either side
+ * closes the other with the same code (1000 for one that cannot be sent on), an error or a dropped connection
+ * closes the other with 1011. Each direction pauses reading while the receiving side has more than
+ * `highWaterBytes` queued, so a slow browser holds the desktop's stream back instead of growing the broker's
+ * memory.
+ */
+export function relayConsole(client: WebSocket, desktop: WebSocket, limits: RelayLimits): ConsoleRelay {
+  const stats = { bytesToClient: 0, bytesToDesktop: 0 };
+  pipe(desktop, client, limits, (bytes) => {
+    stats.bytesToClient += bytes;
+  });
+  pipe(client, desktop, limits, (bytes) => {
+    stats.bytesToDesktop += bytes;
+  });
+
+  const closeBoth = (code: number, reason: string) => {
+    for (const side of [client, desktop]) {
+      if (side.readyState === side.CONNECTING || side.readyState === side.OPEN)
+        side.close(code, fitReason(reason));
+      // a peer that never answers the close is cut off after ws's own close timeout
+    }
+  };
+  const closed = (side: WebSocket) =>
+    new Promise<void>((resolve) => {
+      if (side.readyState === side.CLOSED) resolve();
+      else side.once('close', () => resolve());
+    });
+  const follow = (from: WebSocket, other: WebSocket, gone: string) => {
+    from.on('error', () => closeBoth(1011, gone));
+    from.once('close', (code: number, reason: Buffer) => {
+      // 1006: the connection dropped without a close frame (a half-close, a reset)
+      if (code === 1006) closeBoth(1011, gone);
+      else if (other.readyState === other.OPEN) other.close(sendableCode(code), fitReason(reason.toString()));
+      other.resume();
+    });
+  };
+  follow(client, desktop, 'The browser side of the console dropped.');
+  follow(desktop, client, "The desktop's console dropped.");
+  // the desktop's stream arrives paused so nothing it said first is lost before these listeners
+  desktop.resume();
+
+  return {
+    end: closeBoth,
+    terminate() {
+      client.terminate();
+      desktop.terminate();
+    },
+    stats: () => ({
+      ...stats,
+      bufferedToClient: client.bufferedAmount,
+      bufferedToDesktop: desktop.bufferedAmount,
+    }),
+    done: Promise.all([closed(client), closed(desktop)]).then(() => undefined),
+  };
+}

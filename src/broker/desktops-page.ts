@@ -1,0 +1,89 @@
+import { readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname, join } from 'node:path';
+import { VdiError } from '../errors.js';
+
+const contentTypes: Readonly<Record<string, string>> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+};
+
+// The page's own script and styles only; noVNC draws its cursor from data: URLs, xterm.js sets inline styles.
+const pagePolicy = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const indexHtml = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Desktops</title>
+    <script type="module" src="/ui/page.js"></script>
+  </head>
+  <body></body>
+</html>
+`;
+
+/** Serves one request for the Desktops page; `false` when the path is not the page's. */
+export type DesktopsPageHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+/**
+ * Serves the built Desktops page (`dist/ui` of this package): the page at `/` and its bundle under `/ui/`. Only
+ * the files present at start-up are served, by exact name, so no path reaches outside the folder.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT` when the folder holds no built page (`page.js`).
+ */
+export function createDesktopsPage(directory: string): DesktopsPageHandler {
+  let names: string[];
+  try {
+    names = readdirSync(directory).filter((name) => contentTypes[extname(name)] !== undefined);
+  } catch {
+    names = [];
+  }
+  if (!names.includes('page.js')) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `The Desktops page is not built in ${directory}; run npm run build (tsup) first.`,
+      { details: { directory } },
+    );
+  }
+  const files = new Map(names.map((name) => [`/ui/${name}`, join(directory, name)]));
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const file = files.get(path);
+    if (path !== '/' && file === undefined) return false;
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' });
+      res.end('Use GET.\n');
+      return true;
+    }
+    const common = { 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' };
+    if (file === undefined) {
+      res.writeHead(200, {
+        ...common,
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': pagePolicy,
+      });
+      res.end(req.method === 'HEAD' ? undefined : indexHtml);
+      return true;
+    }
+    readFile(file).then(
+      (body) => {
+        res.writeHead(200, { ...common, 'content-type': contentTypes[extname(file)] as string });
+        res.end(req.method === 'HEAD' ? undefined : body);
+      },
+      () => {
+        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end('Not found.\n');
+      },
+    );
+    return true;
+  };
+}

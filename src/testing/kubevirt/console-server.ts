@@ -1,0 +1,162 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { VirtualMachineInstance } from '../../kubevirt-types.js';
+import { simulatorAnnotations } from './fault-knobs.js';
+import { kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
+import { keyLabel, renderScreen, type ScreenState } from './rfb-screen.js';
+import { createRfbSession, RfbProtocolError } from './rfb-server.js';
+
+/** The websocket subprotocol of KubeVirt's console subresources: raw bytes in binary frames. */
+export const consoleSubprotocol = 'plain.kubevirt.io';
+
+/** The console subresources of a VMI the simulator serves. */
+export type ConsoleSubresource = 'vnc' | 'console';
+
+// A client message never needs more: RFB input is a few bytes, a serial line a few hundred.
+const maxClientMessageBytes = 1 << 20;
+const keptKeys = 32;
+
+/** Options of {@link createConsoleServer}. */
+export interface ConsoleServerOptions {
+  kubeConfig: KubeConfig;
+  log: (line: string) => void;
+}
+
+/** Serves the `vnc` and `console` websockets of running VMIs, and closes them when their VMI stops. */
+export interface ConsoleServer {
+  /** Takes an upgrade request for `subresource` of VMI `namespace/name`, already checked to come from the apiserver. */
+  upgrade(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: { namespace: string; name: string; subresource: ConsoleSubresource },
+  ): Promise<void>;
+  /** Closes the consoles of a VMI that no longer runs. */
+  vmiChanged(key: string, vmi: VirtualMachineInstance | undefined): void;
+  close(): void;
+}
+
+function refuseUpgrade(socket: Duplex, code: number, reason: string, message: string): void {
+  const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, reason, code });
+  socket.end(
+    `HTTP/1.1 ${code} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * Builds the simulator's console server: `vnc` speaks RFB 3.8 (no authentication) with a 320×200 screen that
+ * shows the VM's name, the last key pressed and the pointer; `console` echoes every byte back, as a serial line
+ * with a shell in echo mode would. The keys pressed on a VNC console are recorded on the VMI's
+ * {@link simulatorAnnotations.vncKeys} annotation.
+ */
+export function createConsoleServer(options: ConsoleServerOptions): ConsoleServer {
+  const { log } = options;
+  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: maxClientMessageBytes,
+    handleProtocols: (offered) => (offered.has(consoleSubprotocol) ? consoleSubprotocol : false),
+  });
+  const open = new Map<string, Set<WebSocket>>();
+  const keys = new Map<string, { labels: string[]; writing: Promise<void> }>();
+
+  // One annotation write at a time per VMI, each with the newest keys: a burst of keys costs a few writes.
+  function recordKey(namespace: string, name: string, keysym: number): void {
+    const key = `${namespace}/${name}`;
+    const entry = keys.get(key) ?? { labels: [], writing: Promise.resolve() };
+    keys.set(key, entry);
+    entry.labels = [...entry.labels, keyLabel(keysym)].slice(-keptKeys);
+    entry.writing = entry.writing.then(async () => {
+      const value = entry.labels.join(' ');
+      const body = { metadata: { annotations: { [simulatorAnnotations.vncKeys]: value } } };
+      await api
+        .patchNamespacedCustomObject({ ...kubevirtResources.vmi, namespace, name, body }, mergePatch)
+        .catch((error: unknown) => log(`vnc ${key}: recording a key failed: ${(error as Error).message}`));
+    });
+  }
+
+  function serveVnc(socket: WebSocket, namespace: string, name: string): void {
+    const state: ScreenState = { name };
+    const session = createRfbSession({
+      name,
+      screen: () => renderScreen(state),
+      onInput: (input) => {
+        if (input.kind === 'key') {
+          if (!input.down) return;
+          state.lastKeysym = input.keysym;
+          recordKey(namespace, name, input.keysym);
+        } else {
+          state.pointer = { x: input.x, y: input.y };
+        }
+        for (const update of session.changed()) socket.send(update);
+      },
+    });
+    socket.send(session.greeting());
+    socket.on('message', (data: Buffer) => {
+      try {
+        for (const reply of session.receive(data)) socket.send(reply);
+      } catch (error) {
+        if (!(error instanceof RfbProtocolError)) throw error;
+        log(`vnc ${namespace}/${name}: ${error.message}`);
+        socket.close(1002, error.message.slice(0, 120));
+      }
+    });
+  }
+
+  function serveSerial(socket: WebSocket, name: string): void {
+    socket.send(Buffer.from(`\r\n${name} serial console (echo)\r\n`, 'utf8'));
+    socket.on('message', (data: Buffer) => socket.send(data));
+  }
+
+  return {
+    async upgrade(request, socket, head, { namespace, name, subresource }) {
+      const vmi = (await unlessNotFound(
+        api.getNamespacedCustomObject({ ...kubevirtResources.vmi, namespace, name }),
+      )) as VirtualMachineInstance | undefined;
+      if (!vmi) {
+        refuseUpgrade(socket, 404, 'NotFound', `virtualmachineinstance.kubevirt.io "${name}" not found`);
+        return;
+      }
+      if (vmi.status?.phase !== 'Running') {
+        refuseUpgrade(
+          socket,
+          400,
+          'BadRequest',
+          `Unable to connect to VirtualMachineInstance because phase is ${vmi.status?.phase ?? 'unknown'} instead of Running`,
+        );
+        return;
+      }
+      sockets.handleUpgrade(request, socket, head, (ws) => {
+        const key = `${namespace}/${name}`;
+        const set = open.get(key) ?? new Set();
+        open.set(key, set);
+        set.add(ws);
+        ws.on('error', () => ws.terminate());
+        ws.once('close', () => {
+          set.delete(ws);
+          if (set.size === 0) open.delete(key);
+        });
+        if (subresource === 'vnc') serveVnc(ws, namespace, name);
+        else serveSerial(ws, name);
+      });
+    },
+    vmiChanged(key, vmi) {
+      if (vmi?.status?.phase === 'Running') return;
+      for (const ws of open.get(key) ?? []) ws.close(1000, 'the VirtualMachineInstance stopped');
+    },
+    close() {
+      for (const set of open.values()) for (const ws of set) ws.terminate();
+      sockets.close();
+    },
+  };
+}
+
+/** Whether an upgrade request came through the apiserver's front proxy (a client certificate of its CA). */
+export function isFromFrontProxy(request: IncomingMessage): boolean {
+  return (
+    (request.socket as TLSSocket).authorized === true && typeof request.headers['x-remote-user'] === 'string'
+  );
+}

@@ -1,0 +1,288 @@
+import type { Screen } from './rfb-screen.js';
+
+/** An RFB pixel format (RFC 6143 §7.4): only true colour is served. */
+export interface PixelFormat {
+  bitsPerPixel: 8 | 16 | 32;
+  depth: number;
+  bigEndian: boolean;
+  trueColour: boolean;
+  redMax: number;
+  greenMax: number;
+  blueMax: number;
+  redShift: number;
+  greenShift: number;
+  blueShift: number;
+}
+
+/** The format the server announces: 32 bits, 24 deep, little-endian, red in bits 16–23. */
+export const serverPixelFormat: PixelFormat = {
+  bitsPerPixel: 32,
+  depth: 24,
+  bigEndian: false,
+  trueColour: true,
+  redMax: 255,
+  greenMax: 255,
+  blueMax: 255,
+  redShift: 16,
+  greenShift: 8,
+  blueShift: 0,
+};
+
+/** A client broke the protocol; the server says why and closes. */
+export class RfbProtocolError extends Error {}
+
+/** The input a client sent, in the order it arrived. */
+export type RfbInput =
+  | { kind: 'key'; down: boolean; keysym: number }
+  | { kind: 'pointer'; x: number; y: number; buttons: number };
+
+/** Options of {@link createRfbSession}. */
+export interface RfbSessionOptions {
+  /** The desktop name of ServerInit. */
+  name: string;
+  /** The current frame; called for every update sent. */
+  screen(): Screen;
+  /** Called for each key and pointer event. */
+  onInput(input: RfbInput): void;
+}
+
+/** One client's RFB 3.8 conversation, without I/O: bytes in, bytes to send out. */
+export interface RfbSession {
+  /** The ProtocolVersion the server opens with. */
+  greeting(): Buffer;
+  /** Takes bytes from the client; returns what to send back. @throws {@link RfbProtocolError} */
+  receive(chunk: Buffer): Buffer[];
+  /** The screen changed: answers an incremental update request that was waiting for a change. */
+  changed(): Buffer[];
+}
+
+/** Writes a pixel format's 16 bytes. */
+export function encodePixelFormat(format: PixelFormat): Buffer {
+  const out = Buffer.alloc(16);
+  out.writeUInt8(format.bitsPerPixel, 0);
+  out.writeUInt8(format.depth, 1);
+  out.writeUInt8(format.bigEndian ? 1 : 0, 2);
+  out.writeUInt8(format.trueColour ? 1 : 0, 3);
+  out.writeUInt16BE(format.redMax, 4);
+  out.writeUInt16BE(format.greenMax, 6);
+  out.writeUInt16BE(format.blueMax, 8);
+  out.writeUInt8(format.redShift, 10);
+  out.writeUInt8(format.greenShift, 11);
+  out.writeUInt8(format.blueShift, 12);
+  return out;
+}
+
+/** Reads a pixel format's 16 bytes at `offset`. @throws {@link RfbProtocolError} for a format not served. */
+export function decodePixelFormat(bytes: Buffer, offset = 0): PixelFormat {
+  const bitsPerPixel = bytes.readUInt8(offset);
+  if (bitsPerPixel !== 8 && bitsPerPixel !== 16 && bitsPerPixel !== 32)
+    throw new RfbProtocolError(`bits-per-pixel ${bitsPerPixel} is not 8, 16 or 32`);
+  const format: PixelFormat = {
+    bitsPerPixel,
+    depth: bytes.readUInt8(offset + 1),
+    bigEndian: bytes.readUInt8(offset + 2) !== 0,
+    trueColour: bytes.readUInt8(offset + 3) !== 0,
+    redMax: bytes.readUInt16BE(offset + 4),
+    greenMax: bytes.readUInt16BE(offset + 6),
+    blueMax: bytes.readUInt16BE(offset + 8),
+    redShift: bytes.readUInt8(offset + 10),
+    greenShift: bytes.readUInt8(offset + 11),
+    blueShift: bytes.readUInt8(offset + 12),
+  };
+  if (!format.trueColour) throw new RfbProtocolError('colour-map pixel formats are not served');
+  return format;
+}
+
+/** Encodes the rectangle of `screen` as raw pixels in `format`. */
+export function encodeRawPixels(
+  screen: Screen,
+  rect: { x: number; y: number; width: number; height: number },
+  format: PixelFormat,
+): Buffer {
+  const bytesPerPixel = format.bitsPerPixel / 8;
+  const out = Buffer.alloc(rect.width * rect.height * bytesPerPixel);
+  const scale = (value: number, max: number) => Math.round((value * max) / 255);
+  let at = 0;
+  for (let y = rect.y; y < rect.y + rect.height; y += 1)
+    for (let x = rect.x; x < rect.x + rect.width; x += 1) {
+      const from = (y * screen.width + x) * 3;
+      const pixel =
+        ((scale(screen.rgb[from] ?? 0, format.redMax) << format.redShift) |
+          (scale(screen.rgb[from + 1] ?? 0, format.greenMax) << format.greenShift) |
+          (scale(screen.rgb[from + 2] ?? 0, format.blueMax) << format.blueShift)) >>>
+        0;
+      if (bytesPerPixel === 1) out.writeUInt8(pixel & 0xff, at);
+      else if (bytesPerPixel === 2)
+        format.bigEndian ? out.writeUInt16BE(pixel & 0xffff, at) : out.writeUInt16LE(pixel & 0xffff, at);
+      else format.bigEndian ? out.writeUInt32BE(pixel, at) : out.writeUInt32LE(pixel, at);
+      at += bytesPerPixel;
+    }
+  return out;
+}
+
+/** ServerInit: the framebuffer's size, the server's pixel format and the desktop name. */
+export function encodeServerInit(width: number, height: number, name: string): Buffer {
+  const nameBytes = Buffer.from(name, 'utf8');
+  const head = Buffer.alloc(4);
+  head.writeUInt16BE(width, 0);
+  head.writeUInt16BE(height, 2);
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(nameBytes.length, 0);
+  return Buffer.concat([head, encodePixelFormat(serverPixelFormat), length, nameBytes]);
+}
+
+/** A FramebufferUpdate of one raw rectangle. */
+export function encodeFramebufferUpdate(
+  screen: Screen,
+  rect: { x: number; y: number; width: number; height: number },
+  format: PixelFormat,
+): Buffer {
+  const head = Buffer.alloc(16);
+  head.writeUInt8(0, 0);
+  head.writeUInt16BE(1, 2);
+  head.writeUInt16BE(rect.x, 4);
+  head.writeUInt16BE(rect.y, 6);
+  head.writeUInt16BE(rect.width, 8);
+  head.writeUInt16BE(rect.height, 10);
+  head.writeInt32BE(0, 12);
+  return Buffer.concat([head, encodeRawPixels(screen, rect, format)]);
+}
+
+// The largest ClientCutText taken; a longer one is a protocol error rather than a buffer that grows.
+const maxCutTextBytes = 1 << 20;
+
+/**
+ * Starts one client's RFB 3.8 conversation (RFC 6143): version, security type 1 (None), ServerInit, then
+ * SetPixelFormat, SetEncodings (ignored: every update is raw), FramebufferUpdateRequest, KeyEvent,
+ * PointerEvent and ClientCutText (ignored). A non-incremental request is answered at once; an incremental one
+ * when the screen changes.
+ */
+export function createRfbSession(options: RfbSessionOptions): RfbSession {
+  let stage: 'version' | 'security' | 'init' | 'normal' = 'version';
+  let pending = Buffer.alloc(0);
+  let format = serverPixelFormat;
+  let waiting: { x: number; y: number; width: number; height: number } | undefined;
+
+  const clip = (x: number, y: number, width: number, height: number, screen: Screen) => {
+    const left = Math.min(x, screen.width);
+    const top = Math.min(y, screen.height);
+    const right = Math.min(x + width, screen.width);
+    const bottom = Math.min(y + height, screen.height);
+    // an empty or off-screen request gets the whole screen, as a client asking for "something" would want
+    return right > left && bottom > top
+      ? { x: left, y: top, width: right - left, height: bottom - top }
+      : { x: 0, y: 0, width: screen.width, height: screen.height };
+  };
+
+  // The length of the client message at the head of `bytes`, or undefined until enough of it arrived.
+  function messageLength(bytes: Buffer): number | undefined {
+    const type = bytes.readUInt8(0);
+    switch (type) {
+      case 0:
+        return 20;
+      case 2:
+        return bytes.length < 4 ? undefined : 4 + 4 * bytes.readUInt16BE(2);
+      case 3:
+        return 10;
+      case 4:
+        return 8;
+      case 5:
+        return 6;
+      case 6: {
+        if (bytes.length < 8) return undefined;
+        const length = bytes.readUInt32BE(4);
+        if (length > maxCutTextBytes)
+          throw new RfbProtocolError(`ClientCutText of ${length} bytes is over ${maxCutTextBytes}`);
+        return 8 + length;
+      }
+      default:
+        throw new RfbProtocolError(`client message type ${type} is not RFB 3.8`);
+    }
+  }
+
+  function handle(message: Buffer): Buffer[] {
+    switch (message.readUInt8(0)) {
+      case 0:
+        format = decodePixelFormat(message, 4);
+        return [];
+      case 3: {
+        const screen = options.screen();
+        const rect = clip(
+          message.readUInt16BE(2),
+          message.readUInt16BE(4),
+          message.readUInt16BE(6),
+          message.readUInt16BE(8),
+          screen,
+        );
+        if (message.readUInt8(1) !== 0) {
+          waiting = rect;
+          return [];
+        }
+        return [encodeFramebufferUpdate(screen, rect, format)];
+      }
+      case 4:
+        options.onInput({ kind: 'key', down: message.readUInt8(1) !== 0, keysym: message.readUInt32BE(4) });
+        return [];
+      case 5:
+        options.onInput({
+          kind: 'pointer',
+          buttons: message.readUInt8(1),
+          x: message.readUInt16BE(2),
+          y: message.readUInt16BE(4),
+        });
+        return [];
+      default:
+        return [];
+    }
+  }
+
+  function take(length: number): Buffer | undefined {
+    if (pending.length < length) return undefined;
+    const head = pending.subarray(0, length);
+    pending = pending.subarray(length);
+    return head;
+  }
+
+  return {
+    greeting: () => Buffer.from('RFB 003.008\n', 'latin1'),
+    receive(chunk) {
+      pending = Buffer.concat([pending, chunk]);
+      const out: Buffer[] = [];
+      for (;;) {
+        if (stage === 'version') {
+          const version = take(12);
+          if (!version) return out;
+          if (!/^RFB 003\.00[78]\n$/.test(version.toString('latin1')))
+            throw new RfbProtocolError(
+              `protocol version ${JSON.stringify(version.toString('latin1'))} is not 3.7 or 3.8`,
+            );
+          stage = 'security';
+          out.push(Buffer.from([1, 1]));
+        } else if (stage === 'security') {
+          const choice = take(1);
+          if (!choice) return out;
+          if (choice[0] !== 1) throw new RfbProtocolError(`security type ${choice[0]} was not offered`);
+          stage = 'init';
+          out.push(Buffer.alloc(4));
+        } else if (stage === 'init') {
+          if (!take(1)) return out;
+          stage = 'normal';
+          const screen = options.screen();
+          out.push(encodeServerInit(screen.width, screen.height, options.name));
+        } else {
+          if (pending.length === 0) return out;
+          const length = messageLength(pending);
+          const message = length === undefined ? undefined : take(length);
+          if (!message) return out;
+          out.push(...handle(message));
+        }
+      }
+    },
+    changed() {
+      if (!waiting) return [];
+      const rect = waiting;
+      waiting = undefined;
+      return [encodeFramebufferUpdate(options.screen(), rect, format)];
+    },
+  };
+}

@@ -1,0 +1,79 @@
+/// <reference lib="dom" />
+import type { ConsoleProtocol } from '../client/vdi-client.js';
+
+/** How a console stream ended: the websocket's close code and the reason the broker gave, if any. */
+export interface ConsoleEnd {
+  code: number;
+  reason: string;
+}
+
+/** An open console in the page. */
+export interface OpenConsole {
+  /** Resolves once the console has drawn or printed its first bytes. */
+  readonly ready: Promise<void>;
+  /** Resolves when the stream ends, from either side. */
+  readonly ended: Promise<ConsoleEnd>;
+  /** Closes the stream from the page. */
+  close(): void;
+}
+
+// The first message shows the stream is live; a close before it means it never was.
+function watchSocket(socket: WebSocket): Pick<OpenConsole, 'ended'> & { firstMessage: Promise<void> } {
+  let opened: () => void = () => {};
+  const firstMessage = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
+  socket.addEventListener('message', () => opened(), { once: true });
+  const ended = new Promise<ConsoleEnd>((resolve) => {
+    socket.addEventListener('close', (event) => resolve({ code: event.code, reason: event.reason }), {
+      once: true,
+    });
+  });
+  return { ended, firstMessage };
+}
+
+async function openVnc(screen: HTMLElement, url: string): Promise<OpenConsole> {
+  const { default: RFB } = await import('@novnc/novnc');
+  const socket = new WebSocket(url);
+  socket.binaryType = 'arraybuffer';
+  const { ended } = watchSocket(socket);
+  const rfb = new RFB(screen, socket);
+  rfb.scaleViewport = true;
+  const ready = new Promise<void>((resolve) =>
+    rfb.addEventListener('connect', () => resolve(), { once: true }),
+  );
+  void ready.then(() => rfb.focus());
+  return { ready, ended, close: () => rfb.disconnect() };
+}
+
+async function openTerminal(screen: HTMLElement, url: string): Promise<OpenConsole> {
+  const { Terminal } = await import('@xterm/xterm');
+  const terminal = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 14 });
+  terminal.open(screen);
+  const socket = new WebSocket(url);
+  socket.binaryType = 'arraybuffer';
+  const { ended, firstMessage } = watchSocket(socket);
+  const encoder = new TextEncoder();
+  socket.addEventListener('message', (event) => {
+    terminal.write(typeof event.data === 'string' ? event.data : new Uint8Array(event.data as ArrayBuffer));
+  });
+  const typing = terminal.onData((data) => {
+    if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data));
+  });
+  socket.addEventListener('open', () => terminal.focus(), { once: true });
+  void ended.then(() => typing.dispose());
+  return {
+    ready: firstMessage,
+    ended,
+    close: () => socket.close(1000, 'closed in the page'),
+  };
+}
+
+/** Opens a console stream into `screen`: noVNC for VNC, xterm.js for a serial line or a terminal. */
+export function openConsole(
+  screen: HTMLElement,
+  url: string,
+  protocol: ConsoleProtocol,
+): Promise<OpenConsole> {
+  return protocol === 'vnc' ? openVnc(screen, url) : openTerminal(screen, url);
+}

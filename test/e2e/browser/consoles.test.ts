@@ -1,0 +1,223 @@
+import { performance } from 'node:perf_hooks';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { BrokerServer } from '../../../src/broker/serve.js';
+import { createVdiClient } from '../../../src/client/index.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { VmDevices } from '../../../src/kubevirt-types.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import {
+  alice,
+  bob,
+  keepScreenshot,
+  launchChromium,
+  readVncScreen,
+  showsScreen,
+  startPageBroker,
+  startSignInProxy,
+} from './browser-support.js';
+
+const cluster = useSharedCluster();
+let browser: Browser;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setUp(devices: VmDevices = {}) {
+  const namespace = await createTestNamespace(cluster(), 'web-console');
+  const vm = stoppedVm('devpool-1', { 'corral.dev/vdi-pool': 'devpool' });
+  await new KubeCluster(cluster().kubeConfig).createVm(namespace, {
+    ...vm,
+    spec: { ...vm.spec, template: { spec: { domain: { devices } } } },
+  });
+  const server: BrokerServer = await startPageBroker(cluster(), namespace, createTestClock(new Date()));
+  cleanups.push(() => server.close());
+  const proxies = new Map<string, string>();
+  const proxyFor = async (login: string) => {
+    const known = proxies.get(login);
+    if (known) return known;
+    const proxy = await startSignInProxy(server.url, login);
+    cleanups.push(() => proxy.close());
+    proxies.set(login, proxy.url);
+    return proxy.url;
+  };
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+  cleanups.push(() => context.close());
+  const open = async (login: string, query = ''): Promise<Page> => {
+    const page = await context.newPage();
+    await page.goto(`${await proxyFor(login)}/${query}`);
+    return page;
+  };
+  const clientOf = async (login: string) =>
+    createVdiClient({
+      baseUrl: await proxyFor(login),
+      fetch: (input, init) => fetch(input, init),
+    });
+  return { namespace, server, open, clientOf, proxyFor, kube: new KubeCluster(cluster().kubeConfig) };
+}
+
+const row = 'li[data-desktop]';
+
+async function claimInPage(page: Page): Promise<{ desktopId: string; member: string }> {
+  await page.click('button[data-action="claim"]');
+  const desktopId = await waitFor(() => page.locator(row).first().getAttribute('data-desktop'), {
+    describe: "alice's desktop to appear",
+  });
+  await waitFor(async () => (await page.locator(`${row} .corral-phase`).allTextContents()).join(), {
+    describe: "alice's desktop to show Running",
+    until: (phase) => phase === 'Running',
+  });
+  return { desktopId, member: desktopId.split('/')[2] ?? '' };
+}
+
+function waitForScreen(page: Page, expected: ReturnType<typeof renderScreen>, what: string) {
+  return waitFor(() => readVncScreen(page), {
+    describe: `the noVNC canvas to show ${what}`,
+    until: (shown) => showsScreen(shown, expected),
+  });
+}
+
+describe('consoles in Chromium', () => {
+  it('shows alice her VM on noVNC, takes a key, marks the disconnect when the tab closes, and reconnects within grace', async () => {
+    const { namespace, open, clientOf, kube } = await setUp();
+    const page = await open(alice);
+    const { desktopId, member } = await claimInPage(page);
+
+    const clicked = performance.now();
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitForScreen(page, renderScreen({ name: member }), `the name ${member}`);
+    const firstFrameMs = Math.round(performance.now() - clicked);
+    console.info(`Connect to the first framebuffer: ${firstFrameMs} ms`);
+    const vdi = await clientOf(alice);
+    await waitFor(() => vdi.getDesktop(desktopId), {
+      describe: 'the broker to count the console',
+      until: (desktop) => desktop.connected && desktop.disconnectedAt === null,
+    });
+    await waitFor(async () => (await page.locator(`${row} .corral-session`).allTextContents()).join(), {
+      describe: 'the page to say the desktop is connected',
+      until: (text) => text.includes('Connected.'),
+    });
+
+    await page.keyboard.press('q');
+    await waitForScreen(page, renderScreen({ name: member, lastKeysym: 0x71 }), 'the key q');
+    await waitFor(() => kube.getVmi(namespace, member), {
+      describe: 'the simulator to record the key',
+      until: (vmi) =>
+        vmi?.metadata.annotations?.[simulatorAnnotations.vncKeys]?.split(' ').includes('q') ?? false,
+    });
+    await keepScreenshot(page, 'console-vnc');
+
+    await page.close();
+    const dropped = await waitFor(() => vdi.getDesktop(desktopId), {
+      describe: 'the disconnect mark to land when the tab closed',
+      until: (desktop) => !desktop.connected && desktop.disconnectedAt !== null,
+    });
+    expect(dropped.reclaimReason).toBe('disconnect-grace');
+    expect(Date.parse(dropped.reclaimAt ?? '')).toBeGreaterThan(Date.parse(dropped.disconnectedAt ?? ''));
+
+    const again = await open(alice, `?connect=${desktopId}`);
+    await waitForScreen(again, renderScreen({ name: member }), `the name ${member} again`);
+    const back = await waitFor(() => vdi.getDesktop(desktopId), {
+      describe: 'the reconnect to clear the disconnect mark',
+      until: (desktop) => desktop.connected,
+    });
+    expect(back).toMatchObject({ owner: alice, disconnectedAt: null, reclaimAt: null });
+
+    await again.click(`${row} button[data-action="release"]`);
+    await waitFor(() => again.locator(row).count(), {
+      describe: 'the released desktop to leave the page',
+      until: (count) => count === 0,
+    });
+    expect(await vdi.listDesktops()).toEqual([]);
+  });
+
+  it('shows why a dropped console closed and reconnects once the desktop runs again', async () => {
+    const { namespace, open, kube } = await setUp();
+    const page = await open(alice);
+    const { member } = await claimInPage(page);
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitForScreen(page, renderScreen({ name: member }), `the name ${member}`);
+
+    await kube.stopVm(namespace, member);
+    const status = await waitFor(() => page.locator('.corral-console-status').textContent(), {
+      describe: 'the page to say the console closed',
+      until: (text) => text?.startsWith('The console closed') ?? false,
+    });
+    expect(status).not.toBe('The console closed.');
+    await keepScreenshot(page, 'console-dropped');
+    expect(await page.locator('button[data-action="reconnect"]').isVisible()).toBe(true);
+
+    await waitFor(() => page.locator(`${row} button[data-action="start"]`).count(), {
+      describe: 'the page to offer Start for the stopped desktop',
+      until: (count) => count === 1,
+    });
+    // a stopped desktop's console is refused before any upgrade, in words that say what to do
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitFor(() => page.locator('.corral-error').textContent(), {
+      describe: 'the page to say the desktop must be started first',
+      until: (text) => text?.endsWith('is not running; start it first, then connect to it.') ?? false,
+    });
+    expect(await page.locator('.corral-console').getAttribute('data-state')).toBe('failed');
+    await page.click(`${row} button[data-action="start"]`);
+    await waitFor(async () => (await page.locator(`${row} .corral-phase`).allTextContents()).join(), {
+      describe: 'the desktop to run again',
+      until: (phase) => phase === 'Running',
+    });
+    await page.click('button[data-action="reconnect"]');
+    await waitForScreen(page, renderScreen({ name: member }), `the name ${member} after the reconnect`);
+  });
+
+  it('opens the serial console in xterm.js when the VM has no graphics device, and echoes what alice types', async () => {
+    const { open } = await setUp({ autoattachGraphicsDevice: false });
+    const page = await open(alice);
+    const { member } = await claimInPage(page);
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitFor(() => page.locator('.corral-console').getAttribute('data-protocol'), {
+      describe: 'the page to open the serial console, the plan target without VNC',
+      until: (protocol) => protocol === 'serial',
+    });
+    expect(await page.locator('.corral-skipped li[data-protocol="vnc"]').textContent()).toMatch(
+      /^vnc skipped: .+/,
+    );
+    const terminalText = () => page.locator('.corral-screen .xterm-rows').textContent();
+    await waitFor(terminalText, {
+      describe: "the serial console's greeting in xterm.js",
+      until: (text) => text?.includes(`${member} serial console (echo)`) ?? false,
+    });
+    await page.locator('.corral-screen .xterm').click();
+    await page.keyboard.type('hello corral');
+    await waitFor(terminalText, {
+      describe: 'the echo of what alice typed',
+      until: (text) => text?.includes('hello corral') ?? false,
+    });
+    await keepScreenshot(page, 'console-serial');
+  });
+
+  it("refuses bob's websocket to alice's console with 403 before any upgrade", async () => {
+    const { namespace, server, proxyFor } = await setUp();
+    const claimed = await server.broker.vdi.claim({ pool: 'devpool', identity: alice, namespace });
+    const path = `/api/vdi/desktops/vm/${namespace}/${claimed.member}/console/vnc`;
+    const status = await new Promise<number>((resolve, reject) => {
+      void proxyFor(bob).then((url) => {
+        const socket = new WebSocket(`${url.replace('http:', 'ws:')}${path}`);
+        socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+        socket.once('open', () => reject(new Error("bob's console websocket opened")));
+        socket.once('error', () => {});
+      }, reject);
+    });
+    expect(status).toBe(403);
+  });
+});
