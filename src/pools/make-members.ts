@@ -12,8 +12,9 @@ import {
  * Makes `members` from `source`; on a failure it removes what was made (unless `keepPartial`) and reports
  * member by member.
  *
- * @throws {@link VdiError} `CLONE_FAILED` (retryable when another call took a member's name), `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a
- *   member needed, or `CANCELLED` when `signal` aborted it, with `details.members`.
+ * @throws {@link VdiError} `CLONE_FAILED` (retryable when another call took a member's name), `CLONE_TIMEOUT`,
+ *   `FORBIDDEN` when the identity lacks a permission a member needed, or `CANCELLED` when `signal` aborted it,
+ *   with `details.members`.
  */
 export async function makeMembers(
   factory: PoolMemberFactory,

@@ -103,10 +103,9 @@ async function waitUntilGone(
  * stopped, with its pool and ephemeral labels; waits for the clone's `Succeeded` and deletes the clone object.
  *
  * Safe to call again after a failure at any step, and beside a concurrent reset of the same member: a clone
- * already under way is waited for (and one that a concurrent reset finished and removed counts as done), a finished one is
- * cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
- * ephemeral member of the pool),
- * and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
+ * already under way is waited for (one that a concurrent reset finished and removed counts as done), a finished
+ * one is cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
+ * ephemeral member of the pool), and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
  *
  * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`; `GOLDEN_NOT_FOUND`;
  *   `MEMBER_NOT_FOUND` when the member is gone and no ephemeral sibling names its golden VM; `CLONE_FAILED`,
