@@ -52,8 +52,8 @@ export interface ResizeInput {
 /**
  * Plans a resize of `pool` to `size` members: the whole decision, before anything changes. Growth takes the
  * lowest indices whose names no object of the namespace and no live Lease holds, and the golden VM the caller
- * names or the members all record; shrinking removes only free members (see {@link isFreeMember}), the highest index first,
- * and is refused as a whole when there are too few, so a resize never takes a claimed desktop away.
+ * names or the members all record; shrinking removes only free members (see {@link isFreeMember}), the highest
+ * index first, and is refused as a whole when there are too few, so a resize never takes a claimed desktop away.
  *
  * @example
  * ```ts
