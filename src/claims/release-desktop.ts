@@ -74,6 +74,8 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   try {
     reset = await backend.resetMember({ namespace, member, pool: plan.pool });
   } catch (error) {
+    // a concurrent release of the same claim may have ended it meanwhile: answer as a repeated release would
+    await refuseIfEnded(ctx, backend, { ...options, namespace, expectedSessionId: sessionOf(plan, lease) });
     const failed = new VdiError(
       plan.how === 'recreate' ? 'RECREATE_FAILED' : 'STOP_FAILED',
       `Could not ${plan.how} ${desktopId}, so it stays claimed by ${holder}, marked releasing: ${failureReason(error)} Release it again once the cause is fixed.`,
@@ -111,6 +113,37 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
 
 type ResetPlan = Extract<ReleasePlan, { kind: 'reset' }>;
 
+function sessionOf(plan: ResetPlan, lease: LeaseObject | undefined): string | undefined {
+  return plan.lease === undefined ? undefined : (lease?.metadata.annotations?.[sessionIdAnnotation] ?? '');
+}
+
+async function planAgain(ctx: VdiContext, backend: DesktopBackend, options: ReleaseMemberOptions) {
+  const { namespace, member } = options;
+  const [lease, facts] = await Promise.all([
+    ctx.cluster.getLease(namespace, leaseNameFor(member)),
+    backend.readMember({ namespace, member }),
+  ]);
+  const plan = planRelease({
+    kind: backend.kind,
+    namespace,
+    member,
+    facts,
+    lease,
+    actor: options.actor,
+    asAdmin: options.asAdmin,
+    expectedSessionId: options.expectedSessionId,
+    now: ctx.clock.now(),
+  });
+  return { plan, lease };
+}
+
+// Reads the claim again after a failed reset: one that ended meanwhile gets the refusal a repeated release gets.
+async function refuseIfEnded(ctx: VdiContext, backend: DesktopBackend, options: ReleaseMemberOptions) {
+  // a read that fails leaves the reset's own failure to report
+  const { plan } = await planAgain(ctx, backend, options).catch(() => ({ plan: undefined }));
+  if (plan?.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
+}
+
 // a lost race is planned again from a fresh read, pinned to the session first read so a newer claim is refused
 const takeAttempts = 3;
 
@@ -119,24 +152,10 @@ async function takeClaim(
   backend: DesktopBackend,
   options: ReleaseMemberOptions,
 ): Promise<{ plan: ResetPlan; lease: LeaseObject | undefined }> {
-  const { namespace, member, actor, asAdmin } = options;
+  const { namespace, member } = options;
   let expectedSessionId = options.expectedSessionId;
   for (let attempt = 1; ; attempt += 1) {
-    const [lease, facts] = await Promise.all([
-      ctx.cluster.getLease(namespace, leaseNameFor(member)),
-      backend.readMember({ namespace, member }),
-    ]);
-    const plan = planRelease({
-      kind: backend.kind,
-      namespace,
-      member,
-      facts,
-      lease,
-      actor,
-      asAdmin,
-      expectedSessionId,
-      now: ctx.clock.now(),
-    });
+    const { plan, lease } = await planAgain(ctx, backend, { ...options, expectedSessionId });
     if (plan.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
     if (lease === undefined || plan.resume) return { plan, lease };
     const marked = await markClaimReleasing(ctx, lease);

@@ -12,8 +12,9 @@ import {
  * Makes `members` from `source`; on a failure it removes what was made (unless `keepPartial`) and reports
  * member by member.
  *
- * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a
- *   member needed, or `CANCELLED` when `signal` aborted it, with `details.members`.
+ * @throws {@link VdiError} `CLONE_FAILED` (retryable when another call took a member's name), `CLONE_TIMEOUT`,
+ *   `FORBIDDEN` when the identity lacks a permission a member needed, or `CANCELLED` when `signal` aborted it,
+ *   with `details.members`.
  */
 export async function makeMembers(
   factory: PoolMemberFactory,
@@ -79,7 +80,8 @@ function makeFailure(
         : 'CLONE_FAILED';
   const what = cancelled ? 'was cancelled' : 'failed';
   return new VdiError(code, `${input.doing} ${what}: ${report}. ${cleanup}`, {
-    retryable: code === 'CLONE_TIMEOUT',
+    // a name another call took is free to plan again once that call is done
+    retryable: code === 'CLONE_TIMEOUT' || first?.status === 'taken',
     details: { pool: input.pool, namespace: input.namespace, members: outcomes, kept: input.keepPartial },
   });
 }

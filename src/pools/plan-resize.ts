@@ -38,17 +38,22 @@ export interface ResizeInput {
   pool: PoolView;
   /** The number of members wanted, already validated. */
   size: number;
-  /** Every object name of the namespace a new member may not take (pool member or not). */
+  /** Every name a new member may not take: the namespace's objects and the members its live Leases claim. */
   taken: ReadonlySet<string>;
+  /**
+   * Members of the pool a live claim holds while their object is gone (a release recreating them): they count as
+   * members, and their names are taken.
+   */
+  resetting?: readonly string[];
   /** The golden VM the caller names for new members; without it, the one the members record. */
   source?: string | undefined;
 }
 
 /**
  * Plans a resize of `pool` to `size` members: the whole decision, before anything changes. Growth takes the
- * lowest indices whose names no object of the namespace holds and the golden VM the caller names or the
- * members all record; shrinking removes only free members (see {@link isFreeMember}), the highest index first,
- * and is refused as a whole when there are too few, so a resize never takes a claimed desktop away.
+ * lowest indices whose names no object of the namespace and no live Lease holds, and the golden VM the caller
+ * names or the members all record; shrinking removes only free members (see {@link isFreeMember}), the highest
+ * index first, and is refused as a whole when there are too few, so a resize never takes a claimed desktop away.
  *
  * @example
  * ```ts
@@ -59,7 +64,8 @@ export interface ResizeInput {
  */
 export function planResize(input: ResizeInput): ResizePlan {
   const { pool, size, taken, source } = input;
-  const from = pool.members.length;
+  const resetting = input.resetting ?? [];
+  const from = pool.members.length + resetting.length;
   if (size === from) return { kind: 'unchanged', size };
   if (size > from) {
     const sources = [
@@ -77,7 +83,7 @@ export function planResize(input: ResizeInput): ResizePlan {
         message: `The members of pool "${pool.name}" do not name one golden VM (${sources.length === 0 ? 'none recorded' : sources.join(', ')}); pass from with the golden VM to clone new members from.`,
       };
     }
-    const names = new Set([...taken, ...pool.members.map((member) => member.name)]);
+    const names = new Set([...taken, ...resetting, ...pool.members.map((member) => member.name)]);
     return {
       kind: 'grow',
       from,
@@ -91,7 +97,10 @@ export function planResize(input: ResizeInput): ResizePlan {
   const count = from - size;
   if (free.length >= count)
     return { kind: 'shrink', from, size, remove: free.slice(0, count).map((member) => member.name) };
-  const busy = pool.members.filter((member) => !isFreeMember(member)).map((member) => member.name);
+  const busy = [
+    ...pool.members.filter((member) => !isFreeMember(member)).map((member) => member.name),
+    ...resetting,
+  ];
   const smallest = from - free.length;
   return {
     kind: 'reject',

@@ -14,6 +14,8 @@ export const defaultCloneConcurrency = 4;
  * - `failed` / `timed-out`: making it failed or did not finish in time; `error` says why.
  * - `cancelled`: the caller's signal ended the wait.
  * - `not-started`: an earlier failure stopped the run before this member was begun.
+ * - `taken`: another call is making, or made, a member of this name (a concurrent grow, or a release recreating
+ *   it); this call made nothing for it and leaves it alone.
  *
  * `removed` is set once cleanup deleted what the member left behind; `cloneLeft` says why a finished clone object
  * stayed when cleanup could delete the member but not that object.
@@ -24,7 +26,7 @@ export interface MemberOutcome {
   member: string;
   /** The object that made (or was to make) it: for a VM, its VirtualMachineClone. */
   clone: string;
-  status: 'ready' | 'failed' | 'timed-out' | 'cancelled' | 'not-started';
+  status: 'ready' | 'failed' | 'timed-out' | 'cancelled' | 'not-started' | 'taken';
   error?: string;
   /** The `VdiError` code of `error`, such as `FORBIDDEN` when the identity lacks a permission. */
   code?: VdiErrorCode;

@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
-import { leaseNameFor } from '../claims/lease-name.js';
+import { isLeaseExpired } from '../claims/claim-liveness.js';
+import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
+import { leasePoolLabel, removalHolder } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import type { PoolOptions } from './list-pools.js';
 import { makeMembers } from './make-members.js';
@@ -82,8 +85,13 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
     async () => {
       const read = await readPool(ctx, namespace, name);
       await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
-      const taken = await factory.listTakenNames(namespace);
-      const plan = planResize({ pool: read.pool, size, taken, source: parsed.from });
+      const objects = await factory.listTakenNames(namespace);
+      const claimed = claimedNames(read.leases, ctx.clock.now());
+      const taken = new Set([...objects, ...claimed.keys()]);
+      const resetting = [...claimed]
+        .filter(([member, lease]) => isResetting(lease, name, member, objects))
+        .map(([member]) => member);
+      const plan = planResize({ pool: read.pool, size, taken, resetting, source: parsed.from });
       const result: ResizePoolResult = {
         id,
         from: read.pool.members.length,
@@ -108,6 +116,30 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
           return await shrink(ctx, factory, plan.remove, read, result);
       }
     },
+  );
+}
+
+// the members live claim Leases hold, whatever their pool: a grow takes none of their names
+function claimedNames(leases: readonly LeaseObject[], now: Date): Map<string, LeaseObject> {
+  const claimed = new Map<string, LeaseObject>();
+  for (const lease of leases) {
+    const member = memberFromLeaseName(lease.metadata.name ?? '');
+    if (member && lease.spec.holderIdentity && !isLeaseExpired(lease, now)) claimed.set(member, lease);
+  }
+  return claimed;
+}
+
+// a claim of this pool whose member object is gone: a release is making it again, so it is still a member
+function isResetting(
+  lease: LeaseObject,
+  pool: string,
+  member: string,
+  objects: ReadonlySet<string>,
+): boolean {
+  return (
+    lease.metadata.labels?.[leasePoolLabel] === pool &&
+    lease.spec.holderIdentity !== removalHolder &&
+    !objects.has(member)
   );
 }
 

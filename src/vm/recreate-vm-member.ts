@@ -10,7 +10,7 @@ import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { formatDuration } from '../sessions/parse-duration.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
 import { cloneNameFor } from './vm-clone-object.js';
-import { cloneMember, waitForClone } from './vm-clone-runner.js';
+import { cloneMember, finishMemberClone } from './vm-clone-runner.js';
 
 /** Options of {@link recreateVmMember}. */
 export interface RecreateVmMemberOptions {
@@ -102,10 +102,10 @@ async function waitUntilGone(
  * Recreates an ephemeral VM member: deletes its VM and clones it again from its golden VM under the same name,
  * stopped, with its pool and ephemeral labels; waits for the clone's `Succeeded` and deletes the clone object.
  *
- * Safe to call again after a failure at any step: a clone already under way is waited for, a finished one is
- * cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
- * ephemeral member of the pool),
- * and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
+ * Safe to call again after a failure at any step, and beside a concurrent reset of the same member: a clone
+ * already under way is waited for (one that a concurrent reset finished and removed counts as done), a finished
+ * one is cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
+ * ephemeral member of the pool), and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
  *
  * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`; `GOLDEN_NOT_FOUND`;
  *   `MEMBER_NOT_FOUND` when the member is gone and no ephemeral sibling names its golden VM; `CLONE_FAILED`,
@@ -124,9 +124,8 @@ export async function recreateVmMember(
   const pending = await ctx.cluster.getClone(namespace, cloneName);
   const pendingPhase = pending?.status?.phase;
   if (pending && pendingPhase !== 'Succeeded' && pendingPhase !== 'Failed') {
-    // an earlier attempt already deleted the old VM and started the clone: finish that one
-    await waitForClone(ctx, { namespace, name: cloneName, timeoutMs, signal });
-    await ctx.cluster.deleteClone(namespace, cloneName);
+    // an earlier or concurrent attempt already deleted the old VM and started the clone: finish that one
+    await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
     return;
   }
   if (pending) await ctx.cluster.deleteClone(namespace, cloneName);
@@ -141,7 +140,17 @@ export async function recreateVmMember(
       await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
     }
     await waitUntilGone(ctx, namespace, member, timeoutMs, signal);
-    await cloneMember(ctx, { namespace, pool, member, golden, ephemeral: true, timeoutMs, signal });
+    const made = await cloneMember(ctx, {
+      namespace,
+      pool,
+      member,
+      golden,
+      ephemeral: true,
+      timeoutMs,
+      signal,
+    });
+    // a concurrent reset of the member cloned it first: its clone is the one to finish
+    if (made === 'taken') await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
   } catch (error) {
     ctx.events.emit('pool-progress', { poolId, member, step: 'failed', done: 1, total: 1 });
     throw error;

@@ -8,7 +8,7 @@ import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.j
 import { validateIdentity, validateMemberName, validateNamespace, validatePoolName } from '../validate.js';
 import { recreateVmMember } from './recreate-vm-member.js';
 import { gatherVmConnectFacts } from './vm-connect-facts.js';
-import { toVmMemberFacts } from './vm-member-facts.js';
+import { asksToStop, toVmMemberFacts } from './vm-member-facts.js';
 import { clearVmPresentation, presentVmClaim } from './vm-presentation.js';
 import { checkVmUsbSupport } from './vm-usb-support.js';
 
@@ -60,13 +60,34 @@ interface RequiredMember {
 export function createVmBackend(ctx: VdiContext): DesktopBackend {
   const { cluster } = ctx;
 
+  // the run field back to running, conditional on the VM as read, so a stop KubeVirt has not carried out is undone
+  async function undoStop(ref: MemberRef, refused: unknown): Promise<PowerChangeResult> {
+    const [vm, vmi] = await Promise.all([
+      cluster.getVm(ref.namespace, ref.member),
+      cluster.getVmi(ref.namespace, ref.member),
+    ]);
+    if (!vm) throw memberNotFound(ref, refused);
+    const phase = vmi?.status?.phase;
+    const instanceLives = vmi !== undefined && phase !== 'Succeeded' && phase !== 'Failed';
+    if (!asksToStop(vm) || !instanceLives) throw refused;
+    const spec = vm.spec.runStrategy === undefined ? { running: true } : { runStrategy: 'Always' };
+    await cluster.patchVm(ref.namespace, ref.member, {
+      metadata: { resourceVersion: vm.metadata.resourceVersion },
+      spec,
+    });
+    return 'changed';
+  }
+
   async function changePower(ref: MemberRef, action: 'start' | 'stop'): Promise<PowerChangeResult> {
     checkRef(ref);
     const desktopId = formatDesktopId({ kind: 'vm', ...ref });
     try {
-      return action === 'start'
-        ? await cluster.startVm(ref.namespace, ref.member)
-        : await cluster.stopVm(ref.namespace, ref.member);
+      if (action === 'stop') return await cluster.stopVm(ref.namespace, ref.member);
+      return await cluster.startVm(ref.namespace, ref.member).catch((error: unknown) => {
+        // KubeVirt refuses to start a VM whose stop it has not carried out yet: ask it to run again instead
+        if (isVdiError(error, 'CONFLICT')) return undoStop(ref, error);
+        throw error;
+      });
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref, error);
       // a refused permission is the caller's to grant, not KubeVirt's refusal: it passes unchanged

@@ -80,31 +80,62 @@ export async function waitForClone(
   }
 }
 
-/** Creates a member's clone object, replacing a finished leftover of the same name. */
-async function createMemberClone(ctx: VdiContext, clone: VirtualMachineClone): Promise<void> {
+/**
+ * Creates a member's clone object, replacing a finished leftover of the same name. The name is another call's
+ * (`taken`) when its VM exists or its clone is still running: this call then makes nothing and leaves them alone.
+ */
+async function createMemberClone(
+  ctx: VdiContext,
+  clone: VirtualMachineClone,
+  member: string,
+): Promise<'created' | 'taken'> {
   const namespace = clone.metadata.namespace ?? '';
+  const name = clone.metadata.name ?? '';
+  if (await ctx.cluster.getVm(namespace, member)) return 'taken';
   try {
     await ctx.cluster.createClone(namespace, clone);
+    return 'created';
   } catch (error) {
     if (!isConflictReason(error, 'AlreadyExists')) throw error;
-    const existing = await ctx.cluster.getClone(namespace, clone.metadata.name ?? '');
+    const existing = await ctx.cluster.getClone(namespace, name);
     const phase = existing?.status?.phase;
-    if (existing && phase !== 'Succeeded' && phase !== 'Failed') {
-      throw new VdiError(
-        'CLONE_FAILED',
-        `VirtualMachineClone ${namespace}/${clone.metadata.name} already exists and is still running; wait for it or delete it.`,
-        { details: { clone: clone.metadata.name, namespace } },
-      );
-    }
-    await ctx.cluster.deleteClone(namespace, clone.metadata.name ?? '');
+    if (existing && phase !== 'Succeeded' && phase !== 'Failed') return 'taken';
+    // a finished clone whose VM exists made a member for another call
+    if (await ctx.cluster.getVm(namespace, member)) return 'taken';
+    await ctx.cluster.deleteClone(namespace, name);
     await ctx.cluster.createClone(namespace, clone);
+    return 'created';
   }
+}
+
+/**
+ * Waits for the clone that makes `member` and deletes its finished object. A clone that vanished while the
+ * member's VM stands was finished, and its object deleted, by a concurrent reset of the same member.
+ *
+ * @throws {@link VdiError} as {@link waitForClone}.
+ */
+export async function finishMemberClone(
+  ctx: VdiContext,
+  input: { namespace: string; member: string; timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const { namespace, member, timeoutMs, signal } = input;
+  const name = cloneNameFor(member);
+  try {
+    await waitForClone(ctx, { namespace, name, timeoutMs, signal });
+  } catch (error) {
+    if (!isVdiError(error, 'CLONE_FAILED') || (await ctx.cluster.getClone(namespace, name))) throw error;
+    const vm = await ctx.cluster.getVm(namespace, member);
+    if (!vm || vm.metadata.deletionTimestamp) throw error;
+    return;
+  }
+  await ctx.cluster.deleteClone(namespace, name);
 }
 
 /**
  * Makes one member: creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
  * did not succeed keeps its object, for inspection or for cleanup.
  *
+ * @returns `taken` when another call is making or made a member of that name; this call then made nothing.
  * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or an apiserver error.
  */
 export async function cloneMember(
@@ -118,13 +149,12 @@ export async function cloneMember(
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
-): Promise<void> {
+): Promise<'made' | 'taken'> {
   const { namespace, pool, member, golden, ephemeral, timeoutMs, signal } = input;
   const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
-  await createMemberClone(ctx, clone);
-  const name = clone.metadata.name ?? '';
-  await waitForClone(ctx, { namespace, name, timeoutMs, signal });
-  await ctx.cluster.deleteClone(namespace, name);
+  if ((await createMemberClone(ctx, clone, member)) === 'taken') return 'taken';
+  await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+  return 'made';
 }
 
 /**
@@ -153,8 +183,12 @@ export async function cloneMembers(
       const outcome = outcomes[index] as MemberOutcome;
       ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done, total });
       try {
-        await cloneMember(ctx, { ...input, member });
-        outcome.status = 'ready';
+        if ((await cloneMember(ctx, { ...input, member })) === 'made') outcome.status = 'ready';
+        else {
+          failed = true;
+          outcome.status = 'taken';
+          outcome.error = `another call is making or made ${member}; this call left it alone`;
+        }
       } catch (error) {
         failed = true;
         outcome.status = isVdiError(error, 'CLONE_TIMEOUT')
@@ -209,7 +243,10 @@ export async function removeMembers(
 ): Promise<void> {
   const { namespace, pool, outcomes, concurrency } = input;
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
-  const started = outcomes.filter((outcome) => outcome.status !== 'not-started');
+  // a member another call is making is that call's: only what this call began is removed
+  const started = outcomes.filter(
+    (outcome) => outcome.status !== 'not-started' && outcome.status !== 'taken',
+  );
   let done = 0;
   await forEachBounded(started, concurrency, async (outcome) => {
     const left = await deleteFinishedClone(ctx, namespace, outcome.clone);

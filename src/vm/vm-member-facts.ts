@@ -14,12 +14,20 @@ function asksToRun(vm: VirtualMachine): boolean {
   return wanted || (vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false);
 }
 
+/** Whether a VM's run field asks it to stop: `runStrategy: Halted`, or the deprecated `running: false`. */
+export function asksToStop(vm: VirtualMachine): boolean {
+  const { running, runStrategy } = vm.spec;
+  return runStrategy === 'Halted' || (runStrategy === undefined && running === false);
+}
+
 /**
  * The power of a VM in the backend-neutral words, from KubeVirt's `printableStatus` and what the VM asks for.
- * A `Stopped` VM that asks to run (a start just accepted) is `starting`, so it is never taken for free.
+ * A `Stopped` VM that asks to run (a start just accepted) is `starting`, so it is never taken for free; a
+ * running or starting VM that asks to stop (a stop KubeVirt has not shown yet) is `stopping`, so a claim starts it.
  */
 export function powerOfVm(vm: VirtualMachine): MemberPower {
   const status = vm.status?.printableStatus ?? '';
+  if ((status === 'Running' || startingStatuses.has(status)) && asksToStop(vm)) return 'stopping';
   if (status === 'Running') return 'running';
   if (status === 'Stopped') return asksToRun(vm) ? 'starting' : 'stopped';
   if (status === 'Provisioning') return 'provisioning';

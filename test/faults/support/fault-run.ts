@@ -96,8 +96,6 @@ export interface FaultFigures {
   claimantLeasesLeft: number;
   /** Members a killed client's release left marked releasing: they bind until their Lease expires (docs/claims.md). */
   releasingLeftByKilledClients: number;
-  /** Violations of a defect reported to its owners, counted apart: see {@link staleRunningDefect}. */
-  knownDefects: string[];
 }
 
 /** What the checks found: each violation in words, and the figures. */
@@ -108,7 +106,7 @@ export interface FaultReport {
 
 type Expected =
   | { kind: 'free' }
-  | { kind: 'held'; member: string; sessionId: string; startedOk: boolean }
+  | { kind: 'held'; member: string; sessionId: string }
   /** `cutOff`: the release began and its process was killed before it answered. */
   | { kind: 'releasing'; member: string; cutOff: boolean };
 
@@ -138,8 +136,7 @@ function replayAnswers(events: StormEvent[], violations: string[]): Map<string, 
           `lost claim: ${key} was told ${before.member} (session ${before.sessionId}), then a claim answered ${event.member} (session ${event.sessionId})`,
         );
       }
-      const startedOk = event.startError === undefined;
-      expected.set(key, { kind: 'held', member: event.member, sessionId: event.sessionId, startedOk });
+      expected.set(key, { kind: 'held', member: event.member, sessionId: event.sessionId });
     } else if (event.op === 'claim' && code === 'NO_FREE_MEMBER' && before.kind === 'held') {
       violations.push(`lost claim: ${key} held ${before.member}, then a claim answered NO_FREE_MEMBER`);
     } else if (event.op === 'release') {
@@ -193,23 +190,16 @@ async function readState(run: FaultRun): Promise<ClusterState> {
   return { members, leases };
 }
 
-/** What the members' state says at rest: members stuck, and what is left as documented or by a known defect. */
+/** What the members' state says at rest: members stuck, and what is left as documented. */
 interface MemberJudgement {
   stuck: string[];
   /** Members whose release a killed client began: marked releasing until their Lease expires, as documented. */
   releasingLeft: string[];
-  knownDefects: string[];
 }
-
-// A held member that stopped although its claim said it started: a claim that read the member between the
-// previous release's stop and KubeVirt's status update took it for running and did not start it (powerOfVm in
-// src/vm/vm-member-facts.ts counts printableStatus Running as running while runStrategy is Halted, and planClaim
-// starts only a member that is not running). Reproduced step by step in etcd-pause.test.ts.
-const staleRunningDefect = 'known defect: claimed as running while a stop was under way';
 
 // Each member free (no Lease, stopped) or held (a live Lease, running); nothing left half way.
 function judgeMembers(state: ClusterState, now: Date, expected: Map<string, Expected>): MemberJudgement {
-  const judgement: MemberJudgement = { stuck: [], releasingLeft: [], knownDefects: [] };
+  const judgement: MemberJudgement = { stuck: [], releasingLeft: [] };
   const expectedFor = (lease: LeaseObject) =>
     expected.get(`${lease.spec.holderIdentity} ${lease.metadata.labels?.[leasePoolLabel]}`);
   for (const member of state.members) {
@@ -221,11 +211,9 @@ function judgeMembers(state: ClusterState, now: Date, expected: Map<string, Expe
         judgement.releasingLeft.push(member.member);
       } else judgement.stuck.push(`stuck member: ${member.member} is still marked releasing`);
     } else if (member.power !== want) {
-      const said = `${member.member} is ${member.power} with ${lease ? 'a' : 'no'} Lease`;
-      const startedOk = told?.kind === 'held' && told.member === member.member && told.startedOk;
-      if (startedOk && member.power === 'stopped')
-        judgement.knownDefects.push(`${staleRunningDefect}: ${said}`);
-      else judgement.stuck.push(`stuck member: ${said}`);
+      judgement.stuck.push(
+        `stuck member: ${member.member} is ${member.power} with ${lease ? 'a' : 'no'} Lease`,
+      );
     }
   }
   return judgement;
@@ -308,7 +296,7 @@ export async function checkAtRest(run: FaultRun, name: string, faultsSurvived: n
   const expected = replayAnswers(run.events, violations);
   const isSettled = (read: ClusterState) => {
     const judged = judgeMembers(read, now, expected);
-    return judged.stuck.length + judged.knownDefects.length === 0;
+    return judged.stuck.length === 0;
   };
   // the simulator moves members on its own time: wait for it, then judge what is left
   const state = await waitFor(() => readState(run), {
@@ -347,10 +335,9 @@ export async function checkAtRest(run: FaultRun, name: string, faultsSurvived: n
     errorsByCode,
     claimantLeasesLeft,
     releasingLeftByKilledClients: judged.releasingLeft.length,
-    knownDefects: judged.knownDefects,
   };
   console.log(`${name}: ${JSON.stringify(figures)}`);
-  for (const found of [...violations, ...judged.knownDefects]) {
+  for (const found of violations) {
     console.log(`  ${found}\n${historyOf(run.events, found)}`);
   }
   return { violations, figures };

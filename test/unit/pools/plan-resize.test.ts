@@ -66,6 +66,22 @@ describe('planResize', () => {
     });
   });
 
+  it('counts a member a release is recreating as a member, and never takes its name', () => {
+    const pool = poolOf([vm('devpool-2', { ephemeral: true })]);
+    expect(planResize({ pool, size: 3, taken: new Set(), resetting: ['devpool-1'] })).toMatchObject({
+      kind: 'grow',
+      from: 2,
+      add: ['devpool-3'],
+    });
+    expect(planResize({ pool, size: 1, taken: new Set(), resetting: ['devpool-1'] })).toMatchObject({
+      kind: 'shrink',
+      remove: ['devpool-2'],
+    });
+    expect(
+      planResize({ pool, size: 1, taken: new Set(), resetting: ['devpool-1', 'devpool-3'] }),
+    ).toMatchObject({ kind: 'reject', code: 'POOL_IN_USE', smallest: 2, busy: ['devpool-1', 'devpool-3'] });
+  });
+
   it('shrinks by the free members with the highest indices, never a claimed one', () => {
     expect(planResize({ pool: claimedPool(['devpool-5', 'devpool-3']), size: 3, taken: new Set() })).toEqual({
       kind: 'shrink',

@@ -44,6 +44,8 @@ function vmi(
 describe('powerOfVm', () => {
   it.each<[string | undefined, RunStrategy | undefined, MemberPower]>([
     ['Running', 'Always', 'running'],
+    ['Running', 'Halted', 'stopping'],
+    ['Starting', 'Halted', 'stopping'],
     ['Stopped', 'Halted', 'stopped'],
     ['Stopped', 'Always', 'starting'],
     ['Stopped', 'RerunOnFailure', 'starting'],
@@ -169,7 +171,19 @@ describe('toVmMemberFacts', () => {
   it('counts a member whose instance is gone or finished as stopping while the VM still shows Running', () => {
     expect(toVmMemberFacts(vm('Running'), undefined)).toMatchObject({ power: 'stopping', phase: 'Running' });
     expect(toVmMemberFacts(vm('Running'), vmi('Succeeded'))).toMatchObject({ power: 'stopping' });
-    expect(toVmMemberFacts(vm('Running'), vmi('Running'))).toMatchObject({ power: 'running' });
+    expect(toVmMemberFacts(vm('Running', { runStrategy: 'Always' }), vmi('Running'))).toMatchObject({
+      power: 'running',
+    });
+  });
+
+  it('counts a member asked to stop as stopping while KubeVirt still shows it and its instance running', () => {
+    expect(toVmMemberFacts(vm('Running'), vmi('Running'))).toMatchObject({
+      power: 'stopping',
+      phase: 'Running',
+      previousInstance: true,
+    });
+    const legacy = vm('Running', { runStrategy: undefined, running: false });
+    expect(toVmMemberFacts(legacy, vmi('Running'))).toMatchObject({ power: 'stopping' });
   });
 
   it('marks a member being deleted, and one still on the v0.6.0 run field', () => {
