@@ -96,13 +96,15 @@ export async function readUsableDesktop(
     if (lease !== undefined) {
       throw new VdiError(
         'UNSUPPORTED_BACKEND',
-        `Member ${member} in ${namespace} has a claim but no KubeVirt VirtualMachine; only KubeVirt VM members are supported here, not CT members.`,
+        backend.kind === 'vm'
+          ? `Member ${member} in ${namespace} has a claim but no KubeVirt VirtualMachine; if it is a container desktop, use --kind ct.`
+          : `Member ${member} in ${namespace} has a claim but no Pod; if it is a VM desktop, leave out --kind ct.`,
         { details: { member, namespace } },
       );
     }
     throw new VdiError(
       'MEMBER_NOT_FOUND',
-      `No VirtualMachine ${member} in namespace ${namespace}; check the member name and -n.`,
+      `No ${backend.kind === 'vm' ? 'VirtualMachine' : 'Pod'} ${member} in namespace ${namespace}; check the member name, -n and --kind.`,
       { details: { member, namespace } },
     );
   }

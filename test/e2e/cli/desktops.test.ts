@@ -181,9 +181,13 @@ describe('corral-vdi assign, connect and unassign', () => {
     expect(unclaimed.code).toBe(1);
     expect(jsonOf<{ error: { code: string } }>(unclaimed).error.code).toBe('CLAIM_ENDED');
 
-    const ct = await cli(['connect', member, '-n', namespace, '--kind', 'ct']);
+    // a claimed VM member's name asked for as a container desktop names no Pod
+    const ct = await cli(['connect', member, '-n', namespace, '--kind', 'ct', '-o', 'json']);
     expect(ct.code).toBe(1);
-    expect(ct.stderr).toMatch(/^error: This version of corral-vdi connects to KubeVirt VM members only/);
+    expect(jsonOf<{ error: { code: string; message: string } }>(ct).error).toMatchObject({
+      code: 'UNSUPPORTED_BACKEND',
+      message: expect.stringContaining('has a claim but no Pod; if it is a VM desktop, leave out --kind ct'),
+    });
   });
 
   it('unassigns a member, stopping it, and refuses to unassign a free one', async () => {
