@@ -89,9 +89,9 @@ export interface ReclaimPassInput {
  * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds;
  *   `unresolved`: its member name is hashed and the members were not given; `expired`: it binds nobody;
  *   `releasing`: a release of it is under way (`corral.dev/vdi-releasing`, marked less than
- *   {@link releaseStalledAfterMs} ago) and the policy does not reclaim it, which would resume that release; `member-gone`: its member is gone or being deleted and no release of it is
- *   under way, so it is neither renewed nor marked and lapses unless a release resumes the reset; `no-start`: it
- *   carries no readable start).
+ *   {@link releaseStalledAfterMs} ago) and the policy does not reclaim it, which would resume that release;
+ *   `member-gone`: its member is gone or being deleted and no release of it is under way, so it is neither renewed
+ *   nor marked and lapses unless a release resumes the reset; `no-start`: it carries no readable start).
  *
  * @category sessions
  */
@@ -270,8 +270,8 @@ export function planSessionStep(lease: LeaseObject, input: Omit<ReclaimPassInput
  * Plans one pass of the session engine over a namespace: for each claim Lease, whether the policy reclaims its
  * desktop (and why), whether its Lease is due for renewal, whether session marks an earlier write missed must be
  * written, whether a release that stopped half way (its member gone, or its mark older than
- * {@link releaseStalledAfterMs}) must be resumed, or whether to leave it. A reclaimed desktop is
- * neither renewed nor marked, and neither is a claim whose member is gone or being deleted. Without `members` the
+ * {@link releaseStalledAfterMs}) must be resumed, or whether to leave it. A reclaimed desktop is neither renewed nor
+ * marked, and neither is a claim whose member is gone or being deleted. Without `members` the
  * plan says `needsMembers` when a Lease name carries a hashed member name, or when a step would renew, mark or wait
  * on a release; a pass with nothing due needs only the Leases.
  *
