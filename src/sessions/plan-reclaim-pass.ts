@@ -10,9 +10,19 @@ import {
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { isValidVmName } from '../validate.js';
 import { planReclaim, type ReclaimPolicy, type ReclaimReason, type SessionFacts } from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';
+
+/**
+ * How old a `corral.dev/vdi-releasing` mark gets before the pass takes its release for dead and finishes it: ten
+ * minutes. A live reset takes at most two clone timeouts (the old VM's deletion, then the clone: four minutes), so a
+ * release still running is never raced; a mark older than that was left by a process that died mid-release.
+ *
+ * @category sessions
+ */
+export const releaseStalledAfterMs = 5 * defaultCloneTimeoutMs;
 
 /**
  * What tells one claim of a member from the next: a Lease replaced or re-created for a new holder or session
@@ -72,15 +82,16 @@ export interface ReclaimPassInput {
  * - `reclaim`: the policy takes the desktop back for `reason`.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
- * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`) and its member is gone or being
- *   deleted: a recreate failed; resume that release, which makes the member again and then ends the claim.
+ * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
+ *   (a recreate failed), or its mark is older than {@link releaseStalledAfterMs} (its process died); resume that
+ *   release, which resets the member (making it again when gone) and then ends the claim.
  * - `keep`: a live claim with nothing due.
  * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds;
  *   `unresolved`: its member name is hashed and the members were not given; `expired`: it binds nobody;
- *   `releasing`: a release of it is under way (`corral.dev/vdi-releasing`) and the policy does not reclaim it,
- *   which would resume that release; `member-gone`: its member is gone or being deleted and no release of it is
- *   under way, so it is neither renewed nor marked and lapses unless a release resumes the reset; `no-start`: it
- *   carries no readable start).
+ *   `releasing`: a release of it is under way (`corral.dev/vdi-releasing`, marked less than
+ *   {@link releaseStalledAfterMs} ago) and the policy does not reclaim it, which would resume that release;
+ *   `member-gone`: its member is gone or being deleted and no release of it is under way, so it is neither renewed
+ *   nor marked and lapses unless a release resumes the reset; `no-start`: it carries no readable start).
  *
  * @category sessions
  */
@@ -167,6 +178,13 @@ export function sessionFactsOf(
   };
 }
 
+// the mark renewed the Lease and nothing renews a releasing claim, so renewTime is when its release began
+function isStalled(lease: LeaseObject, now: Date): boolean {
+  const text = lease.spec.renewTime;
+  const markedAt = text === undefined ? undefined : parseRfc3339(text);
+  return markedAt !== undefined && now.getTime() - markedAt.getTime() >= releaseStalledAfterMs;
+}
+
 type Placement = { member: string } | { skip: 'not-a-claim' | 'unresolved' };
 
 function place(lease: LeaseObject, byLeaseName: ReadonlyMap<string, string> | undefined): Placement {
@@ -226,8 +244,12 @@ function stepFor(
       ? { kind: 'resume', member, lease }
       : { kind: 'skip', lease, reason: 'member-gone' };
   }
-  // a release under way owns the claim; a reclaim that is due resumes it, nothing else writes to it
-  if (isReleasing(lease)) return { kind: 'skip', lease, reason: 'releasing' };
+  // a release under way owns the claim; a reclaim that is due resumes it, and so does one that stalled
+  if (isReleasing(lease)) {
+    return isStalled(lease, input.now)
+      ? { kind: 'resume', member, lease }
+      : { kind: 'skip', lease, reason: 'releasing' };
+  }
   const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
   const marks = own !== undefined && own.written < own.version;
   if (renewal.kind === 'renew') return { kind: 'renew', member, lease, marks };
@@ -247,8 +269,9 @@ export function planSessionStep(lease: LeaseObject, input: Omit<ReclaimPassInput
 /**
  * Plans one pass of the session engine over a namespace: for each claim Lease, whether the policy reclaims its
  * desktop (and why), whether its Lease is due for renewal, whether session marks an earlier write missed must be
- * written, whether a release that stopped half way must be resumed, or whether to leave it. A reclaimed desktop is
- * neither renewed nor marked, and neither is a claim whose member is gone or being deleted. Without `members` the
+ * written, whether a release that stopped half way (its member gone, or its mark older than
+ * {@link releaseStalledAfterMs}) must be resumed, or whether to leave it. A reclaimed desktop is neither renewed nor
+ * marked, and neither is a claim whose member is gone or being deleted. Without `members` the
  * plan says `needsMembers` when a Lease name carries a hashed member name, or when a step would renew, mark or wait
  * on a release; a pass with nothing due needs only the Leases.
  *

@@ -30,7 +30,7 @@ export interface SessionPassResult {
   /** Leases whose session marks were written because an earlier write failed. */
   marked: number;
   reclaimed: number;
-  /** Releases that had stopped with their member gone or being deleted, finished by this pass. */
+  /** Releases that had stopped half way (member gone, or marked longer ago than the bound), finished by this pass. */
   resumed: number;
   /** Reclaims and resumed releases that failed; their claims stay and the next pass tries again. */
   failed: number;
@@ -222,8 +222,9 @@ async function reclaim(
 }
 
 /**
- * Resumes a release whose reset stopped with the member gone or going, pinned to the session it marked: the member
- * is made again and the claim ends. A failure keeps the claim, is in the audit log, and the next pass tries again.
+ * Resumes a release that stopped half way (its member gone or going, or its process dead), pinned to the session it
+ * marked, audited as the release it finishes: the member is reset and the claim ends. A failure keeps the claim, is
+ * in the audit log, and the next pass tries again.
  */
 async function resume(
   ctx: VdiContext,
@@ -237,6 +238,7 @@ async function resume(
       member,
       actor: reclaimActor,
       asAdmin: true,
+      auditAction: 'vdi release',
       expectedSessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
     });
   } catch (error) {

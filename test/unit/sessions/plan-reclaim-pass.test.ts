@@ -8,6 +8,7 @@ import {
   claimKeyOf,
   planReclaimPass,
   type ReclaimPassInput,
+  releaseStalledAfterMs,
   sessionFactsOf,
 } from '../../../src/sessions/plan-reclaim-pass.js';
 import { planRenewal } from '../../../src/sessions/plan-renewal.js';
@@ -114,9 +115,16 @@ describe('planReclaimPass', () => {
     [
       'skips a Lease whose release is under way rather than renew it',
       claim(member, { releasing: true }),
-      20,
-      {},
+      6,
+      { renewIntervalMs: 5 * minute },
       { kind: 'skip', reason: 'releasing' },
+    ],
+    [
+      'resumes a release whose mark is as old as the bound: its process died half way',
+      claim(member, { releasing: true, renewed: 3 }),
+      3 + releaseStalledAfterMs / minute,
+      {},
+      { kind: 'resume', member },
     ],
     [
       'reclaims a Lease whose release stopped half way once the policy says so, which resumes that release',
@@ -238,6 +246,26 @@ describe('planReclaimPass', () => {
       ...gone,
     });
     expect(plan).toMatchObject({ desktops: 1, needsMembers: false });
+  });
+
+  it('leaves a release to itself until its mark is as old as the bound, then resumes it, member or not', () => {
+    const lease = claim(member, { releasing: true, renewed: 10 });
+    const bound = 10 + releaseStalledAfterMs / minute;
+    expect(releaseStalledAfterMs).toBeGreaterThan(4 * minute);
+    for (const extra of [{ members: [member] }, {}]) {
+      expect(stepOf(lease, bound - 1 / 60_000, extra)).toMatchObject({ kind: 'skip', reason: 'releasing' });
+      expect(stepOf(lease, bound, extra)).toMatchObject({ kind: 'resume', member, lease });
+    }
+    // a resume needs no list of the members: it works whether the member stands or not
+    expect(planReclaimPass({ ...base, leases: [lease], now: at(bound) })).toMatchObject({
+      needsMembers: false,
+      desktops: 1,
+    });
+    // the policy's reclaim goes first, and resumes the release the same way
+    const idle = claim(member, { releasing: true, renewed: 10, connected: 1, disconnected: 2 });
+    expect(stepOf(idle, bound)).toMatchObject({ kind: 'reclaim', reason: 'disconnect-grace' });
+    // past the Lease's hour it binds nobody: never revived
+    expect(stepOf(lease, 71)).toMatchObject({ kind: 'skip', reason: 'expired' });
   });
 
   it('agrees with planReclaim and planRenewal on every Lease, and counts the live claims', () => {
