@@ -166,9 +166,9 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
 } from './keys.js';
-export type { DeletePreconditions, PowerChange } from './kube/cluster.js';
+export type { DeletePreconditions, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
-export type { TerminalStream } from './kube/pod-exec.js';
+export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
 export type { RetryOptions } from './kube/retry.js';
 export type {
   ConfigMapObject,

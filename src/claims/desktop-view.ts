@@ -43,7 +43,7 @@ export interface DesktopView {
   /**
    * The backend's word for the state: KubeVirt's `printableStatus` (`Running`, `Stopped`) for a VM; for a
    * container the Pod's phase, its container's waiting reason, `NotReady` or `Terminating`. `Resetting` while the
-   * member is gone or being deleted under its claim (see {@link describeResetting}).
+   * member is gone or being deleted under its claim (see the claims guide).
    */
   phase: string;
   running: boolean;
@@ -84,7 +84,7 @@ export function describeDesktop(facts: DesktopMarks, lease: LeaseObject | undefi
 /** The phase a desktop reads while its member is being made again under its claim. @category claims */
 export const resettingPhase = 'Resetting';
 
-/** What {@link describeResetting} looks at. @category claims */
+/** What `describeResetting` looks at. @category claims */
 export interface ResettingInput {
   kind: MemberFacts['kind'];
   namespace: string;

@@ -126,7 +126,7 @@ export async function readDesktopAs(
 /** A member as a front end shows it: its facts (none while it is gone), what the view reads, and its Lease. */
 export interface ReadMarks {
   facts: MemberFacts | undefined;
-  /** The facts, or the {@link describeResetting} marks while a claim holds a member that is gone or going. */
+  /** The facts, or the `describeResetting` marks while a claim holds a member that is gone or going. */
   marks: DesktopMarks;
   lease: LeaseObject | undefined;
 }

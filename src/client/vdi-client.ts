@@ -15,7 +15,7 @@ import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
 import { parseDesktopId, parsePoolId } from '../ids.js';
 
 /** A console the broker's websockets serve. @category client */
-export type ConsoleProtocol = z.infer<typeof consoleProtocolParam>;
+export type ConsoleProtocol = 'vnc' | 'serial' | 'terminal';
 
 /** A task log record as the API answers it. @category client */
 export type AuditRecordBody = z.infer<typeof auditRecordSchema>;
@@ -77,7 +77,7 @@ export interface VdiClient {
   consoleUrl(desktop: string | Pick<DesktopBody, 'id'>, protocol: ConsoleProtocol): string;
 }
 
-const consoleProtocols: readonly string[] = consoleProtocolParam.options;
+const consoleProtocols: readonly ConsoleProtocol[] = consoleProtocolParam.options;
 
 // The routes that answer JSON; the console route upgrades to a websocket instead.
 type JsonRouteName = {

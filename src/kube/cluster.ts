@@ -584,7 +584,7 @@ export class KubeCluster {
     return deleted !== undefined;
   }
 
-  /** Runs a command with a TTY in a Pod's container through `pods/exec`; see {@link openPodExec}. */
+  /** Runs a command with a TTY in a Pod's container through `pods/exec`; the stream is a {@link TerminalStream}. */
   async execInPod(target: PodExecTarget): Promise<TerminalStream> {
     return await this.call('create', `exec in Pod ${target.namespace}/${target.pod}`, () =>
       openPodExec(this.kubeConfig, target),

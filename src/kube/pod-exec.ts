@@ -15,7 +15,7 @@ export interface TerminalStream extends Duplex {
   readonly exitCode: Promise<number>;
 }
 
-/** What {@link openPodExec} runs, and where. */
+/** What a `pods/exec` terminal runs, and where. */
 export interface PodExecTarget {
   namespace: string;
   pod: string;
