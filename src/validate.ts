@@ -152,6 +152,25 @@ export function validateIdentity(identity: string): void {
   check(identityProblem, identity, {});
 }
 
+/**
+ * Checks a claim a backend is asked to present on a member: an exact identity and an RFC 3339 time.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT`.
+ * @category validate
+ */
+export function validateClaimToPresent(claim: { holder: string; claimedAt: string }): void {
+  validateIdentity(claim.holder);
+  if (Number.isNaN(Date.parse(claim.claimedAt))) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `"${claim.claimedAt}" is not an RFC 3339 time; pass the Lease's acquireTime.`,
+      {
+        details: { claimedAt: claim.claimedAt },
+      },
+    );
+  }
+}
+
 function schemaOf(problem: Problem) {
   return z.string().superRefine((value, ctx) => {
     const message = problem(value);

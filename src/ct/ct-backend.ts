@@ -4,7 +4,13 @@ import type { DesktopBackend, MemberFacts, MemberRef } from '../desktop-backend.
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { poolLabel } from '../keys.js';
-import { validateIdentity, validateMemberName, validateNamespace, validatePoolName } from '../validate.js';
+import {
+  validateClaimToPresent,
+  validateIdentity,
+  validateMemberName,
+  validateNamespace,
+  validatePoolName,
+} from '../validate.js';
 import { kindLabel } from './ct-keys.js';
 import { toCtMemberFacts } from './ct-member-facts.js';
 import { clearCtPresentation, presentCtClaim } from './ct-presentation.js';
@@ -98,16 +104,7 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
 
     async presentClaim(facts, claim) {
       checkRef({ namespace: facts.namespace, member: facts.member });
-      validateIdentity(claim.holder);
-      if (Number.isNaN(Date.parse(claim.claimedAt))) {
-        throw new VdiError(
-          'INVALID_INPUT',
-          `"${claim.claimedAt}" is not an RFC 3339 time; pass the Lease's acquireTime.`,
-          {
-            details: { claimedAt: claim.claimedAt },
-          },
-        );
-      }
+      validateClaimToPresent(claim);
       await presentCtClaim(ctx, facts, claim, memberNotFound);
     },
 

@@ -5,7 +5,13 @@ import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { ephemeralLabel, poolLabel } from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
-import { validateIdentity, validateMemberName, validateNamespace, validatePoolName } from '../validate.js';
+import {
+  validateClaimToPresent,
+  validateIdentity,
+  validateMemberName,
+  validateNamespace,
+  validatePoolName,
+} from '../validate.js';
 import { recreateVmMember } from './recreate-vm-member.js';
 import { gatherVmConnectFacts } from './vm-connect-facts.js';
 import { asksToStop, toVmMemberFacts } from './vm-member-facts.js';
@@ -152,16 +158,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
 
     async presentClaim(facts, claim) {
       checkRef({ namespace: facts.namespace, member: facts.member });
-      validateIdentity(claim.holder);
-      if (Number.isNaN(Date.parse(claim.claimedAt))) {
-        throw new VdiError(
-          'INVALID_INPUT',
-          `"${claim.claimedAt}" is not an RFC 3339 time; pass the Lease's acquireTime.`,
-          {
-            details: { claimedAt: claim.claimedAt },
-          },
-        );
-      }
+      validateClaimToPresent(claim);
       await presentVmClaim(cluster, facts, claim);
     },
 

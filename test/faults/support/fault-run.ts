@@ -201,14 +201,11 @@ interface MemberJudgement {
 }
 
 // Each member free (no Lease, stopped) or held (a live Lease, running); nothing left half way.
-function judgeMembers(state: ClusterState, now: Date, expected: Map<string, Expected>): MemberJudgement {
+function judgeMembers(state: ClusterState, now: Date): MemberJudgement {
   const judgement: MemberJudgement = { stuck: [] };
-  const expectedFor = (lease: LeaseObject) =>
-    expected.get(`${lease.spec.holderIdentity} ${lease.metadata.labels?.[leasePoolLabel]}`);
   for (const member of state.members) {
     const lease = state.leases.find((each) => each.metadata.name === leaseNameFor(member.member));
     const want = lease && !isLeaseExpired(lease, now) ? 'running' : 'stopped';
-    const told = lease && expectedFor(lease);
     // the pass finishes a release a killed client left, so none may be left after it
     if (lease && isReleasing(lease)) {
       judgement.stuck.push(`stuck member: ${member.member} is still marked releasing after the engine pass`);
@@ -299,7 +296,7 @@ export async function checkAtRest(run: FaultRun, name: string, faultsSurvived: n
   const now = run.vdi.context.clock.now();
   const expected = replayAnswers(run.events, violations);
   const isSettled = (read: ClusterState) => {
-    const judged = judgeMembers(read, now, expected);
+    const judged = judgeMembers(read, now);
     return judged.stuck.length === 0;
   };
   // the simulator moves members on its own time: wait for it, then judge what is left
@@ -308,7 +305,7 @@ export async function checkAtRest(run: FaultRun, name: string, faultsSurvived: n
     timeoutMs: 20_000,
     until: isSettled,
   }).catch(async () => readState(run));
-  const judged = judgeMembers(state, now, expected);
+  const judged = judgeMembers(state, now);
   violations.push(...judged.stuck);
   const claimantLeasesLeft = checkClaims(run, state, expected, violations);
   checkAnswers(run.events, violations);
