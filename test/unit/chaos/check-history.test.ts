@@ -303,6 +303,24 @@ describe('checkHistory', () => {
     ]);
   });
 
+  it('lets a member whose takeover reset is still due show its previous holder at rest', () => {
+    const rest: RestState = {
+      leases: [lease(1, 'alpha-1', 'bo', 's2', { resetDue: 's2' })],
+      vms: [
+        {
+          kind: 'vm',
+          type: 'ADDED',
+          at: 1,
+          resourceVersion: 1,
+          name: 'alpha-1',
+          pool: 'alpha',
+          assignedTo: 'cy',
+        },
+      ],
+    };
+    expect(checkHistory(history([], [], rest))).toEqual([]);
+  });
+
   it('catches a failure that is not a VdiError or whose code is not documented', () => {
     const failed = (name: string, code?: string) =>
       call(
