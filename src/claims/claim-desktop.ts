@@ -72,8 +72,8 @@ const claimSchema = z.object({
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
  * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
- *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails,
- *   `INVALID_INPUT`.
+ *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails or its
+ *   previous instance is still going down (the claim is held, still marked reset-due), `INVALID_INPUT`.
  */
 export async function claimDesktop(
   ctx: VdiContext,
@@ -301,16 +301,14 @@ async function finishClaim(
   let member = plan.member;
   let lease = written;
   let start = plan.start;
-  let notStarted: string | undefined;
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) {
     // The previous holder's guest may still run: the new holder gets the member only once it is reset.
-    const done = await finishTakeover(ctx, backend, { facts: member, lease, actor: asked.actor });
-    ({ facts: member, lease } = done);
+    ({ facts: member, lease } = await finishTakeover(ctx, backend, {
+      facts: member,
+      lease,
+      actor: asked.actor,
+    }));
     start = true;
-    if (done.goingDown) {
-      start = false;
-      notStarted = `${member.desktopId} was reset for you, but its previous session is still shutting down; start it again in a moment.`;
-    }
   }
   try {
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
@@ -324,7 +322,7 @@ async function finishClaim(
     await deleteLeaseAsRead(ctx, lease);
     return undefined;
   }
-  const startError = start ? await startMember(ctx, backend, member, identity) : notStarted;
+  const startError = start ? await startMember(ctx, backend, member, identity) : undefined;
   // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
   const view = describeDesktop(member, lease);
   return {

@@ -16,21 +16,21 @@ export const downCheckMs = 200;
 export const downChecks = 50;
 const clearAttempts = 3;
 
-/** A member after its takeover reset: its facts, the Lease without the mark, and whether it is still going down. */
+/** A member after its takeover reset: its facts, and the Lease without the mark. */
 export interface FinishedTakeover {
   facts: MemberFacts;
   lease: LeaseObject;
-  goingDown: boolean;
 }
 
 /**
  * Resets a member that a claim took over from an expired claim (its Lease carries the reset-due mark): stops it,
  * or recreates it when ephemeral, records `vdi reclaim (expired)`, waits a while for the previous instance to go,
- * then clears the mark. Run by the claim that took it over, and by its holder's next claim or start when the
+ * then clears the mark. While the previous instance is still there the mark stays, so the member is not handed out. Run by the claim that took it over, and by its holder's next claim or start when the
  * first one stopped before the reset: each step can be run again.
  *
- * @throws {@link VdiError} `STOP_FAILED` or `RECREATE_FAILED` (retryable) when the reset fails: the claim and
- *   its mark stay, so the next claim or start tries again; `CLAIM_CHANGED` when the claim changed meanwhile.
+ * @throws {@link VdiError} `STOP_FAILED` or `RECREATE_FAILED` (retryable) when the reset fails, and
+ *   `STOP_FAILED` (retryable) when the previous instance is still going down after the wait: the claim and its
+ *   mark stay, so the next claim or start tries again; `CLAIM_CHANGED` when the claim changed meanwhile.
  */
 export async function finishTakeover(
   ctx: VdiContext,
@@ -57,7 +57,15 @@ export async function finishTakeover(
   }
   await recordAudit(ctx, { action: 'vdi reclaim (expired)', user: actor, target: desktopId });
   const after = await waitUntilDown(backend, facts);
-  return { facts: after, lease: await clearMark(ctx, lease, desktopId), goingDown: isGoingDown(after) };
+  if (isGoingDown(after)) {
+    // Clearing the mark would hand out a member the previous holder's guest still runs on; the holder retries.
+    throw new VdiError(
+      'STOP_FAILED',
+      `${desktopId} was taken over from an expired claim, but its previous session is still shutting down. It stays yours; claim or start it again in a moment.`,
+      { retryable: true, details: { desktopId } },
+    );
+  }
+  return { facts: after, lease: await clearMark(ctx, lease, desktopId) };
 }
 
 async function waitUntilDown(backend: DesktopBackend, facts: MemberFacts): Promise<MemberFacts> {

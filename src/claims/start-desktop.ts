@@ -33,7 +33,8 @@ export async function startMember(
 /**
  * Starts the caller's desktop; a running desktop is left alone.
  *
- * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`.
+ * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`; `STOP_FAILED` or
+ *   `RECREATE_FAILED` (retryable) while a takeover's reset is not done.
  */
 export async function startDesktop(ctx: VdiContext, options: MemberOptions): Promise<DesktopView> {
   const held = await readHeldMember(ctx, options, 'start');
@@ -42,15 +43,7 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
   const { desktopId } = facts;
   if (lease && isResetDue(lease)) {
     // the claim that took it over from an expired claim stopped before the reset: finish it first
-    const done = await finishTakeover(ctx, backend, { facts, lease, actor: identity });
-    ({ facts, lease } = done);
-    if (done.goingDown) {
-      throw new VdiError(
-        'START_FAILED',
-        `${desktopId} was reset, but its previous session is still shutting down; start it again in a moment.`,
-        { retryable: true, details: { desktopId } },
-      );
-    }
+    ({ facts, lease } = await finishTakeover(ctx, backend, { facts, lease, actor: identity }));
   }
   const startError = await startMember(ctx, backend, facts, identity);
   await recordAudit(ctx, {

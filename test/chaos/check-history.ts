@@ -24,6 +24,10 @@ interface Session {
   sessionId: string | undefined;
   versions: LeaseChange[];
   end?: { change: LeaseChange; expired: boolean };
+  /** The VMI of another identity's claim that existed when this claim's Lease was first written. */
+  inherited?: { vmi: VmiChange; before: Session };
+  /** How the first version without the reset-due mark handed the member out: after the inherited VMI, or early. */
+  handout?: 'clean' | 'early';
 }
 
 const isClaim = (lease: LeaseChange): lease is LeaseChange & { member: string } =>
@@ -45,6 +49,25 @@ function describeEnd(session: Session): string {
 }
 
 const sameSession = (a: LeaseChange, b: LeaseChange) => a.holder === b.holder && a.sessionId === b.sessionId;
+
+// The SDK's own rule: only the mark of the Lease's current session counts.
+const isResetDue = (lease: LeaseChange) =>
+  lease.resetDue !== undefined && lease.resetDue === (lease.sessionId ?? '');
+
+function handoutViolation(session: Session, how: string, evidence: HistoryRecord[]): Violation {
+  const { vmi, before } = session.inherited ?? {};
+  return {
+    invariant: 'vmi-at-handout',
+    member: session.member,
+    message: `${session.member} was handed to ${session.holder} (${how}) while the VMI ${vmi?.uid} of ${before?.holder}'s claim still existed (phase ${vmi?.phase ?? 'unknown'}); that claim ${before ? describeEnd(before) : 'had not ended'}`,
+    evidence: [
+      ...(before?.versions.slice(-1) ?? []),
+      ...(before?.end ? [before.end.change] : []),
+      ...(vmi ? [vmi] : []),
+      ...evidence,
+    ],
+  };
+}
 
 /** The history's changes in the cluster's order: resourceVersions grow across every kind of object. */
 function orderChanges(changes: readonly Change[]): Change[] {
@@ -75,16 +98,19 @@ function replay(changes: readonly Change[]): Replay {
     lastHolder.set(member, session);
   };
 
-  const checkHandout = (session: Session, change: LeaseChange) => {
+  // A takeover's Lease carries the reset-due mark until the member is reset: only a version without it hands out.
+  const noteInherited = (session: Session) => {
     const before = lastHolder.get(session.member);
     const vmi = vmis.get(session.member);
-    if (!before || before.holder === session.holder || !vmi) return;
-    violations.push({
-      invariant: 'vmi-at-handout',
-      member: session.member,
-      message: `${session.member} was handed to ${session.holder} while the VMI ${vmi.uid} of ${before.holder}'s claim still existed (phase ${vmi.phase ?? 'unknown'}); that claim ${describeEnd(before)}`,
-      evidence: [...before.versions.slice(-1), ...(before.end ? [before.end.change] : []), vmi, change],
-    });
+    if (before && before.holder !== session.holder && vmi) session.inherited = { vmi, before };
+  };
+
+  const checkHandout = (session: Session, change: LeaseChange) => {
+    if (session.handout || isResetDue(change)) return;
+    const early =
+      session.inherited !== undefined && vmis.get(session.member)?.uid === session.inherited.vmi.uid;
+    session.handout = early ? 'early' : 'clean';
+    if (early) violations.push(handoutViolation(session, 'its Lease without the reset-due mark', [change]));
   };
 
   const checkIdentity = (change: LeaseChange) => {
@@ -129,20 +155,21 @@ function replay(changes: readonly Change[]): Replay {
     leases.set(change.name, change);
     if (previous && !sameSession(previous, change)) endSession(member, change, previous);
     if (!isClaim(change)) continue;
-    const ongoing = current.get(member);
-    if (ongoing) ongoing.versions.push(change);
+    let session = current.get(member);
+    if (session) session.versions.push(change);
     else {
-      const session: Session = {
+      session = {
         member,
         pool: change.pool,
         holder: change.holder ?? '',
         sessionId: change.sessionId,
         versions: [change],
       };
-      checkHandout(session, change);
+      noteInherited(session);
       current.set(member, session);
       sessions.push(session);
     }
+    checkHandout(session, change);
     checkIdentity(change);
   }
   return { sessions, violations };
@@ -252,14 +279,47 @@ function checkEnds(calls: readonly CallRecord[], sessions: readonly Session[]): 
   return violations;
 }
 
-/** At rest, each VM's presentation copy names its Lease's holder, and a member without a claim shows nobody. */
+/**
+ * A claim's caller is told it holds a member only once the previous identity's VMI is gone. The VMI's deletion is
+ * received a little after it happened, so only one received later than the answer plus the slack is a violation.
+ */
+function checkAnswersAfterReset(
+  calls: readonly CallRecord[],
+  changes: readonly Change[],
+  sessions: readonly Session[],
+): Violation[] {
+  const deletedAt = new Map<string, number>();
+  for (const change of changes)
+    if (change.kind === 'vmi' && change.type === 'DELETED') deletedAt.set(change.uid, change.at);
+  const violations: Violation[] = [];
+  const judged = new Set<Session>();
+  for (const call of claimAnswers(calls)) {
+    const { member, sessionId } = call.outcome.answer;
+    const session = sessions.find((found) => found.member === member && found.sessionId === sessionId);
+    // a Lease that handed the member out too early is reported already, once per claim
+    if (!session?.inherited || judged.has(session) || session.handout === 'early') continue;
+    const gone = deletedAt.get(session.inherited.vmi.uid) ?? Number.POSITIVE_INFINITY;
+    if (gone <= call.endedAt + receiptSlackMs) continue;
+    judged.add(session);
+    violations.push(
+      handoutViolation(session, `answered ${call.op} ${call.seq} of process ${call.proc}`, [call]),
+    );
+  }
+  return violations;
+}
+
+/**
+ * At rest, each VM's presentation copy names its Lease's holder (once a takeover's reset is done), and a member
+ * without a claim shows nobody.
+ */
 function checkRest(rest: RestState): Violation[] {
   const violations: Violation[] = [];
   const leaseOf = new Map(rest.leases.filter(isClaim).map((lease) => [lease.member, lease]));
   for (const vm of rest.vms) {
     if (vm.pool === undefined) continue;
     const lease = leaseOf.get(vm.name);
-    if (lease?.holder === vm.assignedTo) continue;
+    // a takeover whose reset is still due is not handed out yet: its holder's next claim or start presents it
+    if (lease?.holder === vm.assignedTo || (lease && isResetDue(lease))) continue;
     violations.push({
       invariant: 'presentation-at-rest',
       member: vm.name,
@@ -304,6 +364,7 @@ export function checkHistory(history: History): Violation[] {
     ...violations,
     ...checkAnswers(history.calls, sessions),
     ...checkHolders(history.calls, sessions),
+    ...checkAnswersAfterReset(history.calls, history.changes, sessions),
     ...checkEnds(history.calls, sessions),
     ...(history.rest ? checkRest(history.rest) : []),
     ...checkErrors(history.calls, history.documentedCodes),

@@ -50,6 +50,8 @@ export interface LeaseChange extends ChangeBase {
   holder?: string;
   sessionId?: string;
   releasing?: string;
+  /** The `corral.dev/vdi-reset-due` mark: a takeover that has not reset its member yet, so not handed out. */
+  resetDue?: string;
   renewTime?: string;
   durationSeconds?: number;
 }

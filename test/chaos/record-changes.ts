@@ -5,6 +5,7 @@ import {
   leasePoolLabel,
   poolLabel,
   releasingAnnotation,
+  resetDueAnnotation,
   sessionIdAnnotation,
 } from '../../src/keys.js';
 import type { Change, ChangeType, LeaseChange, VmChange } from './history.js';
@@ -38,6 +39,7 @@ export function leaseChangeOf(type: ChangeType, object: WatchedObject, at: numbe
     holder: spec.holderIdentity,
     sessionId: annotations?.[sessionIdAnnotation],
     releasing: annotations?.[releasingAnnotation],
+    resetDue: annotations?.[resetDueAnnotation],
     renewTime: spec.renewTime,
     durationSeconds: spec.leaseDurationSeconds,
   };

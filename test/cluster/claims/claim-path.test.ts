@@ -220,6 +220,35 @@ describe('a claim taking over an expired claim', () => {
     expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
   });
 
+  it('keeps the reset due and answers a retryable STOP_FAILED while the previous instance is still going down', async () => {
+    const { namespace, vdi, kube, bobsUid } = await expiredClaim('takeover-slow');
+    const guestClock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    const error = await vdi.claim({ pool: 'devpool', identity: 'alice' }).catch((caught: unknown) => caught);
+    expect(isVdiError(error, 'STOP_FAILED')).toBe(true);
+    expect(error).toMatchObject({ retryable: true });
+    // not handed out: alice holds it, still marked, and bob's guest is still going down
+    const marked = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(marked?.spec.holderIdentity).toBe('alice');
+    const session = marked?.metadata.annotations?.['corral.dev/vdi-session-id'];
+    expect(marked?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBe(session);
+    expect((await kube.getVmi(namespace, 'devpool-1'))?.metadata.uid).toBe(bobsUid);
+
+    await guestClock.advance(60_000);
+    await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
+      describe: "bob's instance to be gone",
+      until: (vmi) => vmi === undefined,
+    });
+    const again = await vdi.claim({ pool: 'devpool', identity: 'alice' });
+    expect(again).toMatchObject({ member: 'devpool-1', sessionId: session, retried: true });
+    expect(again.startError).toBeUndefined();
+    expect(await newInstanceUid(kube, namespace, bobsUid)).not.toBe(bobsUid);
+    const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
+  });
+
   for (const next of ['claim', 'start'] as const) {
     it(`leaves the reset due when it fails after the Lease write, and the holder's next ${next} finishes it`, async () => {
       const { namespace, vdi, kube, audit, bobsUid } = await expiredClaim(`takeover-${next}`);

@@ -217,6 +217,51 @@ describe('checkHistory', () => {
     expect(violations[0]?.message).toContain('was live when its Lease was deleted');
   });
 
+  /** ana's claim expired while its VMI runs; bo takes alpha-1 over with the reset-due mark. */
+  function takeover(vmiGoneAt: number, toldAt: number) {
+    const later = new Date(start + hour + 1).toISOString();
+    // built in the cluster's order, as resourceVersions grow with each record
+    const changes: Change[] = [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1')];
+    changes.push(clock(300, start + hour + 1));
+    changes.push(lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' }));
+    changes.push(vmi(vmiGoneAt, 'alpha-1', 'DELETED'));
+    changes.push(lease(vmiGoneAt + 10, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later }));
+    return history([told(150, 'ana', 'alpha-1', 's1'), told(toldAt, 'bo', 'alpha-1', 's2')], changes);
+  }
+
+  it('lets a takeover write its marked Lease while the previous VMI still exists', () => {
+    expect(checkHistory(takeover(900, 1_000))).toEqual([]);
+  });
+
+  it('allows an answer whose VMI deletion arrived within the watch lag after it', () => {
+    expect(checkHistory(takeover(2_500, 1_000))).toEqual([]);
+  });
+
+  it('catches a takeover answered while the previous VMI still exists, beyond the lag allowance', () => {
+    const violations = checkHistory(takeover(9_000, 1_000));
+    expect(violations.map((violation) => violation.invariant)).toEqual(['vmi-at-handout']);
+    expect(violations[0]?.message).toContain('answered claim');
+    expect(violations[0]?.message).toContain('had expired and its Lease was taken over');
+  });
+
+  it('catches a takeover that clears its mark while the previous VMI still exists', () => {
+    const later = new Date(start + hour + 1).toISOString();
+    const found = history(
+      [],
+      [
+        clock(0, start),
+        lease(100, 'alpha-1', 'ana', 's1'),
+        vmi(200, 'alpha-1'),
+        clock(300, start + hour + 1),
+        lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' }),
+        lease(500, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later }),
+      ],
+    );
+    const violations = checkHistory(found);
+    expect(violations.map((violation) => violation.invariant)).toEqual(['vmi-at-handout']);
+    expect(violations[0]?.message).toContain('without the reset-due mark');
+  });
+
   it('lets the same identity take back its own running desktop', () => {
     const first = lease(100, 'alpha-1', 'ana', 's1');
     const found = history(
@@ -256,6 +301,24 @@ describe('checkHistory', () => {
       ['presentation-at-rest', 'alpha-3'],
       ['presentation-at-rest', 'alpha-9'],
     ]);
+  });
+
+  it('lets a member whose takeover reset is still due show its previous holder at rest', () => {
+    const rest: RestState = {
+      leases: [lease(1, 'alpha-1', 'bo', 's2', { resetDue: 's2' })],
+      vms: [
+        {
+          kind: 'vm',
+          type: 'ADDED',
+          at: 1,
+          resourceVersion: 1,
+          name: 'alpha-1',
+          pool: 'alpha',
+          assignedTo: 'cy',
+        },
+      ],
+    };
+    expect(checkHistory(history([], [], rest))).toEqual([]);
   });
 
   it('catches a failure that is not a VdiError or whose code is not documented', () => {
