@@ -24,7 +24,7 @@ describe('a claim storm while etcd pauses', () => {
 
   // A defect the storm found, step by step: a claim took a member whose stop KubeVirt had not shown yet for
   // running, and left it to stop.
-  it('starts a member claimed right after a release, before KubeVirt shows the stop', async () => {
+  it('hands a member claimed right after a release, before KubeVirt shows the stop, out only once it stopped, and starts it', async () => {
     const namespace = await createTestNamespace(cluster(), 'stale-running');
     await createPoolMembers(cluster(), namespace, 'alpha', 1);
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
@@ -37,8 +37,18 @@ describe('a claim storm while etcd pauses', () => {
     // KubeVirt's controllers lag behind: the stop is accepted, the status still says Running
     await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     await vdi.release({ member: 'alpha-1', identity: 'ada@example.com' });
-    const claimed = await vdi.claim({ pool: 'alpha', identity: 'bob@example.com' });
+    // ada's guest still runs on it: refused as going down, retryable
+    await expect(vdi.claim({ pool: 'alpha', identity: 'bob@example.com' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+      retryable: true,
+      details: { goingDown: 1 },
+    });
     await setSimulatorPaused(cluster().kubeConfig, namespace, false);
+    await waitFor(() => kube.getVm(namespace, 'alpha-1'), {
+      describe: 'alpha-1 to stop',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped',
+    });
+    const claimed = await vdi.claim({ pool: 'alpha', identity: 'bob@example.com' });
 
     expect(claimed.startError).toBeUndefined();
     await waitFor(() => kube.getVm(namespace, 'alpha-1'), {
