@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import {
   claimedDesktopSchema,
   desktopSchema,
@@ -16,9 +17,32 @@ const bob = 'bob@example.com';
 const image = 'ghcr.io/acme/devbox:1.4';
 
 const running: RunningBroker[] = [];
+const sockets: WebSocket[] = [];
 afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.terminate();
   await Promise.all(running.splice(0).map((broker) => broker.close()));
 });
+
+/** A terminal websocket through the broker, with everything it printed so far as text. */
+async function openTerminalSocket(api: RunningBroker, path: string, as: string) {
+  const socket = new WebSocket(`${api.url.replace('http', 'ws')}${path}`, {
+    headers: { 'Tailscale-User-Login': as },
+    perMessageDeflate: false,
+  });
+  sockets.push(socket);
+  let printed = '';
+  socket.on('message', (data: Buffer) => {
+    printed += data.toString('utf8');
+  });
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  return { socket, closed, printed: () => printed };
+}
 
 async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
@@ -98,5 +122,41 @@ describe('container desktops through the broker', () => {
     expect(pass.failed).toEqual([`ct/${namespace}/gpubox`]);
     expect(pass.reconciled.map((result) => result.id)).toEqual([`ct/${namespace}/devbox`]);
     expect(api.logs.some((line) => line.includes(`reconciling ct/${namespace}/gpubox failed`))).toBe(true);
+  });
+
+  it('opens the terminal of a container desktop as plain bytes: a command runs, a resize reaches the shell, and its exit closes the console with the code', async () => {
+    const { namespace, api } = await setUp('broker-ct-term');
+    await api.vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
+    await api.broker.reconcileCtPools();
+    await waitFor(() => api.vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+      describe: `Pod ${namespace}/devbox-1 to be Ready`,
+      until: (pod) =>
+        pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    });
+    const { member } = (await api.call('POST', `/api/vdi/pools/ct/${namespace}/devbox/claim`, { as: alice }))
+      .body;
+    const path = `/api/vdi/desktops/ct/${namespace}/${member}/console/terminal`;
+
+    const terminal = await openTerminalSocket(api, path, alice);
+    terminal.socket.send(Buffer.from('echo "host=$HOSTNAME"\n'));
+    await waitFor(async () => terminal.printed(), {
+      describe: 'the shell to print its host name',
+      until: (text) => text.includes(`host=${member}`),
+    });
+    terminal.socket.send(JSON.stringify({ cols: 132, rows: 40 }));
+    terminal.socket.send(Buffer.from('stty size\n'));
+    await waitFor(async () => terminal.printed(), {
+      describe: 'the shell to report the size the browser sent',
+      until: (text) => text.includes('40 132'),
+    });
+    expect(api.broker.consoles()).toMatchObject([
+      { desktopId: `ct/${namespace}/${member}`, protocol: 'terminal' },
+    ]);
+    terminal.socket.send(Buffer.from('exit 3\n'));
+    expect(await terminal.closed).toEqual({ code: 1000, reason: 'The shell exited with code 3.' });
+    await waitFor(async () => api.broker.consoles(), {
+      describe: 'the broker to forget the closed terminal',
+      until: (open) => open.length === 0,
+    });
   });
 });
