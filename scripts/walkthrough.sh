@@ -210,13 +210,7 @@ step='running: corral-vdi assign devbox alice --kind ct'
 ct_assigned=$(corral-vdi assign devbox alice --kind ct)
 printf '%s\n' "$ct_assigned"
 ct_member=$(printf '%s\n' "$ct_assigned" | grep -o 'devbox-[0-9]*' | head -n 1)
-say "alice's shell, with what she types coming from a here-document:"
-printf '$ corral-vdi connect %s --kind ct --open <<TYPED\necho "hello from $HOSTNAME"\nexit\nTYPED\n' "$ct_member"
-step="running: corral-vdi connect $ct_member --kind ct --open"
-corral-vdi connect "$ct_member" --kind ct --open <<'TYPED'
-echo "hello from $HOSTNAME"
-exit
-TYPED
+run corral-vdi connect "$ct_member" --kind ct
 run corral-vdi unassign "$ct_member" --kind ct
 run corral-vdi ct-pool delete devbox
 
