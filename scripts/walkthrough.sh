@@ -189,7 +189,32 @@ wait "$broker_pid" 2>/dev/null || true
 say "8. When alice is done, take the desktop back. This stops the VM too."
 run corral-vdi unassign "$member"
 
-say '9. Tear the pool down, then the local control plane.'
+say '9. Container desktops: a pool of Pods from an image, each a shell, made again from the image on release.'
+run corral-vdi ct-pool apply devbox --image ghcr.io/acme/devbox:1.4 --size 2
+run corral-vdi ct-pool reconcile devbox
+step='waiting for the devbox members to be Ready'
+ready=no
+for _ in $(seq 1 120); do
+  ready=$(corral-vdi ct-pool get devbox -o json | node -e '
+    let text = ""; process.stdin.on("data", (chunk) => (text += chunk)).on("end", () => {
+      const { members } = JSON.parse(text).pool;
+      console.log(members.length > 0 && members.every((member) => member.power === "running") ? "yes" : "no");
+    });')
+  [ "$ready" = yes ] && break
+  sleep 0.5
+done
+[ "$ready" = yes ] || { printf 'the devbox members did not become Ready\n' >&2; exit 1; }
+run corral-vdi ct-pool get devbox
+show corral-vdi assign devbox alice --kind ct
+step='running: corral-vdi assign devbox alice --kind ct'
+ct_assigned=$(corral-vdi assign devbox alice --kind ct)
+printf '%s\n' "$ct_assigned"
+ct_member=$(printf '%s\n' "$ct_assigned" | grep -o 'devbox-[0-9]*' | head -n 1)
+run corral-vdi connect "$ct_member" --kind ct
+run corral-vdi unassign "$ct_member" --kind ct
+run corral-vdi ct-pool delete devbox
+
+say '10. Tear the VM pool down, then the local control plane.'
 run corral-vdi pool delete devpool
 run corral-vdi dev-cluster down
 cluster_up=0

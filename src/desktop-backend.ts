@@ -166,7 +166,8 @@ export interface GatherConnectFactsOptions {
 
 /**
  * An open console of a member: a websocket whose binary messages carry the console's raw bytes (RFB for `vnc`,
- * the serial line for `serial`). It arrives paused, as the member's side may speak first: `resume()` it once
+ * the serial line for `serial`), or for `terminal` the apiserver's exec websocket (`v4.channel.k8s.io`, each
+ * message led by its channel byte). It arrives paused, as the member's side may speak first: `resume()` it once
  * its listeners are attached. Whoever opened it closes it.
  *
  * @category backends

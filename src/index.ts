@@ -14,6 +14,7 @@ export type {
   Broker,
   BrokerLogger,
   BrokerOptions,
+  CtReconcilePassResult,
   FetchInfo,
   OpenConsole,
   ReadableAuditSink,

@@ -6,6 +6,11 @@ export const assignedToKey = 'corral.dev/vdi-assigned-to';
 export const claimedAtAnnotation = 'corral.dev/vdi-claimed-at';
 /** Label on the Lease naming its pool. @category keys */
 export const leasePoolLabel = 'corral.dev/vdi-pool';
+/**
+ * Label on the Lease naming its member's desktop kind (`vm` or `ct`), so the session engine resets the member
+ * through the right backend. Leases written before it carry none. @category keys
+ */
+export const leaseKindLabel = 'corral.dev/vdi-kind';
 /** Label on the Lease naming its member VM. @category keys */
 export const leaseMemberLabel = 'corral.dev/vdi-member';
 /**

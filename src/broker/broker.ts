@@ -13,6 +13,7 @@ import {
   type OpenConsole,
   refuseUpgrade,
 } from './console-proxy.js';
+import { type CtReconcilePassResult, createCtReconcileLoop } from './ct-reconcile-loop.js';
 import { createDesktopReader } from './desktop-reader.js';
 import { headersOfNode, nodeRequest, webRequest, webResponse, writeNodeResponse } from './http-io.js';
 import { type CallerIdentity, createIdentityResolver } from './identity.js';
@@ -24,6 +25,7 @@ import { createTaskRegistry } from './tasks.js';
 export type { BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
 export type { AuthorizeConsoleOptions } from './console-gate.js';
 export type { OpenConsole } from './console-proxy.js';
+export type { CtReconcilePassResult } from './ct-reconcile-loop.js';
 
 /** Extra facts a fetch-style server knows about a request. @category broker */
 export interface FetchInfo {
@@ -58,13 +60,21 @@ export interface Broker {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
   /** The console websockets open through this broker now, with their queued and relayed bytes. */
   consoles(): OpenConsole[];
-  /** Starts the session engine (renewal and reclaim); warns once when running in open mode. */
+  /**
+   * Starts the session engine (renewal and reclaim) and the container-pool reconcile loop, both every
+   * `intervalMs`; warns once when running in open mode.
+   */
   start(): void;
   /**
-   * Closes the open console websockets (1001), stops the session engine and waits for running releases.
-   * Nothing is reclaimed by stopping.
+   * Closes the open console websockets (1001), stops the session engine and the reconcile loop and waits for
+   * running releases. Nothing is reclaimed by stopping.
    */
   stop(): Promise<void>;
+  /**
+   * One reconcile pass of every container pool of the served namespaces, as the started broker runs on its
+   * interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
+   */
+  reconcileCtPools(): Promise<CtReconcilePassResult>;
   /**
    * The gate of a console websocket (noVNC, terminal, RDP) of a claimed desktop: only its holder and the
    * admins pass. The console is counted by the session engine until the handle's `close()`.
@@ -137,6 +147,12 @@ export function createBroker(options: BrokerOptions): Broker {
   const admitUpgrade = createUpgradeRouter(routerOptions);
   const consoles = createConsoleProxy({ ctx, sessions, limits: defaultConsoleLimits, log });
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
+  const ctPools = createCtReconcileLoop({
+    vdi,
+    namespaces,
+    intervalMs: settings.sessions.intervalMs ?? 30_000,
+    log,
+  });
 
   return {
     handleNode(req, res, next) {
@@ -186,6 +202,7 @@ export function createBroker(options: BrokerOptions): Broker {
       return true;
     },
     consoles: () => consoles.list(),
+    reconcileCtPools: () => ctPools.runPass(),
     start() {
       if (settings.admins.length === 0) {
         log(
@@ -193,10 +210,11 @@ export function createBroker(options: BrokerOptions): Broker {
         );
       }
       sessions.start();
+      ctPools.start();
     },
     async stop() {
       await consoles.closeAll();
-      await sessions.stop();
+      await Promise.all([sessions.stop(), ctPools.stop()]);
       await tasks.settled();
     },
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),

@@ -48,8 +48,9 @@ export function createConsoleGate(
       );
     const id = parseDesktopId(desktopId, namespaces);
     if (id.kind === 'reject') throw new VdiError(id.code, id.message);
-    const { namespace, member } = id;
+    const { desktopKind, namespace, member } = id;
     await readDesktopAs(ctx, {
+      kind: desktopKind,
       namespace,
       member,
       identity,

@@ -13,6 +13,7 @@ import { answerError, answerFailure } from './answers.js';
 import type { Caller } from './caller-access.js';
 import { type ConsoleRelay, consoleCloseCodes, type RelayStats, relayConsole } from './console-relay.js';
 import type { BrokerResponse } from './http-io.js';
+import { terminalFraming } from './terminal-framing.js';
 
 /**
  * The bounds of the broker's console websockets. @category broker
@@ -138,10 +139,17 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
     handle: ConsoleHandle,
     target: ConsoleTarget,
   ): void {
-    const running = relayConsole(client, stream, limits);
+    // the exec stream has channel bytes; the browser gets plain bytes, as for serial
+    const running = relayConsole(
+      client,
+      stream,
+      limits,
+      target.protocol === 'terminal' ? terminalFraming : undefined,
+    );
     const entry = {
       info: {
-        desktopId: handle.desktopId,
+        // the tracker counts consoles by member; the kind is the route's
+        desktopId: formatDesktopId({ kind: target.kind, namespace: target.namespace, member: target.member }),
         protocol: target.protocol,
         identity: target.caller.login,
         openedAt: handle.openedAt.toISOString(),

@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import type { FramedMessage } from './terminal-framing.js';
 
 /**
  * The close codes a console websocket of the broker ends with, besides those of the websocket protocol itself
@@ -30,6 +31,17 @@ export interface RelayStats {
   bytesToDesktop: number;
 }
 
+/** How a relay changes each side's messages for the other, for a desktop whose stream has its own framing. */
+export interface RelayFraming {
+  toDesktop(data: Buffer, isBinary: boolean): FramedMessage;
+  toClient(data: Buffer, isBinary: boolean): FramedMessage;
+}
+
+type Translate = (data: Buffer, isBinary: boolean) => FramedMessage;
+
+// without framing, each message goes on as it came
+const asIs: Translate = (data, isBinary) => ({ kind: 'send', data, binary: isBinary });
+
 /** A running relay between a browser's websocket and a desktop's console stream. */
 export interface ConsoleRelay {
   /** Closes both sides with `code` and `reason`; the relay then ends. */
@@ -54,12 +66,23 @@ function fitReason(reason: string): string {
 }
 
 // Waits for the other side's queue to drain before reading more: each send's callback runs once its bytes are written.
-function pipe(from: WebSocket, to: WebSocket, limits: RelayLimits, count: (bytes: number) => void): void {
+function pipe(
+  from: WebSocket,
+  to: WebSocket,
+  limits: RelayLimits,
+  translate: Translate,
+  count: (bytes: number) => void,
+  close: (code: number, reason: string) => void,
+): void {
   let paused = false;
-  from.on('message', (data: Buffer, isBinary: boolean) => {
+  from.on('message', (received: Buffer, isBinary: boolean) => {
     if (to.readyState !== to.OPEN) return;
+    const message = translate(received, isBinary);
+    if (message.kind === 'drop') return;
+    if (message.kind === 'close') return close(message.code, message.reason);
+    const { data } = message;
     count(data.length);
-    to.send(data, { binary: isBinary }, () => {
+    to.send(data, { binary: message.binary ?? true }, () => {
       if (paused && to.bufferedAmount <= limits.highWaterBytes / 2) {
         paused = false;
         from.resume();
@@ -73,21 +96,19 @@ function pipe(from: WebSocket, to: WebSocket, limits: RelayLimits, count: (bytes
 }
 
 /**
- * Relays the binary messages of a console both ways and ends both sides together: a close from either side
+ * Relays the messages of a console both ways (changed by `framing` when the desktop's stream has its own) and ends both sides together: a close from either side
  * closes the other with the same code (1000 for one that cannot be sent on), an error or a dropped connection
  * closes the other with 1011. Each direction pauses reading while the receiving side has more than
  * `highWaterBytes` queued, so a slow browser holds the desktop's stream back instead of growing the broker's
  * memory.
  */
-export function relayConsole(client: WebSocket, desktop: WebSocket, limits: RelayLimits): ConsoleRelay {
+export function relayConsole(
+  client: WebSocket,
+  desktop: WebSocket,
+  limits: RelayLimits,
+  framing?: RelayFraming,
+): ConsoleRelay {
   const stats = { bytesToClient: 0, bytesToDesktop: 0 };
-  pipe(desktop, client, limits, (bytes) => {
-    stats.bytesToClient += bytes;
-  });
-  pipe(client, desktop, limits, (bytes) => {
-    stats.bytesToDesktop += bytes;
-  });
-
   const closeBoth = (code: number, reason: string) => {
     for (const side of [client, desktop]) {
       if (side.readyState === side.CONNECTING || side.readyState === side.OPEN)
@@ -95,6 +116,15 @@ export function relayConsole(client: WebSocket, desktop: WebSocket, limits: Rela
       // a peer that never answers the close is cut off after ws's own close timeout
     }
   };
+  const toClient = (bytes: number) => {
+    stats.bytesToClient += bytes;
+  };
+  const toDesktop = (bytes: number) => {
+    stats.bytesToDesktop += bytes;
+  };
+  pipe(desktop, client, limits, framing?.toClient ?? asIs, toClient, closeBoth);
+  pipe(client, desktop, limits, framing?.toDesktop ?? asIs, toDesktop, closeBoth);
+
   const closed = (side: WebSocket) =>
     new Promise<void>((resolve) => {
       if (side.readyState === side.CLOSED) resolve();

@@ -2,7 +2,9 @@ import { canInspect } from '../access.js';
 import type { DesktopView } from '../claims/desktop-view.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
+import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { formatDesktopId } from '../ids.js';
 import { leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { DesktopSession, SessionEngine } from '../sessions/session-engine.js';
@@ -22,7 +24,7 @@ export interface DesktopReader {
    *
    * @throws `VdiError` `MEMBER_NOT_FOUND` when it is not a pool member; `CLAIM_ENDED`, `NOT_HOLDER` by `canInspect`.
    */
-  read(namespace: string, member: string, caller: Caller): Promise<ReadDesktop>;
+  read(kind: DesktopKind, namespace: string, member: string, caller: Caller): Promise<ReadDesktop>;
   describe(view: DesktopView, lease: LeaseObject | undefined): DesktopBody;
   /** Every claim Lease of the served namespaces, by `<namespace>/<name>`. */
   leasesByName(): Promise<Map<string, LeaseObject>>;
@@ -60,9 +62,10 @@ export function createDesktopReader(
   namespaces: readonly string[],
 ): DesktopReader {
   return {
-    async read(namespace, member, caller) {
+    async read(kind, namespace, member, caller) {
       try {
         return await readDesktopAs(ctx, {
+          kind,
           namespace,
           member,
           identity: caller.login,
@@ -74,7 +77,7 @@ export function createDesktopReader(
         if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
         throw new VdiError(
           'MEMBER_NOT_FOUND',
-          `There is no desktop vm/${namespace}/${member}; list your desktops or the pools.`,
+          `There is no desktop ${formatDesktopId({ kind, namespace, member })}; list your desktops or the pools.`,
           { details: { namespace, member } },
         );
       }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { VdiErrorCode } from '../errors.js';
-import { parseDesktopId as parseDesktopIdParts } from '../ids.js';
+import { type DesktopKind, parseDesktopId as parseDesktopIdParts } from '../ids.js';
 import {
   dnsLabelPattern,
   maxNamespaceLength,
@@ -19,28 +19,18 @@ const refusing = (rest: string) => ({
   error: (issue: { input?: unknown }) => `"${String(issue.input)}" ${rest}`,
 });
 
-const notKind = refusing('is not a desktop kind; use "vm", as in vm/corral-vms/devpool.');
+const notKind = refusing('is not a desktop kind; use "vm" or "ct", as in vm/corral-vms/devpool.');
 const notNamespace = refusing('is not a valid namespace name (a DNS-1123 label such as corral-vms).');
 const notPool = refusing(
   `is not a valid pool name; use 1 to ${maxPoolNameLength} lowercase letters, digits and "-", such as devpool.`,
 );
-const notMember = refusing('is not a valid member name; use a VM name such as devpool-1.');
+const notMember = refusing('is not a valid member name; use a member name such as devpool-1.');
 const notTaskId = refusing('is not a task ID; use the ID a release answered with.');
 
-/** The `{kind}` of a pool or desktop path: only `vm`; `ct` is refused as unsupported rather than unknown. */
+/** The `{kind}` of a pool or desktop path: `vm` (KubeVirt VMs) or `ct` (containers). */
 export const kindParam = z
-  .string()
-  .superRefine((value, context) => {
-    if (value !== 'ct') return;
-    context.addIssue({
-      code: 'custom',
-      message:
-        'CT pools are not served by this SDK; only VM pools (kind "vm") are. Use an ID such as vm/corral-vms/devpool.',
-      params: { code: 'UNSUPPORTED_BACKEND' },
-    });
-  })
-  .pipe(z.enum(['vm'], notKind))
-  .meta({ description: 'The backend; only `vm` is served (`ct` answers 422).' });
+  .enum(['vm', 'ct'], notKind)
+  .meta({ description: 'The backend: `vm` for a VM pool, `ct` for a container pool.' });
 
 /** The `{ns}` of a path: a namespace name. Whether the broker serves it is checked by {@link checkParams}. */
 export const namespaceParam = z
@@ -56,7 +46,7 @@ export const poolParam = z
   .regex(dnsLabelPattern, notPool)
   .meta({ description: 'The pool name.' });
 
-/** The `{member}` of a desktop path: a VM name. */
+/** The `{member}` of a desktop path: a VM or Pod name. */
 export const memberParam = z
   .string()
   .max(maxSubdomainLength, notMember)
@@ -143,15 +133,15 @@ export function checkParams(
 
 /** What {@link parseDesktopId} decided. @category broker */
 export type DesktopIdMatch =
-  | { kind: 'desktop'; namespace: string; member: string }
+  | { kind: 'desktop'; desktopKind: DesktopKind; namespace: string; member: string }
   | { kind: 'reject'; code: VdiErrorCode; message: string };
 
 /**
- * Parses and checks a desktop ID `vm/<namespace>/<member>` by the same rules as the routes' path parameters.
+ * Parses and checks a desktop ID `<kind>/<namespace>/<member>` by the same rules as the routes' path parameters.
  *
  * @example
  * ```ts
- * parseDesktopId('vm/corral-vms/devpool-1', ['corral-vms']); // { kind: 'desktop', namespace: 'corral-vms', member: 'devpool-1' }
+ * parseDesktopId('vm/corral-vms/devpool-1', ['corral-vms']); // { kind: 'desktop', desktopKind: 'vm', namespace: 'corral-vms', member: 'devpool-1' }
  * ```
  */
 export function parseDesktopId(id: string, servedNamespaces: readonly string[]): DesktopIdMatch {
@@ -167,6 +157,6 @@ export function parseDesktopId(id: string, servedNamespaces: readonly string[]):
     servedNamespaces,
   );
   return checked.ok
-    ? { kind: 'desktop', namespace: ref.namespace, member: ref.member }
+    ? { kind: 'desktop', desktopKind: ref.kind, namespace: ref.namespace, member: ref.member }
     : { kind: 'reject', code: checked.code, message: checked.message };
 }

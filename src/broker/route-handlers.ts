@@ -2,6 +2,8 @@ import type { z } from 'zod';
 import type { AuditRecord } from '../audit.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { connect } from '../connect-planner/connect.js';
+import type { CtPoolView } from '../ct/ct-pool-service.js';
+import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { sessionIdAnnotation } from '../keys.js';
 import { listPools } from '../pools/pool-service.js';
@@ -51,6 +53,24 @@ export interface RouteHandlerDependencies {
 
 const nullable = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
 
+// the route's kind rule admits only the served kinds
+const kindOf = (params: { kind: string }): DesktopKind => params.kind as DesktopKind;
+
+// a member is free while nobody holds it and its Pod exists (one being made again is not handed out)
+function describeCtPool(pool: CtPoolView) {
+  const claimed = pool.members.filter((member) => member.owner !== undefined).length;
+  const free = pool.members.filter((member) => member.owner === undefined && member.power !== 'absent');
+  return {
+    id: pool.id,
+    kind: 'ct' as const,
+    namespace: pool.namespace,
+    name: pool.name,
+    members: pool.members.length,
+    claimed,
+    free: free.length,
+  };
+}
+
 /** Builds the handlers of the broker's routes. */
 export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
   const { vdi, desktops, sessions, tasks, namespaces, log } = deps;
@@ -59,21 +79,32 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
 
   return {
     async listPools() {
-      const pools = await listPools(ctx, { namespaces: [...namespaces] });
+      const [vmPools, ctPools] = await Promise.all([
+        listPools(ctx, { namespaces: [...namespaces] }),
+        Promise.all(namespaces.map((namespace) => vdi.listCtPools({ namespace }))),
+      ]);
       return {
-        pools: pools.map((pool) => ({
-          id: pool.id,
-          kind: 'vm' as const,
-          namespace: pool.namespace,
-          name: pool.name,
-          members: pool.counts.members,
-          claimed: pool.counts.claimed,
-          free: pool.counts.free,
-        })),
+        pools: [
+          ...vmPools.map((pool) => ({
+            id: pool.id,
+            kind: 'vm' as const,
+            namespace: pool.namespace,
+            name: pool.name,
+            members: pool.counts.members,
+            claimed: pool.counts.claimed,
+            free: pool.counts.free,
+          })),
+          ...ctPools.flat().map(describeCtPool),
+        ],
       };
     },
     async claim({ caller, params }) {
-      const claimed = await vdi.claim({ pool: params.pool, identity: caller.login, namespace: params.ns });
+      const claimed = await vdi.claim({
+        pool: params.pool,
+        identity: caller.login,
+        namespace: params.ns,
+        kind: kindOf(params),
+      });
       // the claim's own answer: its Lease as written, not read back
       return {
         ...desktops.describe(claimed, claimed.lease),
@@ -107,6 +138,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
     },
     async startDesktop({ caller, params, desktop }) {
       const started = await vdi.start({
+        kind: kindOf(params),
         member: params.member,
         identity: caller.login,
         namespace: params.ns,
@@ -134,6 +166,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         async () => {
           try {
             await vdi.release({
+              kind: kindOf(params),
               member: params.member,
               identity: caller.login,
               namespace: params.ns,
@@ -151,6 +184,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
     },
     async connectDesktop({ caller, params }) {
       return await connect(ctx, {
+        kind: kindOf(params),
         member: params.member,
         identity: caller.login,
         namespace: params.ns,

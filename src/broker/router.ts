@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { DesktopKind } from '../desktop-backend.js';
 import { answerError, answerFailure, answerJson } from './answers.js';
 import type { Caller } from './caller-access.js';
 import type { DesktopReader } from './desktop-reader.js';
@@ -216,7 +217,12 @@ export function createRouter(options: RouterOptions): Router {
     }
     let desktop: unknown;
     if (route.auth === 'holder-or-admin') {
-      desktop = await desktops.read(params.ns ?? '', params.member ?? '', caller);
+      desktop = await desktops.read(
+        (params.kind ?? 'vm') as DesktopKind,
+        params.ns ?? '',
+        params.member ?? '',
+        caller,
+      );
     }
     // The table and the handlers share their keys, so this handler takes this route's input.
     const handle = handlers[name as JsonRouteName] as (input: unknown) => Promise<unknown>;

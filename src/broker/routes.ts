@@ -85,7 +85,9 @@ export const routes = {
     method: 'POST',
     path: '/api/vdi/desktops/{kind}/{ns}/{member}/release',
     auth: 'holder-or-admin',
-    summary: 'Releases the desktop (holder or admin) in a task: the VM stops and keeps its disks.',
+    summary:
+      'Releases the desktop (holder or admin) in a task: a VM stops and keeps its disks (an ephemeral one is made ' +
+      'again), a container is made again from its image.',
     params: desktopParams,
     body: actionBodySchema,
     response: { status: 202, description: 'The release runs; poll the task.', schema: releaseAcceptedSchema },
@@ -110,7 +112,8 @@ export const routes = {
     upgrade: 'websocket',
     summary:
       "Opens a console websocket (holder or admin): binary messages carry the desktop's raw console bytes " +
-      '(RFB for vnc, the serial line for serial). Every refusal comes before the upgrade, as an HTTP error.',
+      "(RFB for vnc, the serial line for serial, the shell's terminal for terminal). Every refusal comes before " +
+      'the upgrade, as an HTTP error.',
     params: { ...desktopParams, protocol: consoleProtocolParam },
     response: {
       status: 101,

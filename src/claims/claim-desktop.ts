@@ -217,7 +217,7 @@ async function claimMember(
       await readAgain();
       continue;
     }
-    const target = { namespace, pool, member: plan.member.member, identity };
+    const target = { kind: backend.kind, namespace, pool, member: plan.member.member, identity };
     const taken = await takeMember(ctx, target, async () => {
       // The identity's claims meet at its claimant Lease, so concurrent ones all take the member it names.
       const lock =

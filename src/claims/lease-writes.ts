@@ -1,9 +1,11 @@
 import type { VdiContext } from '../context.js';
+import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import {
   claimingAnnotation,
   leaseDurationSeconds,
   leaseHolderLabel,
+  leaseKindLabel,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
@@ -19,6 +21,7 @@ import { isValidLabelValue } from './sanitize-label-value.js';
 
 /** The member a new claim is for, and its claimant. */
 export interface ClaimTarget {
+  kind: DesktopKind;
   namespace: string;
   pool: string;
   member: string;
@@ -41,7 +44,7 @@ export function ownClaimsSelector(pool: string, identity: string): string {
 }
 
 function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): LeaseObject {
-  const { namespace, pool, member, identity } = target;
+  const { kind, namespace, pool, member, identity } = target;
   const now = ctx.clock.now().toISOString();
   const sessionId = ctx.newSessionId();
   return {
@@ -50,6 +53,7 @@ function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): Leas
       namespace,
       labels: {
         [leasePoolLabel]: pool,
+        [leaseKindLabel]: kind,
         [leaseHolderLabel]: shortHash(identity),
         ...(isValidLabelValue(member) ? { [leaseMemberLabel]: member } : {}),
       },

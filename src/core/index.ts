@@ -153,7 +153,7 @@ export type {
   ReclaimPassPlan,
   SessionStep,
 } from '../sessions/plan-reclaim-pass.js';
-export { planReclaimPass, releaseStalledAfterMs } from '../sessions/plan-reclaim-pass.js';
+export { claimKindOf, planReclaimPass, releaseStalledAfterMs } from '../sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from '../sessions/plan-renewal.js';
 export { planRenewal } from '../sessions/plan-renewal.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';

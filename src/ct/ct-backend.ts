@@ -11,8 +11,9 @@ import {
   validateNamespace,
   validatePoolName,
 } from '../validate.js';
-import { kindLabel } from './ct-keys.js';
+import { desktopContainer, kindLabel } from './ct-keys.js';
 import { toCtMemberFacts } from './ct-member-facts.js';
+import { requireCtPool } from './ct-pool-store.js';
 import { clearCtPresentation, presentCtClaim } from './ct-presentation.js';
 import { recreateCtMember } from './recreate-ct-member.js';
 
@@ -138,12 +139,26 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
       };
     },
 
-    async openConsoleStream(ref, console) {
+    async openConsoleStream(ref, console, options) {
       const facts = await requireMember(ref);
-      throw new VdiError(
-        'UNSUPPORTED_BACKEND',
-        `${facts.desktopId} offers its ${console} only through openTerminal or \`corral-vdi connect --kind ct --open\`, not as a broker console stream.`,
-        { details: { desktopId: facts.desktopId, console } },
+      if (console !== 'terminal') {
+        throw new VdiError(
+          'UNSUPPORTED_BACKEND',
+          `${facts.desktopId} is a container desktop: it has no ${console} console; open its terminal.`,
+          { details: { desktopId: facts.desktopId, console } },
+        );
+      }
+      if (facts.power !== 'running') {
+        throw new VdiError(
+          'DESKTOP_STOPPED',
+          `${facts.desktopId} is not running (its Pod is ${facts.phase}); wait until it is Ready, or start it if its container ended.`,
+          { details: { desktopId: facts.desktopId, console } },
+        );
+      }
+      const { spec } = await requireCtPool(ctx, ref.namespace, facts.pool);
+      return await cluster.openPodExecSocket(
+        { namespace: ref.namespace, pod: ref.member, container: desktopContainer, command: [spec.shell] },
+        options.maxPayload,
       );
     },
   };

@@ -591,6 +591,28 @@ export class KubeCluster {
     );
   }
 
+  /**
+   * Opens `command` in a Pod's container with stdin and a TTY as the apiserver's exec websocket itself
+   * (subprotocol `v4.channel.k8s.io`: each message starts with its channel byte), paused until `resume()`.
+   */
+  openPodExecSocket(target: Omit<PodExecTarget, 'columns' | 'rows'>, maxPayload: number): Promise<WebSocket> {
+    const query = new URLSearchParams({
+      container: target.container,
+      stdin: 'true',
+      stdout: 'true',
+      tty: 'true',
+    });
+    for (const part of target.command) query.append('command', part);
+    const path = `/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}/exec?${query}`;
+    this.requestCounts.set('create', (this.requestCounts.get('create') ?? 0) + 1);
+    // no retry: a terminal that did not open is answered to its user, who opens it again
+    return openKubeWebSocket(this.kubeConfig, path, {
+      protocol: 'v4.channel.k8s.io',
+      maxPayload,
+      doing: `exec in Pod ${target.namespace}/${target.pod}`,
+    });
+  }
+
   // Nodes and the KubeVirt configuration
 
   /** Lists the cluster's Nodes. */

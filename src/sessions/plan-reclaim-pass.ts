@@ -1,9 +1,11 @@
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import { isReleasing } from '../claims/releasing-mark.js';
+import type { DesktopKind } from '../ids.js';
 import {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
+  leaseKindLabel,
   leaseMemberLabel,
   leaseNamePrefix,
   removalHolder,
@@ -23,6 +25,17 @@ import { planRenewal } from './plan-renewal.js';
  * @category sessions
  */
 export const releaseStalledAfterMs = 5 * defaultCloneTimeoutMs;
+
+/**
+ * The desktop kind a claim Lease records in its `corral.dev/vdi-kind` label; `undefined` for a Lease written
+ * before claims recorded it (or with a value no backend serves), whose kind its member must tell.
+ *
+ * @category sessions
+ */
+export function claimKindOf(lease: LeaseObject): DesktopKind | undefined {
+  const recorded = lease.metadata.labels?.[leaseKindLabel];
+  return recorded === 'vm' || recorded === 'ct' ? recorded : undefined;
+}
 
 /**
  * What tells one claim of a member from the next: a Lease replaced or re-created for a new holder or session

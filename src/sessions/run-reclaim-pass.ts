@@ -2,15 +2,17 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import type { VdiContext } from '../context.js';
-import type { DesktopBackend } from '../desktop-backend.js';
+import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import { leasePoolLabel, sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
 import type { ConsoleTracker } from './console-tracker.js';
 import type { ReclaimPolicy } from './plan-reclaim.js';
 import {
   claimKeyOf,
+  claimKindOf,
   isSameClaim,
   planReclaimPass,
   planSessionStep,
@@ -42,7 +44,8 @@ export interface SessionPassResult {
 export interface ReclaimPassSetup {
   namespaces: readonly string[];
   tracker: ConsoleTracker;
-  backend: DesktopBackend;
+  /** The backend of each served kind; a claim is reset through the one of its member's kind. */
+  backends: readonly DesktopBackend[];
   policy: ReclaimPolicy;
   renewIntervalMs: number | undefined;
   processStartedAt: Date;
@@ -100,7 +103,10 @@ async function passOver(
   let plan = planReclaimPass(input);
   // a pass with nothing due reads only the Leases
   if (plan.needsMembers) {
-    const listed = await setup.backend.listMembers(namespace);
+    // only the kinds the claims name are listed; a claim that names none may be of any kind
+    const kinds = new Set(leases.map(claimKindOf));
+    const backends = setup.backends.filter((backend) => kinds.has(backend.kind) || kinds.has(undefined));
+    const listed = (await Promise.all(backends.map((backend) => backend.listMembers(namespace)))).flat();
     plan = planReclaimPass({
       ...input,
       members: listed.map((facts) => facts.member),
@@ -122,7 +128,7 @@ async function passOver(
   await forEachBounded(reclaims, reclaimConcurrency, (step) =>
     (step.kind === 'reclaim'
       ? reclaim(ctx, setup, namespace, step, result)
-      : resume(ctx, namespace, step, result)
+      : resume(ctx, setup, namespace, step, result)
     ).catch((error: unknown) => {
       result.errors.push(asVdiError(error));
     }),
@@ -162,7 +168,7 @@ async function write(
   if (renew && outcome.kind === 'written') {
     result.renewed += 1;
     ctx.events.emit('renewed', {
-      desktopId: formatDesktopId({ kind: 'vm', namespace, member }),
+      desktopId: formatDesktopId({ kind: claimKindOf(lease) ?? defaultDesktopKind, namespace, member }),
       holder: lease.spec.holderIdentity ?? '',
     });
   }
@@ -176,11 +182,12 @@ async function reclaim(
   result: SessionPassResult,
 ): Promise<void> {
   const { tracker } = setup;
-  const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
   const holder = listed.spec.holderIdentity ?? '';
   // the list may be old by now: act only if this very claim is still due
   const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
   if (!lease || !isSameClaim(claimKeyOf(lease), claimKeyOf(listed))) return;
+  const kind = await kindOfClaim(setup, namespace, member, lease);
+  const desktopId = formatDesktopId({ kind, namespace, member });
   const tracked = tracker.trackedFor(namespace, member, lease);
   const step = planSessionStep(lease, {
     consoles: new Map(tracked ? [[member, tracked]] : []),
@@ -200,6 +207,7 @@ async function reclaim(
   });
   try {
     await releaseMember(ctx, {
+      kind,
       namespace,
       member,
       actor: reclaimActor,
@@ -222,18 +230,43 @@ async function reclaim(
 }
 
 /**
+ * The kind of a claim's member: as its Lease records it, or for a Lease written before claims recorded it, the
+ * kind of the backend that has the member (a VM when none has it: claims of that time were all of VMs).
+ */
+async function kindOfClaim(
+  setup: ReclaimPassSetup,
+  namespace: string,
+  member: string,
+  lease: LeaseObject,
+): Promise<DesktopKind> {
+  const recorded = claimKindOf(lease);
+  if (recorded) return recorded;
+  for (const backend of setup.backends) {
+    // an object of that name that is no pool member (another kind's) is not this backend's member
+    const facts = await backend.readMember({ namespace, member }).catch((error: unknown) => {
+      if (isVdiError(error, 'INVALID_INPUT')) return undefined;
+      throw error;
+    });
+    if (facts) return backend.kind;
+  }
+  return defaultDesktopKind;
+}
+
+/**
  * Resumes a release that stopped half way (its member gone or going, or its process dead), pinned to the session it
  * marked, audited as the release it finishes: the member is reset and the claim ends. A failure keeps the claim, is
  * in the audit log, and the next pass tries again.
  */
 async function resume(
   ctx: VdiContext,
+  setup: ReclaimPassSetup,
   namespace: string,
   { member, lease }: Due<'resume'>,
   result: SessionPassResult,
 ): Promise<void> {
   try {
     await releaseMember(ctx, {
+      kind: await kindOfClaim(setup, namespace, member, lease),
       namespace,
       member,
       actor: reclaimActor,

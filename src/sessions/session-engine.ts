@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { backendFor, type VdiContext } from '../context.js';
+import type { VdiContext } from '../context.js';
+import type { DesktopBackend } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
 import {
@@ -144,8 +145,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
   const setup = {
     namespaces,
     tracker,
-    // every member is a VM until the context carries a backend per kind
-    backend: backendFor(ctx, 'vm'),
+    backends: Object.values(ctx.backends).filter((backend): backend is DesktopBackend => !!backend),
     policy,
     renewIntervalMs: parsed.renewIntervalMs,
     processStartedAt,

@@ -46,7 +46,8 @@ async function openVnc(screen: HTMLElement, url: string): Promise<OpenConsole> {
   return { ready, ended, close: () => rfb.disconnect() };
 }
 
-async function openTerminal(screen: HTMLElement, url: string): Promise<OpenConsole> {
+// A container's shell takes its size as a text message; a serial line has no size to take.
+async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean): Promise<OpenConsole> {
   const { Terminal } = await import('@xterm/xterm');
   const terminal = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 14 });
   terminal.open(screen);
@@ -60,8 +61,24 @@ async function openTerminal(screen: HTMLElement, url: string): Promise<OpenConso
   const typing = terminal.onData((data) => {
     if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data));
   });
-  socket.addEventListener('open', () => terminal.focus(), { once: true });
-  void ended.then(() => typing.dispose());
+  const sendSize = () => {
+    if (sendsSize && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify({ cols: terminal.cols, rows: terminal.rows }));
+    }
+  };
+  const resizing = terminal.onResize(sendSize);
+  socket.addEventListener(
+    'open',
+    () => {
+      sendSize();
+      terminal.focus();
+    },
+    { once: true },
+  );
+  void ended.then(() => {
+    typing.dispose();
+    resizing.dispose();
+  });
   return {
     ready: firstMessage,
     ended,
@@ -75,5 +92,5 @@ export function openConsole(
   url: string,
   protocol: ConsoleProtocol,
 ): Promise<OpenConsole> {
-  return protocol === 'vnc' ? openVnc(screen, url) : openTerminal(screen, url);
+  return protocol === 'vnc' ? openVnc(screen, url) : openTerminal(screen, url, protocol === 'terminal');
 }

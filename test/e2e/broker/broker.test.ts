@@ -344,13 +344,7 @@ describe('the broker over HTTP', () => {
       ['POST', `/api/vdi/pools/vm/${namespace}/Dev_Pool/claim`, undefined, 400, 'not a valid pool name'],
       ['GET', `/api/vdi/desktops/vm//${member}`, undefined, 400, 'empty segment'],
       ['GET', '/api/tasks/..', undefined, 400, 'path traversal'],
-      [
-        'POST',
-        `/api/vdi/pools/ct/${namespace}/devpool/claim`,
-        undefined,
-        422,
-        'CT pools are not served by this SDK',
-      ],
+      ['POST', `/api/vdi/pools/ct/${namespace}/devpool/claim`, undefined, 404, 'There is no pool "devpool"'],
       ['POST', `/api/vdi/pools/pod/${namespace}/devpool/claim`, undefined, 400, 'not a desktop kind'],
       [
         'POST',

@@ -206,6 +206,43 @@ describe('consoles in Chromium', () => {
     await keepScreenshot(page, 'console-serial');
   });
 
+  it("opens a container desktop's terminal in xterm.js and runs a command in its shell", async () => {
+    const namespace = await createTestNamespace(cluster(), 'web-ct');
+    const server: BrokerServer = await startPageBroker(cluster(), namespace, createTestClock(new Date()));
+    cleanups.push(() => server.close());
+    const { vdi } = server.broker;
+    await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 1 } });
+    await server.broker.reconcileCtPools();
+    await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+      describe: `Pod ${namespace}/devbox-1 to be Ready`,
+      until: (pod) =>
+        pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    });
+    const proxy = await startSignInProxy(server.url, alice);
+    cleanups.push(() => proxy.close());
+    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    cleanups.push(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`${proxy.url}/`);
+    const { desktopId, member } = await claimInPage(page);
+    expect(desktopId).toBe(`ct/${namespace}/${member}`);
+    await page.click(`${row} button[data-action="connect"]`);
+    await waitFor(() => page.locator('.corral-console').getAttribute('data-protocol'), {
+      describe: 'the page to open the terminal, the only console of a container',
+      until: (protocol) => protocol === 'terminal',
+    });
+    const terminalText = () => page.locator('.corral-screen .xterm-rows').textContent();
+    await page.locator('.corral-screen .xterm').click();
+    await page.keyboard.type('echo "host=$HOSTNAME size=$(stty size)"');
+    await page.keyboard.press('Enter');
+    // xterm.js opens at 80 columns and 24 rows and the page sends that size on open (the broker test checks a resize)
+    await waitFor(terminalText, {
+      describe: "the shell's answer in xterm.js",
+      until: (text) => text?.includes(`host=${member} size=24 80`) ?? false,
+    });
+    await keepScreenshot(page, 'console-terminal');
+  });
+
   it("refuses bob's websocket to alice's console with 403 before any upgrade", async () => {
     const { namespace, server, proxyFor } = await setUp();
     const claimed = await server.broker.vdi.claim({ pool: 'devpool', identity: alice, namespace });

@@ -19,8 +19,12 @@ describe('checkInput', () => {
     expect(checkInput(poolParam, 'devpool')).toEqual({ ok: true, value: 'devpool' });
   });
 
+  it('takes both served kinds', () => {
+    expect(checkInput(kindParam, 'vm')).toEqual({ ok: true, value: 'vm' });
+    expect(checkInput(kindParam, 'ct')).toEqual({ ok: true, value: 'ct' });
+  });
+
   it.each([
-    [kindParam, 'ct', 'UNSUPPORTED_BACKEND', 'CT pools are not served by this SDK'],
     [kindParam, 'pod', 'INVALID_INPUT', '"pod" is not a desktop kind'],
     [namespaceParam, 'n'.repeat(64), 'INVALID_INPUT', 'is not a valid namespace name'],
     [poolParam, 'p'.repeat(51), 'INVALID_INPUT', 'use 1 to 50 lowercase letters'],
@@ -57,9 +61,10 @@ describe('checkParams', () => {
     expect(checkParams(desktopRules, { kind: 'vm', ns: 'kube-system', member: 'BAD' }, served)).toMatchObject(
       { ok: false, code: 'NOT_FOUND', message: 'Namespace "kube-system" has no pools this broker serves.' },
     );
-    expect(checkParams(desktopRules, { kind: 'ct', ns: 'BAD', member: 'BAD' }, served)).toMatchObject({
+    expect(checkParams(desktopRules, { kind: 'pod', ns: 'BAD', member: 'BAD' }, served)).toMatchObject({
       ok: false,
-      code: 'UNSUPPORTED_BACKEND',
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('"pod" is not a desktop kind'),
     });
   });
 
@@ -72,8 +77,15 @@ describe('parseDesktopId', () => {
   it('reads a served desktop ID', () => {
     expect(parseDesktopId('vm/team-a/devpool-2', served)).toEqual({
       kind: 'desktop',
+      desktopKind: 'vm',
       namespace: 'team-a',
       member: 'devpool-2',
+    });
+    expect(parseDesktopId('ct/corral-vms/devbox-1', served)).toEqual({
+      kind: 'desktop',
+      desktopKind: 'ct',
+      namespace: 'corral-vms',
+      member: 'devbox-1',
     });
   });
 
@@ -84,7 +96,7 @@ describe('parseDesktopId', () => {
     ['vm/corral-vms/%2e%2e', 'INVALID_INPUT'],
     ['vm//devpool-1', 'INVALID_INPUT'],
     ['vm/corral-vms/dev\\pool', 'INVALID_INPUT'],
-    ['ct/corral-vms/devpool-1', 'UNSUPPORTED_BACKEND'],
+    ['pod/corral-vms/devpool-1', 'INVALID_INPUT'],
     ['vm/elsewhere/devpool-1', 'NOT_FOUND'],
   ])('rejects %s with %s', (id, code) => {
     expect(parseDesktopId(id, served)).toMatchObject({ kind: 'reject', code });

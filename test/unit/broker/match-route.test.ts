@@ -83,10 +83,15 @@ describe('matchRoute', () => {
     expect(result.kind === 'reject' && result.message).toContain(reason);
   });
 
-  it('answers a ct kind with 422 saying CT pools are not served', () => {
-    const result = match('POST', '/api/vdi/pools/ct/corral-vms/devpool/claim');
-    expect(result).toMatchObject({ kind: 'reject', code: 'UNSUPPORTED_BACKEND' });
-    expect(result.kind === 'reject' && result.message).toContain('CT pools are not served by this SDK');
+  it('routes the ct kind beside vm, and refuses any other kind as invalid', () => {
+    expect(match('POST', '/api/vdi/pools/ct/corral-vms/devbox/claim')).toEqual({
+      kind: 'route',
+      name: 'claim',
+      params: { kind: 'ct', ns: 'corral-vms', pool: 'devbox' },
+    });
+    const result = match('POST', '/api/vdi/pools/pod/corral-vms/devbox/claim');
+    expect(result).toMatchObject({ kind: 'reject', code: 'INVALID_INPUT' });
+    expect(result.kind === 'reject' && result.message).toContain('"pod" is not a desktop kind');
   });
 
   it('answers a namespace it does not serve as absent', () => {

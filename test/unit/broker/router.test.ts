@@ -47,7 +47,7 @@ const desktopBody = (view: DesktopView) => ({
 // devpool-1 is alice's, devpool-2 nobody's; the router reads desktops only through this reader, which asks
 // the one access rule as the real reader does.
 const desktops: DesktopReader = {
-  read: async (_namespace, member, caller) => {
+  read: async (kind, _namespace, member, caller) => {
     const owner = member === 'devpool-1' ? alice : undefined;
     const expiresAt = new Date('2026-07-02T13:00:00.000Z');
     const state: MemberClassification =
@@ -60,7 +60,7 @@ const desktops: DesktopReader = {
       state,
       identity: caller.login,
       isAdmin: caller.admin,
-      desktopId: `vm/corral-vms/${member}`,
+      desktopId: `${kind}/corral-vms/${member}`,
     });
     if (decision.kind === 'refused') throw refusalError(decision);
     return { view: viewOf(member, owner), lease: undefined };
@@ -290,10 +290,11 @@ describe('createUpgradeRouter', () => {
       404,
       'NOT_FOUND',
     ]);
-    expect(await code('/api/vdi/desktops/ct/corral-vms/devpool-1/console/terminal', alice)).toEqual([
-      422,
-      'UNSUPPORTED_BACKEND',
+    expect(await code('/api/vdi/desktops/pod/corral-vms/devpool-1/console/terminal', alice)).toEqual([
+      400,
+      'INVALID_INPUT',
     ]);
+    expect(await code('/api/vdi/desktops/ct/corral-vms/devpool-1/console/terminal', alice)).toBe('console');
     expect(await code('/api/vdi/pools', alice)).toEqual([400, 'INVALID_INPUT']);
     expect(await code(vnc, alice, { 'sec-fetch-site': 'cross-site' })).toEqual([403, 'FORBIDDEN']);
     expect(await code(vnc, alice, { origin: 'https://evil.example' })).toEqual([403, 'FORBIDDEN']);

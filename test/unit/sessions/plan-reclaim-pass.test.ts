@@ -6,6 +6,7 @@ import { planReclaim } from '../../../src/sessions/plan-reclaim.js';
 import {
   type ConsoleState,
   claimKeyOf,
+  claimKindOf,
   planReclaimPass,
   type ReclaimPassInput,
   releaseStalledAfterMs,
@@ -324,5 +325,18 @@ describe('planReclaimPass', () => {
         expect(plan.desktops).toBe(live);
       }),
     );
+  });
+});
+
+describe('claimKindOf', () => {
+  it.each([
+    ['ct', 'ct'],
+    ['vm', 'vm'],
+    ['pod', undefined],
+    [undefined, undefined],
+  ])('reads the kind label %s as %s', (label, kind) => {
+    const lease = claim('devbox-1');
+    lease.metadata.labels = { ...lease.metadata.labels, ...(label ? { 'corral.dev/vdi-kind': label } : {}) };
+    expect(claimKindOf(lease)).toBe(kind);
   });
 });
