@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ctMemberLabel, kindLabel } from '../../../src/ct/ct-keys.js';
 import { isVdiError } from '../../../src/errors.js';
 import { assignedToKey, leasePoolLabel, removalHolder } from '../../../src/keys.js';
+import type { PodObject } from '../../../src/kube-objects.js';
 import { createPool, deletePool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -155,7 +156,19 @@ const steps: Step[] = [
   },
   {
     name: 'ct release',
-    run: (vdi, { members }) => vdi.release({ member: members.dave ?? '', identity: 'dave', kind: 'ct' }),
+    run: async (vdi, { admin, members }) => {
+      const member = members.dave ?? '';
+      const kube = admin.context.cluster;
+      const homeOf = (pod: PodObject | undefined) =>
+        pod?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName;
+      const before = await kube.getPod(vdi.namespace, member);
+      await vdi.release({ member, identity: 'dave', kind: 'ct' });
+      // the next holder gets a new Pod from the image with an empty home
+      const after = await kube.getPod(vdi.namespace, member);
+      if (!after || after.metadata.uid === before?.metadata.uid || homeOf(after) === homeOf(before)) {
+        throw new Error(`${member} was not made again with a fresh home`);
+      }
+    },
   },
   {
     name: 'ct shrink',
