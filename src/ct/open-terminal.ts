@@ -41,7 +41,7 @@ const optionsSchema = z.object({
  * ```
  * @throws {@link VdiError} `INVALID_INPUT`; `UNSUPPORTED_BACKEND` for a VM desktop (open its VNC or serial
  *   console instead); `MEMBER_NOT_FOUND`; `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`; `DESKTOP_STOPPED` while
- *   its Pod is not Ready.
+ *   its Pod is not Ready; `FORBIDDEN` when the apiserver refuses the caller `pods/exec`.
  * @category ct-pools
  */
 export async function openTerminal(
@@ -69,12 +69,30 @@ export async function openTerminal(
   // refuses a Pod that is not Ready, with what to do
   await backendFor(ctx, kind).gatherConnectFacts({ namespace, member });
   const { spec } = await requireCtPool(ctx, namespace, view.pool);
-  return await ctx.cluster.execInPod({
-    namespace,
-    pod: member,
-    container: desktopContainer,
-    command: [spec.shell],
-    columns: columns ?? 80,
-    rows: rows ?? 24,
-  });
+  try {
+    return await ctx.cluster.execInPod({
+      namespace,
+      pod: member,
+      container: desktopContainer,
+      command: [spec.shell],
+      columns: columns ?? 80,
+      rows: rows ?? 24,
+    });
+  } catch (error) {
+    if (!isRefusedUpgrade(error)) throw error;
+    throw new VdiError(
+      'FORBIDDEN',
+      `Could not open a terminal in Pod ${namespace}/${member}: the apiserver refused its websocket (403): the caller cannot get resource "pods/exec" in namespace "${namespace}" (newer apiservers also ask to create it). Grant the caller get and create on pods/exec (see the permissions in the docs).`,
+      { details: { namespace, pod: member, status: 403 }, cause: error },
+    );
+  }
+}
+
+// the websocket client keeps only the status of a refused upgrade, not the apiserver's words
+function isRefusedUpgrade(error: unknown): boolean {
+  for (let current = error; current; current = (current as { cause?: unknown }).cause) {
+    const { message } = current as { message?: unknown };
+    if (typeof message === 'string' && message.includes('Unexpected server response: 403')) return true;
+  }
+  return false;
 }

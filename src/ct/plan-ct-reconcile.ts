@@ -63,7 +63,9 @@ export interface CtReconcilePlan {
 function isFree(read: CtMemberRead, lease: LeaseObject | undefined, now: Date): boolean {
   // a removal's own Lease (perhaps left by one that died) does not hold a member
   if (lease?.spec.holderIdentity === removalHolder) return true;
-  if (read.pod) return isClaimable(classifyMemberClaim({ member: read.pod, lease, now }));
+  // a Pod on its way out holds nobody: only a live Lease does
+  if (read.pod && !read.pod.deleting)
+    return isClaimable(classifyMemberClaim({ member: read.pod, lease, now }));
   if (!lease) return true;
   const liveness = classifyLease(lease, now);
   return liveness.kind !== 'held';

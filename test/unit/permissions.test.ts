@@ -105,6 +105,8 @@ function usedPermissions(): Set<Permission> {
           ? 'cluster'
           : 'namespace';
       used.add(`${rule.group} ${rule.resource} ${rule.verb} ${scope}`);
+      // a terminal is a websocket upgrade of a GET: the apiserver authorizes it as get, newer ones as create too
+      if (rule.resource === 'pods/exec') used.add(`${rule.group} ${rule.resource} get ${scope}`);
     }
   }
   return used;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { ctMemberLabel, kindLabel } from '../../../src/ct/ct-keys.js';
 import { isVdiError } from '../../../src/errors.js';
 import { assignedToKey, leasePoolLabel, removalHolder } from '../../../src/keys.js';
+import type { PodObject } from '../../../src/kube-objects.js';
 import { createPool, deletePool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -15,6 +17,8 @@ import {
 
 const cluster = useSharedCluster();
 const minute = 60_000;
+// a container pool with a home volume, so a release wipes one and a shrink deletes one
+const ctSpec = { name: 'c', image: 'ghcr.io/acme/devbox:1.4', size: 2, home: { size: '1Gi' } };
 
 /** What one operation of the sequence does, as the identity under test (`vdi`) with the same clock as `admin`. */
 interface Step {
@@ -118,6 +122,77 @@ const steps: Step[] = [
       return await deletePool(vdi.context, { name: 'p' });
     },
   },
+  { name: 'ct-pool apply', run: (vdi) => vdi.applyCtPool({ spec: ctSpec }) },
+  { name: 'ct-pool get', run: (vdi) => vdi.getCtPool({ name: 'c' }) },
+  { name: 'ct-pool list', run: (vdi) => vdi.listCtPools() },
+  { name: 'ct-pool reconcile', run: (vdi) => vdi.reconcileCtPool({ name: 'c' }) },
+  {
+    name: 'ct claim',
+    run: async (vdi, state) => {
+      const claimed = await vdi.claim({ pool: 'c', identity: 'dave', kind: 'ct' });
+      state.members.dave = claimed.member;
+      if (claimed.startError !== undefined) throw new Error(claimed.startError);
+    },
+  },
+  {
+    name: 'ct terminal',
+    run: async (vdi, { admin, members }) => {
+      const member = members.dave ?? '';
+      await waitFor(() => admin.getCtPool({ name: 'c' }), {
+        describe: `${member} to be Ready`,
+        until: (pool) => pool.members.find((view) => view.member === member)?.power === 'running',
+      });
+      const terminal = await vdi.openTerminal(`ct/${vdi.namespace}/${member}`, { identity: 'dave' });
+      let output = '';
+      terminal.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+      });
+      terminal.write('echo "host=$HOSTNAME"\nexit 0\n');
+      const exitCode = await terminal.exitCode;
+      if (exitCode !== 0 || !output.includes(`host=${member}`)) {
+        throw new Error(`the shell ended with ${exitCode} after ${JSON.stringify(output)}`);
+      }
+    },
+  },
+  {
+    name: 'ct release',
+    run: async (vdi, { admin, members }) => {
+      const member = members.dave ?? '';
+      const kube = admin.context.cluster;
+      const homeOf = (pod: PodObject | undefined) =>
+        pod?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName;
+      const before = await kube.getPod(vdi.namespace, member);
+      await vdi.release({ member, identity: 'dave', kind: 'ct' });
+      // the next holder gets a new Pod from the image with an empty home
+      const after = await kube.getPod(vdi.namespace, member);
+      if (!after || after.metadata.uid === before?.metadata.uid || homeOf(after) === homeOf(before)) {
+        throw new Error(`${member} was not made again with a fresh home`);
+      }
+    },
+  },
+  {
+    name: 'ct shrink',
+    run: async (vdi) => {
+      await vdi.applyCtPool({ spec: { ...ctSpec, size: 1 } });
+      return await vdi.reconcileCtPool({ name: 'c' });
+    },
+  },
+  {
+    name: 'ct capacity',
+    run: async (vdi, { admin }) => {
+      // the pool asks for a GPU no node has: the pass reads what every namespace holds, then refuses
+      const limits = { [`example.com/${vdi.namespace}-a10`]: '1' };
+      await admin.applyCtPool({ spec: { name: 'g', image: ctSpec.image, size: 1, resources: { limits } } });
+      try {
+        await vdi.reconcileCtPool({ name: 'g' });
+      } catch (error) {
+        if (isVdiError(error) && error.code === 'INSUFFICIENT_CAPACITY') return error.details;
+        throw error;
+      }
+      throw new Error('a container pool asking for a GPU that no node has was admitted');
+    },
+  },
+  { name: 'ct-pool delete', run: (vdi) => vdi.deleteCtPool({ name: 'c' }) },
 ];
 
 function failureOf(error: unknown): Failure {
@@ -157,8 +232,21 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
     expect(['Succeeded', 'Failed']).toContain(clone.status?.phase);
     expect(failure.message).toContain(clone.metadata.name);
   }
-  const names = new Set(vms.map((vm) => vm.metadata.name ?? ''));
-  for (const name of names) expect(name).toMatch(/^(golden|gpu-golden|p-[1-3])$/);
+  const [pods, services, homeClaims] = await Promise.all([
+    kube.listPods(namespace, `${kindLabel}=ct`),
+    kube.listServices(namespace, `${kindLabel}=ct`),
+    kube.listPvcs(namespace, `${kindLabel}=ct`),
+  ]);
+  const ctMembers = [...pods, ...services, ...homeClaims].map(
+    (object) => object.metadata.labels?.[ctMemberLabel],
+  );
+  for (const member of ctMembers) expect(member).toMatch(/^c-[12]$/);
+  // a wipe makes a fresh home claim for the old one: never two live ones (docs/ct-pools.md)
+  const liveHomes = homeClaims.filter((claim) => !claim.metadata.deletionTimestamp);
+  const homeOwners = liveHomes.map((claim) => claim.metadata.labels?.[ctMemberLabel]);
+  expect(homeOwners.length).toBe(new Set(homeOwners).size);
+  const names = new Set([...vms.map((vm) => vm.metadata.name ?? ''), ...ctMembers.map(String)]);
+  for (const vm of vms) expect(vm.metadata.name).toMatch(/^(golden|gpu-golden|p-[1-3])$/);
   // a claim's Lease names a live member, unless a removal holds it (docs/pools.md#removal-leases)
   for (const lease of leases) {
     const member = lease.metadata.name?.replace(/^corral-vdi-/, '') ?? '';
@@ -170,6 +258,11 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
     if (vm.metadata.annotations?.[assignedToKey] && !leased.has(`corral-vdi-${vm.metadata.name}`)) {
       expect(vm.spec.runStrategy).toBe('Halted');
     }
+  }
+  // a Pod shows a claim only while its Lease holds it: a release makes the Pod again without the copy
+  for (const pod of pods) {
+    if (pod.metadata.annotations?.[assignedToKey])
+      expect(leased).toContain(`corral-vdi-${pod.metadata.name}`);
   }
 }
 
@@ -227,7 +320,9 @@ describe('an identity bound to exactly the documented Role, less one permission 
       );
       console.log(`least privilege: without ${name}: ${JSON.stringify(Object.keys(failed))}`);
       // a documented permission that no operation needs would be one too many
-      if (missing) expect(expected[name]?.length, `what needs ${name}`).toBeGreaterThan(0);
+      if (missing && !(name in checkedByNewerApiservers)) {
+        expect(expected[name]?.length, `what needs ${name}`).toBeGreaterThan(0);
+      }
       for (const [step, failure] of Object.entries(failed)) {
         if (!missing) continue;
         expect(failure.message, `${step} without ${name}`).toContain(refusalOf(missing));
@@ -251,11 +346,18 @@ const reportedAs: Record<string, string> = {
   // a claim that holds its desktop reports a failed start as `startError`, a message
   claim: 'a message',
   assign: 'a message',
+  'ct claim': 'a message',
   // startDesktop reports the backend's refusal as START_FAILED, with the refusal in its message only
   start: 'START_FAILED',
   // a failed reclaim is an event with a message; the claim stays
   'session pass (reclaim)': 'a message',
 };
+
+/**
+ * Documented permissions the local control plane's apiserver (v1.20) never checks, with the operation that needs
+ * them on newer apiservers: the terminal's websocket is a GET there, which newer ones authorize as create too.
+ */
+const checkedByNewerApiservers: Record<string, string> = { 'create pods/exec': 'ct terminal' };
 
 /** Which operations need each permission: every documented one is needed by at least one. */
 const expected: Record<string, string[]> = {
@@ -269,6 +371,9 @@ const expected: Record<string, string[]> = {
     'release',
     'unassign',
     'session pass (reclaim)',
+    'ct claim',
+    'ct terminal',
+    'ct release',
   ],
   'list leases.coordination.k8s.io': [
     'pool create',
@@ -281,14 +386,30 @@ const expected: Record<string, string[]> = {
     'session pass (renew)',
     'session pass (reclaim)',
     'pool delete',
+    'ct-pool get',
+    'ct-pool list',
+    'ct-pool reconcile',
+    'ct claim',
+    'ct shrink',
+    'ct capacity',
+    'ct-pool delete',
   ],
-  'create leases.coordination.k8s.io': ['pool shrink', 'claim', 'assign', 'pool delete'],
+  'create leases.coordination.k8s.io': [
+    'pool shrink',
+    'claim',
+    'assign',
+    'pool delete',
+    'ct claim',
+    'ct shrink',
+    'ct-pool delete',
+  ],
   'update leases.coordination.k8s.io': [
     'renew',
     'release',
     'unassign',
     'session pass (renew)',
     'session pass (reclaim)',
+    'ct release',
   ],
   'delete leases.coordination.k8s.io': [
     'pool shrink',
@@ -298,6 +419,10 @@ const expected: Record<string, string[]> = {
     'unassign',
     'session pass (reclaim)',
     'pool delete',
+    'ct claim',
+    'ct release',
+    'ct shrink',
+    'ct-pool delete',
   ],
   'get virtualmachines.kubevirt.io': [
     'pool create',
@@ -321,6 +446,8 @@ const expected: Record<string, string[]> = {
     'assign',
     'session pass (renew)',
     'pool delete',
+    'ct-pool apply',
+    'ct shrink',
   ],
   'patch virtualmachines.kubevirt.io': ['claim', 'assign'],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
@@ -338,6 +465,7 @@ const expected: Record<string, string[]> = {
     'claim',
     'assign',
     'session pass (renew)',
+    'ct capacity',
   ],
   'update virtualmachines/start.subresources.kubevirt.io': ['claim', 'assign', 'start'],
   'update virtualmachines/stop.subresources.kubevirt.io': ['release', 'unassign', 'session pass (reclaim)'],
@@ -345,8 +473,61 @@ const expected: Record<string, string[]> = {
   'list virtualmachineclones.clone.kubevirt.io': ['pool delete'],
   'create virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
   'delete virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
-  'list nodes (cluster)': ['capacity'],
+  'list nodes (cluster)': ['capacity', 'ct capacity'],
   'list kubevirts.kubevirt.io (cluster)': ['capacity'],
-  'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity'],
+  'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity', 'ct capacity'],
   'list virtualmachines.kubevirt.io (cluster)': ['list pool namespaces'],
+  'get configmaps': [
+    'ct-pool apply',
+    'ct-pool get',
+    'ct-pool reconcile',
+    'ct terminal',
+    'ct release',
+    'ct shrink',
+    'ct capacity',
+    'ct-pool delete',
+  ],
+  'list configmaps': ['ct-pool list'],
+  'create configmaps': ['ct-pool apply'],
+  'update configmaps': ['ct shrink'],
+  'delete configmaps': ['ct-pool delete'],
+  'get pods': ['ct claim', 'ct terminal', 'ct release', 'ct shrink', 'ct-pool delete'],
+  'list pods': [
+    'list desktops',
+    'ct-pool get',
+    'ct-pool list',
+    'ct-pool reconcile',
+    'ct claim',
+    'ct shrink',
+    'ct capacity',
+    'ct-pool delete',
+  ],
+  'create pods': ['ct-pool reconcile', 'ct release'],
+  'patch pods': ['ct claim'],
+  'delete pods': ['ct release', 'ct shrink', 'ct-pool delete'],
+  'get services': ['ct shrink', 'ct-pool delete'],
+  'list services': [
+    'ct-pool get',
+    'ct-pool list',
+    'ct-pool reconcile',
+    'ct shrink',
+    'ct capacity',
+    'ct-pool delete',
+  ],
+  'create services': ['ct-pool reconcile', 'ct release'],
+  'delete services': ['ct shrink', 'ct-pool delete'],
+  'list persistentvolumeclaims': [
+    'ct-pool get',
+    'ct-pool list',
+    'ct-pool reconcile',
+    'ct release',
+    'ct shrink',
+    'ct capacity',
+    'ct-pool delete',
+  ],
+  'create persistentvolumeclaims': ['ct-pool reconcile', 'ct release'],
+  'delete persistentvolumeclaims': ['ct release', 'ct shrink', 'ct-pool delete'],
+  'get pods/exec': ['ct terminal'],
+  'create pods/exec': [],
+  'list pods (cluster)': ['ct capacity'],
 };

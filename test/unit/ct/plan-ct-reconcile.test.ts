@@ -156,6 +156,21 @@ describe('planCtPoolDelete', () => {
       forced: true,
     });
   });
+
+  it('deletes a member whose Pod a shrink is still deleting, since no Lease holds it', () => {
+    const going = toCtMemberFacts(
+      pod('devbox-2', { phase: 'Running' }, { deletionTimestamp: now.toISOString() }),
+    );
+    const members = [member('devbox-1'), member('devbox-2', undefined, { pod: going })];
+    expect(planCtPoolDelete({ pool: 'devbox', members, leases: [], force: false, now })).toEqual({
+      kind: 'delete',
+      members: ['devbox-1', 'devbox-2'],
+      forced: false,
+    });
+    expect(
+      planCtPoolDelete({ pool: 'devbox', members, leases: [held('devbox-2')], force: false, now }),
+    ).toMatchObject({ kind: 'reject', claimed: ['devbox-2'] });
+  });
 });
 
 describe('the facts of a member Pod', () => {
