@@ -69,7 +69,6 @@ const serverOnlyImports = [
   /^@kubernetes\/client-node/,
   /^eventemitter3/,
   /^ws$/,
-  /^prom-client/,
   /(^|\/)kube\//,
 ];
 
