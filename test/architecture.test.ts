@@ -64,13 +64,7 @@ describe('the pure cores', () => {
 });
 
 // What a browser bundle cannot load: Node built-ins, the Kubernetes client, the server-side libraries.
-const serverOnlyImports = [
-  /^node:/,
-  /^@kubernetes\/client-node/,
-  /^eventemitter3/,
-  /^ws$/,
-  /(^|\/)kube\//,
-];
+const serverOnlyImports = [/^node:/, /^@kubernetes\/client-node/, /^eventemitter3/, /^ws$/, /(^|\/)kube\//];
 
 describe('the browser entries (./client, ./web)', () => {
   const files = pureCoreFiles(['src/client/index.ts', 'src/web/index.ts', 'src/web/page.ts']);
