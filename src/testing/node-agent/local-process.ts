@@ -75,19 +75,32 @@ export function startLocalProcess(command: string[], options: LocalProcessOption
     }
   };
   if (options.endGroupOnExit) child.once('exit', () => signalGroup('SIGKILL'));
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once('error', (error) => resolve({ code: null, signal: null, startError: error }));
+    child.once('close', (code, signal) => resolve({ code, signal }));
+  });
+  exited.then((exit) => emitter.emit('exit', exit));
   let ttyPath: string | undefined;
-  let pendingSize: TerminalSize | undefined;
   let ttyPrefix = options.tty ? Buffer.alloc(0) : undefined;
+  let ttyKnown: () => void = () => {};
+  const ttyFound = new Promise<void>((resolve) => {
+    ttyKnown = resolve;
+  });
+  // Input and resizes take effect in the order they arrived, as one terminal's would; `stty` runs as a process.
+  let inOrder = Promise.resolve();
+  const afterEarlier = (step: () => void | Promise<void>) => {
+    inOrder = inOrder.then(step);
+  };
 
-  const applySize = (size: TerminalSize) => {
-    if (ttyPath === undefined) {
-      pendingSize = size;
-      return;
-    }
+  const applySize = async (size: TerminalSize) => {
+    await Promise.race([ttyFound, exited]);
+    if (ttyPath === undefined) return;
     const cols = String(Math.max(1, Math.floor(size.Width)));
     const rows = String(Math.max(1, Math.floor(size.Height)));
     // A terminal that is already gone has nothing left to resize.
-    execFile('stty', ['-F', ttyPath, 'cols', cols, 'rows', rows], () => {});
+    await new Promise<void>((resolve) =>
+      execFile('stty', ['-F', ttyPath as string, 'cols', cols, 'rows', rows], () => resolve()),
+    );
   };
 
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -103,27 +116,22 @@ export function startLocalProcess(command: string[], options: LocalProcessOption
     ttyPath = text.slice(start + ttyMarkerStart.length, end);
     const rest = Buffer.concat([ttyPrefix.subarray(0, start), ttyPrefix.subarray(end + 1)]);
     ttyPrefix = undefined;
-    if (pendingSize) applySize(pendingSize);
+    ttyKnown();
     if (rest.length > 0) emitter.emit('output', 'stdout', rest);
   });
   child.stderr?.on('data', (chunk: Buffer) => emitter.emit('output', 'stderr', chunk));
   // A child that goes away while input is still being written is an ordinary end, not a crash of the agent.
   child.stdin?.on('error', () => {});
 
-  const exited = new Promise<ProcessExit>((resolve) => {
-    child.once('error', (error) => resolve({ code: null, signal: null, startError: error }));
-    child.once('close', (code, signal) => resolve({ code, signal }));
-  });
-  exited.then((exit) => emitter.emit('exit', exit));
-
   Object.assign(emitter, {
     exited,
-    write: (data: Buffer) => {
-      if (child.stdin?.writable) child.stdin.write(data);
-    },
-    endInput: () => child.stdin?.end(),
+    write: (data: Buffer) =>
+      afterEarlier(() => {
+        if (child.stdin?.writable) child.stdin.write(data);
+      }),
+    endInput: () => afterEarlier(() => void child.stdin?.end()),
     resize: (size: TerminalSize) => {
-      if (options.tty) applySize(size);
+      if (options.tty) afterEarlier(() => applySize(size));
     },
     kill: signalGroup,
   });
