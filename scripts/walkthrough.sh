@@ -211,6 +211,10 @@ ct_assigned=$(corral-vdi assign devbox alice --kind ct)
 printf '%s\n' "$ct_assigned"
 ct_member=$(printf '%s\n' "$ct_assigned" | grep -o 'devbox-[0-9]*' | head -n 1)
 run corral-vdi connect "$ct_member" --kind ct
+say 'With --open the CLI attaches to the shell; here a script types into it instead of a person.'
+printf '$ corral-vdi connect %s --kind ct --open <<< %s\n' "$ct_member" "'echo \"hello from \$HOSTNAME\"'"
+step="running: corral-vdi connect $ct_member --kind ct --open"
+corral-vdi connect "$ct_member" --kind ct --open <<<'echo "hello from $HOSTNAME"'
 run corral-vdi unassign "$ct_member" --kind ct
 run corral-vdi ct-pool delete devbox
 

@@ -214,12 +214,17 @@ async function attachTerminal(
   const raw = stdin.isTTY;
   if (raw) stdin.setRawMode(true);
   stdout.on('resize', onResize);
-  stdin.pipe(shell);
+  // Ending the exec's input would close the connection before the shell ran what it read; a terminal's end of
+  // input (Ctrl-D) lets a piped script run to its end instead.
+  const endOfInput = () => shell.write('\u0004');
+  stdin.once('end', endOfInput);
+  stdin.pipe(shell, { end: false });
   shell.pipe(stdout, { end: false });
   try {
     return await shell.exitCode;
   } finally {
     stdin.unpipe(shell);
+    stdin.off('end', endOfInput);
     stdin.pause();
     stdout.off('resize', onResize);
     if (raw) stdin.setRawMode(false);

@@ -32,6 +32,18 @@ function typeInto(args: string[], lines: string[]): Promise<{ code: number; outp
   );
 }
 
+// a script: the CLI's input is a pipe that ends after the commands, as in `corral-vdi connect … <<EOF`
+function pipeInto(args: string[], input: string): Promise<{ code: number; output: string }> {
+  const child = spawn(process.execPath, [cliPath, ...args], { env: cliEnv() });
+  let output = '';
+  for (const stream of [child.stdout, child.stderr])
+    stream.on('data', (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+    });
+  child.stdin.end(input);
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? 1, output })));
+}
+
 describe('corral-vdi ct-pool and connect --kind ct', () => {
   it('applies a spec file, reconciles, lists, claims, attaches a shell, and deletes the pool', async () => {
     const namespace = await createNamespace(cluster(), 'cli-ct');
@@ -94,6 +106,39 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     );
     expect(attached.output).toContain('on devbox-1');
     expect(attached.code).toBe(4);
+
+    const piped = await pipeInto(
+      [
+        'connect',
+        'devbox-1',
+        '--kind',
+        'ct',
+        '--open',
+        '-n',
+        namespace,
+        '--kubeconfig',
+        cluster().kubeconfigPath,
+      ],
+      'echo "piped into $HOSTNAME"\nexit 6\n',
+    );
+    expect(piped.output).toContain('piped into devbox-1');
+    expect(piped.code).toBe(6);
+    const withoutExit = await pipeInto(
+      [
+        'connect',
+        'devbox-1',
+        '--kind',
+        'ct',
+        '--open',
+        '-n',
+        namespace,
+        '--kubeconfig',
+        cluster().kubeconfigPath,
+      ],
+      'echo "no exit in $HOSTNAME"\n',
+    );
+    expect(withoutExit.output).toContain('no exit in devbox-1');
+    expect(withoutExit.code).toBe(0);
 
     const deleted = await cli(['ct-pool', 'delete', 'devbox', '-n', namespace, '--force']);
     expect([deleted.code, deleted.stdout]).toEqual([
