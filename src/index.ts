@@ -12,6 +12,7 @@ export { MemoryAuditSink } from './audit.js';
 export type {
   AuthorizeConsoleOptions,
   Broker,
+  BrokerLeaderElection,
   BrokerLogger,
   BrokerOptions,
   CtReconcilePassResult,
