@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import {
@@ -165,6 +166,25 @@ describe('leader election on the real apiserver', () => {
     expect(reclaims.sort()).toEqual(
       members.map((member) => ['vdi reclaim (max-duration)', `vm/${namespace}/${member}`, 'ok']),
     );
+  });
+
+  it('refuses bad options with INVALID_INPUT before any request, and names each replica by host and a random suffix', async () => {
+    const namespace = await createTestNamespace(cluster(), 'leader-options');
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+    for (const bad of [
+      { leaseDurationMs: 2000, renewDeadlineMs: 2000 },
+      { leaseName: 'Not_A_Name' },
+      { identity: ' ' },
+      { retryPeriodMs: 0 },
+    ]) {
+      expect(() => createLeaderElector(vdi.context, { namespace, ...bad })).toThrow(
+        expect.objectContaining({ code: 'INVALID_INPUT' }),
+      );
+    }
+    expect(await vdi.context.cluster.getLease(namespace, defaultLeaderLeaseName)).toBeUndefined();
+    const [first, second] = [0, 1].map(() => createLeaderElector(vdi.context, { namespace }).identity);
+    expect(first).toMatch(new RegExp(`^${hostname()}-[0-9a-f]{8}$`));
+    expect(second).not.toBe(first);
   });
 
   it('runs the loop: one of two started replicas leads, and a stop hands over within a retry period', async () => {
