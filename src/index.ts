@@ -12,6 +12,7 @@ export { MemoryAuditSink } from './audit.js';
 export type {
   AuthorizeConsoleOptions,
   Broker,
+  BrokerLeaderElection,
   BrokerLogger,
   BrokerOptions,
   CtReconcilePassResult,
@@ -194,6 +195,22 @@ export type {
 export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
 export { runLaunchPlan } from './launch/run-launch-plan.js';
 export type { OutputStream, ProcessExit } from './launch/run-process.js';
+export type { LeaderElector, LeaderElectorOptions } from './leader/leader-elector.js';
+export { createLeaderElector, defaultLeaderLeaseName } from './leader/leader-elector.js';
+export type {
+  LeaderElectionTimings,
+  LeaderObservation,
+  LeaderStep,
+  LeaderStepInput,
+} from './leader/plan-leader-election.js';
+export {
+  checkLeaderElectionTimings,
+  defaultLeaderElectionTimings,
+  isLeadershipHeld,
+  observeLeaderLease,
+  planLeaderRelease,
+  planLeaderStep,
+} from './leader/plan-leader-election.js';
 export { compareNatural, memberNameFor } from './member-names.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';

@@ -112,6 +112,7 @@ const serviceFolders = [
   'capacity/',
   'usb/',
   'upgrade/',
+  'leader/',
 ];
 const frontEndFolders = ['cli/', 'broker/'];
 const browserFolders = ['client/', 'web/'];

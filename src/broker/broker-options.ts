@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { type AuditRecord, type AuditSink, MemoryAuditSink } from '../audit.js';
 import type { Clock } from '../clock.js';
 import { VdiError } from '../errors.js';
+import type { LeaderElectorOptions } from '../leader/leader-elector.js';
 import type { SessionEngineOptions } from '../sessions/session-engine.js';
 import { parseOptions } from '../validate.js';
 import { createVdi, defaultNamespace, type KubeConfig, type Vdi } from '../vdi.js';
@@ -16,6 +17,16 @@ export interface ReadableAuditSink extends AuditSink {
 
 /** Receives the broker's warnings and unexpected errors, one line each. @category broker */
 export type BrokerLogger = (message: string) => void;
+
+/**
+ * Leader election among broker replicas: what {@link createLeaderElector} takes, but the namespace is optional.
+ * @category broker
+ */
+export interface BrokerLeaderElection
+  extends Omit<LeaderElectorOptions, 'namespace' | 'onStarted' | 'onStopped' | 'log'> {
+  /** Where the leader Lease lives. @defaultValue the first served namespace */
+  namespace?: string;
+}
 
 /** Options of {@link createBroker}. @category broker */
 export interface BrokerOptions extends BrokerSettings {
@@ -42,6 +53,12 @@ export interface BrokerOptions extends BrokerSettings {
   intervalMs?: number;
   /** Where warnings go (open mode, unexpected errors). @defaultValue `console.warn` */
   log?: BrokerLogger;
+  /**
+   * Run as one of several replicas: only the replica that holds the leader Lease runs the session passes and the
+   * container-pool reconcile loop, and every write of its passes is fenced on that Lease. Every replica serves the
+   * API. @defaultValue off: this process runs the passes once started
+   */
+  leaderElection?: BrokerLeaderElection;
 }
 
 /** A broker's options, checked and with their defaults filled in. */
@@ -57,6 +74,7 @@ export interface ResolvedBrokerOptions {
   /** What the session engine takes besides the context and namespaces. */
   sessions: Pick<SessionEngineOptions, 'policy' | 'intervalMs'>;
   log: BrokerLogger;
+  leaderElection: BrokerLeaderElection | undefined;
 }
 
 const brokerOptionsSchema = z.object({
@@ -78,6 +96,7 @@ const brokerOptionsSchema = z.object({
   authRequired: z.boolean().optional(),
   disconnectGraceMs: z.int().min(0).optional(),
   maxSessionMs: z.int().min(0).optional(),
+  leaderElection: z.object({}).loose().optional(),
 });
 
 function isReadable(audit: AuditSink): audit is ReadableAuditSink {
@@ -130,5 +149,6 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
       ...(parsed.intervalMs === undefined ? {} : { intervalMs: parsed.intervalMs }),
     },
     log: parsed.log ?? ((message: string) => console.warn(message)),
+    leaderElection: options.leaderElection,
   };
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { DesktopKind, MemberConsole } from '../desktop-backend.js';
+import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type ConsoleHandle, createSessionEngine, type SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import { answerFailure, answerUnexpected } from './answers.js';
@@ -22,7 +23,12 @@ import { createRouteHandlers } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
 import { createTaskRegistry } from './tasks.js';
 
-export type { BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
+export type {
+  BrokerLeaderElection,
+  BrokerLogger,
+  BrokerOptions,
+  ReadableAuditSink,
+} from './broker-options.js';
 export type { AuthorizeConsoleOptions } from './console-gate.js';
 export type { OpenConsole } from './console-proxy.js';
 export type { CtReconcilePassResult } from './ct-reconcile-loop.js';
@@ -62,14 +68,23 @@ export interface Broker {
   consoles(): OpenConsole[];
   /**
    * Starts the session engine (renewal and reclaim) and the container-pool reconcile loop, both every
-   * `intervalMs`; warns once when running in open mode.
+   * `intervalMs`; warns once when running in open mode. With `leaderElection`, it starts the elector instead,
+   * and the two loops run only while this replica leads.
    */
   start(): void;
   /**
    * Closes the open console websockets (1001), stops the session engine and the reconcile loop and waits for
-   * running releases. Nothing is reclaimed by stopping.
+   * running releases. Nothing is reclaimed by stopping. A leader then releases the leader Lease, so another
+   * replica takes over at once.
    */
   stop(): Promise<void>;
+  /**
+   * Whether this process runs the session passes and the reconcile loop now: after `start()` without leader
+   * election; with it, while this replica holds the leader Lease. No I/O.
+   */
+  isLeader(): boolean;
+  /** The leader elector, when `leaderElection` is on: its identity, Lease and fence. */
+  readonly leader: LeaderElector | undefined;
   /**
    * One reconcile pass of every container pool of the served namespaces, as the started broker runs on its
    * interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
@@ -121,7 +136,27 @@ export function createBroker(options: BrokerOptions): Broker {
   const { vdi, namespaces, log } = settings;
   const ctx = vdi.context;
   const isAdmin = createAdminCheck(settings.admins);
-  const sessions = createSessionEngine(ctx, { namespaces, ...settings.sessions });
+  const leader =
+    settings.leaderElection === undefined
+      ? undefined
+      : createLeaderElector(ctx, {
+          ...settings.leaderElection,
+          namespace: settings.leaderElection.namespace ?? namespaces[0] ?? '',
+          onStarted: () => {
+            log(`broker: leading as ${leader?.identity}: this replica runs the session passes now`);
+            startLoops();
+          },
+          onStopped: async () => {
+            await stopLoops();
+            log(`broker: stopped leading as ${leader?.identity}`);
+          },
+          log,
+        });
+  const sessions = createSessionEngine(ctx, {
+    namespaces,
+    ...settings.sessions,
+    ...(leader === undefined ? {} : { fence: leader.fence }),
+  });
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });
   const desktops = createDesktopReader(ctx, sessions, namespaces);
@@ -153,6 +188,18 @@ export function createBroker(options: BrokerOptions): Broker {
     intervalMs: settings.sessions.intervalMs ?? 30_000,
     log,
   });
+  let loopsRunning = false;
+
+  function startLoops(): void {
+    loopsRunning = true;
+    sessions.start();
+    ctPools.start();
+  }
+
+  async function stopLoops(): Promise<void> {
+    loopsRunning = false;
+    await Promise.all([sessions.stop(), ctPools.stop()]);
+  }
 
   return {
     handleNode(req, res, next) {
@@ -209,14 +256,18 @@ export function createBroker(options: BrokerOptions): Broker {
           'broker: CORRAL_ADMINS is empty, so every caller is an admin and may release any desktop (open mode); set an admin allowlist before offering the broker to more than one person.',
         );
       }
-      sessions.start();
-      ctPools.start();
+      if (leader) leader.start();
+      else startLoops();
     },
     async stop() {
       await consoles.closeAll();
-      await Promise.all([sessions.stop(), ctPools.stop()]);
+      // a leader stops its loops before it releases the Lease, so no pass outlives its term
+      await leader?.stop();
+      await stopLoops();
       await tasks.settled();
     },
+    isLeader: () => (leader ? leader.isLeader() : loopsRunning),
+    leader,
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),
     async identify(request, info) {
       return await identify(

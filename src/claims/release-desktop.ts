@@ -45,6 +45,11 @@ export interface ReleaseMemberOptions {
   expectedSessionId?: string;
   /** The member's kind. @defaultValue `'vm'` */
   kind?: DesktopKind;
+  /**
+   * Called before each write of the release (the releasing mark, the reset, the Lease delete, the presentation
+   * clear); a throw stops the release there, as a crash would, and a later release finishes it.
+   */
+  fence?: () => Promise<void>;
 }
 
 /**
@@ -70,7 +75,9 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
   const action = options.auditAction ?? (force ? 'vdi force-release' : 'vdi release');
   const auditTarget = force ? `${desktopId} (holder ${holder})` : desktopId;
+  const fence = options.fence ?? (async () => {});
   let reset: ResetHow;
+  await fence();
   try {
     reset = await backend.resetMember({ namespace, member, pool: plan.pool });
   } catch (error) {
@@ -85,6 +92,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     throw failed;
   }
   if (lease) {
+    await fence();
     try {
       await deleteReleasingLease(ctx, lease, desktopId);
     } catch (error) {
@@ -94,6 +102,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   }
   let presentationError: unknown;
   if (plan.clearPresentation) {
+    await fence();
     // the claim has ended and a copy left on a stopped member reads as free: the release is done either way
     presentationError = await backend
       .clearPresentation({ namespace, member }, holder)
@@ -158,6 +167,7 @@ async function takeClaim(
     const { plan, lease } = await planAgain(ctx, backend, { ...options, expectedSessionId });
     if (plan.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
     if (lease === undefined || plan.resume) return { plan, lease };
+    await options.fence?.();
     const marked = await markClaimReleasing(ctx, lease);
     if (marked) return { plan, lease: marked };
     expectedSessionId ??= lease.metadata.annotations?.[sessionIdAnnotation] ?? '';

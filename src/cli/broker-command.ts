@@ -1,7 +1,17 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import type { BrokerLeaderElection } from '../broker/broker-options.js';
 import type { IdentityProvider } from '../broker/identity.js';
-import { booleanFlag, type CommandSpec, clusterOptions, requiredFlag, stringFlag } from './command-spec.js';
+import { durationSchema } from '../validate.js';
+import {
+  booleanFlag,
+  type CommandInput,
+  type CommandSpec,
+  clusterOptions,
+  requiredFlag,
+  stringFlag,
+} from './command-spec.js';
+import { UsageError } from './usage-error.js';
 
 // The package names itself, so the built page is found wherever the bundler put this code.
 function desktopsPageFolder(): string {
@@ -21,6 +31,48 @@ async function identityFrom(header: string, proxies: string | undefined): Promis
     return tailscaleIdentity({ trustHeaders: true });
   }
   return authGatewayIdentity({ header, ...(trustedProxies === undefined ? {} : { trustedProxies }) });
+}
+
+const leaderTimings = {
+  'leader-lease-duration': 'leaseDurationMs',
+  'leader-renew-deadline': 'renewDeadlineMs',
+  'leader-retry-period': 'retryPeriodMs',
+} as const;
+
+const leaderElectValues: Record<string, boolean> = {
+  '': false,
+  '0': false,
+  false: false,
+  '1': true,
+  true: true,
+};
+
+/** The leader election `--leader-elect` or `CORRAL_VDI_LEADER_ELECT=true` asks for, with its flags. */
+function leaderElectionFrom(input: CommandInput): BrokerLeaderElection | undefined {
+  const words = ['broker', 'serve'];
+  const fromEnv = leaderElectValues[input.env.CORRAL_VDI_LEADER_ELECT?.trim().toLowerCase() ?? ''];
+  if (fromEnv === undefined) {
+    throw new UsageError(
+      `CORRAL_VDI_LEADER_ELECT="${input.env.CORRAL_VDI_LEADER_ELECT}" is not valid: use true or false`,
+      words,
+    );
+  }
+  const namespace = stringFlag(input, 'leader-namespace');
+  const timings: Partial<Record<(typeof leaderTimings)[keyof typeof leaderTimings], number>> = {};
+  for (const [flag, field] of Object.entries(leaderTimings)) {
+    const text = stringFlag(input, flag);
+    if (text === undefined) continue;
+    const parsed = durationSchema.safeParse(text);
+    if (!parsed.success) throw new UsageError(`--${flag}: ${parsed.error.issues[0]?.message}`, words);
+    timings[field] = parsed.data;
+  }
+  if (!booleanFlag(input, 'leader-elect') && !fromEnv) {
+    if (namespace !== undefined || Object.keys(timings).length > 0) {
+      throw new UsageError('the --leader-* settings need --leader-elect', words);
+    }
+    return undefined;
+  }
+  return { ...timings, ...(namespace === undefined ? {} : { namespace }) };
 }
 
 const serve: CommandSpec = {
@@ -49,6 +101,30 @@ const serve: CommandSpec = {
       type: 'boolean',
       help: 'Also serve the Desktops page at / (desktops, pools, consoles in the browser).',
     },
+    'leader-elect': {
+      type: 'boolean',
+      help: 'Run as one of several replicas: only the holder of the leader Lease reclaims and renews. Also CORRAL_VDI_LEADER_ELECT=true.',
+    },
+    'leader-namespace': {
+      type: 'string',
+      value: 'NS',
+      help: 'Where the leader Lease corral-broker-leader lives. Default: the first served namespace.',
+    },
+    'leader-lease-duration': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'How long followers wait for a silent leader before one takes over. Default 15s.',
+    },
+    'leader-renew-deadline': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'How long a leader goes on without renewing before it stops; below the lease duration. Default 10s.',
+    },
+    'leader-retry-period': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Time between tries to acquire or renew the leader Lease. Default 2s.',
+    },
   },
   notes: [
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
@@ -62,6 +138,7 @@ const serve: CommandSpec = {
   ],
   async run(input) {
     const header = requiredFlag(input, serve, 'trust-header');
+    const leaderElection = leaderElectionFrom(input);
     const session = await input.cluster();
     const { brokerOptionsFromEnv } = await import('../broker/broker-settings.js');
     const { serveBroker } = await import('../broker/serve.js');
@@ -78,13 +155,28 @@ const serve: CommandSpec = {
       log: (line) => terminal.note(line),
       ...(listen === undefined ? {} : { listen }),
       ...(ui ? { desktopsPage: desktopsPageFolder() } : {}),
+      ...(leaderElection === undefined ? {} : { leaderElection }),
     });
+    const { leader } = server.broker;
+    const election = leader && {
+      identity: leader.identity,
+      lease: `${leader.namespace}/${leader.leaseName}`,
+    };
     if (terminal.json)
-      terminal.printJson({ url: server.url, enabled: settings.enabled, namespaces, trustHeader: header });
+      terminal.printJson({
+        url: server.url,
+        enabled: settings.enabled,
+        namespaces,
+        trustHeader: header,
+        ...(election ? { leaderElection: election } : {}),
+      });
     else {
       terminal.print(
         `broker listening on ${server.url} (namespaces ${namespaces.join(', ')}; login from header ${header})`,
       );
+      if (election) {
+        terminal.print(`leader election as ${election.identity} on Lease ${election.lease}`);
+      }
       if (ui) terminal.print(`Desktops page: ${server.url}/`);
     }
     if (!settings.enabled)

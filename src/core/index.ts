@@ -120,6 +120,20 @@ export type {
   VmDeviceRequest,
   VmDevices,
 } from '../kubevirt-types.js';
+export type {
+  LeaderElectionTimings,
+  LeaderObservation,
+  LeaderStep,
+  LeaderStepInput,
+} from '../leader/plan-leader-election.js';
+export {
+  checkLeaderElectionTimings,
+  defaultLeaderElectionTimings,
+  isLeadershipHeld,
+  observeLeaderLease,
+  planLeaderRelease,
+  planLeaderStep,
+} from '../leader/plan-leader-election.js';
 export { compareNatural, memberNameFor } from '../member-names.js';
 export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
 export { planPoolCreate } from '../pools/plan-pool-create.js';

@@ -49,6 +49,8 @@ export interface ReclaimPassSetup {
   policy: ReclaimPolicy;
   renewIntervalMs: number | undefined;
   processStartedAt: Date;
+  /** Called before each write; a throw stops the pass's writes (see {@link SessionEngineOptions.fence}). */
+  fence: (() => Promise<void>) | undefined;
 }
 
 type Due<Kind extends SessionStep['kind']> = Extract<SessionStep, { kind: Kind }>;
@@ -75,13 +77,24 @@ export async function runReclaimPass(ctx: VdiContext, setup: ReclaimPassSetup): 
     failed: 0,
     errors: [],
   };
+  // the first refusal stops every later write of the pass, and is reported once
+  let refusal: VdiError | undefined;
+  const fence = async () => {
+    if (refusal) throw refusal;
+    try {
+      await setup.fence?.();
+    } catch (error) {
+      refusal ??= asVdiError(error);
+      throw refusal;
+    }
+  };
+  const collect = (error: unknown) => {
+    if (error !== refusal) result.errors.push(asVdiError(error));
+  };
   await Promise.all(
-    setup.namespaces.map((namespace) =>
-      passOver(ctx, setup, namespace, result).catch((error: unknown) => {
-        result.errors.push(asVdiError(error));
-      }),
-    ),
+    setup.namespaces.map((namespace) => passOver(ctx, { ...setup, fence }, namespace, result, collect)),
   );
+  if (refusal) result.errors.push(refusal);
   return result;
 }
 
@@ -90,6 +103,21 @@ async function passOver(
   setup: ReclaimPassSetup,
   namespace: string,
   result: SessionPassResult,
+  collect: (error: unknown) => void,
+): Promise<void> {
+  try {
+    await passOverNamespace(ctx, setup, namespace, result, collect);
+  } catch (error) {
+    collect(error);
+  }
+}
+
+async function passOverNamespace(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  namespace: string,
+  result: SessionPassResult,
+  collect: (error: unknown) => void,
 ): Promise<void> {
   const leases = await ctx.cluster.listLeases(namespace, leasePoolLabel);
   const input = {
@@ -121,28 +149,25 @@ async function passOver(
     (step): step is Due<'reclaim' | 'resume'> => step.kind === 'reclaim' || step.kind === 'resume',
   );
   await forEachBounded(writes, writeConcurrency, (step) =>
-    write(ctx, setup.tracker, namespace, step, result).catch((error: unknown) => {
-      result.errors.push(asVdiError(error));
-    }),
+    write(ctx, setup, namespace, step, result).catch(collect),
   );
   await forEachBounded(reclaims, reclaimConcurrency, (step) =>
     (step.kind === 'reclaim'
       ? reclaim(ctx, setup, namespace, step, result)
       : resume(ctx, setup, namespace, step, result)
-    ).catch((error: unknown) => {
-      result.errors.push(asVdiError(error));
-    }),
+    ).catch(collect),
   );
 }
 
 async function write(
   ctx: VdiContext,
-  tracker: ConsoleTracker,
+  { tracker, fence }: ReclaimPassSetup,
   namespace: string,
   step: Due<'renew' | 'mark'>,
   result: SessionPassResult,
 ): Promise<void> {
   const { member, lease } = step;
+  await fence?.();
   const renew = step.kind === 'renew';
   const entry = tracker.trackedFor(namespace, member, lease);
   const version = entry?.version ?? 0;
@@ -198,6 +223,7 @@ async function reclaim(
     processStartedAt: setup.processStartedAt,
   });
   if (step.kind !== 'reclaim') return;
+  await setup.fence?.();
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
   // a console outlives a claim only until the policy takes it back (max-duration reclaims with consoles open)
   await tracker.endConsoles(namespace, member, {
@@ -214,10 +240,13 @@ async function reclaim(
       asAdmin: true,
       auditAction: `vdi reclaim (${step.reason})`,
       ...(sessionId === undefined ? {} : { expectedSessionId: sessionId }),
+      ...fenceOf(setup),
     });
   } catch (error) {
     // released by someone else meanwhile: nothing is left to reclaim
     if (isVdiError(error, 'CLAIM_ENDED', 'CLAIM_CHANGED')) return;
+    // a fenced replica stops, as a crash would: the leader finishes the reclaim
+    if (isVdiError(error, 'NOT_LEADER')) throw error;
     result.failed += 1;
     const message = error instanceof Error ? error.message : String(error);
     ctx.events.emit('reclaim-failed', { desktopId, holder, reason: step.reason, error: message });
@@ -227,6 +256,10 @@ async function reclaim(
   if (entry) tracker.forget(namespace, member, entry);
   result.reclaimed += 1;
   ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
+}
+
+function fenceOf({ fence }: ReclaimPassSetup): { fence?: () => Promise<void> } {
+  return fence === undefined ? {} : { fence };
 }
 
 /**
@@ -273,10 +306,12 @@ async function resume(
       asAdmin: true,
       auditAction: 'vdi release',
       expectedSessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+      ...fenceOf(setup),
     });
   } catch (error) {
     // finished or claimed again meanwhile: nothing is left to resume
     if (isVdiError(error, 'CLAIM_ENDED', 'CLAIM_CHANGED')) return;
+    if (isVdiError(error, 'NOT_LEADER')) throw error;
     result.failed += 1;
     return;
   }

@@ -45,6 +45,13 @@ export interface SessionEngineOptions {
    * @defaultValue the context clock's time when the engine is created
    */
   processStartedAt?: Date;
+  /**
+   * Called before each write a pass makes (a renewal, a session mark, each step of a reclaim); a throw stops the
+   * pass's writes and is reported once in {@link SessionPassResult.errors}. A broker replica passes its
+   * leader elector's `fence` so that a former leader that wakes after losing the leader Lease writes nothing.
+   * @defaultValue none: one process per set of namespaces writes unchecked
+   */
+  fence?: () => Promise<void>;
 }
 
 /** The session fields of a desktop view (times in RFC 3339). @category sessions */
@@ -110,6 +117,7 @@ const optionsSchema = z.object({
   intervalMs: positiveMs.optional(),
   renewIntervalMs: positiveMs.optional(),
   processStartedAt: z.date().optional(),
+  fence: z.custom<() => Promise<void>>((value) => typeof value === 'function').optional(),
 });
 
 /**
@@ -149,6 +157,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     policy,
     renewIntervalMs: parsed.renewIntervalMs,
     processStartedAt,
+    fence: parsed.fence,
   };
 
   let timer: ReturnType<typeof setInterval> | undefined;

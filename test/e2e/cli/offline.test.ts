@@ -95,6 +95,22 @@ describe('corral-vdi without a cluster', () => {
     ],
     [['usb', 'redir', 'devpool-1', '--device', '1050:0407'], 'error: "usb redir" needs --user LOGIN'],
     [['broker', 'serve'], 'error: "broker serve" needs --trust-header NAME'],
+    [
+      ['broker', 'serve', '--trust-header', 'X-Forwarded-User', '--leader-lease-duration', '3s'],
+      'error: the --leader-* settings need --leader-elect',
+    ],
+    [
+      [
+        'broker',
+        'serve',
+        '--trust-header',
+        'X-Forwarded-User',
+        '--leader-elect',
+        '--leader-retry-period',
+        'soon',
+      ],
+      'error: --leader-retry-period: Duration "soon"',
+    ],
   ])('refuses %j as a usage error with exit code 2', async (args, line) => {
     const run = await runCli(args, noCluster);
     expect(run.code).toBe(2);
@@ -102,6 +118,17 @@ describe('corral-vdi without a cluster', () => {
     const [first, hint] = run.stderr.split('\n');
     expect(first?.startsWith(line)).toBe(true);
     expect(hint).toMatch(/^Run "corral-vdi( [a-z-]+)* --help" to see how it is used\.$/);
+  });
+
+  it('refuses a CORRAL_VDI_LEADER_ELECT that is neither true nor false as a usage error', async () => {
+    const run = await runCli(['broker', 'serve', '--trust-header', 'X-Forwarded-User'], {
+      ...noCluster,
+      CORRAL_VDI_LEADER_ELECT: 'maybe',
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr.split('\n')[0]).toBe(
+      'error: CORRAL_VDI_LEADER_ELECT="maybe" is not valid: use true or false',
+    );
   });
 
   it('reports a usage error as JSON on stdout too when -o json was asked for', async () => {

@@ -1,0 +1,199 @@
+import type { ChildProcess } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AuditRecord } from '../../../src/audit.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi } from '../../../src/vdi.js';
+import {
+  cliEnv,
+  cliFor,
+  collectOutput,
+  createGoldenVm,
+  createNamespace,
+  type OutputLog,
+  startCli,
+  useCliCluster,
+} from './cli-support.js';
+
+const cluster = useCliCluster();
+const { cli } = cliFor(cluster);
+const running: ChildProcess[] = [];
+const leaseDurationMs = 3000;
+const retryPeriodMs = 500;
+
+afterEach(() => {
+  for (const child of running.splice(0)) {
+    // a stopped process ignores SIGKILL's delivery until it runs: continue it first
+    child.kill('SIGCONT');
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+});
+
+interface Replica {
+  child: ChildProcess;
+  url: string;
+  identity: string;
+  log: OutputLog;
+}
+
+/** Starts one `broker serve --leader-elect` replica with a 3 s lease and a policy that reclaims every claim at once. */
+async function startReplica(namespace: string): Promise<Replica> {
+  const child = startCli(
+    [
+      'broker',
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--trust-header',
+      'X-Forwarded-User',
+      '-n',
+      namespace,
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+      '--leader-elect',
+      '--leader-lease-duration',
+      `${leaseDurationMs}ms`,
+      '--leader-renew-deadline',
+      '2s',
+      '--leader-retry-period',
+      `${retryPeriodMs}ms`,
+    ],
+    cliEnv({ CORRAL_VDI_BROKER: '1', CORRAL_ADMINS: 'admin', CORRAL_VDI_MAX_SESSION: '1ms' }),
+  );
+  running.push(child);
+  const log = collectOutput(child);
+  const started = await log.waitFor(/leader election as (\S+) on Lease/);
+  return {
+    child,
+    log,
+    url: /broker listening on (http:\/\/\S+)/.exec(started)?.[1] ?? '',
+    identity: /leader election as (\S+) on Lease/.exec(started)?.[1] ?? '',
+  };
+}
+
+const leadingLine = (identity: string) => `broker: leading as ${identity}:`;
+
+async function reclaimsIn(replica: Replica): Promise<AuditRecord[]> {
+  const answer = await fetch(`${replica.url}/api/tasklog`, { headers: { 'x-forwarded-user': 'admin' } });
+  const { records } = (await answer.json()) as { records: AuditRecord[] };
+  return records.filter((record) => record.action.startsWith('vdi reclaim'));
+}
+
+/**
+ * An ephemeral pool of `size` members, each claimed, in a namespace whose simulated KubeVirt is paused: a reclaim
+ * there deletes the member and waits for its clone, so a pass stays under way until the test unpauses it.
+ */
+async function claimedPausedPool(prefix: string, size: number) {
+  const namespace = await createNamespace(cluster(), prefix);
+  await createGoldenVm(cluster(), namespace, 'golden-desktop');
+  const created = await cli([
+    'pool',
+    'create',
+    'kiosk',
+    '--from',
+    'golden-desktop',
+    '--size',
+    String(size),
+    '--ephemeral',
+    '-n',
+    namespace,
+  ]);
+  expect(created.code, created.stderr).toBe(0);
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+  const members: string[] = [];
+  for (let index = 0; index < size; index += 1) {
+    members.push((await vdi.claim({ pool: 'kiosk', identity: `user-${index}@example.com` })).member);
+  }
+  const kube = new KubeCluster(cluster().kubeConfig);
+  const setPaused = (paused: boolean) => setSimulatorPaused(cluster().kubeConfig, namespace, paused);
+  await setPaused(true);
+  const claimLeases = () => kube.listLeases(namespace, 'corral.dev/vdi-pool');
+  return { namespace, vdi, members: members.sort(), setPaused, claimLeases };
+}
+
+function isMarkedReleasing(lease: { metadata: { annotations?: Record<string, string> } }): boolean {
+  return lease.metadata.annotations?.['corral.dev/vdi-releasing'] !== undefined;
+}
+
+describe('three broker serve replicas with --leader-elect', () => {
+  it('a replica takes over about a lease duration after the leader is killed mid-pass, and finishes each reclaim once', async () => {
+    const pool = await claimedPausedPool('replicas-kill', 3);
+    const replicas = await Promise.all([0, 1, 2].map(() => startReplica(pool.namespace)));
+
+    const leader = await waitFor(() => replicas.find((r) => r.log.text().includes(leadingLine(r.identity))), {
+      describe: 'one replica to lead',
+    });
+    // mid-pass: every claim is marked releasing and its recreate waits on the paused simulator
+    await waitFor(pool.claimLeases, {
+      describe: 'the leader to mark every claim releasing',
+      until: (leases) => leases.length === 3 && leases.every(isMarkedReleasing),
+    });
+    const followers = replicas.filter((r) => r !== leader);
+    expect(followers.every((r) => !r.log.text().includes('broker: leading as'))).toBe(true);
+
+    leader.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    await pool.setPaused(false);
+    const next = await waitFor(() => followers.find((r) => r.log.text().includes(leadingLine(r.identity))), {
+      describe: 'a follower to take over',
+    });
+    const takeoverMs = Math.round(performance.now() - killedAt);
+    console.log(
+      `takeover after SIGKILL: ${takeoverMs} ms (lease ${leaseDurationMs} ms, retry ${retryPeriodMs} ms)`,
+    );
+    // the bound is a lease duration and a retry period (docs/scaling.md); one more period is for a busy machine
+    expect(takeoverMs).toBeLessThanOrEqual(leaseDurationMs + 2 * retryPeriodMs);
+
+    await waitFor(pool.claimLeases, {
+      describe: 'every claim to end',
+      until: (leases) => leases.length === 0,
+    });
+    const free = await waitFor(() => pool.vdi.listPools(), {
+      describe: 'the pool to show its members free again',
+      until: (pools) => pools[0]?.counts.free === 3,
+    });
+    expect(free[0]?.members.map((member) => member.name).sort()).toEqual(pool.members);
+
+    const records = (await Promise.all(followers.map(reclaimsIn))).flat();
+    expect(records.map((record) => [record.target.split(' ')[0], record.status]).sort()).toEqual(
+      pool.members.map((member) => [`vm/${pool.namespace}/${member}`, 'ok']),
+    );
+    expect(await reclaimsIn(followers.find((r) => r !== next) as Replica)).toEqual([]);
+  });
+
+  it('a leader stopped past its lease is replaced, and once continued it writes nothing', async () => {
+    const pool = await claimedPausedPool('replicas-stop', 2);
+    const replicas = await Promise.all([0, 1, 2].map(() => startReplica(pool.namespace)));
+    const old = await waitFor(() => replicas.find((r) => r.log.text().includes(leadingLine(r.identity))), {
+      describe: 'one replica to lead',
+    });
+    await waitFor(pool.claimLeases, {
+      describe: 'the leader to mark every claim releasing',
+      until: (leases) => leases.length === 2 && leases.every(isMarkedReleasing),
+    });
+
+    old.child.kill('SIGSTOP');
+    const followers = replicas.filter((r) => r !== old);
+    const next = await waitFor(() => followers.find((r) => r.log.text().includes(leadingLine(r.identity))), {
+      describe: 'a follower to take over from the stopped leader',
+    });
+    await pool.setPaused(false);
+    await waitFor(pool.claimLeases, {
+      describe: 'every claim to end',
+      until: (leases) => leases.length === 0,
+    });
+    expect((await reclaimsIn(next)).map((record) => record.status)).toEqual(['ok', 'ok']);
+    // continued, its recreates find their clones done; the fence stops it before the Lease delete and audit
+    old.child.kill('SIGCONT');
+    await old.log.waitFor(new RegExp(`broker: stopped leading as ${old.identity}`));
+    expect(await reclaimsIn(old)).toEqual([]);
+    expect(await pool.claimLeases()).toEqual([]);
+    const leaderLease = await new KubeCluster(cluster().kubeConfig).getLease(
+      pool.namespace,
+      'corral-broker-leader',
+    );
+    expect(leaderLease?.spec.holderIdentity).toBe(next.identity);
+    expect(leaderLease?.spec.leaseTransitions).toBe(1);
+  });
+});
