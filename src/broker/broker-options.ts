@@ -42,6 +42,12 @@ export interface BrokerOptions extends BrokerSettings {
   intervalMs?: number;
   /** Where warnings go (open mode, unexpected errors). @defaultValue `console.warn` */
   log?: BrokerLogger;
+  /**
+   * Keep watch-backed caches of the served namespaces while started (see `Vdi.startCaches`): `start()` starts
+   * them and `stop()` stops them; `vdi.waitForCacheSync()` tells when they are ready. `serveBroker` turns it on.
+   * @defaultValue `false`
+   */
+  caches?: boolean;
 }
 
 /** A broker's options, checked and with their defaults filled in. */
@@ -57,6 +63,7 @@ export interface ResolvedBrokerOptions {
   /** What the session engine takes besides the context and namespaces. */
   sessions: Pick<SessionEngineOptions, 'policy' | 'intervalMs'>;
   log: BrokerLogger;
+  caches: boolean;
 }
 
 const brokerOptionsSchema = z.object({
@@ -72,6 +79,7 @@ const brokerOptionsSchema = z.object({
   clock: z.custom<Clock>((value) => typeof (value as Clock | undefined)?.now === 'function').optional(),
   intervalMs: z.int().positive().optional(),
   log: z.custom<BrokerLogger>((value) => typeof value === 'function').optional(),
+  caches: z.boolean().optional(),
   enabled: z.boolean().optional(),
   namespaces: z.array(z.string()).min(1).optional(),
   admins: z.array(z.string().trim().min(1)).optional(),
@@ -130,5 +138,6 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
       ...(parsed.intervalMs === undefined ? {} : { intervalMs: parsed.intervalMs }),
     },
     log: parsed.log ?? ((message: string) => console.warn(message)),
+    caches: parsed.caches ?? false,
   };
 }

@@ -209,6 +209,7 @@ export function createBroker(options: BrokerOptions): Broker {
           'broker: CORRAL_ADMINS is empty, so every caller is an admin and may release any desktop (open mode); set an admin allowlist before offering the broker to more than one person.',
         );
       }
+      if (settings.caches) vdi.startCaches(namespaces);
       sessions.start();
       ctPools.start();
     },
@@ -216,6 +217,7 @@ export function createBroker(options: BrokerOptions): Broker {
       await consoles.closeAll();
       await Promise.all([sessions.stop(), ctPools.stop()]);
       await tasks.settled();
+      if (settings.caches) vdi.stopCaches();
     },
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),
     async identify(request, info) {
