@@ -1,5 +1,6 @@
 // The claim path's benchmarks (`npm run bench`): each figure beside a floor measured in the same run on the same
-// local control plane, with client requests, response bytes and apiserver CPU per claim. Prints one table and
+// local control plane, with client requests, response bytes and apiserver CPU per claim. The SDK runs with its
+// watch caches synced, as `broker serve` does; P3 also runs without them. Prints one table and
 // writes bench/results/latest.json (not committed). Sizes: BENCH_STORM_SIZES (50,200,800), BENCH_CONCURRENCY (50),
 // BENCH_CLAIMANTS (500), BENCH_CONTENDED_MEMBERS (100), BENCH_RECLAIM_DESKTOPS (2000), BENCH_BROKER_CLAIMS (200).
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ import { KubeCluster } from '../src/kube/cluster.js';
 import { defaultCloneConcurrency } from '../src/pools/pool-member-factory.js';
 import { createSessionEngine } from '../src/sessions/session-engine.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
-import { createTestClock } from '../src/testing/test-clock.js';
+import { createTestClock, type TestClock } from '../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
 import {
   type Cost,
@@ -128,6 +129,14 @@ async function bareClaims(kube: KubeCluster, namespace: string, members: string[
   });
 }
 
+/** The SDK on `namespace` with its watch caches synced, as `broker serve` runs it. */
+async function cachedVdi(namespace: string, options: { clock?: TestClock } = {}): Promise<Vdi> {
+  const vdi = createVdi({ kubeConfig: kubeConfig(), namespace, ...options });
+  vdi.startCaches([namespace]);
+  await vdi.waitForCacheSync();
+  return vdi;
+}
+
 /** One claim storm of `size` identities on `size` members, and its floor, on fresh namespaces. */
 async function runStorm(size: number) {
   const floorNamespace = await newNamespace(`floor-${size}`);
@@ -139,11 +148,12 @@ async function runStorm(size: number) {
   const floor = await measure([floorKube], apiserverPid, () =>
     bareClaims(floorKube, floorNamespace, floorMembers, concurrency),
   );
-  const vdi = createVdi({ kubeConfig: kubeConfig(), namespace: stormNamespace });
+  const vdi = await cachedVdi(stormNamespace);
   let outcome = { claimed: 0, refused: 0 };
   const storm = await measure([vdi.context.cluster], apiserverPid, async () => {
     outcome = await claimAll(vdi, stormNamespace, size, concurrency);
   });
+  vdi.stopCaches();
   expect(outcome).toEqual({ claimed: size, refused: 0 });
   return { floor, storm };
 }
@@ -234,7 +244,7 @@ describe('the claim path', () => {
     it(`P2 contention: ${claimants} claimants on ${contendedMembers} members, concurrency ${limit}`, async () => {
       const namespace = await newNamespace(`contention-${limit}`);
       await seedMembers(new KubeCluster(kubeConfig()), namespace, pool, contendedMembers);
-      const vdi = createVdi({ kubeConfig: kubeConfig(), namespace });
+      const vdi = await cachedVdi(namespace);
       let conflicts = 0;
       vdi.events.on('claim-conflict', () => {
         conflicts += 1;
@@ -243,6 +253,7 @@ describe('the claim path', () => {
       const cost = await measure([vdi.context.cluster], apiserverPid, async () => {
         outcome = await claimAll(vdi, namespace, claimants, limit);
       });
+      vdi.stopCaches();
       expect(outcome).toEqual({ claimed: contendedMembers, refused: claimants - contendedMembers });
       const perClaim = conflicts / outcome.claimed;
       addRow({
@@ -258,51 +269,57 @@ describe('the claim path', () => {
     });
   }
 
-  it(`P3 a reclaim pass over ${reclaimDesktops} claimed desktops`, async () => {
-    const namespace = await newNamespace('reclaim');
-    const clock = createTestClock();
-    const seeder = new KubeCluster(kubeConfig());
-    const now = clock.now().getTime();
-    // a tenth were last renewed 25 minutes ago: due at the next pass; the rest now
-    const renewedAt = (index: number) => new Date(now - (index % 10 === 0 ? 25 * 60_000 : 0)).toISOString();
-    await seedClaimedDesktops(seeder, namespace, pool, reclaimDesktops, renewedAt);
-    const vdi = createVdi({ kubeConfig: kubeConfig(), namespace, clock });
-    const engine = createSessionEngine(vdi.context, { namespaces: [namespace] });
-    clock.advance(60_000);
-    const writes = () => kube.requestTotal - (kube.requestCounts.get('list') ?? 0);
-    const kube = vdi.context.cluster;
-    kube.requestCounts.clear();
-    const due = await measure([kube], apiserverPid, async () => {
-      const result = await engine.runPass();
-      expect(result).toMatchObject({ renewed: reclaimDesktops / 10, reclaimed: 0, errors: [] });
+  for (const caches of [false, true]) {
+    const how = caches ? 'with watch caches' : 'listing';
+    it(`P3 a reclaim pass over ${reclaimDesktops} claimed desktops, ${how}`, async () => {
+      const namespace = await newNamespace(caches ? 'reclaim-cached' : 'reclaim');
+      const clock = createTestClock();
+      const seeder = new KubeCluster(kubeConfig());
+      const now = clock.now().getTime();
+      // a tenth were last renewed 25 minutes ago: due at the next pass; the rest now
+      const renewedAt = (index: number) => new Date(now - (index % 10 === 0 ? 25 * 60_000 : 0)).toISOString();
+      await seedClaimedDesktops(seeder, namespace, pool, reclaimDesktops, renewedAt);
+      const vdi = caches
+        ? await cachedVdi(namespace, { clock })
+        : createVdi({ kubeConfig: kubeConfig(), namespace, clock });
+      const engine = createSessionEngine(vdi.context, { namespaces: [namespace] });
+      clock.advance(60_000);
+      const writes = () => kube.requestTotal - (kube.requestCounts.get('list') ?? 0);
+      const kube = vdi.context.cluster;
+      kube.requestCounts.clear();
+      const due = await measure([kube], apiserverPid, async () => {
+        const result = await engine.runPass();
+        expect(result).toMatchObject({ renewed: reclaimDesktops / 10, reclaimed: 0, errors: [] });
+      });
+      kube.requestCounts.clear();
+      const idle = await measure([kube], apiserverPid, async () => {
+        const result = await engine.runPass();
+        expect(result).toMatchObject({ renewed: 0, reclaimed: 0, errors: [] });
+      });
+      const idleWrites = writes();
+      vdi.stopCaches();
+      addRow({
+        name: `P3 reclaim pass ${how}, nothing due: requests per pass ÷ namespaces (writes ${idleWrites})`,
+        figure: idle.requests,
+        floor: 1,
+        ratio: idle.requests,
+        goal: '≤ 2, 0 writes',
+        met: idle.requests <= 2 && idleWrites === 0,
+        unit: 'req',
+        ...perUnit(idle, reclaimDesktops),
+      });
+      addRow({
+        name: `P3 reclaim pass ${how}, a tenth due: requests ÷ (namespaces + due desktops)`,
+        figure: due.requests,
+        floor: 1 + reclaimDesktops / 10,
+        ratio: due.requests / (1 + reclaimDesktops / 10),
+        goal: '≤ 1',
+        met: due.requests <= 1 + reclaimDesktops / 10,
+        unit: 'req',
+        ...perUnit(due, reclaimDesktops),
+      });
     });
-    kube.requestCounts.clear();
-    const idle = await measure([kube], apiserverPid, async () => {
-      const result = await engine.runPass();
-      expect(result).toMatchObject({ renewed: 0, reclaimed: 0, errors: [] });
-    });
-    const idleWrites = writes();
-    addRow({
-      name: `P3 reclaim pass, nothing due: requests per pass ÷ namespaces (writes ${idleWrites})`,
-      figure: idle.requests,
-      floor: 1,
-      ratio: idle.requests,
-      goal: '≤ 2, 0 writes',
-      met: idle.requests <= 2 && idleWrites === 0,
-      unit: 'req',
-      ...perUnit(idle, reclaimDesktops),
-    });
-    addRow({
-      name: `P3 reclaim pass, a tenth due: requests ÷ (namespaces + due desktops)`,
-      figure: due.requests,
-      floor: 1 + reclaimDesktops / 10,
-      ratio: due.requests / (1 + reclaimDesktops / 10),
-      goal: '≤ 1',
-      met: due.requests <= 1 + reclaimDesktops / 10,
-      unit: 'req',
-      ...perUnit(due, reclaimDesktops),
-    });
-  });
+  }
 
   it(`P4 pool create of ${poolSize} members with ${clonePhaseMs} ms clone phases: serial ÷ parallel`, async () => {
     const namespace = await newNamespace('pools');
@@ -343,6 +360,8 @@ describe('the claim path', () => {
       namespace: brokerNamespace,
       audit: new MemoryAuditSink(),
     });
+    vdi.startCaches([sdkNamespace, brokerNamespace]);
+    await vdi.waitForCacheSync();
     const sdk = await measure([vdi.context.cluster], apiserverPid, async () => {
       expect(await claimAll(vdi, sdkNamespace, brokerClaims, concurrency)).toEqual({
         claimed: brokerClaims,
@@ -377,6 +396,7 @@ describe('the claim path', () => {
       server.closeAllConnections();
     });
     await broker.stop();
+    vdi.stopCaches();
     const ratio = brokerClaims / viaBroker.ms / (brokerClaims / sdk.ms);
     addRow({
       name: `P5 claims/s through the broker ÷ through the SDK (${brokerClaims}, concurrency ${concurrency})`,

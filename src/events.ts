@@ -35,4 +35,6 @@ export interface VdiEvents {
   ];
   /** The engine renewed a claim's Lease. */
   renewed: [event: { desktopId: string; holder: string }];
+  /** A watch cache's list or watch failed (`cached` names what it holds); it tries again after a backoff. */
+  'cache-failed': [event: { cached: string; error: string }];
 }

@@ -54,7 +54,7 @@ import {
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
-import { parseOptions } from './validate.js';
+import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
@@ -118,6 +118,26 @@ export interface Vdi extends ClaimsService {
   redirectUsb(options: RedirectUsbOptions): Promise<RedirectUsbResult>;
   /** Creates the session engine (console tracking, reclaim, renewal); see {@link createSessionEngine}. */
   createSessionEngine(options: SessionEngineOptions): SessionEngine;
+  /**
+   * Keeps watch-backed caches of the claim Leases, pool VMs and VMIs of `namespaces` (a namespace already cached
+   * is left as it is): claims plan from them, and the session engine's passes and the broker's desktop lists read
+   * them instead of listing. Without it, every read goes to the apiserver as before. Each cache lists once, then
+   * watches; a failure is a `cache-failed` event and is tried again after a backoff. Needs `list` and `watch` on
+   * Leases, VirtualMachines and VirtualMachineInstances. Stop them with {@link Vdi.stopCaches}.
+   *
+   * @throws {@link VdiError} `INVALID_INPUT` for a malformed namespace.
+   */
+  startCaches(namespaces: readonly string[]): void;
+  /**
+   * Resolves once every cache {@link Vdi.startCaches} started holds its first list and watches on from it (at once
+   * when none was started): what a readiness probe waits for.
+   *
+   * @throws {@link VdiError} `FORBIDDEN` when a cache was refused before it synced; it keeps trying, so a later
+   *   call may resolve.
+   */
+  waitForCacheSync(): Promise<void>;
+  /** Stops the caches; reads go to the apiserver again. */
+  stopCaches(): void;
   /** Typed events of everything the SDK does. */
   readonly events: EventEmitter<VdiEvents>;
   /** The audit sink in use. */
@@ -193,6 +213,14 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     connect: (target) => connect(context, target),
     redirectUsb: (redirect) => redirectUsb(context, redirect),
     createSessionEngine: (engine) => createSessionEngine(context, engine),
+    startCaches(namespaces) {
+      context.cluster.startCaches(namespaces.map(validateNamespace), {
+        clock: context.clock,
+        onFailure: (error, cached) => events.emit('cache-failed', { cached, error: error.message }),
+      });
+    },
+    waitForCacheSync: () => context.cluster.waitForCacheSync(),
+    stopCaches: () => context.cluster.stopCaches(),
     events,
     audit: context.audit,
     namespace: context.defaultNamespace,

@@ -59,6 +59,12 @@ export interface BrokerOptions extends BrokerSettings {
    * API. @defaultValue off: this process runs the passes once started
    */
   leaderElection?: BrokerLeaderElection;
+  /**
+   * Keep watch-backed caches of the served namespaces while started (see `Vdi.startCaches`): `start()` starts
+   * them and `stop()` stops them; `vdi.waitForCacheSync()` tells when they are ready. `serveBroker` turns it on.
+   * @defaultValue `false`
+   */
+  caches?: boolean;
 }
 
 /** A broker's options, checked and with their defaults filled in. */
@@ -75,6 +81,7 @@ export interface ResolvedBrokerOptions {
   sessions: Pick<SessionEngineOptions, 'policy' | 'intervalMs'>;
   log: BrokerLogger;
   leaderElection: BrokerLeaderElection | undefined;
+  caches: boolean;
 }
 
 const brokerOptionsSchema = z.object({
@@ -90,6 +97,7 @@ const brokerOptionsSchema = z.object({
   clock: z.custom<Clock>((value) => typeof (value as Clock | undefined)?.now === 'function').optional(),
   intervalMs: z.int().positive().optional(),
   log: z.custom<BrokerLogger>((value) => typeof value === 'function').optional(),
+  caches: z.boolean().optional(),
   enabled: z.boolean().optional(),
   namespaces: z.array(z.string()).min(1).optional(),
   admins: z.array(z.string().trim().min(1)).optional(),
@@ -150,5 +158,6 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     },
     log: parsed.log ?? ((message: string) => console.warn(message)),
     leaderElection: options.leaderElection,
+    caches: parsed.caches ?? false,
   };
 }

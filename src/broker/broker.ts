@@ -256,6 +256,7 @@ export function createBroker(options: BrokerOptions): Broker {
           'broker: CORRAL_ADMINS is empty, so every caller is an admin and may release any desktop (open mode); set an admin allowlist before offering the broker to more than one person.',
         );
       }
+      if (settings.caches) vdi.startCaches(namespaces);
       if (leader) leader.start();
       else startLoops();
     },
@@ -265,6 +266,7 @@ export function createBroker(options: BrokerOptions): Broker {
       await leader?.stop();
       await stopLoops();
       await tasks.settled();
+      if (settings.caches) vdi.stopCaches();
     },
     isLeader: () => (leader ? leader.isLeader() : loopsRunning),
     leader,

@@ -26,7 +26,7 @@ export interface DesktopReader {
    */
   read(kind: DesktopKind, namespace: string, member: string, caller: Caller): Promise<ReadDesktop>;
   describe(view: DesktopView, lease: LeaseObject | undefined): DesktopBody;
-  /** Every claim Lease of the served namespaces, by `<namespace>/<name>`. */
+  /** Every claim Lease of the served namespaces, by `<namespace>/<name>`; from the watch caches when they run. */
   leasesByName(): Promise<Map<string, LeaseObject>>;
 }
 
@@ -86,7 +86,9 @@ export function createDesktopReader(
       desktopBody(view, sessions.describe({ namespace: view.namespace, member: view.member, lease })),
     async leasesByName() {
       const lists = await Promise.all(
-        namespaces.map((namespace) => ctx.cluster.listLeases(namespace, leasePoolLabel)),
+        namespaces.map((namespace) =>
+          ctx.cluster.listLeases(namespace, leasePoolLabel, { cached: ctx.cluster.isCaching(namespace) }),
+        ),
       );
       return new Map(
         lists.flat().map((lease) => [`${lease.metadata.namespace}/${lease.metadata.name}`, lease]),

@@ -65,7 +65,8 @@ export function parseListenAddress(listen: string): { host: string; port: number
 
 /**
  * Runs the broker as its own HTTP server: `corral-vdi broker serve [--listen 127.0.0.1:8080]` calls this.
- * It creates the broker, starts its session engine, and listens; on SIGTERM or SIGINT (or
+ * It creates the broker with watch caches of its namespaces (`caches: true` unless told otherwise), starts its
+ * session engine, and listens; on SIGTERM or SIGINT (or
  * {@link BrokerServer.close}) it stops accepting, lets requests in flight finish, and stops the engine.
  *
  * @example
@@ -86,7 +87,8 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
   const { listen = '127.0.0.1:8080', handleSignals = true, desktopsPage, ...brokerOptions } = options;
   const { host, port } = parseListenAddress(listen);
   const page = desktopsPage === undefined ? undefined : createDesktopsPage(desktopsPage);
-  const broker = createBroker(brokerOptions);
+  // a standalone broker reads its namespaces from watch caches; /readyz waits on broker.vdi.waitForCacheSync()
+  const broker = createBroker({ caches: true, ...brokerOptions });
   const server = createServer((req, res) =>
     broker.handleNode(
       req,

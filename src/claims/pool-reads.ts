@@ -44,7 +44,12 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
   return share;
 }
 
-/** How a claim reads a pool: from the apiserver's watch cache, or fresh (a quorum read). */
+/**
+ * How a claim reads a pool: `cached` from this process's watch caches of the namespace when they run and are
+ * synced (no request at all), else from the apiserver's watch cache; or fresh (a quorum read). Either cached view
+ * may lag other processes' claims: the Lease create that follows decides, so a lag costs a lost race, never a
+ * second holder.
+ */
 export interface PoolReadHow {
   cached: boolean;
 }

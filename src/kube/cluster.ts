@@ -24,11 +24,21 @@ import type {
   VirtualMachineClone,
   VirtualMachineInstance,
 } from '../kubevirt-types.js';
+import {
+  type CacheSources,
+  type NamespaceCaches,
+  type StartCachesOptions,
+  startNamespaceCaches,
+  type WatchFrom,
+  watchTimeoutSeconds,
+} from './cluster-caches.js';
 import { makeKeepAliveClient } from './connections.js';
 import { apiFailureOf } from './errors.js';
 import { openPodExec, type PodExecTarget, type TerminalStream } from './pod-exec.js';
 import { rawRequest } from './raw-request.js';
 import { callWithRetry, type RetryOptions } from './retry.js';
+import type { ListedObjects } from './watch-cache.js';
+import { type OpenWatch, openWatchStream } from './watch-stream.js';
 import { openKubeWebSocket } from './websocket.js';
 
 /** Preconditions of a delete: it is refused (409) when the object changed since it was read. */
@@ -38,8 +48,10 @@ export interface DeletePreconditions {
 }
 
 /**
- * How a list is read: `cached` serves it from the apiserver's watch cache (`resourceVersion=0`), which may lag
- * the latest writes by a moment but spares etcd a quorum read; otherwise it is a quorum read of the latest state.
+ * How a list is read: `cached` serves it from this process's watch cache of the namespace once one is started and
+ * synced ({@link KubeCluster.startCaches}), else from the apiserver's watch cache (`resourceVersion=0`); either
+ * may lag other processes' latest writes by a moment but spares etcd a quorum read. Otherwise it is a quorum read
+ * of the latest state.
  */
 export interface ListOptions {
   cached?: boolean;
@@ -50,12 +62,36 @@ function listVersion(options: ListOptions): { resourceVersion?: string } {
   return options.cached ? { resourceVersion: '0' } : {};
 }
 
+function listedOf<T>(list: unknown): ListedObjects<T> {
+  const { items, metadata } = list as { items: T[]; metadata?: { resourceVersion?: string } };
+  return { items, resourceVersion: metadata?.resourceVersion ?? '' };
+}
+
 /** The outcome of a start or stop request that KubeVirt accepted or found already done. */
 export type PowerChange = 'changed' | 'already';
 
 const kubevirt = { group: 'kubevirt.io', version: 'v1' } as const;
 const cloneApi = { group: 'clone.kubevirt.io', version: 'v1beta1', plural: 'virtualmachineclones' } as const;
+const leaseApi = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+function collectionPath(api: { group: string; version: string; plural: string }, namespace: string): string {
+  return `/apis/${api.group}/${api.version}/namespaces/${encodeURIComponent(namespace)}/${api.plural}`;
+}
+
+function watchQuery(labelSelector: string | undefined, from: WatchFrom): string {
+  const query = new URLSearchParams({
+    watch: 'true',
+    allowWatchBookmarks: 'true',
+    timeoutSeconds: String(watchTimeoutSeconds),
+    resourceVersion: from.resourceVersion,
+  });
+  if (labelSelector) query.set('labelSelector', labelSelector);
+  return `?${query}`;
+}
+
+// a watch silent this long past its timeout lost its connection without a reset
+const watchSilentMs = (watchTimeoutSeconds + 30) * 1000;
 
 function leaseFromApi(lease: V1Lease): LeaseObject {
   const time = (value: unknown) =>
@@ -99,7 +135,7 @@ function leaseToApi(lease: LeaseObject): V1Lease {
  *
  * @category adapters
  */
-export class KubeCluster {
+export class KubeCluster implements CacheSources {
   readonly kubeConfig: KubeConfig;
   /** Apiserver requests made, by verb (`get`, `list`, `create`, `update`, `patch`, `delete`, `start`, …). */
   readonly requestCounts = new Map<string, number>();
@@ -111,6 +147,7 @@ export class KubeCluster {
   private readonly coordination: CoordinationV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly retry: RetryOptions;
+  private readonly caches = new Map<string, NamespaceCaches>();
 
   constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
     this.kubeConfig = kubeConfig;
@@ -146,6 +183,74 @@ export class KubeCluster {
     );
   }
 
+  private openWatch(
+    pathAndQuery: string,
+    from: WatchFrom,
+    convert: (object: unknown) => unknown = (object) => object,
+  ): Promise<OpenWatch> {
+    return openWatchStream(
+      this.kubeConfig,
+      pathAndQuery,
+      {
+        onEvent: (event) =>
+          from.onEvent(
+            event.type === 'ERROR' || event.type === 'BOOKMARK'
+              ? event
+              : { type: event.type, object: convert(event.object) },
+          ),
+        onBytes: (bytes) => {
+          this.responseBytes += bytes;
+        },
+      },
+      { signal: from.signal, silentMs: watchSilentMs },
+    );
+  }
+
+  // Watch caches
+
+  /**
+   * Starts watch-backed caches of the claim Leases, the pool members' VMs and the VMIs of each namespace (one
+   * already cached is left as it is): each lists once, then watches with bookmarks, goes on from the last
+   * resourceVersion when a watch ends, lists again after 410 Gone or once its list is older than the resync bound,
+   * and backs off after failures. Lists with `cached` are answered from them once synced, and this adapter's own
+   * writes reach them at once. Needs `list` and `watch` on those resources.
+   */
+  startCaches(namespaces: readonly string[], options: StartCachesOptions): void {
+    for (const namespace of namespaces) {
+      if (!this.caches.has(namespace))
+        this.caches.set(namespace, startNamespaceCaches(this, namespace, options));
+    }
+  }
+
+  /**
+   * Resolves once every started cache holds its first list and watches on from it; at once when none was
+   * started.
+   *
+   * @throws `VdiError` `FORBIDDEN` (or another lasting refusal) when a cache was refused before it synced; it
+   *   keeps trying, so a later call may resolve.
+   */
+  async waitForCacheSync(): Promise<void> {
+    await Promise.all(
+      [...this.caches.values()].flatMap((caches) => Object.values(caches).map((cache) => cache.synced())),
+    );
+  }
+
+  /** Whether a cache of `namespace` was started (synced or not). */
+  isCaching(namespace: string): boolean {
+    return this.caches.has(namespace);
+  }
+
+  /** The caches of a namespace, when started. */
+  cachesOf(namespace: string): NamespaceCaches | undefined {
+    return this.caches.get(namespace);
+  }
+
+  /** Stops every cache's watch; lists go to the apiserver again. */
+  stopCaches(): void {
+    for (const caches of this.caches.values()) for (const cache of Object.values(caches)) cache.stop();
+    this.caches.clear();
+  }
+
   private async getOrUndefined<T>(
     verb: string,
     doing: string,
@@ -176,6 +281,8 @@ export class KubeCluster {
     labelSelector?: string,
     options: ListOptions = {},
   ): Promise<LeaseObject[]> {
+    const cached = options.cached ? this.caches.get(namespace)?.leases.list(labelSelector) : undefined;
+    if (cached) return cached;
     const list = await this.call('list', `list Leases in ${namespace}`, () =>
       this.coordination.listNamespacedLease({
         namespace,
@@ -189,21 +296,25 @@ export class KubeCluster {
   /** Creates a Lease. First writer wins: a loser gets `CONFLICT` with reason `AlreadyExists`. */
   async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const name = lease.metadata.name ?? '';
-    return leaseFromApi(
+    const created = leaseFromApi(
       await this.call('create', `create Lease ${namespace}/${name}`, () =>
         this.coordination.createNamespacedLease({ namespace, body: leaseToApi(lease) }),
       ),
     );
+    this.caches.get(namespace)?.leases.offer(created);
+    return created;
   }
 
   /** Replaces a Lease; its `metadata.resourceVersion` must be the one read, or `CONFLICT` with reason `Conflict`. */
   async replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const name = lease.metadata.name ?? '';
-    return leaseFromApi(
+    const replaced = leaseFromApi(
       await this.call('update', `replace Lease ${namespace}/${name}`, () =>
         this.coordination.replaceNamespacedLease({ namespace, name, body: leaseToApi(lease) }),
       ),
     );
+    this.caches.get(namespace)?.leases.offer(replaced);
+    return replaced;
   }
 
   /** Deletes a Lease only if it is still the one read (uid and resourceVersion). Gone already → `false`. */
@@ -211,7 +322,29 @@ export class KubeCluster {
     const deleted = await this.getOrUndefined('delete', `delete Lease ${namespace}/${name}`, () =>
       this.coordination.deleteNamespacedLease({ namespace, name, body: { preconditions } }),
     );
+    // Leases have no finalizers: a delete that went through removed it
+    this.caches.get(namespace)?.leases.forget(name, preconditions.uid);
     return deleted !== undefined;
+  }
+
+  /** Lists a namespace's Leases by label selector with the list's resourceVersion, where a watch of them starts. */
+  async listLeasesToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<LeaseObject>> {
+    const list = await this.call('list', `list Leases in ${namespace}`, () =>
+      this.coordination.listNamespacedLease({ namespace, labelSelector }),
+    );
+    return { items: list.items.map(leaseFromApi), resourceVersion: list.metadata?.resourceVersion ?? '' };
+  }
+
+  /** Watches a namespace's Leases by label selector; resolves once the watch is open, with its end. */
+  watchLeases(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch> {
+    const doing = `watch Leases in ${namespace}`;
+    return this.call('watch', doing, () =>
+      this.openWatch(
+        `${collectionPath({ ...leaseApi }, namespace)}${watchQuery(labelSelector, from)}`,
+        from,
+        (object) => leaseFromApi(object as V1Lease),
+      ),
+    );
   }
 
   // VirtualMachines
@@ -229,6 +362,9 @@ export class KubeCluster {
     labelSelector?: string,
     options: ListOptions = {},
   ): Promise<VirtualMachine[]> {
+    const cached =
+      options.cached && namespace ? this.caches.get(namespace)?.vms.list(labelSelector) : undefined;
+    if (cached) return cached;
     const selector = { ...(labelSelector ? { labelSelector } : {}), ...listVersion(options) };
     const list = await this.call('list', `list VirtualMachines in ${namespace ?? 'all namespaces'}`, () =>
       namespace
@@ -245,14 +381,19 @@ export class KubeCluster {
 
   /** Creates a VM. */
   async createVm(namespace: string, vm: VirtualMachine): Promise<VirtualMachine> {
-    return await this.call('create', `create VirtualMachine ${namespace}/${vm.metadata.name}`, () =>
-      this.custom.createNamespacedCustomObject({
-        ...kubevirt,
-        plural: 'virtualmachines',
-        namespace,
-        body: { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', ...vm },
-      }),
+    const created: VirtualMachine = await this.call(
+      'create',
+      `create VirtualMachine ${namespace}/${vm.metadata.name}`,
+      () =>
+        this.custom.createNamespacedCustomObject({
+          ...kubevirt,
+          plural: 'virtualmachines',
+          namespace,
+          body: { apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine', ...vm },
+        }),
     );
+    this.caches.get(namespace)?.vms.offer(created);
+    return created;
   }
 
   /**
@@ -260,10 +401,39 @@ export class KubeCluster {
    * a `null` value removes a key.
    */
   async patchVm(namespace: string, name: string, patch: Record<string, unknown>): Promise<VirtualMachine> {
-    return await this.call('patch', `patch VirtualMachine ${namespace}/${name}`, () =>
-      this.custom.patchNamespacedCustomObject(
-        { ...kubevirt, plural: 'virtualmachines', namespace, name, body: patch },
-        mergePatch,
+    const patched: VirtualMachine = await this.call(
+      'patch',
+      `patch VirtualMachine ${namespace}/${name}`,
+      () =>
+        this.custom.patchNamespacedCustomObject(
+          { ...kubevirt, plural: 'virtualmachines', namespace, name, body: patch },
+          mergePatch,
+        ),
+    );
+    this.caches.get(namespace)?.vms.offer(patched);
+    return patched;
+  }
+
+  /** Lists a namespace's VMs by label selector with the list's resourceVersion, where a watch of them starts. */
+  async listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>> {
+    const list = await this.call('list', `list VirtualMachines in ${namespace}`, () =>
+      this.custom.listNamespacedCustomObject({
+        ...kubevirt,
+        plural: 'virtualmachines',
+        namespace,
+        labelSelector,
+      }),
+    );
+    return listedOf(list);
+  }
+
+  /** Watches a namespace's VMs by label selector; resolves once the watch is open, with its end. */
+  watchVms(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch> {
+    const doing = `watch VirtualMachines in ${namespace}`;
+    return this.call('watch', doing, () =>
+      this.openWatch(
+        `${collectionPath({ ...kubevirt, plural: 'virtualmachines' }, namespace)}${watchQuery(labelSelector, from)}`,
+        from,
       ),
     );
   }
@@ -342,6 +512,8 @@ export class KubeCluster {
 
   /** VMIs of one namespace, or of every namespace when `namespace` is undefined. */
   async listVmis(namespace?: string, options: ListOptions = {}): Promise<VirtualMachineInstance[]> {
+    const cached = options.cached && namespace ? this.caches.get(namespace)?.vmis.list() : undefined;
+    if (cached) return cached;
     const list = await this.call(
       'list',
       `list VirtualMachineInstances in ${namespace ?? 'all namespaces'}`,
@@ -360,6 +532,25 @@ export class KubeCluster {
             }),
     );
     return (list as { items: VirtualMachineInstance[] }).items;
+  }
+
+  /** Lists a namespace's VMIs with the list's resourceVersion, where a watch of them starts. */
+  async listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>> {
+    const list = await this.call('list', `list VirtualMachineInstances in ${namespace}`, () =>
+      this.custom.listNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachineinstances', namespace }),
+    );
+    return listedOf(list);
+  }
+
+  /** Watches a namespace's VMIs; resolves once the watch is open, with its end. */
+  watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch> {
+    const doing = `watch VirtualMachineInstances in ${namespace}`;
+    return this.call('watch', doing, () =>
+      this.openWatch(
+        `${collectionPath({ ...kubevirt, plural: 'virtualmachineinstances' }, namespace)}${watchQuery(undefined, from)}`,
+        from,
+      ),
+    );
   }
 
   /**

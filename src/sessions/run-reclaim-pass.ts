@@ -63,7 +63,8 @@ function asVdiError(error: unknown): VdiError {
 }
 
 /**
- * One pass over the served namespaces: each namespace's claim Leases are read with one list request,
+ * One pass over the served namespaces: each namespace's claim Leases are read with one list request (none when
+ * the namespace's watch cache runs),
  * {@link planReclaimPass} decides, and the steps run: renewals and missed marks first, then reclaims through the
  * same path as a release. Failures are counted and collected, never thrown.
  */
@@ -119,7 +120,9 @@ async function passOverNamespace(
   result: SessionPassResult,
   collect: (error: unknown) => void,
 ): Promise<void> {
-  const leases = await ctx.cluster.listLeases(namespace, leasePoolLabel);
+  // with the namespace's watch cache started, a pass lists nothing: the cache and this process's writes suffice
+  const cached = ctx.cluster.isCaching(namespace);
+  const leases = await ctx.cluster.listLeases(namespace, leasePoolLabel, { cached });
   const input = {
     leases,
     consoles: setup.tracker.trackedIn(namespace),
@@ -134,7 +137,9 @@ async function passOverNamespace(
     // only the kinds the claims name are listed; a claim that names none may be of any kind
     const kinds = new Set(leases.map(claimKindOf));
     const backends = setup.backends.filter((backend) => kinds.has(backend.kind) || kinds.has(undefined));
-    const listed = (await Promise.all(backends.map((backend) => backend.listMembers(namespace)))).flat();
+    const listed = (
+      await Promise.all(backends.map((backend) => backend.listMembers(namespace, undefined, { cached })))
+    ).flat();
     plan = planReclaimPass({
       ...input,
       members: listed.map((facts) => facts.member),

@@ -59,7 +59,7 @@ function methodRules(): Map<string, MethodRule> {
       ? ['clone.kubevirt.io', 'virtualmachineclones']
       : plural !== undefined
         ? ['kubevirt.io', plural]
-        : body.includes('this.coordination.')
+        : body.includes('this.coordination.') || body.includes('...leaseApi')
           ? ['coordination.k8s.io', 'leases']
           : body.includes('listNode(')
             ? ['', 'nodes']

@@ -193,6 +193,17 @@ const steps: Step[] = [
     },
   },
   { name: 'ct-pool delete', run: (vdi) => vdi.deleteCtPool({ name: 'c' }) },
+  {
+    name: 'watch caches',
+    run: async (vdi) => {
+      vdi.startCaches([vdi.namespace]);
+      try {
+        await vdi.waitForCacheSync();
+      } finally {
+        vdi.stopCaches();
+      }
+    },
+  },
 ];
 
 function failureOf(error: unknown): Failure {
@@ -393,6 +404,7 @@ const expected: Record<string, string[]> = {
     'ct shrink',
     'ct capacity',
     'ct-pool delete',
+    'watch caches',
   ],
   'create leases.coordination.k8s.io': [
     'pool shrink',
@@ -448,7 +460,11 @@ const expected: Record<string, string[]> = {
     'pool delete',
     'ct-pool apply',
     'ct shrink',
+    'watch caches',
   ],
+  'watch leases.coordination.k8s.io': ['watch caches'],
+  'watch virtualmachines.kubevirt.io': ['watch caches'],
+  'watch virtualmachineinstances.kubevirt.io': ['watch caches'],
   'patch virtualmachines.kubevirt.io': ['claim', 'assign'],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
   'get virtualmachineinstances.kubevirt.io': [
@@ -466,6 +482,7 @@ const expected: Record<string, string[]> = {
     'assign',
     'session pass (renew)',
     'ct capacity',
+    'watch caches',
   ],
   'update virtualmachines/start.subresources.kubevirt.io': ['claim', 'assign', 'start'],
   'update virtualmachines/stop.subresources.kubevirt.io': ['release', 'unassign', 'session pass (reclaim)'],

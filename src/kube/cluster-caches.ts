@@ -1,0 +1,105 @@
+import type { Clock } from '../clock.js';
+import type { VdiError } from '../errors.js';
+import { leasePoolLabel, poolLabel } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import type { Sleep } from './retry.js';
+import { type ListedObjects, WatchCache, type WatchCacheSource } from './watch-cache.js';
+import type { OpenWatch, WatchEvent } from './watch-stream.js';
+
+/** Where a watch starts, whom it tells, and what stops it. */
+export interface WatchFrom {
+  resourceVersion: string;
+  onEvent: (event: WatchEvent) => void;
+  signal: AbortSignal;
+}
+
+/** The adapter's list and watch calls the caches are made of, each counted like every other request. */
+export interface CacheSources {
+  listLeasesToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<LeaseObject>>;
+  watchLeases(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
+  listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>>;
+  watchVms(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
+  listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>>;
+  watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch>;
+}
+
+/** What the caches of one namespace hold: the claim Leases, the pool members' VMs and every VMI. */
+export interface NamespaceCaches {
+  leases: WatchCache<LeaseObject>;
+  vms: WatchCache<VirtualMachine>;
+  vmis: WatchCache<VirtualMachineInstance>;
+}
+
+/** Options of `KubeCluster.startCaches`. */
+export interface StartCachesOptions {
+  /** Decides the resync bound. */
+  clock: Clock;
+  /** How a cache waits between restarts after a failure. @defaultValue real timers */
+  sleep?: Sleep;
+  /** Hears every failed list or watch, naming what the cache holds. */
+  onFailure?: (error: VdiError, cached: string) => void;
+}
+
+/**
+ * How old a cache's last list may grow before the next watch restart lists again: the longest an event the watch
+ * missed can go unnoticed (plus one watch, {@link watchTimeoutSeconds}).
+ */
+export const cacheResyncMs = 10 * 60_000;
+
+/**
+ * How long the apiserver keeps one watch open; it ends it then (with a bookmark just before) and the cache goes on
+ * from the last resourceVersion.
+ */
+export const watchTimeoutSeconds = 240;
+
+const realSleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+
+/** Starts the watch caches of one namespace. */
+export function startNamespaceCaches(
+  sources: CacheSources,
+  namespace: string,
+  options: StartCachesOptions,
+): NamespaceCaches {
+  const cacheOf = <T extends { metadata: { name?: string } }>(source: WatchCacheSource<T>) =>
+    new WatchCache<T>(source, {
+      clock: options.clock,
+      resyncMs: cacheResyncMs,
+      sleep: options.sleep ?? realSleep,
+      onFailure: (error) => options.onFailure?.(error, source.describe),
+    });
+  const from = (resourceVersion: string, onEvent: WatchFrom['onEvent'], signal: AbortSignal) => ({
+    resourceVersion,
+    onEvent,
+    signal,
+  });
+  return {
+    leases: cacheOf<LeaseObject>({
+      describe: `claim Leases in ${namespace}`,
+      labelSelector: leasePoolLabel,
+      list: () => sources.listLeasesToWatch(namespace, leasePoolLabel),
+      watch: (version, onEvent, signal) =>
+        sources.watchLeases(namespace, leasePoolLabel, from(version, onEvent, signal)),
+    }),
+    vms: cacheOf<VirtualMachine>({
+      describe: `pool VirtualMachines in ${namespace}`,
+      labelSelector: poolLabel,
+      list: () => sources.listVmsToWatch(namespace, poolLabel),
+      watch: (version, onEvent, signal) =>
+        sources.watchVms(namespace, poolLabel, from(version, onEvent, signal)),
+    }),
+    vmis: cacheOf<VirtualMachineInstance>({
+      describe: `VirtualMachineInstances in ${namespace}`,
+      labelSelector: undefined,
+      list: () => sources.listVmisToWatch(namespace),
+      watch: (version, onEvent, signal) => sources.watchVmis(namespace, from(version, onEvent, signal)),
+    }),
+  };
+}

@@ -1,0 +1,106 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import type { VdiContext } from '../../../src/context.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
+import type { WatchEvent } from '../../../src/kube/watch-stream.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+
+/** The adapter, whose watches hold their events back while `holding`: its caches lag the cluster for real. */
+class HeldWatchCluster extends KubeCluster {
+  holding = false;
+  readonly held: Array<() => void> = [];
+
+  private hold(from: WatchFrom): WatchFrom {
+    return {
+      ...from,
+      onEvent: (event: WatchEvent) => {
+        if (this.holding) this.held.push(() => from.onEvent(event));
+        else from.onEvent(event);
+      },
+    };
+  }
+
+  override watchLeases(namespace: string, labelSelector: string, from: WatchFrom) {
+    return super.watchLeases(namespace, labelSelector, this.hold(from));
+  }
+
+  override watchVms(namespace: string, labelSelector: string, from: WatchFrom) {
+    return super.watchVms(namespace, labelSelector, this.hold(from));
+  }
+
+  override watchVmis(namespace: string, from: WatchFrom) {
+    return super.watchVmis(namespace, this.hold(from));
+  }
+
+  /** Delivers what was held, in order, and lets the watches through again. */
+  catchUp(): void {
+    this.holding = false;
+    for (const deliver of this.held.splice(0)) deliver();
+  }
+}
+
+const stopped: KubeCluster[] = [];
+afterEach(() => {
+  for (const kube of stopped.splice(0)) kube.stopCaches();
+});
+
+describe('a claim planned from a watch cache older than the cluster', () => {
+  it("loses the Lease create for the member another process took since, takes another, and leaves the winner's Lease alone", async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-cache');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    // another process: a broker replica without this one's cache
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new HeldWatchCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: ctx.clock });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+    const conflicts: string[] = [];
+    ctx.events.on('claim-conflict', ({ desktopId, identity }) => conflicts.push(`${identity} ${desktopId}`));
+
+    kube.holding = true;
+    const bob = await other.assign({ pool: 'devpool', identity: 'bob' });
+    expect(bob.member).toBe('devpool-1');
+    const bobsLease = await other.context.cluster.getLease(namespace, 'corral-vdi-devpool-1');
+    await waitFor(() => kube.held.length > 0, { describe: "bob's claim to be held back from the cache" });
+    // the cache still shows devpool-1 free
+    const view = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool', { cached: true });
+    expect(view).toEqual([]);
+
+    const lists = kube.requestCounts.get('list') ?? 0;
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    // planned devpool-1 from the cache, lost its Lease create, took devpool-2 from the same view
+    expect(alice.member).toBe('devpool-2');
+    expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
+    // its one list is the fresh read of its own claims: the pool came from the cache
+    expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(1);
+    const leases = await other.context.cluster.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+    expect(leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]).sort()).toEqual([
+      ['corral-vdi-devpool-1', 'bob'],
+      ['corral-vdi-devpool-2', 'alice'],
+    ]);
+    expect(await other.context.cluster.getLease(namespace, 'corral-vdi-devpool-1')).toEqual(bobsLease);
+
+    kube.catchUp();
+    await waitFor(() => kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool', { cached: true }), {
+      describe: 'the cache to catch up with both claims',
+      until: (cached) => cached.length === 2,
+    });
+  });
+});

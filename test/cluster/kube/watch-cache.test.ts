@@ -1,0 +1,223 @@
+import { AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isVdiError } from '../../../src/errors.js';
+import { leaseMemberLabel, leasePoolLabel } from '../../../src/keys.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { bindDocumentedRole } from '../rbac/documented-role.js';
+
+const cluster = useSharedCluster();
+const started: KubeCluster[] = [];
+
+afterEach(() => {
+  for (const kube of started.splice(0)) kube.stopCaches();
+});
+
+function claimLease(member: string, holder: string): LeaseObject {
+  const now = new Date().toISOString();
+  return {
+    metadata: {
+      name: `corral-vdi-${member}`,
+      labels: { [leasePoolLabel]: 'devpool', [leaseMemberLabel]: member },
+    },
+    spec: { holderIdentity: holder, acquireTime: now, renewTime: now, leaseDurationSeconds: 3600 },
+  };
+}
+
+async function cachedCluster(namespace: string, kube = new KubeCluster(cluster().kubeConfig)) {
+  kube.startCaches([namespace], { clock: createTestClock() });
+  started.push(kube);
+  await kube.waitForCacheSync();
+  return kube;
+}
+
+const lists = (kube: KubeCluster) => kube.requestCounts.get('list') ?? 0;
+const holders = (leases: LeaseObject[]) =>
+  leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]).sort();
+
+describe('the watch caches of a namespace', () => {
+  it("list once, then follow another process's creates, changes and deletes, answering cached lists without a request", async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const other = new KubeCluster(cluster().kubeConfig);
+    await other.createLease(namespace, claimLease('devpool-1', 'bob'));
+    const kube = await cachedCluster(namespace);
+    // one list each of Leases, VMs and VMIs, then only watches
+    expect(lists(kube)).toBe(3);
+    expect(kube.requestCounts.get('watch')).toBe(3);
+    const cached = () => kube.listLeases(namespace, `${leasePoolLabel}=devpool`, { cached: true });
+    expect(holders(await cached())).toEqual([['corral-vdi-devpool-1', 'bob']]);
+    expect((await kube.listVms(namespace, `${leasePoolLabel}=devpool`, { cached: true })).length).toBe(2);
+    const versionBefore = kube.cachesOf(namespace)?.leases.resourceVersion();
+
+    const alices = await other.createLease(namespace, claimLease('devpool-2', 'alice'));
+    await waitFor(cached, {
+      describe: "alice's Lease to reach the cache",
+      until: (leases) => leases.length === 2,
+    });
+    await other.replaceLease(namespace, {
+      ...alices,
+      spec: { ...alices.spec, holderIdentity: 'carol' },
+    });
+    await waitFor(cached, {
+      describe: "carol's change to reach the cache",
+      until: (leases) => leases.some((lease) => lease.spec.holderIdentity === 'carol'),
+    });
+    const bobs = await other.getLease(namespace, 'corral-vdi-devpool-1');
+    await other.deleteLease(namespace, 'corral-vdi-devpool-1', { uid: bobs?.metadata.uid ?? '' });
+    await waitFor(cached, {
+      describe: "bob's deleted Lease to leave the cache",
+      until: (leases) => leases.length === 1,
+    });
+    expect(holders(await cached())).toEqual([['corral-vdi-devpool-2', 'carol']]);
+    expect(Number(kube.cachesOf(namespace)?.leases.resourceVersion())).toBeGreaterThan(Number(versionBefore));
+    // every read above came from the cache
+    expect(lists(kube)).toBe(3);
+  });
+
+  it('answer only the selectors they hold, and quorum reads always go to the apiserver', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-select');
+    const kube = await cachedCluster(namespace);
+    const before = lists(kube);
+    await kube.listLeases(namespace, `${leasePoolLabel}=devpool,${leaseMemberLabel}=devpool-1`, {
+      cached: true,
+    });
+    expect(lists(kube)).toBe(before);
+    // every Lease of the namespace is wider than the claim Leases the cache holds
+    await kube.listLeases(namespace, undefined, { cached: true });
+    await kube.listLeases(namespace, `${leasePoolLabel} in (devpool)`, { cached: true });
+    await kube.listLeases(namespace, `${leasePoolLabel}=devpool`);
+    expect(lists(kube)).toBe(before + 3);
+  });
+
+  it("show this process's own writes at once, before their events arrive", async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-own');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const kube = await cachedCluster(namespace);
+    const seen: string[] = [];
+    kube.cachesOf(namespace)?.leases.onChange(({ type, object }) => {
+      seen.push(`${type} ${object.spec.holderIdentity}`);
+    });
+    const created = await kube.createLease(namespace, claimLease('devpool-1', 'alice'));
+    // told before the create resolved: the answer of the write, not a watch event
+    expect(seen).toEqual(['added alice']);
+    expect(holders(await kube.listLeases(namespace, leasePoolLabel, { cached: true }))).toEqual([
+      ['corral-vdi-devpool-1', 'alice'],
+    ]);
+    const patched = await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { 'corral.dev/vdi-assigned-to': 'alice' } },
+    });
+    const [vm] = await kube.listVms(namespace, leasePoolLabel, { cached: true });
+    expect(vm?.metadata.resourceVersion).toBe(patched.metadata.resourceVersion);
+    await kube.deleteLease(namespace, 'corral-vdi-devpool-1', { uid: created.metadata.uid ?? '' });
+    expect(await kube.listLeases(namespace, leasePoolLabel, { cached: true })).toEqual([]);
+    // the late events of the Lease do not bring it back
+    await waitFor(() => seen.length >= 2, { describe: 'the delete to be told' });
+    const other = new KubeCluster(cluster().kubeConfig);
+    await other.createLease(namespace, claimLease('devpool-2', 'bob'));
+    await waitFor(() => kube.listLeases(namespace, leasePoolLabel, { cached: true }), {
+      describe: "bob's Lease to reach the cache, after every event of alice's",
+      until: (leases) => leases.length === 1,
+    });
+    expect(holders(await kube.listLeases(namespace, leasePoolLabel, { cached: true }))).toEqual([
+      ['corral-vdi-devpool-2', 'bob'],
+    ]);
+  });
+
+  it('back off after a refused watch, reject the sync with FORBIDDEN, and sync once the watch is granted', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-rbac');
+    const missing = {
+      scope: 'namespace',
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      verb: 'watch',
+    } as const;
+    const { kubeConfig, unbind } = await bindDocumentedRole(cluster(), {
+      namespace,
+      user: `cache-${namespace}`,
+      missing,
+    });
+    try {
+      const kube = new KubeCluster(kubeConfig, { retries: 0 });
+      const waits: number[] = [];
+      let wake: () => void = () => {};
+      const failures: string[] = [];
+      kube.startCaches([namespace], {
+        clock: createTestClock(),
+        sleep: (ms) => {
+          waits.push(ms);
+          return new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+        },
+        onFailure: (error, cached) => failures.push(`${cached}: ${error.code}`),
+      });
+      started.push(kube);
+      await waitFor(() => waits.length === 1, { describe: 'the first backoff' });
+      const refused = await kube.waitForCacheSync().catch((error: unknown) => error);
+      expect(isVdiError(refused, 'FORBIDDEN')).toBe(true);
+      expect((refused as Error).message).toContain('cannot watch resource "leases"');
+      expect(failures).toEqual([`claim Leases in ${namespace}: FORBIDDEN`]);
+      // unsynced, a cached list goes to the apiserver
+      const before = lists(kube);
+      await kube.listLeases(namespace, leasePoolLabel, { cached: true });
+      expect(lists(kube)).toBe(before + 1);
+
+      wake();
+      await waitFor(() => waits.length === 2, { describe: 'the second backoff' });
+      expect(waits).toEqual([500, 1000]);
+
+      await grantLeaseWatch(namespace, `cache-${namespace}`);
+      wake();
+      await waitFor(() => kube.cachesOf(namespace)?.leases.isSynced(), {
+        describe: 'the Lease cache to sync once its watch is granted',
+      });
+      await kube.waitForCacheSync();
+      expect(waits).toEqual([500, 1000]);
+    } finally {
+      await unbind();
+    }
+  });
+});
+
+async function grantLeaseWatch(namespace: string, user: string): Promise<void> {
+  const rbac = cluster().kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata: { name: 'lease-watch' },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['watch'] }],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: 'lease-watch' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'lease-watch' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+  });
+  const reviews = cluster().kubeConfig.makeApiClient(AuthorizationV1Api);
+  await waitFor(
+    async () =>
+      (
+        await reviews.createSubjectAccessReview({
+          body: {
+            spec: {
+              user,
+              resourceAttributes: {
+                group: 'coordination.k8s.io',
+                resource: 'leases',
+                verb: 'watch',
+                namespace,
+              },
+            },
+          },
+        })
+      ).status?.allowed === true,
+    { describe: `${user} to be granted watch on leases` },
+  );
+}
