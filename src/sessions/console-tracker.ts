@@ -184,7 +184,8 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
       const outcome = await updateClaimLease(
         ctx,
         { namespace, name: leaseNameFor(member), claim: entry.claim, known },
-        (lease) => mark(lease, entry, refresh),
+        // a release owns a releasing claim: a refresh would only race its delete
+        (lease) => (refresh && isReleasing(lease) ? undefined : mark(lease, entry, refresh)),
       );
       if (outcome.kind === 'gone') {
         forget(namespace, member, entry);

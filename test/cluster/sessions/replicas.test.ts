@@ -8,6 +8,7 @@ import {
   type SessionEngineOptions,
 } from '../../../src/sessions/session-engine.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
@@ -175,6 +176,26 @@ describe('console state shared by broker replicas through the claim Lease', () =
       expiresAt: new Date(clock.now().getTime() + expiry),
     });
     expect(reclaimer.describe({ namespace, member, lease })).toMatchObject({ connected: true });
+  });
+
+  it('refreshes a replica’s entry on its own timer while it has a console open, started or not', async () => {
+    const setup = await setUp();
+    const { member, clock } = setup;
+    // a heartbeat every 100 ms of real time; what it writes is the test clock's
+    const a = setup.replica('broker-a', { heartbeatMs: 100 });
+    const handle = await a.openConsole({ member, identity, kind: 'vnc' });
+    clock.advance(minute);
+    const beaten = await waitFor(async () => readConsoleEntries((await setup.lease())!).get('broker-a'), {
+      describe: 'the heartbeat to refresh broker-a’s entry',
+      until: (entry) => entry?.seenAt.getTime() === clock.now().getTime(),
+    });
+    expect(beaten).toEqual({
+      open: 1,
+      seenAt: clock.now(),
+      expiresAt: new Date(clock.now().getTime() + 300),
+    });
+    await handle.close();
+    expect(await entriesOf(setup)).toEqual([]);
   });
 
   it('counts the console of a replica that died as open until its entry expires, then reclaims after the grace from there', async () => {
