@@ -67,6 +67,8 @@ export interface ConsoleHandle {
 export interface TrackedConsoles extends ConsoleState {
   /** Mark writes of one desktop run one after another, so an older state never overwrites a newer one. */
   writing: Promise<unknown>;
+  /** The Lease as this process last wrote it: a heartbeat starts from it and reads again only on a conflict. */
+  lease: LeaseObject | undefined;
 }
 
 /** The open consoles of one process and the entries and session marks they put on the claims' Leases. */
@@ -183,7 +185,12 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
       const version = entry.version;
       const outcome = await updateClaimLease(
         ctx,
-        { namespace, name: leaseNameFor(member), claim: entry.claim, known },
+        {
+          namespace,
+          name: leaseNameFor(member),
+          claim: entry.claim,
+          known: known ?? (refresh ? entry.lease : undefined),
+        },
         // a release owns a releasing claim: a refresh would only race its delete
         (lease) => (refresh && isReleasing(lease) ? undefined : mark(lease, entry, refresh)),
       );
@@ -191,6 +198,7 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
         forget(namespace, member, entry);
         return false;
       }
+      if (outcome.kind === 'written') entry.lease = outcome.lease;
       noteWritten(namespace, member, entry, version);
       return true;
     });
@@ -261,6 +269,7 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
         version: 0,
         written: 0,
         writing: Promise.resolve(),
+        lease: undefined,
       };
       tracked.set(key, entry);
     }

@@ -23,16 +23,20 @@ const cluster = useSharedCluster();
 interface Replicas {
   namespace: string;
   member: string;
+  /** Every claimed member, in order; `member` is the first. */
+  members: string[];
   clock: TestClock;
   audit: MemoryAuditSink;
   /** A broker replica: its own SDK context and session engine, on the shared clock; no ID takes the default. */
-  replica(replicaId: string | undefined, options?: Partial<SessionEngineOptions>): SessionEngine;
+  replica(replicaId: string | undefined, options?: Partial<SessionEngineOptions>, vdi?: Vdi): SessionEngine;
+  /** A new SDK instance on the shared clock, as a replica process has. */
+  vdiOf(): Vdi;
   lease(): ReturnType<Vdi['context']['cluster']['getLease']>;
 }
 
-async function setUp(): Promise<Replicas> {
+async function setUp(count = 1): Promise<Replicas> {
   const namespace = await createTestNamespace(cluster(), 'replicas');
-  await createPoolMembers(cluster(), namespace, 'devpool', 1);
+  await createPoolMembers(cluster(), namespace, 'devpool', count);
   const clock = createTestClock();
   const audit = new MemoryAuditSink();
   const vdiOf = () =>
@@ -44,14 +48,23 @@ async function setUp(): Promise<Replicas> {
       retry: { retries: 1, minDelayMs: 10 },
     });
   const claimer = vdiOf();
-  const { member } = await claimer.claim({ pool: 'devpool', identity });
+  const members: string[] = [];
+  for (let index = 0; index < count; index += 1) {
+    members.push(
+      (await claimer.claim({ pool: 'devpool', identity: `user-${index + 1}@example.com` })).member,
+    );
+  }
+  members.sort();
+  const member = members[0] ?? '';
   return {
     namespace,
     member,
+    members,
+    vdiOf,
     clock,
     audit,
-    replica: (replicaId, options = {}) =>
-      createSessionEngine(vdiOf().context, {
+    replica: (replicaId, options = {}, vdi = vdiOf()) =>
+      createSessionEngine(vdi.context, {
         namespaces: [namespace],
         policy: { disconnectGraceMs: grace },
         heartbeatMs,
@@ -196,6 +209,44 @@ describe('console state shared by broker replicas through the claim Lease', () =
     });
     await handle.close();
     expect(await entriesOf(setup)).toEqual([]);
+  });
+
+  it('refreshes the entries of a replica’s desktops with one update each, reading a Lease only after a conflict', async () => {
+    const setup = await setUp(3);
+    const { clock } = setup;
+    const vdi = setup.vdiOf();
+    const a = setup.replica('broker-a', {}, vdi);
+    for (const [index, member] of setup.members.entries()) {
+      await a.openConsole({ member, identity: `user-${index + 1}@example.com`, kind: 'vnc' });
+    }
+    const kube = vdi.context.cluster;
+    const counted = () => ({ total: kube.requestTotal, updates: kube.requestCounts.get('update') ?? 0 });
+
+    clock.advance(minute);
+    await a.heartbeat();
+    const first = counted();
+    clock.advance(minute);
+    await a.heartbeat();
+    expect({
+      total: kube.requestTotal - first.total,
+      updates: (kube.requestCounts.get('update') ?? 0) - first.updates,
+    }).toEqual({ total: 3, updates: 3 });
+
+    // another replica writes one of the Leases: that one is read again after its conflict
+    await setup
+      .replica('broker-b')
+      .openConsole({ member: setup.member, identity: 'user-1@example.com', kind: 'vnc' });
+    const second = counted();
+    clock.advance(minute);
+    await a.heartbeat();
+    expect({
+      total: kube.requestTotal - second.total,
+      updates: (kube.requestCounts.get('update') ?? 0) - second.updates,
+    }).toEqual({ total: 5, updates: 4 });
+    for (const member of setup.members) {
+      const lease = await vdi.context.cluster.getLease(setup.namespace, `corral-vdi-${member}`);
+      expect(readConsoleEntries(lease!).get('broker-a')?.seenAt).toEqual(clock.now());
+    }
   });
 
   it('counts the console of a replica that died as open until its entry expires, then reclaims after the grace from there', async () => {
