@@ -102,7 +102,7 @@ export interface SessionEngine {
   endConsoles(options: EndConsolesOptions): Promise<number>;
   /** Runs a pass now and then every `intervalMs` until {@link SessionEngine.stop}. Calling it twice does nothing. */
   start(): void;
-  /** Stops the timer and waits for a running pass. Open consoles stay counted. */
+  /** Stops the passes' timer and waits for a running pass. Open consoles stay counted, and their heartbeat runs on. */
   stop(): Promise<void>;
   /**
    * One pass over the served namespaces: reclaims what the policy says, renews Leases that are due, and writes
