@@ -183,6 +183,8 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
   ): Promise<boolean> {
     const write = entry.writing.then(async () => {
       const version = entry.version;
+      // an entry this process never wrote may be one an earlier process left under the same ID
+      const rewrite = refresh || entry.lease === undefined;
       const outcome = await updateClaimLease(
         ctx,
         {
@@ -192,7 +194,7 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
           known: known ?? (refresh ? entry.lease : undefined),
         },
         // a release owns a releasing claim: a refresh would only race its delete
-        (lease) => (refresh && isReleasing(lease) ? undefined : mark(lease, entry, refresh)),
+        (lease) => (refresh && isReleasing(lease) ? undefined : mark(lease, entry, rewrite)),
       );
       if (outcome.kind === 'gone') {
         forget(namespace, member, entry);

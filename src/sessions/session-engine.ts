@@ -49,8 +49,9 @@ export interface SessionEngineOptions {
   processStartedAt?: Date;
   /**
    * The ID this broker replica records its open consoles under on the claims' Leases
-   * (`corral.dev/vdi-consoles`), such as its leader-election identity. Every running replica needs its own, and a
-   * restarted one should take a new one. 1 to 253 printable ASCII characters.
+   * (`corral.dev/vdi-consoles`), such as its leader-election identity. Every running replica needs its own; a
+   * restarted one may keep it, as its old entries count only until they expire. 1 to 253 printable ASCII
+   * characters.
    * @defaultValue a new one per engine: the host name and a random suffix
    */
   replicaId?: string;

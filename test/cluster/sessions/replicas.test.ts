@@ -309,6 +309,25 @@ describe('console state shared by broker replicas through the claim Lease', () =
     }
   });
 
+  it('rewrites the entry a replica’s earlier process left under the same ID when the new process opens a console', async () => {
+    const setup = await setUp();
+    const { member, namespace, clock } = setup;
+    await setup.replica('broker-a').openConsole({ member, identity, kind: 'vnc' });
+    const oldExpiry = clock.now().getTime() + expiry;
+    // broker-a restarts under the same ID and its user reconnects just before the old entry expires
+    clock.set(new Date(oldExpiry - minute));
+    const restarted = setup.replica('broker-a', { processStartedAt: clock.now() });
+    await restarted.openConsole({ member, identity, kind: 'vnc' });
+    expect(readConsoleEntries((await setup.lease())!).get('broker-a')?.expiresAt).toEqual(
+      new Date(clock.now().getTime() + expiry),
+    );
+    clock.set(new Date(oldExpiry + minute));
+    const reclaimer = setup.replica('broker-b');
+    expect(reclaimer.describe({ namespace, member, lease: await setup.lease() })).toMatchObject({
+      connected: true,
+    });
+  });
+
   it('never reclaims at once after every replica restarted: a console open at the restart gets a full grace from it', async () => {
     const setup = await setUp();
     const { member, namespace, clock } = setup;

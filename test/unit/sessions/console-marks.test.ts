@@ -227,6 +227,22 @@ describe('console entries of several broker replicas on one claim', () => {
     expect(replicas.at(45).view().plan.kind).toBe('reclaim');
   });
 
+  it('reads the entry a replica left before it restarted under the same ID as a dead replica’s', () => {
+    const replicas = new Replicas(at(2));
+    replicas.at(1).open('a');
+    // the process restarts at 2 and keeps its ID, but not its consoles
+    replicas.states.delete('a');
+    expect(replicas.at(3.99).view('a').session.connected).toBe(true);
+    expect(replicas.at(4).view('a').session).toMatchObject({
+      connected: false,
+      disconnectedAt: at(4),
+      reclaimAt: at(19),
+    });
+    replicas.at(5).renew('a');
+    expect(replicas.annotation('corral.dev/vdi-consoles')).toBeUndefined();
+    expect(replicas.view('a').session).toMatchObject({ disconnectedAt: at(4), reclaimAt: at(19) });
+  });
+
   it('keeps the recorded time of a desktop disconnected before a replica died', () => {
     const replicas = new Replicas(at(30));
     replicas.at(1).open('old');
