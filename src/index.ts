@@ -157,6 +157,7 @@ export {
   assignedToKey,
   claimedAtAnnotation,
   connectedAtAnnotation,
+  consolesAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
   leaseDurationSeconds,
@@ -241,6 +242,8 @@ export {
 } from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { ConsoleEntry } from './sessions/console-entries.js';
+export { readConsoleEntries } from './sessions/console-entries.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';
 export type { ConsoleOpenFacts, ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';

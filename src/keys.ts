@@ -24,6 +24,11 @@ export const sessionIdAnnotation = 'corral.dev/vdi-session-id';
 export const connectedAtAnnotation = 'corral.dev/vdi-connected-at';
 /** Lease annotation: end of the last connected period. @category keys */
 export const disconnectedAtAnnotation = 'corral.dev/vdi-disconnected-at';
+/**
+ * Lease annotation: the open consoles of the claim per broker replica, as compact JSON
+ * `{"<replicaId>":{"open":1,"seenAt":"…","expiresAt":"…"}}`. @category keys
+ */
+export const consolesAnnotation = 'corral.dev/vdi-consoles';
 /** Label on a VM of an ephemeral pool: the member is recreated from its source on release. @category keys */
 export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
 /** Annotation on a VM of an ephemeral pool naming the golden VM it is recreated from. @category keys */

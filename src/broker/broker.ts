@@ -155,7 +155,8 @@ export function createBroker(options: BrokerOptions): Broker {
   const sessions = createSessionEngine(ctx, {
     namespaces,
     ...settings.sessions,
-    ...(leader === undefined ? {} : { fence: leader.fence }),
+    // the replica records its consoles on the claims' Leases under the name it is elected by
+    ...(leader === undefined ? {} : { fence: leader.fence, replicaId: leader.identity }),
   });
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });

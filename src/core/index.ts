@@ -98,6 +98,7 @@ export {
   assignedToKey,
   claimedAtAnnotation,
   connectedAtAnnotation,
+  consolesAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
   leaseDurationSeconds,
@@ -142,6 +143,8 @@ export { planPoolDelete } from '../pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
+export type { ConsoleEntry } from '../sessions/console-entries.js';
+export { readConsoleEntries } from '../sessions/console-entries.js';
 export { formatDuration, parseDuration } from '../sessions/parse-duration.js';
 export type { ConsoleOpenFacts, ConsoleOpenPlan } from '../sessions/plan-console-open.js';
 export { planConsoleOpen } from '../sessions/plan-console-open.js';

@@ -4,6 +4,7 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
@@ -15,8 +16,8 @@ import {
 } from '../validate.js';
 import { planConsoleOpen } from './plan-console-open.js';
 import type { ReclaimReason } from './plan-reclaim.js';
-import { type ConsoleState, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
-import { updateClaimLease, withMarks } from './update-claim-lease.js';
+import { type ConsoleState, claimKeyOf, isSameClaim, withConsoleMarks } from './plan-reclaim-pass.js';
+import { updateClaimLease } from './update-claim-lease.js';
 
 /** The console transports whose sessions count. @category sessions */
 export type ConsoleKind = 'vnc' | 'serial' | 'terminal' | 'rdp';
@@ -66,10 +67,14 @@ export interface ConsoleHandle {
 export interface TrackedConsoles extends ConsoleState {
   /** Mark writes of one desktop run one after another, so an older state never overwrites a newer one. */
   writing: Promise<unknown>;
+  /** The Lease as this process last wrote it: a heartbeat starts from it and reads again only on a conflict. */
+  lease: LeaseObject | undefined;
 }
 
-/** The open consoles of one process and the session marks they put on the claims' Leases. */
+/** The open consoles of one process and the entries and session marks they put on the claims' Leases. */
 export interface ConsoleTracker {
+  /** The replica ID this process's console entries are recorded under. */
+  readonly replicaId: string;
   openConsole(options: OpenConsoleOptions): Promise<ConsoleHandle>;
   /** The console state of the claim `lease` records, if this process tracks one for it. */
   trackedFor(namespace: string, member: string, lease: LeaseObject): TrackedConsoles | undefined;
@@ -81,6 +86,22 @@ export interface ConsoleTracker {
   forget(namespace: string, member: string, entry: TrackedConsoles): void;
   /** Ends every open console of a member in this process, counted or not, and closes their handles. */
   endConsoles(namespace: string, member: string, end: ConsoleEnd): Promise<number>;
+  /**
+   * The Lease with this replica's entry (of `entry`'s state, or as it stands; refreshed when `refresh`) and the
+   * marks brought up to date, or `undefined` when it carries them.
+   */
+  mark(lease: LeaseObject, entry: TrackedConsoles | undefined, refresh: boolean): LeaseObject | undefined;
+  /** Refreshes this replica's entries of desktops with consoles open, and writes any a failed write missed. */
+  heartbeat(): Promise<void>;
+}
+
+/** What a {@link ConsoleTracker} records its consoles as. */
+export interface ConsoleTrackerOptions {
+  namespaces: readonly string[];
+  replicaId: string;
+  /** How often the entries of open consoles are refreshed; an entry counts for three times this. */
+  heartbeatMs: number;
+  processStartedAt: Date;
 }
 
 const consoleSchema = z.object({
@@ -101,12 +122,22 @@ function goneMember(member: string): ClaimMarks {
   };
 }
 
-/** Tracks the consoles of `namespaces` in this process and records their connected periods on the Leases. */
-export function createConsoleTracker(ctx: VdiContext, namespaces: readonly string[]): ConsoleTracker {
+const heartbeatConcurrency = 16;
+
+/**
+ * Tracks the consoles of `namespaces` in this process and records them on the Leases: this replica's entry in
+ * `corral.dev/vdi-consoles`, refreshed every `heartbeatMs` while consoles are open, and the connected periods.
+ */
+export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOptions): ConsoleTracker {
+  const { namespaces, replicaId, heartbeatMs, processStartedAt } = options;
+  const expiryMs = 3 * heartbeatMs;
   const tracked = new Map<string, TrackedConsoles>();
+  let timer: ReturnType<typeof setInterval> | undefined;
   // every open handle, counted or not, so a release can end them all
   const live = new Map<string, Set<{ handle: ConsoleHandle; controller: AbortController }>>();
   const keyOf = (namespace: string, member: string) => `${namespace}/${member}`;
+  // a namespace never holds a slash
+  const splitKey = (key: string) => [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
 
   function keepLive(key: string, handle: ConsoleHandle, controller: AbortController): ConsoleHandle {
     const set = live.get(key) ?? new Set();
@@ -138,29 +169,64 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     if (entry.open === 0 && entry.written === entry.version) forget(namespace, member, entry);
   }
 
-  // Writes the entry's current marks, after any write already under way; resolves with whether the claim is still there.
+  function mark(lease: LeaseObject, entry: TrackedConsoles | undefined, refresh: boolean) {
+    const now = ctx.clock.now();
+    return withConsoleMarks(lease, { replicaId, consoles: entry, now, expiryMs, processStartedAt, refresh });
+  }
+
+  // Writes the entry's current state, after any write already under way; resolves with whether the claim is still there.
   function syncMarks(
     namespace: string,
     member: string,
     entry: TrackedConsoles,
-    known?: LeaseObject,
+    { known, refresh = false }: { known?: LeaseObject; refresh?: boolean } = {},
   ): Promise<boolean> {
     const write = entry.writing.then(async () => {
       const version = entry.version;
+      // an entry this process never wrote may be one an earlier process left under the same ID
+      const rewrite = refresh || entry.lease === undefined;
       const outcome = await updateClaimLease(
         ctx,
-        { namespace, name: leaseNameFor(member), claim: entry.claim, known },
-        (lease) => withMarks(lease, entry),
+        {
+          namespace,
+          name: leaseNameFor(member),
+          claim: entry.claim,
+          known: known ?? (refresh ? entry.lease : undefined),
+        },
+        // a release owns a releasing claim: a refresh would only race its delete
+        (lease) => (refresh && isReleasing(lease) ? undefined : mark(lease, entry, rewrite)),
       );
       if (outcome.kind === 'gone') {
         forget(namespace, member, entry);
         return false;
       }
+      if (outcome.kind === 'written') entry.lease = outcome.lease;
       noteWritten(namespace, member, entry, version);
       return true;
     });
     entry.writing = write.catch(() => undefined);
     return write;
+  }
+
+  async function heartbeat(): Promise<void> {
+    const due = [...tracked].filter(([, entry]) => entry.open > 0 || entry.written < entry.version);
+    // the timer runs only while this process has consoles to vouch for
+    if (!due.some(([, entry]) => entry.open > 0) && timer !== undefined) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+    await forEachBounded(due, heartbeatConcurrency, async ([key, entry]) => {
+      const [namespace = '', member = ''] = splitKey(key);
+      // a failed write leaves the entry due; the next heartbeat or pass writes it
+      await syncMarks(namespace, member, entry, { refresh: true }).catch(() => undefined);
+    });
+  }
+
+  function keepBeating(): void {
+    if (timer !== undefined) return;
+    timer = setInterval(() => void heartbeat(), heartbeatMs);
+    // consoles alone never keep a process alive
+    timer.unref();
   }
 
   async function openConsole(openOptions: OpenConsoleOptions): Promise<ConsoleHandle> {
@@ -205,6 +271,7 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
         version: 0,
         written: 0,
         writing: Promise.resolve(),
+        lease: undefined,
       };
       tracked.set(key, entry);
     }
@@ -224,7 +291,7 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     };
     let present: boolean;
     try {
-      present = await syncMarks(namespace, member, entry, lease);
+      present = await syncMarks(namespace, member, entry, { known: lease });
     } catch (error) {
       undo(entry);
       throw error;
@@ -237,6 +304,7 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
         { details: { desktopId } },
       );
     }
+    keepBeating();
     const opened = entry;
     let closed = false;
     return keepLive(
@@ -276,6 +344,7 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
   }
 
   return {
+    replicaId,
     openConsole,
     trackedFor,
     trackedIn(namespace) {
@@ -289,5 +358,7 @@ export function createConsoleTracker(ctx: VdiContext, namespaces: readonly strin
     noteWritten,
     forget,
     endConsoles,
+    mark,
+    heartbeat,
   };
 }

@@ -4,6 +4,7 @@ import { isReleasing } from '../claims/releasing-mark.js';
 import type { DesktopKind } from '../ids.js';
 import {
   connectedAtAnnotation,
+  consolesAnnotation,
   disconnectedAtAnnotation,
   leaseKindLabel,
   leaseMemberLabel,
@@ -14,7 +15,19 @@ import {
 import type { LeaseObject } from '../kube-objects.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { isValidVmName } from '../validate.js';
-import { planReclaim, type ReclaimPolicy, type ReclaimReason, type SessionFacts } from './plan-reclaim.js';
+import {
+  type ConsolePresence,
+  formatConsoleEntries,
+  judgeConsoleEntries,
+  readConsoleEntries,
+} from './console-entries.js';
+import {
+  graceStart,
+  planReclaim,
+  type ReclaimPolicy,
+  type ReclaimReason,
+  type SessionFacts,
+} from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';
 
 /**
@@ -51,8 +64,9 @@ export interface ClaimKey {
 }
 
 /**
- * What this process knows of one claim's consoles: how many are open, the marks they imply, and whether the
- * Lease carries those marks yet (`written` equals `version`).
+ * What this process knows of one claim's consoles: how many are open, when the first of them opened and the last
+ * closed, and whether the Lease carries that yet (`written` equals `version`). It supersedes this replica's
+ * entry in the Lease's `corral.dev/vdi-consoles`, which may be behind it.
  *
  * @category sessions
  */
@@ -66,8 +80,8 @@ export interface ConsoleState {
 }
 
 /**
- * What {@link planReclaimPass} looks at: one namespace's claim Leases as listed, this process's consoles, and
- * the policy.
+ * What {@link planReclaimPass} looks at: one namespace's claim Leases as listed (with every replica's console
+ * entries), this process's consoles, and the policy.
  *
  * @category sessions
  */
@@ -75,6 +89,8 @@ export interface ReclaimPassInput {
   leases: readonly LeaseObject[];
   /** This process's console state, by member; an entry of an earlier claim of the member is ignored. */
   consoles: ReadonlyMap<string, ConsoleState>;
+  /** This process's replica ID: `consoles` supersedes its entries in the Leases. */
+  replicaId: string;
   /**
    * The namespace's pool member names as listed now. A Lease whose name carries a hashed member name needs them to
    * be placed, and a claim is renewed, marked or left to its release only once they show its member exists.
@@ -167,9 +183,43 @@ function acquiredAtOf(lease: LeaseObject): Date | undefined {
   return undefined;
 }
 
+/** Where {@link sessionFactsOf} reads a claim from besides its Lease. @category sessions */
+export interface SessionFactsContext {
+  /** This process's replica ID, whose entry `consoles` supersedes. */
+  replicaId: string;
+  now: Date;
+  processStartedAt: Date;
+}
+
+/** The console entries of a claim at `now`, but for this replica's own when its state supersedes it. */
+function othersOf(
+  lease: LeaseObject,
+  own: ConsoleState | undefined,
+  acquiredAt: Date,
+  { replicaId, now }: SessionFactsContext,
+): ConsolePresence {
+  const entries = readConsoleEntries(lease);
+  if (own) entries.delete(replicaId);
+  return judgeConsoleEntries(entries, now, acquiredAt);
+}
+
+/** This process's console state of the claim the Lease records, if it is of that claim. */
+function ownState(lease: LeaseObject, consoles: ConsoleState | undefined): ConsoleState | undefined {
+  return consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
+}
+
+function latest(...dates: (Date | undefined)[]): Date | undefined {
+  return dates.reduce<Date | undefined>(
+    (last, date) => (date !== undefined && (last === undefined || date > last) ? date : last),
+    undefined,
+  );
+}
+
 /**
- * The facts {@link planReclaim} needs about one claim: from its Lease, with this process's console state (of the
- * same claim) taking precedence, since its marks are at least as new as the Lease's.
+ * The facts {@link planReclaim} needs about one claim, from its Lease: its marks, and whether a console is open
+ * by the console entries of the live replicas (`corral.dev/vdi-consoles`), with this process's console state of
+ * the same claim in place of its own entry, since it is at least as new. A dead replica's entries (past their
+ * expiry) give `consolesLostAt`.
  *
  * @returns `undefined` when the Lease carries no readable start.
  * @category sessions
@@ -177,18 +227,76 @@ function acquiredAtOf(lease: LeaseObject): Date | undefined {
 export function sessionFactsOf(
   lease: LeaseObject,
   consoles: ConsoleState | undefined,
-  processStartedAt: Date,
+  context: SessionFactsContext,
 ): SessionFacts | undefined {
   const acquiredAt = acquiredAtOf(lease);
   if (acquiredAt === undefined) return undefined;
-  const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
+  const own = ownState(lease, consoles);
+  const { live, lostAt } = othersOf(lease, own, acquiredAt, context);
   return {
     acquiredAt,
-    connectedAt: own?.connectedAt ?? parseMark(lease, connectedAtAnnotation),
-    disconnectedAt: own?.disconnectedAt ?? parseMark(lease, disconnectedAtAnnotation),
-    consoleOpen: (own?.open ?? 0) > 0,
-    processStartedAt,
+    connectedAt: parseMark(lease, connectedAtAnnotation),
+    // this process's last close may not be written yet
+    disconnectedAt: latest(parseMark(lease, disconnectedAtAnnotation), own?.disconnectedAt),
+    consoleOpen: live.size > 0 || (own?.open ?? 0) > 0,
+    consolesLostAt: lostAt,
+    processStartedAt: context.processStartedAt,
   };
+}
+
+/** What {@link withConsoleMarks} writes for this replica. @category sessions */
+export interface ConsoleMarksInput extends SessionFactsContext {
+  /** This process's console state of the claim; `undefined` leaves its entry as the Lease has it. */
+  consoles: ConsoleState | undefined;
+  /** How long this replica's entry counts without a heartbeat. */
+  expiryMs: number;
+  /** Rewrite this replica's entry (count, `seenAt`) although it is live: on a heartbeat or a write made anyway. */
+  refresh: boolean;
+}
+
+/**
+ * The Lease with this replica's console entry and the session marks brought up to date, or `undefined` when it
+ * already carries them. This replica's entry is there while it has consoles open, with their count and `seenAt`
+ * as of the last `refresh` (a live entry is otherwise left as it is, so a second console costs no write), and
+ * goes when none are; dead replicas' entries are dropped. The first console open anywhere after none writes
+ * `corral.dev/vdi-connected-at`; when none is left open (the last close anywhere, or a dead replica's entries
+ * dropped) `corral.dev/vdi-disconnected-at` gets the instant the grace runs from, so the reading of
+ * {@link sessionFactsOf} is the same before and after the write.
+ *
+ * @category sessions
+ */
+export function withConsoleMarks(lease: LeaseObject, input: ConsoleMarksInput): LeaseObject | undefined {
+  const acquiredAt = acquiredAtOf(lease);
+  if (acquiredAt === undefined) return undefined;
+  const { replicaId, now } = input;
+  const own = ownState(lease, input.consoles);
+  const recorded = judgeConsoleEntries(readConsoleEntries(lease), now, acquiredAt);
+  const facts = sessionFactsOf(lease, own, input) as SessionFacts;
+  const next = othersOf(lease, own, acquiredAt, input).live;
+  const kept = recorded.live.get(replicaId);
+  if (own && own.open > 0) {
+    const fresh = { open: own.open, seenAt: now, expiresAt: new Date(now.getTime() + input.expiryMs) };
+    next.set(replicaId, kept && !input.refresh ? kept : fresh);
+  }
+  const annotations = { ...lease.metadata.annotations };
+  const entries = formatConsoleEntries(next);
+  if (entries === undefined) delete annotations[consolesAnnotation];
+  else annotations[consolesAnnotation] = entries;
+  const lost = facts.consolesLostAt !== undefined;
+  if (next.size > 0 && recorded.live.size === 0 && own?.connectedAt) {
+    // a connected period begins; a dead replica's ends where the grace would have run from
+    const ended = lost ? graceStart(facts) : undefined;
+    if (ended) annotations[disconnectedAtAnnotation] = ended.toISOString();
+    annotations[connectedAtAnnotation] = own.connectedAt.toISOString();
+  } else if (next.size === 0 && (recorded.live.size > 0 || lost || own?.disconnectedAt)) {
+    const ended = graceStart(facts);
+    if (ended) annotations[disconnectedAtAnnotation] = ended.toISOString();
+  }
+  const current = lease.metadata.annotations ?? {};
+  const changed = [consolesAnnotation, connectedAtAnnotation, disconnectedAtAnnotation].some(
+    (key) => annotations[key] !== current[key],
+  );
+  return changed ? { ...lease, metadata: { ...lease.metadata, annotations } } : undefined;
 }
 
 // the mark renewed the Lease and nothing renews a releasing claim, so renewTime is when its release began
@@ -247,7 +355,7 @@ function stepFor(
   const renewal = planRenewal(lease, input.now, input.renewIntervalMs);
   if (renewal.kind === 'expired') return { kind: 'skip', lease, reason: 'expired' };
   const consoles = input.consoles.get(member);
-  const facts = sessionFactsOf(lease, consoles, input.processStartedAt);
+  const facts = sessionFactsOf(lease, consoles, input);
   if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
   const reclaim = planReclaim(facts, input.now, input.policy);
   if (reclaim.kind === 'reclaim') return { kind: 'reclaim', member, lease, reason: reclaim.reason };
@@ -263,7 +371,7 @@ function stepFor(
       ? { kind: 'resume', member, lease }
       : { kind: 'skip', lease, reason: 'releasing' };
   }
-  const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
+  const own = ownState(lease, consoles);
   const marks = own !== undefined && own.written < own.version;
   if (renewal.kind === 'renew') return { kind: 'renew', member, lease, marks };
   return marks ? { kind: 'mark', member, lease } : { kind: 'keep', member, lease };

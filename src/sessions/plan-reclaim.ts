@@ -33,8 +33,13 @@ export interface SessionFacts {
   connectedAt?: Date | undefined;
   /** The `corral.dev/vdi-disconnected-at` mark: end of the last connected period. */
   disconnectedAt?: Date | undefined;
-  /** Whether this process has a console of the desktop open now. */
+  /** Whether a console of the desktop is open now in this process or in a live broker replica. */
   consoleOpen: boolean;
+  /**
+   * When the latest console entry of a replica that stopped heartbeating expired (see `corral.dev/vdi-consoles`):
+   * its consoles went with it, so a connected period ended then unless a later disconnect says otherwise.
+   */
+  consolesLostAt?: Date | undefined;
   /** When this process started; a desktop that was connected when the previous one stopped counts from here. */
   processStartedAt: Date;
 }
@@ -75,9 +80,10 @@ interface PendingReclaim {
  * - Disconnect grace: with no console open, a desktop is reclaimed `disconnectGraceMs` after its last
  *   disconnect. A desktop that never had a console is never reclaimed by grace, since its user may work through
  *   a client this process cannot see.
- * - Restarts: marks saying the desktop was connected, with no console open in this process, mean the previous
- *   process stopped while it was connected; its grace counts from `processStartedAt` (or from `connectedAt`
- *   if later). A desktop that was already disconnected keeps its recorded time.
+ * - Restarts and dead replicas: marks saying the desktop was connected with no console open, or console entries
+ *   of a replica that stopped heartbeating (`consolesLostAt`, after the last disconnect), mean a process stopped
+ *   while it was connected; its grace counts from the later of that instant (`connectedAt`, or the entries'
+ *   expiry) and `processStartedAt`. A desktop that was already disconnected keeps its recorded time.
  * - Marks older than `acquiredAt` belong to an earlier claim of the member and are ignored.
  *
  * Both reclaims are due at their instant (`now >= reclaimAt`); when both are due the earlier one names the
@@ -150,18 +156,23 @@ function later(date: Date, ms: number): Date | undefined {
   return at > lastDateMs ? undefined : new Date(at);
 }
 
-// When the grace of a desktop without an open console began, or undefined when it never had a console.
-function graceStart(facts: SessionFacts): Date | undefined {
+/**
+ * When the grace of a desktop began were no console open, or `undefined` when it never had a console: its last
+ * disconnect, or for a connected period nobody closed (a process stopped with it open) the later of that
+ * period's last sign and `processStartedAt`.
+ */
+export function graceStart(facts: SessionFacts): Date | undefined {
   const claimed = facts.acquiredAt.getTime();
-  const connectedAt =
-    facts.connectedAt && facts.connectedAt.getTime() >= claimed ? facts.connectedAt : undefined;
-  const disconnectedAt =
-    facts.disconnectedAt && facts.disconnectedAt.getTime() >= claimed ? facts.disconnectedAt : undefined;
-  if (connectedAt === undefined) return disconnectedAt;
-  if (disconnectedAt !== undefined && disconnectedAt.getTime() >= connectedAt.getTime())
-    return disconnectedAt;
-  // marked connected, yet no console here: the previous process stopped with it open
-  return new Date(Math.max(connectedAt.getTime(), facts.processStartedAt.getTime()));
+  const since = (date: Date | undefined) => (date && date.getTime() >= claimed ? date.getTime() : undefined);
+  const connectedAt = since(facts.connectedAt);
+  const disconnectedAt = since(facts.disconnectedAt);
+  const lostAt = since(facts.consolesLostAt);
+  const unclosed = [connectedAt, lostAt].filter(
+    (at): at is number => at !== undefined && (disconnectedAt === undefined || at > disconnectedAt),
+  );
+  if (unclosed.length === 0) return disconnectedAt === undefined ? undefined : new Date(disconnectedAt);
+  // connected, yet nobody saw it close: the process that served it stopped with it open
+  return new Date(Math.max(...unclosed, facts.processStartedAt.getTime()));
 }
 
 function checkDate(value: unknown, name: string): void {
@@ -181,6 +192,7 @@ function checkFacts(facts: SessionFacts): void {
   checkDate(facts.processStartedAt, 'processStartedAt');
   if (facts.connectedAt !== undefined) checkDate(facts.connectedAt, 'connectedAt');
   if (facts.disconnectedAt !== undefined) checkDate(facts.disconnectedAt, 'disconnectedAt');
+  if (facts.consolesLostAt !== undefined) checkDate(facts.consolesLostAt, 'consolesLostAt');
   if (typeof facts.consoleOpen !== 'boolean') {
     throw new VdiError('INVALID_INPUT', 'The session fact "consoleOpen" must be true or false.', {
       details: { field: 'consoleOpen' },

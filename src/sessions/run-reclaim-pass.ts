@@ -18,7 +18,7 @@ import {
   planSessionStep,
   type SessionStep,
 } from './plan-reclaim-pass.js';
-import { updateClaimLease, withMarks } from './update-claim-lease.js';
+import { updateClaimLease } from './update-claim-lease.js';
 
 /** The identity the reclaim policy acts as, in the audit log and on events. @category sessions */
 export const reclaimActor = 'corral-vdi/broker';
@@ -126,6 +126,7 @@ async function passOverNamespace(
   const input = {
     leases,
     consoles: setup.tracker.trackedIn(namespace),
+    replicaId: setup.tracker.replicaId,
     now: ctx.clock.now(),
     policy: setup.policy,
     renewIntervalMs: setup.renewIntervalMs,
@@ -180,7 +181,8 @@ async function write(
     ctx,
     { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
     (current) => {
-      const marked = entry ? (withMarks(current, entry) ?? current) : current;
+      // this replica's entry goes with the write, and dead replicas' entries are dropped
+      const marked = tracker.mark(current, entry, true) ?? current;
       // a claim whose release began since the list is left to that release
       if (isReleasing(current)) return undefined;
       if (!renew) return marked === current ? undefined : marked;
@@ -221,6 +223,7 @@ async function reclaim(
   const tracked = tracker.trackedFor(namespace, member, lease);
   const step = planSessionStep(lease, {
     consoles: new Map(tracked ? [[member, tracked]] : []),
+    replicaId: tracker.replicaId,
     members: [member],
     now: ctx.clock.now(),
     policy: setup.policy,

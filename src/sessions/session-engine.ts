@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend } from '../desktop-backend.js';
@@ -52,11 +54,25 @@ export interface SessionEngineOptions {
    * @defaultValue none: one process per set of namespaces writes unchecked
    */
   fence?: () => Promise<void>;
+  /**
+   * The ID this broker replica records its open consoles under on the claims' Leases
+   * (`corral.dev/vdi-consoles`), such as its leader-election identity. Every running replica needs its own; a
+   * restarted one may keep it, as its old entries count only until they expire. 1 to 253 printable ASCII
+   * characters.
+   * @defaultValue a new one per engine: the host name and a random suffix
+   */
+  replicaId?: string;
+  /**
+   * How often, in ms, this replica refreshes its console entries while it has consoles open. An entry not
+   * refreshed for three times this is a dead replica's: its consoles count as closed from then on.
+   * @defaultValue 60000
+   */
+  heartbeatMs?: number;
 }
 
 /** The session fields of a desktop view (times in RFC 3339). @category sessions */
 export interface DesktopSession {
-  /** Whether a console of the desktop is open in this process. */
+  /** Whether a console of the desktop is open in this process or in another live broker replica. */
   connected: boolean;
   /** Since when the disconnect grace runs: the last disconnect, or the engine's start after a restart. */
   disconnectedAt: string | undefined;
@@ -94,18 +110,29 @@ export interface SessionEngine {
   endConsoles(options: EndConsolesOptions): Promise<number>;
   /** Runs a pass now and then every `intervalMs` until {@link SessionEngine.stop}. Calling it twice does nothing. */
   start(): void;
-  /** Stops the timer and waits for a running pass. Open consoles stay counted. */
+  /** Stops the passes' timer and waits for a running pass. Open consoles stay counted, and their heartbeat runs on. */
   stop(): Promise<void>;
   /**
    * One pass over the served namespaces: reclaims what the policy says, renews Leases that are due, and writes
    * session marks that an earlier write missed. Calls during a pass share that pass.
    */
   runPass(): Promise<SessionPassResult>;
-  /** The session fields of a desktop, from its Lease (as read) and this process's consoles. No I/O. */
+  /**
+   * Refreshes this replica's console entries (`seenAt`) on the Leases of the desktops it has consoles open for,
+   * and writes any that a failed write missed. A timer does this every `heartbeatMs` while consoles are open,
+   * whether or not the engine was started. Never throws: what fails is left for the next heartbeat or pass.
+   */
+  heartbeat(): Promise<void>;
+  /**
+   * The session fields of a desktop, from its Lease (as read: the console entries of every live replica) and
+   * this process's consoles. No I/O.
+   */
   describe(desktop: { namespace: string; member: string; lease: LeaseObject | undefined }): DesktopSession;
   /** The policy in force. */
   readonly policy: Readonly<ReclaimPolicy>;
   readonly processStartedAt: Date;
+  /** The ID this replica records its consoles under. */
+  readonly replicaId: string;
 }
 
 const positiveMs = z.number().int().positive().max(2_147_483_647);
@@ -118,7 +145,17 @@ const optionsSchema = z.object({
   renewIntervalMs: positiveMs.optional(),
   processStartedAt: z.date().optional(),
   fence: z.custom<() => Promise<void>>((value) => typeof value === 'function').optional(),
+  replicaId: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,253}$/, 'use 1 to 253 printable ASCII characters, such as the pod name')
+    .optional(),
+  heartbeatMs: positiveMs.optional(),
 });
+
+// a replica that restarts is another replica: the entries of the one before are a dead one's
+function newReplicaId(): string {
+  return `${hostname()}-${randomUUID().slice(0, 8)}`;
+}
 
 /**
  * Creates the session engine of one process: it counts open consoles, records connected periods on the claims'
@@ -149,7 +186,13 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
   checkReclaimPolicy(policy);
   const intervalMs = parsed.intervalMs ?? 30_000;
   const processStartedAt = parsed.processStartedAt ?? ctx.clock.now();
-  const tracker = createConsoleTracker(ctx, namespaces);
+  const replicaId = parsed.replicaId ?? newReplicaId();
+  const tracker = createConsoleTracker(ctx, {
+    namespaces,
+    replicaId,
+    heartbeatMs: parsed.heartbeatMs ?? 60_000,
+    processStartedAt,
+  });
   const setup = {
     namespaces,
     tracker,
@@ -174,6 +217,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     openConsole: tracker.openConsole,
     endConsoles: ({ namespace, member, end }) => tracker.endConsoles(namespace, member, end),
     runPass,
+    heartbeat: tracker.heartbeat,
     start() {
       if (timer !== undefined) return;
       void runPass();
@@ -194,7 +238,11 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         reclaimReason: undefined,
       };
       if (!lease || planRenewal(lease, ctx.clock.now()).kind === 'expired') return empty;
-      const facts = sessionFactsOf(lease, tracker.trackedFor(namespace, member, lease), processStartedAt);
+      const facts = sessionFactsOf(lease, tracker.trackedFor(namespace, member, lease), {
+        replicaId,
+        now: ctx.clock.now(),
+        processStartedAt,
+      });
       if (!facts) return empty;
       const view = describeSession(facts, policy);
       return {
@@ -206,5 +254,6 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     },
     policy,
     processStartedAt,
+    replicaId,
   };
 }

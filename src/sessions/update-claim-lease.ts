@@ -1,5 +1,4 @@
 import type { VdiContext } from '../context.js';
-import { connectedAtAnnotation, disconnectedAtAnnotation } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { type ClaimKey, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
@@ -32,19 +31,4 @@ export async function updateClaimLease(
       lease = undefined;
     }
   }
-}
-
-/** The Lease with the given session marks, or `undefined` when it already carries them. */
-export function withMarks(
-  lease: LeaseObject,
-  marks: { connectedAt: Date | undefined; disconnectedAt: Date | undefined },
-): LeaseObject | undefined {
-  const annotations = { ...lease.metadata.annotations };
-  if (marks.connectedAt) annotations[connectedAtAnnotation] = marks.connectedAt.toISOString();
-  if (marks.disconnectedAt) annotations[disconnectedAtAnnotation] = marks.disconnectedAt.toISOString();
-  const current = lease.metadata.annotations ?? {};
-  const changed = [connectedAtAnnotation, disconnectedAtAnnotation].some(
-    (key) => annotations[key] !== current[key],
-  );
-  return changed ? { ...lease, metadata: { ...lease.metadata, annotations } } : undefined;
 }

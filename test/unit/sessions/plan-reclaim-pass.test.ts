@@ -71,6 +71,7 @@ function consolesOf(lease: LeaseObject, state: Partial<ConsoleState>): ConsoleSt
 
 const base = {
   consoles: new Map<string, ConsoleState>(),
+  replicaId: 'broker-a',
   policy: { disconnectGraceMs: 15 * minute, maxSessionMs: 0 },
   processStartedAt: at(-60),
 };
@@ -312,7 +313,7 @@ describe('planReclaimPass', () => {
           }
           live += 1;
           const member = `devpool-${index + 1}`;
-          const facts = sessionFactsOf(object, consoles.get(member), base.processStartedAt);
+          const facts = sessionFactsOf(object, consoles.get(member), { ...base, now: at(now) });
           const reclaim = planReclaim(facts as NonNullable<typeof facts>, at(now), policy);
           if (reclaim.kind === 'reclaim') {
             expect(step).toEqual({ kind: 'reclaim', member, lease: object, reason: reclaim.reason });

@@ -166,6 +166,55 @@ describe('planReclaim', () => {
       { kind: 'reclaim', reason: 'disconnect-grace' },
     ],
     [
+      'runs the grace from the expiry of a dead replica’s console entries',
+      { connectedAt: at(1), consolesLostAt: at(4) },
+      grace15,
+      18,
+      { kind: 'keep', reclaimAt: at(19), reclaimReason: 'disconnect-grace' },
+    ],
+    [
+      'reclaims once the grace from a dead replica’s expiry ends',
+      { connectedAt: at(1), consolesLostAt: at(4) },
+      grace15,
+      19,
+      { kind: 'reclaim', reason: 'disconnect-grace' },
+    ],
+    [
+      'keeps a desktop with a console open in a live replica whatever a dead one left',
+      { connectedAt: at(1), consolesLostAt: at(4), consoleOpen: true },
+      grace15,
+      500,
+      { kind: 'keep' },
+    ],
+    [
+      'counts a dead replica’s grace from this start when this process started later',
+      { connectedAt: at(1), consolesLostAt: at(4), processStartedAt: at(30) },
+      grace15,
+      44,
+      { kind: 'keep', reclaimAt: at(45), reclaimReason: 'disconnect-grace' },
+    ],
+    [
+      'keeps a disconnect recorded after a dead replica’s entries expired',
+      { connectedAt: at(1), consolesLostAt: at(4), disconnectedAt: at(6) },
+      grace15,
+      20,
+      { kind: 'keep', reclaimAt: at(21), reclaimReason: 'disconnect-grace' },
+    ],
+    [
+      'runs the grace from a dead replica’s expiry after the last recorded disconnect',
+      { connectedAt: at(1), disconnectedAt: at(2), consolesLostAt: at(10) },
+      grace15,
+      24,
+      { kind: 'keep', reclaimAt: at(25), reclaimReason: 'disconnect-grace' },
+    ],
+    [
+      'ignores console entries that expired before the claim began',
+      { acquiredAt: at(100), consolesLostAt: at(99) },
+      grace15,
+      10_000,
+      { kind: 'keep' },
+    ],
+    [
       'never reclaims when the maximum age lies beyond what a Date holds',
       {},
       { disconnectGraceMs: 0, maxSessionMs: Number.MAX_SAFE_INTEGER },
@@ -186,6 +235,7 @@ describe('planReclaim', () => {
     ['an invalid connectedAt', facts({ connectedAt: new Date(Number.NaN) }), at(0), grace15],
     ['an invalid disconnectedAt', facts({ disconnectedAt: new Date(Number.NaN) }), at(0), grace15],
     ['an invalid processStartedAt', facts({ processStartedAt: new Date(Number.NaN) }), at(0), grace15],
+    ['an invalid consolesLostAt', facts({ consolesLostAt: new Date(Number.NaN) }), at(0), grace15],
     [
       'a consoleOpen that is not a boolean',
       { ...facts(), consoleOpen: 1 as unknown as boolean },
@@ -299,6 +349,32 @@ describe('planReclaim properties', () => {
             processStartedAt,
           };
           expect(planReclaim(restarted, now, policy).kind).toBe('keep');
+        },
+      ),
+    );
+  });
+
+  it('never reclaims a desktop a dead replica served until a full grace after its entries expired, or after this start when later', () => {
+    fc.assert(
+      fc.property(
+        arbitraryFacts,
+        time,
+        fc.integer({ min: 1, max: 1000 * minute }),
+        fc.nat(),
+        (desktop, consolesLostAt, grace, sinceSeed) => {
+          const claimedAt = desktop.acquiredAt.getTime();
+          fc.pre(consolesLostAt.getTime() >= claimedAt);
+          fc.pre(desktop.disconnectedAt === undefined || desktop.disconnectedAt < consolesLostAt);
+          // an entry is written with or after the connect mark of its period
+          fc.pre(desktop.connectedAt === undefined || desktop.connectedAt <= consolesLostAt);
+          const policy = { disconnectGraceMs: grace, maxSessionMs: 0 };
+          const lost = { ...desktop, consoleOpen: false, consolesLostAt };
+          const graceFrom = Math.max(consolesLostAt.getTime(), desktop.processStartedAt.getTime());
+          expect(planReclaim(lost, new Date(graceFrom + (sinceSeed % grace)), policy).kind).toBe('keep');
+          expect(planReclaim(lost, new Date(graceFrom + grace), policy)).toEqual({
+            kind: 'reclaim',
+            reason: 'disconnect-grace',
+          });
         },
       ),
     );
