@@ -33,6 +33,7 @@ export type VdiErrorCode =
   | 'METHOD_NOT_ALLOWED'
   | 'PAYLOAD_TOO_LARGE'
   | 'CLUSTER_UNAVAILABLE'
+  | 'NOT_READY'
   | 'CONTROL_PLANE_FAILED'
   | 'INTERNAL';
 
@@ -72,6 +73,7 @@ export const httpStatusByCode: Readonly<Record<VdiErrorCode, number>> = {
   METHOD_NOT_ALLOWED: 405,
   PAYLOAD_TOO_LARGE: 413,
   CLUSTER_UNAVAILABLE: 503,
+  NOT_READY: 503,
   CONTROL_PLANE_FAILED: 500,
   INTERNAL: 500,
 };

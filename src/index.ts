@@ -12,6 +12,7 @@ export { MemoryAuditSink } from './audit.js';
 export type {
   AuthorizeConsoleOptions,
   Broker,
+  BrokerLogFields,
   BrokerLogger,
   BrokerOptions,
   CtReconcilePassResult,
@@ -167,7 +168,7 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
 } from './keys.js';
-export type { DeletePreconditions, ListOptions, PowerChange } from './kube/cluster.js';
+export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
 export type { RetryOptions } from './kube/retry.js';
@@ -195,6 +196,9 @@ export type { RunLaunchPlanOptions } from './launch/run-launch-plan.js';
 export { runLaunchPlan } from './launch/run-launch-plan.js';
 export type { OutputStream, ProcessExit } from './launch/run-process.js';
 export { compareNatural, memberNameFor } from './member-names.js';
+export type { BrokerMetrics, ReleaseReason } from './metrics/broker-metrics.js';
+export type { CountPoolMembersInput, PoolMemberCounts } from './metrics/count-pool-members.js';
+export { countPoolMembers } from './metrics/count-pool-members.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';
 export type { PoolDeletePlan } from './pools/plan-pool-delete.js';

@@ -1,6 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { DesktopKind, MemberConsole } from '../desktop-backend.js';
+import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
+import { readPoolCounts } from '../metrics/read-pool-counts.js';
 import { type ConsoleHandle, createSessionEngine, type SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import { answerFailure, answerUnexpected } from './answers.js';
@@ -15,14 +18,23 @@ import {
 } from './console-proxy.js';
 import { type CtReconcilePassResult, createCtReconcileLoop } from './ct-reconcile-loop.js';
 import { createDesktopReader } from './desktop-reader.js';
-import { headersOfNode, nodeRequest, webRequest, webResponse, writeNodeResponse } from './http-io.js';
+import {
+  type BrokerRequest,
+  type BrokerResponse,
+  headersOfNode,
+  nodeRequest,
+  webRequest,
+  webResponse,
+  writeNodeResponse,
+} from './http-io.js';
 import { type CallerIdentity, createIdentityResolver } from './identity.js';
 import { matchRoute } from './match-route.js';
+import { createOperationAnswers, createReadiness } from './operations.js';
 import { createRouteHandlers } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
 import { createTaskRegistry } from './tasks.js';
 
-export type { BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
+export type { BrokerLogFields, BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
 export type { AuthorizeConsoleOptions } from './console-gate.js';
 export type { OpenConsole } from './console-proxy.js';
 export type { CtReconcilePassResult } from './ct-reconcile-loop.js';
@@ -66,10 +78,15 @@ export interface Broker {
    */
   start(): void;
   /**
-   * Closes the open console websockets (1001), stops the session engine and the reconcile loop and waits for
-   * running releases. Nothing is reclaimed by stopping.
+   * Fails `/readyz` at once, closes the open console websockets (1001), stops the session engine and the
+   * reconcile loop and waits for running releases. Nothing is reclaimed by stopping.
    */
   stop(): Promise<void>;
+  /**
+   * The broker's metrics, kept whether or not `/metrics` is served: a leader elector calls
+   * `metrics.setLeader(true | false)` as it gains and loses the lead.
+   */
+  readonly metrics: BrokerMetrics;
   /**
    * One reconcile pass of every container pool of the served namespaces, as the started broker runs on its
    * interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
@@ -121,7 +138,18 @@ export function createBroker(options: BrokerOptions): Broker {
   const { vdi, namespaces, log } = settings;
   const ctx = vdi.context;
   const isAdmin = createAdminCheck(settings.admins);
-  const sessions = createSessionEngine(ctx, { namespaces, ...settings.sessions });
+  const metrics = createBrokerMetrics({
+    ctx,
+    readPools: () => readPoolCounts(ctx, namespaces),
+    readConsoles: () => consoles.list(),
+    log,
+  });
+  const readiness = createReadiness(settings.readiness, log);
+  const sessions = createSessionEngine(ctx, {
+    namespaces,
+    ...settings.sessions,
+    observePass: metrics.timeReclaimPass,
+  });
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });
   const desktops = createDesktopReader(ctx, sessions, namespaces);
@@ -139,8 +167,10 @@ export function createBroker(options: BrokerOptions): Broker {
       tasks,
       listAudit: () => settings.audit.list(),
       namespaces,
+      metrics,
       log,
     }),
+    operations: createOperationAnswers(readiness, settings.metrics ? metrics : undefined),
     log,
   };
   const route = createRouter(routerOptions);
@@ -154,23 +184,50 @@ export function createBroker(options: BrokerOptions): Broker {
     log,
   });
 
+  // One line per request the broker answered, for the access log.
+  function logAnswer(request: BrokerRequest, response: BrokerResponse, since: number): void {
+    const durationMs = Math.round(performance.now() - since);
+    const { method, rawPath: path, requestId } = request;
+    log(`broker: ${method} ${path} ${response.status} ${durationMs}ms (request ${requestId})`, {
+      level: 'info',
+      requestId,
+      method,
+      path,
+      status: response.status,
+      durationMs,
+    });
+  }
+
   return {
     handleNode(req, res, next) {
-      route(nodeRequest(req)).then(
+      const since = performance.now();
+      const request = nodeRequest(req);
+      const answer = (response: BrokerResponse) => {
+        writeNodeResponse(res, response, request.requestId);
+        logAnswer(request, response, since);
+      };
+      route(request).then(
         (response) => {
-          if (response) writeNodeResponse(res, response);
+          if (response) answer(response);
           else if (next) next();
-          else writeNodeResponse(res, notFound());
+          else answer(notFound());
         },
         (error: unknown) => {
-          log(`broker: ${req.method} ${req.url} failed unexpectedly: ${String(error)}`);
-          if (!res.headersSent) writeNodeResponse(res, answerUnexpected());
+          log(`broker: ${req.method} ${req.url} failed unexpectedly: ${String(error)}`, {
+            level: 'error',
+            requestId: request.requestId,
+          });
+          if (!res.headersSent) answer(answerUnexpected());
           else res.destroy();
         },
       );
     },
     async fetch(request, info) {
-      return webResponse((await route(webRequest(request, info?.remoteAddress))) ?? notFound());
+      const since = performance.now();
+      const brokerRequest = webRequest(request, info?.remoteAddress);
+      const response = (await route(brokerRequest)) ?? notFound();
+      logAnswer(brokerRequest, response, since);
+      return webResponse(response, brokerRequest.requestId);
     },
     handleUpgrade(req, socket, head) {
       const request = nodeRequest(req);
@@ -196,7 +253,10 @@ export function createBroker(options: BrokerOptions): Broker {
           }
         })
         .catch((error: unknown) => {
-          log(`broker: upgrade ${req.url} failed unexpectedly: ${String(error)}`);
+          log(`broker: upgrade ${req.url} failed unexpectedly: ${String(error)}`, {
+            level: 'error',
+            requestId: request.requestId,
+          });
           refuseUpgrade(socket, answerUnexpected());
         });
       return true;
@@ -211,12 +271,18 @@ export function createBroker(options: BrokerOptions): Broker {
       }
       sessions.start();
       ctPools.start();
+      // without leader election this broker runs every pass; an elector sets it as it gains and loses the lead
+      metrics.setLeader(true);
     },
     async stop() {
+      readiness.stop();
       await consoles.closeAll();
       await Promise.all([sessions.stop(), ctPools.stop()]);
+      metrics.setLeader(false);
       await tasks.settled();
+      metrics.detach();
     },
+    metrics,
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),
     async identify(request, info) {
       return await identify(
