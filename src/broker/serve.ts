@@ -25,8 +25,9 @@ export interface ServeBrokerOptions extends BrokerOptions {
    */
   desktopsPage?: string;
   /**
-   * Serve `GET /metrics` on a listener of its own, `host:port`, such as `0.0.0.0:9090` for a scraper in the
-   * cluster while the API stays on loopback. `metrics: true` serves them on the API's listener instead.
+   * Serve `GET /metrics`, `/healthz` and `/readyz` on a listener of their own, `host:port`, such as `0.0.0.0:9090`
+   * for the scraper and the probes of the platform while the API stays on loopback behind its identity proxy.
+   * `metrics: true` serves the metrics on the API's listener instead.
    */
   metricsListen?: string;
   /**
@@ -101,11 +102,19 @@ async function listenOn(server: Server, listen: string): Promise<string> {
   return `http://${shownHost}:${address.port}`;
 }
 
-// A listener of the metrics alone: every other path is 404.
+// The operations listener: the metrics and the probes, so the API can stay on loopback behind its proxy.
 function createMetricsServer(broker: Broker): Server {
   return createServer((req, res) => {
-    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
-      writeNodeResponse(res, answerFailure('NOT_FOUND', 'Only GET /metrics is served here.'));
+    const path = req.url?.split('?')[0];
+    if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) {
+      broker.handleNode(req, res);
+      return;
+    }
+    if (req.method !== 'GET' || path !== '/metrics') {
+      writeNodeResponse(
+        res,
+        answerFailure('NOT_FOUND', 'Only GET /metrics, /healthz and /readyz are served here.'),
+      );
       return;
     }
     broker.metrics.render().then(

@@ -67,7 +67,7 @@ const serve: CommandSpec = {
     'metrics-listen': {
       type: 'string',
       value: 'HOST:PORT',
-      help: 'Serve the Prometheus metrics at /metrics on a listener of their own, such as 0.0.0.0:9090.',
+      help: 'Serve the Prometheus metrics at /metrics, and /healthz and /readyz, on a listener of their own, such as 0.0.0.0:9090.',
     },
     'log-format': {
       type: 'string',

@@ -51,8 +51,10 @@ describe('corral-vdi broker serve, run as a platform runs it', () => {
 
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'alive' });
     expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready' });
-    // the API's listener does not serve the metrics when they have their own
+    // the API's listener does not serve the metrics when they have their own, which serves the probes too
     expect((await fetch(`${url}/metrics`)).status).toBe(404);
+    expect(await (await fetch(`${metricsUrl}/readyz`)).json()).toEqual({ status: 'ready' });
+    expect((await fetch(`${metricsUrl}/api/vdi/pools`)).status).toBe(404);
     const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
     expect(metrics).toContain('\ncorral_vdi_leader 1\n');
     expect(metrics).toContain(
