@@ -34,7 +34,7 @@ export type {
 } from './broker/identity.js';
 export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './broker/identity.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
-export type { BrokerServer, ServeBrokerOptions } from './broker/serve.js';
+export type { BrokerServer, ServeBrokerOptions, ShutdownHook } from './broker/serve.js';
 export { serveBroker } from './broker/serve.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow, UnscheduledDemand } from './capacity/admit-pool.js';
 export { admitPool } from './capacity/admit-pool.js';
