@@ -218,13 +218,12 @@ export class KubeCluster {
   }
 
   // A 409 on a Lease write is a lost race or a stale read: worth counting apart from other failures.
-  private async writeLease(
+  private async countConflicts(
     verb: 'create' | 'update',
-    doing: string,
-    run: () => Promise<V1Lease>,
+    write: () => Promise<V1Lease>,
   ): Promise<LeaseObject> {
     try {
-      return leaseFromApi(await this.call(verb, doing, run));
+      return leaseFromApi(await write());
     } catch (error) {
       if (isVdiError(error, 'CONFLICT')) {
         for (const observer of this.observers) observer.leaseConflict?.(verb);
@@ -236,16 +235,20 @@ export class KubeCluster {
   /** Creates a Lease. First writer wins: a loser gets `CONFLICT` with reason `AlreadyExists`. */
   async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const name = lease.metadata.name ?? '';
-    return await this.writeLease('create', `create Lease ${namespace}/${name}`, () =>
-      this.coordination.createNamespacedLease({ namespace, body: leaseToApi(lease) }),
+    return await this.countConflicts('create', () =>
+      this.call('create', `create Lease ${namespace}/${name}`, () =>
+        this.coordination.createNamespacedLease({ namespace, body: leaseToApi(lease) }),
+      ),
     );
   }
 
   /** Replaces a Lease; its `metadata.resourceVersion` must be the one read, or `CONFLICT` with reason `Conflict`. */
   async replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const name = lease.metadata.name ?? '';
-    return await this.writeLease('update', `replace Lease ${namespace}/${name}`, () =>
-      this.coordination.replaceNamespacedLease({ namespace, name, body: leaseToApi(lease) }),
+    return await this.countConflicts('update', () =>
+      this.call('update', `replace Lease ${namespace}/${name}`, () =>
+        this.coordination.replaceNamespacedLease({ namespace, name, body: leaseToApi(lease) }),
+      ),
     );
   }
 
