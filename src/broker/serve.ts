@@ -154,8 +154,9 @@ function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
  * console.log(`broker on ${server.url}`);
  * await server.closed;
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` for a bad listen address or broker options, or a `desktopsPage` folder
- *   without the built page; `INTERNAL` when the address cannot be bound (in use, not local), with the reason.
+ * @throws {@link VdiError} `INVALID_INPUT` for a bad listen address, `shutdownTimeoutMs` or broker options, or a
+ *   `desktopsPage` folder without the built page; `INTERNAL` when an address cannot be bound (in use, not local),
+ *   with the reason.
  * @category broker
  */
 export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerServer> {
@@ -169,6 +170,12 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
   } = options;
   parseListenAddress(listen);
   if (metricsListen !== undefined) parseListenAddress(metricsListen);
+  if (!Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `shutdownTimeoutMs must be a whole number of milliseconds, 0 or more, not ${shutdownTimeoutMs}.`,
+    );
+  }
   const page = desktopsPage === undefined ? undefined : createDesktopsPage(desktopsPage);
   const broker = createBroker(brokerOptions);
   const server = createServer((req, res) =>
@@ -186,7 +193,14 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
   });
   const url = await listenOn(server, listen);
   const metricsServer = metricsListen === undefined ? undefined : createMetricsServer(broker);
-  const metricsUrl = metricsServer && (await listenOn(metricsServer, metricsListen ?? ''));
+  let metricsUrl: string | undefined;
+  try {
+    if (metricsServer && metricsListen !== undefined)
+      metricsUrl = await listenOn(metricsServer, metricsListen);
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   broker.start();
   const log = brokerOptions.log ?? ((message: string) => console.warn(message));
   const hooks: ShutdownHook[] = [];

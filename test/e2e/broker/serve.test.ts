@@ -138,4 +138,16 @@ describe('serveBroker', () => {
       code: 'INVALID_INPUT',
     });
   });
+
+  it('refuses a metrics address that is not host:port and a negative shutdown bound before it listens', async () => {
+    await expect(
+      serveBroker({ identity: [], listen: '127.0.0.1:0', metricsListen: '9090' }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('"9090" is not host:port'),
+    });
+    await expect(
+      serveBroker({ identity: [], listen: '127.0.0.1:0', shutdownTimeoutMs: -1 }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('shutdownTimeoutMs') });
+  });
 });
