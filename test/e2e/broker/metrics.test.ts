@@ -142,6 +142,21 @@ describe("the broker's metrics", () => {
     expect(after.get('corral_vdi_leader')).toBe(1);
   });
 
+  it('cost one list per kind of object and namespace per scrape, and no read of single objects', async () => {
+    const namespace = await createTestNamespace(cluster(), 'metrics');
+    await createPoolMembers(cluster(), namespace, 'devpool', 3);
+    const api = await startBroker(cluster(), namespace, createTestClock(new Date()), { metrics: true });
+    running.push(api);
+    const lists = (samples: Map<string, number>) =>
+      samples.get('corral_vdi_apiserver_requests_total{verb="list",code="2xx"}') ?? 0;
+    const first = lists(await scrape(api));
+    const second = lists(await scrape(api));
+    process.stderr.write(`metrics: one scrape made ${second - first} list requests\n`);
+    // Leases; VMs and VMIs (VM members); Pods and pool specs (container members)
+    expect(second - first).toBe(5);
+    expect(api.vdi.context.cluster.requestCounts.get('get') ?? 0).toBe(0);
+  });
+
   it('are not served unless turned on, and every answer carries its request ID', async () => {
     const namespace = await createTestNamespace(cluster(), 'metrics');
     const api = await startBroker(cluster(), namespace, createTestClock(new Date()));
