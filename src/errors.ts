@@ -34,6 +34,7 @@ export type VdiErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'CLUSTER_UNAVAILABLE'
   | 'NOT_LEADER'
+  | 'NOT_READY'
   | 'CONTROL_PLANE_FAILED'
   | 'INTERNAL';
 
@@ -74,6 +75,7 @@ export const httpStatusByCode: Readonly<Record<VdiErrorCode, number>> = {
   PAYLOAD_TOO_LARGE: 413,
   CLUSTER_UNAVAILABLE: 503,
   NOT_LEADER: 503,
+  NOT_READY: 503,
   CONTROL_PLANE_FAILED: 500,
   INTERNAL: 500,
 };

@@ -13,6 +13,7 @@ export type {
   AuthorizeConsoleOptions,
   Broker,
   BrokerLeaderElection,
+  BrokerLogFields,
   BrokerLogger,
   BrokerOptions,
   CtReconcilePassResult,
@@ -34,7 +35,7 @@ export type {
 } from './broker/identity.js';
 export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './broker/identity.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
-export type { BrokerServer, ServeBrokerOptions } from './broker/serve.js';
+export type { BrokerServer, ServeBrokerOptions, ShutdownHook } from './broker/serve.js';
 export { serveBroker } from './broker/serve.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow, UnscheduledDemand } from './capacity/admit-pool.js';
 export { admitPool } from './capacity/admit-pool.js';
@@ -169,7 +170,7 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
 } from './keys.js';
-export type { DeletePreconditions, ListOptions, PowerChange } from './kube/cluster.js';
+export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
 export type { RetryOptions } from './kube/retry.js';
@@ -213,6 +214,9 @@ export {
   planLeaderStep,
 } from './leader/plan-leader-election.js';
 export { compareNatural, memberNameFor } from './member-names.js';
+export type { BrokerMetrics, ReleaseReason } from './metrics/broker-metrics.js';
+export type { CountPoolMembersInput, PoolMemberCounts } from './metrics/count-pool-members.js';
+export { countPoolMembers } from './metrics/count-pool-members.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';
 export type { PoolDeletePlan } from './pools/plan-pool-delete.js';

@@ -15,8 +15,25 @@ export interface ReadableAuditSink extends AuditSink {
   list(): AuditRecord[] | Promise<AuditRecord[]>;
 }
 
-/** Receives the broker's warnings and unexpected errors, one line each. @category broker */
-export type BrokerLogger = (message: string) => void;
+/**
+ * The facts of a log line beside its message: its level (`warn` when absent), and for a line about an HTTP
+ * request its ID (`X-Request-Id`), method, path, status and duration. @category broker
+ */
+export interface BrokerLogFields {
+  level?: 'info' | 'warn' | 'error';
+  requestId?: string;
+  method?: string;
+  path?: string;
+  status?: number;
+  durationMs?: number;
+}
+
+/**
+ * Receives the broker's log lines, one call each: a line per HTTP request (`info`), warnings and unexpected
+ * errors. A logger that takes only the message gets the text; `corral-vdi broker serve --log-format json`
+ * writes the fields too. @category broker
+ */
+export type BrokerLogger = (message: string, fields?: BrokerLogFields) => void;
 
 /**
  * Leader election among broker replicas: what {@link createLeaderElector} takes, but the namespace is optional.
@@ -51,7 +68,7 @@ export interface BrokerOptions extends BrokerSettings {
    * @defaultValue 30000
    */
   intervalMs?: number;
-  /** Where warnings go (open mode, unexpected errors). @defaultValue `console.warn` */
+  /** Where log lines go. @defaultValue warnings and errors to `console.warn`; request lines nowhere */
   log?: BrokerLogger;
   /**
    * Run as one of several replicas: only the replica that holds the leader Lease runs the session passes and the
@@ -65,6 +82,17 @@ export interface BrokerOptions extends BrokerSettings {
    * @defaultValue `false`
    */
   caches?: boolean;
+  /**
+   * Serve the metrics at `GET /metrics` beside the API (anyone may read them; see the broker guide for what they
+   * reveal). The broker keeps its metrics either way, for {@link Broker.metrics}.
+   * @defaultValue `false`
+   */
+  metrics?: boolean;
+  /**
+   * What must be done before `/readyz` passes, such as caches syncing; a check that rejects keeps it failing.
+   * @defaultValue none: ready at once
+   */
+  readiness?: Promise<unknown>[];
 }
 
 /** A broker's options, checked and with their defaults filled in. */
@@ -77,6 +105,8 @@ export interface ResolvedBrokerOptions {
   admins: string[];
   enabled: boolean;
   authRequired: boolean;
+  metrics: boolean;
+  readiness: Promise<unknown>[];
   /** What the session engine takes besides the context and namespaces. */
   sessions: Pick<SessionEngineOptions, 'policy' | 'intervalMs'>;
   log: BrokerLogger;
@@ -98,6 +128,8 @@ const brokerOptionsSchema = z.object({
   intervalMs: z.int().positive().optional(),
   log: z.custom<BrokerLogger>((value) => typeof value === 'function').optional(),
   caches: z.boolean().optional(),
+  metrics: z.boolean().optional(),
+  readiness: z.array(z.custom<Promise<unknown>>((value) => value instanceof Promise)).optional(),
   enabled: z.boolean().optional(),
   namespaces: z.array(z.string()).min(1).optional(),
   admins: z.array(z.string().trim().min(1)).optional(),
@@ -156,7 +188,13 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
       },
       ...(parsed.intervalMs === undefined ? {} : { intervalMs: parsed.intervalMs }),
     },
-    log: parsed.log ?? ((message: string) => console.warn(message)),
+    metrics: parsed.metrics ?? false,
+    readiness: parsed.readiness ?? [],
+    log:
+      parsed.log ??
+      ((message, fields) => {
+        if (fields?.level !== 'info') console.warn(message);
+      }),
     leaderElection: options.leaderElection,
     caches: parsed.caches ?? false,
   };

@@ -1,7 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { DesktopKind, MemberConsole } from '../desktop-backend.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
+import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
+import { readPoolCounts } from '../metrics/read-pool-counts.js';
 import { type ConsoleHandle, createSessionEngine, type SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import { answerFailure, answerUnexpected } from './answers.js';
@@ -16,15 +19,25 @@ import {
 } from './console-proxy.js';
 import { type CtReconcilePassResult, createCtReconcileLoop } from './ct-reconcile-loop.js';
 import { createDesktopReader } from './desktop-reader.js';
-import { headersOfNode, nodeRequest, webRequest, webResponse, writeNodeResponse } from './http-io.js';
+import {
+  type BrokerRequest,
+  type BrokerResponse,
+  headersOfNode,
+  nodeRequest,
+  webRequest,
+  webResponse,
+  writeNodeResponse,
+} from './http-io.js';
 import { type CallerIdentity, createIdentityResolver } from './identity.js';
 import { matchRoute } from './match-route.js';
+import { createOperationAnswers, createReadiness } from './operations.js';
 import { createRouteHandlers } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
 import { createTaskRegistry } from './tasks.js';
 
 export type {
   BrokerLeaderElection,
+  BrokerLogFields,
   BrokerLogger,
   BrokerOptions,
   ReadableAuditSink,
@@ -73,9 +86,9 @@ export interface Broker {
    */
   start(): void;
   /**
-   * Closes the open console websockets (1001), stops the session engine and the reconcile loop and waits for
-   * running releases. Nothing is reclaimed by stopping. A leader then releases the leader Lease, so another
-   * replica takes over at once.
+   * Fails `/readyz` at once, closes the open console websockets (1001), stops the session engine and the
+   * reconcile loop and waits for running releases. Nothing is reclaimed by stopping. A leader then releases the
+   * leader Lease, so another replica takes over at once.
    */
   stop(): Promise<void>;
   /**
@@ -85,6 +98,8 @@ export interface Broker {
   isLeader(): boolean;
   /** The leader elector, when `leaderElection` is on: its identity, Lease and fence. */
   readonly leader: LeaderElector | undefined;
+  /** The broker's metrics, kept whether or not `/metrics` is served; the leader gauge follows {@link Broker.isLeader}. */
+  readonly metrics: BrokerMetrics;
   /**
    * One reconcile pass of every container pool of the served namespaces, as the started broker runs on its
    * interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
@@ -136,6 +151,19 @@ export function createBroker(options: BrokerOptions): Broker {
   const { vdi, namespaces, log } = settings;
   const ctx = vdi.context;
   const isAdmin = createAdminCheck(settings.admins);
+  const metrics = createBrokerMetrics({
+    ctx,
+    readPools: () => readPoolCounts(ctx, namespaces),
+    readConsoles: () => consoles.list(),
+    log,
+  });
+  let markStarted: () => void = () => {};
+  const started = new Promise<void>((resolve) => {
+    markStarted = resolve;
+  });
+  // with caches, /readyz waits until they hold their first lists, which they start to read at start()
+  const cachesSynced = settings.caches ? [started.then(() => vdi.waitForCacheSync())] : [];
+  const readiness = createReadiness([...settings.readiness, ...cachesSynced], log);
   const leader =
     settings.leaderElection === undefined
       ? undefined
@@ -157,6 +185,7 @@ export function createBroker(options: BrokerOptions): Broker {
     ...settings.sessions,
     // the replica records its consoles on the claims' Leases under the name it is elected by
     ...(leader === undefined ? {} : { fence: leader.fence, replicaId: leader.identity }),
+    observePass: metrics.timeReclaimPass,
   });
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });
@@ -175,8 +204,10 @@ export function createBroker(options: BrokerOptions): Broker {
       tasks,
       listAudit: () => settings.audit.list(),
       namespaces,
+      metrics,
       log,
     }),
+    operations: createOperationAnswers(readiness, settings.metrics ? metrics : undefined),
     log,
   };
   const route = createRouter(routerOptions);
@@ -193,32 +224,61 @@ export function createBroker(options: BrokerOptions): Broker {
 
   function startLoops(): void {
     loopsRunning = true;
+    metrics.setLeader(true);
     sessions.start();
     ctPools.start();
   }
 
   async function stopLoops(): Promise<void> {
     loopsRunning = false;
+    metrics.setLeader(false);
     await Promise.all([sessions.stop(), ctPools.stop()]);
+  }
+
+  // One line per request the broker answered, for the access log.
+  function logAnswer(request: BrokerRequest, response: BrokerResponse, since: number): void {
+    const durationMs = Math.round(performance.now() - since);
+    const { method, rawPath: path, requestId } = request;
+    log(`broker: ${method} ${path} ${response.status} ${durationMs}ms (request ${requestId})`, {
+      level: 'info',
+      requestId,
+      method,
+      path,
+      status: response.status,
+      durationMs,
+    });
   }
 
   return {
     handleNode(req, res, next) {
-      route(nodeRequest(req)).then(
+      const since = performance.now();
+      const request = nodeRequest(req);
+      const answer = (response: BrokerResponse) => {
+        writeNodeResponse(res, response, request.requestId);
+        logAnswer(request, response, since);
+      };
+      route(request).then(
         (response) => {
-          if (response) writeNodeResponse(res, response);
+          if (response) answer(response);
           else if (next) next();
-          else writeNodeResponse(res, notFound());
+          else answer(notFound());
         },
         (error: unknown) => {
-          log(`broker: ${req.method} ${req.url} failed unexpectedly: ${String(error)}`);
-          if (!res.headersSent) writeNodeResponse(res, answerUnexpected());
+          log(`broker: ${req.method} ${req.url} failed unexpectedly: ${String(error)}`, {
+            level: 'error',
+            requestId: request.requestId,
+          });
+          if (!res.headersSent) answer(answerUnexpected());
           else res.destroy();
         },
       );
     },
     async fetch(request, info) {
-      return webResponse((await route(webRequest(request, info?.remoteAddress))) ?? notFound());
+      const since = performance.now();
+      const brokerRequest = webRequest(request, info?.remoteAddress);
+      const response = (await route(brokerRequest)) ?? notFound();
+      logAnswer(brokerRequest, response, since);
+      return webResponse(response, brokerRequest.requestId);
     },
     handleUpgrade(req, socket, head) {
       const request = nodeRequest(req);
@@ -244,7 +304,10 @@ export function createBroker(options: BrokerOptions): Broker {
           }
         })
         .catch((error: unknown) => {
-          log(`broker: upgrade ${req.url} failed unexpectedly: ${String(error)}`);
+          log(`broker: upgrade ${req.url} failed unexpectedly: ${String(error)}`, {
+            level: 'error',
+            requestId: request.requestId,
+          });
           refuseUpgrade(socket, answerUnexpected());
         });
       return true;
@@ -258,19 +321,23 @@ export function createBroker(options: BrokerOptions): Broker {
         );
       }
       if (settings.caches) vdi.startCaches(namespaces);
+      markStarted();
       if (leader) leader.start();
       else startLoops();
     },
     async stop() {
+      readiness.stop();
       await consoles.closeAll();
       // a leader stops its loops before it releases the Lease, so no pass outlives its term
       await leader?.stop();
       await stopLoops();
       await tasks.settled();
       if (settings.caches) vdi.stopCaches();
+      metrics.detach();
     },
     isLeader: () => (leader ? leader.isLeader() : loopsRunning),
     leader,
+    metrics,
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),
     async identify(request, info) {
       return await identify(

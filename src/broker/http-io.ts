@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VdiError } from '../errors.js';
 import { maxBodyBytes } from './input-rules.js';
@@ -13,6 +14,8 @@ export interface BrokerRequest {
   query: URLSearchParams;
   headers: Headers;
   remoteAddress: string | undefined;
+  /** The request's ID for the logs and the `X-Request-Id` answer header: the caller's when sane, else a new one. */
+  requestId: string;
   readBody(): Promise<BodyRead>;
 }
 
@@ -106,6 +109,15 @@ export async function readWebBody(request: Request): Promise<BodyRead> {
   return { kind: 'body', bytes };
 }
 
+// An ID a proxy or client set is kept so one request reads the same in every log; anything else could forge lines.
+const saneRequestId = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** The `X-Request-Id` the caller sent when it is one plain token of at most 128 characters; otherwise a new UUID. */
+export function requestIdOf(headers: Headers): string {
+  const sent = headers.get('x-request-id');
+  return sent !== null && saneRequestId.test(sent) ? sent : randomUUID();
+}
+
 /** Splits a request target into its raw path and its query. */
 export function splitTarget(target: string): { rawPath: string; query: URLSearchParams } {
   const at = target.indexOf('?');
@@ -114,20 +126,25 @@ export function splitTarget(target: string): { rawPath: string; query: URLSearch
     : { rawPath: target.slice(0, at), query: new URLSearchParams(target.slice(at + 1)) };
 }
 
-/** Writes a broker answer to a node:http response. */
-export function writeNodeResponse(res: ServerResponse, response: BrokerResponse): void {
-  res.writeHead(response.status, response.headers);
+/** Writes a broker answer to a node:http response, with the request's ID when known. */
+export function writeNodeResponse(res: ServerResponse, response: BrokerResponse, requestId?: string): void {
+  res.writeHead(
+    response.status,
+    requestId === undefined ? response.headers : { ...response.headers, 'x-request-id': requestId },
+  );
   res.end(response.body);
 }
 
 /** A node:http request as the router sees it; behind Express, `originalUrl` keeps what a mount point strips. */
 export function nodeRequest(req: IncomingMessage): BrokerRequest {
   const target = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '/';
+  const headers = headersOfNode(req);
   return {
     method: req.method ?? 'GET',
     ...splitTarget(target),
-    headers: headersOfNode(req),
+    headers,
     remoteAddress: req.socket.remoteAddress,
+    requestId: requestIdOf(headers),
     readBody: () => readNodeBody(req),
   };
 }
@@ -141,11 +158,15 @@ export function webRequest(request: Request, remoteAddress: string | undefined):
     query: url.searchParams,
     headers: request.headers,
     remoteAddress,
+    requestId: requestIdOf(request.headers),
     readBody: () => readWebBody(request),
   };
 }
 
-/** A broker answer as a fetch `Response`. */
-export function webResponse(response: BrokerResponse): Response {
-  return new Response(response.body, { status: response.status, headers: response.headers });
+/** A broker answer as a fetch `Response`, with the request's ID. */
+export function webResponse(response: BrokerResponse, requestId: string): Response {
+  return new Response(response.body, {
+    status: response.status,
+    headers: { ...response.headers, 'x-request-id': requestId },
+  });
 }

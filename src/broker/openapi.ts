@@ -30,8 +30,9 @@ function parameter(name: string, where: 'path' | 'query', schema: z.ZodType, req
   return { name, in: where, required, ...(description === undefined ? {} : { description }), schema: rest };
 }
 
-// What the router itself can answer, before or around the route's own work.
+// What the router itself can answer, before or around the route's own work; a route anyone may call skips the identity.
 function routerErrors(route: RouteDeclaration): Partial<Record<number, string>> {
+  if (route.auth === 'none') return { 405: 'Another method than the route takes; see the Allow header.' };
   const params = Object.values<z.ZodType>(route.params);
   const malformed = [
     params.length > 0 ? 'a malformed ID' : undefined,
@@ -78,7 +79,12 @@ function operation(operationId: string, route: RouteDeclaration): Json {
       [route.response.status]:
         'schema' in route.response
           ? json(route.response.description, schemaOf(route.response.schema, 'output'))
-          : { description: route.response.description },
+          : 'contentType' in route.response
+            ? {
+                description: route.response.description,
+                content: { [route.response.contentType]: { schema: { type: 'string' } } },
+              }
+            : { description: route.response.description },
       ...Object.fromEntries(
         Object.entries(errors).map(([status, description]) => [status, json(description, ref('Error'))]),
       ),
@@ -126,7 +132,9 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       version: '1',
       description:
         'Claim, start, connect to and release desktops of VM pools. The caller is identified by the request ' +
-        'pipeline (a trusted proxy header), never by a body or a query. Errors are `{ error: { code, message } }`.',
+        'pipeline (a trusted proxy header), never by a body or a query. Errors are `{ error: { code, message } }`. ' +
+        'The probes and the metrics ask nobody who is calling. Every answer carries `X-Request-Id`: the one sent ' +
+        'when it is a plain token of at most 128 characters, else a new one.',
     },
     paths: paths(),
     components: components(),

@@ -4,15 +4,17 @@ import type { z } from 'zod';
 export type RouteMethod = 'GET' | 'POST';
 
 /**
- * Who may call a route. Every route refuses anonymous callers (401) and service identities (403) first.
+ * Who may call a route. Every route but a `none` one refuses anonymous callers (401) and service identities (403)
+ * first.
  *
+ * - `none`: anyone, without asking who: the probes and metrics scrapes of the platform the broker runs on.
  * - `user`: any signed-in user.
  * - `holder-or-admin`: the holder of the desktop its `{ns}` and `{member}` name, or an admin; others get 403
  *   `NOT_HOLDER`, or 404 `CLAIM_ENDED` when nobody holds it.
  *
  * @category broker
  */
-export type RouteAuth = 'user' | 'holder-or-admin';
+export type RouteAuth = 'none' | 'user' | 'holder-or-admin';
 
 /** The names of the `{placeholders}` of a route path, such as `'ns' | 'member'`. @category broker */
 export type PathParamNames<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}`
@@ -20,7 +22,7 @@ export type PathParamNames<Path extends string> = Path extends `${string}{${infe
   : never;
 
 /** The statuses a route declares beyond those every broker route can answer. @category broker */
-export type DeclaredErrorStatus = 400 | 403 | 404 | 409 | 502;
+export type DeclaredErrorStatus = 400 | 403 | 404 | 409 | 502 | 503;
 
 /**
  * One broker route: what it takes and answers, and who may call it. Pure data, so the matcher, the OpenAPI
@@ -33,7 +35,11 @@ export interface RouteDeclaration<Path extends string = string> {
   /** The path, with `{name}` for each path parameter. */
   path: Path;
   /** Only a path naming a desktop (`{ns}` and `{member}`) can be `holder-or-admin`. */
-  auth: string extends Path ? RouteAuth : 'ns' | 'member' extends PathParamNames<Path> ? RouteAuth : 'user';
+  auth: string extends Path
+    ? RouteAuth
+    : 'ns' | 'member' extends PathParamNames<Path>
+      ? RouteAuth
+      : 'none' | 'user';
   /** One line for the OpenAPI document. */
   summary: string;
   /** The rule of each path parameter. */
@@ -47,9 +53,10 @@ export interface RouteDeclaration<Path extends string = string> {
    * refusals are plain HTTP error answers. Such a route has no handler in the table of JSON handlers.
    */
   upgrade?: 'websocket';
-  /** The success answer: JSON, or the switch to a websocket. */
+  /** The success answer: JSON, plain text of a `contentType` (the metrics), or the switch to a websocket. */
   response:
     | { status: 200 | 202; description: string; schema: z.ZodType }
+    | { status: 200; description: string; contentType: string }
     | { status: 101; description: string };
   /** What the route's own work can answer besides success, by status. */
   errors?: Partial<Record<DeclaredErrorStatus, string>>;

@@ -6,6 +6,7 @@ import type { CtPoolView } from '../ct/ct-pool-service.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { sessionIdAnnotation } from '../keys.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { listPools } from '../pools/pool-service.js';
 import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
@@ -17,9 +18,12 @@ import type { TaskRegistry } from './tasks.js';
 
 type Route<Name extends RouteName> = (typeof routes)[Name];
 
-/** The routes answered with JSON by a handler; websocket routes go to the console proxy instead. */
+/**
+ * The routes answered with JSON by a handler; websocket routes go to the console proxy instead, and the routes
+ * anyone may call (probes, metrics) to the operation answers.
+ */
 export type JsonRouteName = {
-  [Name in RouteName]: Route<Name> extends { upgrade: 'websocket' } ? never : Name;
+  [Name in RouteName]: Route<Name> extends { upgrade: 'websocket' } | { auth: 'none' } ? never : Name;
 }[RouteName];
 
 /** What a handler gets: the caller, the checked path parameters and query, and the desktop it may act on. */
@@ -48,6 +52,8 @@ export interface RouteHandlerDependencies {
   /** The task log records, oldest first. */
   listAudit(): AuditRecord[] | Promise<AuditRecord[]>;
   namespaces: readonly string[];
+  /** Counts and times claims and releases. */
+  metrics: Pick<BrokerMetrics, 'timeClaim' | 'countRelease'>;
   log: (message: string) => void;
 }
 
@@ -73,7 +79,7 @@ function describeCtPool(pool: CtPoolView) {
 
 /** Builds the handlers of the broker's routes. */
 export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
-  const { vdi, desktops, sessions, tasks, namespaces, log } = deps;
+  const { vdi, desktops, sessions, tasks, namespaces, metrics, log } = deps;
   const ctx = vdi.context;
   const openApiDocument = buildOpenApiDocument();
 
@@ -99,12 +105,9 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
       };
     },
     async claim({ caller, params }) {
-      const claimed = await vdi.claim({
-        pool: params.pool,
-        identity: caller.login,
-        namespace: params.ns,
-        kind: kindOf(params),
-      });
+      const claimed = await metrics.timeClaim(
+        vdi.claim({ pool: params.pool, identity: caller.login, namespace: params.ns, kind: kindOf(params) }),
+      );
       // the claim's own answer: its Lease as written, not read back
       return {
         ...desktops.describe(claimed, claimed.lease),
@@ -165,14 +168,17 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         },
         async () => {
           try {
-            await vdi.release({
-              kind: kindOf(params),
-              member: params.member,
-              identity: caller.login,
-              namespace: params.ns,
-              asAdmin: caller.admin,
-              ...(expectedSessionId === undefined ? {} : { expectedSessionId }),
-            });
+            await metrics.countRelease(
+              view.owner === caller.login ? 'holder' : 'admin',
+              vdi.release({
+                kind: kindOf(params),
+                member: params.member,
+                identity: caller.login,
+                namespace: params.ns,
+                asAdmin: caller.admin,
+                ...(expectedSessionId === undefined ? {} : { expectedSessionId }),
+              }),
+            );
           } catch (error) {
             if (!isVdiError(error))
               log(`broker: the release of ${view.id} failed unexpectedly: ${String(error)}`);

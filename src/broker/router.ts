@@ -1,12 +1,14 @@
 import type { z } from 'zod';
 import type { DesktopKind } from '../desktop-backend.js';
 import { answerError, answerFailure, answerJson } from './answers.js';
+import type { BrokerLogger } from './broker-options.js';
 import type { Caller } from './caller-access.js';
 import type { DesktopReader } from './desktop-reader.js';
 import type { BrokerRequest, BrokerResponse } from './http-io.js';
 import type { CallerIdentity, IdentityRequest } from './identity.js';
 import { checkInput, maxBodyBytes } from './input-rules.js';
 import { matchRoute } from './match-route.js';
+import type { OperationAnswers, OperationRouteName } from './operations.js';
 import type { RouteDeclaration } from './route-declaration.js';
 import type { JsonRouteName, RouteHandlers } from './route-handlers.js';
 import { type RouteName, routes } from './routes.js';
@@ -22,7 +24,9 @@ export interface RouterOptions {
   isAdmin(login: string): boolean;
   desktops: DesktopReader;
   handlers: RouteHandlers;
-  log: (message: string) => void;
+  /** The answers of the routes anyone may call: the probes and the metrics. */
+  operations: OperationAnswers;
+  log: BrokerLogger;
 }
 
 /** Routes one request; `undefined` means the path is not the broker's and may go on to the host. */
@@ -87,9 +91,15 @@ async function checkBody(request: BrokerRequest, rule: z.ZodType): Promise<Broke
 type Admission =
   | { kind: 'answer'; response: BrokerResponse }
   | { kind: 'not-broker' }
+  | { kind: 'open'; name: OperationRouteName }
   | { kind: 'route'; name: RouteName; params: Record<string, string>; caller: Caller };
 
-/** The checks of {@link createRouter} up to the route's own rules: the match, the switch, the identity. */
+const isOperation = (name: RouteName): name is OperationRouteName => routes[name].auth === 'none';
+
+/**
+ * The checks of {@link createRouter} up to the route's own rules: the match, the switch, the identity. A route
+ * anyone may call skips the switch and the identity: a probe must pass while the API is off.
+ */
 function createAdmission(options: RouterOptions): (request: BrokerRequest) => Promise<Admission> {
   const { namespaces, enabled, authRequired, identify, isAdmin } = options;
   const answer = (response: BrokerResponse | undefined): Admission =>
@@ -107,6 +117,7 @@ function createAdmission(options: RouterOptions): (request: BrokerRequest) => Pr
         identity.kind === 'anonymous' || identity.kind === 'invalid' ? refuse(identity) : undefined,
       );
     }
+    if (match.kind === 'route' && isOperation(match.name)) return { kind: 'open', name: match.name };
     if (!enabled && request.rawPath.startsWith('/api/vdi/')) {
       return answer(answerFailure('NOT_FOUND', 'The desktop broker is turned off here.'));
     }
@@ -150,9 +161,9 @@ export function createUpgradeRouter(
   const admit = createAdmission(options);
   return async (request) => {
     const admission = await admit(request);
-    if (admission.kind !== 'route') return admission;
+    if (admission.kind === 'answer' || admission.kind === 'not-broker') return admission;
     const route: RouteDeclaration = routes[admission.name];
-    if (!route.upgrade) {
+    if (admission.kind === 'open' || !route.upgrade) {
       return {
         kind: 'answer',
         response: answerFailure(
@@ -234,12 +245,14 @@ export function createRouter(options: RouterOptions): Router {
     const admission = await admit(request);
     if (admission.kind === 'not-broker') return undefined;
     if (admission.kind === 'answer') return admission.response;
+    if (admission.kind === 'open') return await options.operations[admission.name]?.();
     try {
       return await dispatch(admission.name, admission.params, admission.caller, request);
     } catch (error) {
       return answerError(error, (unexpected) =>
         log(
           `broker: ${request.method} ${request.rawPath} failed unexpectedly: ${unexpected instanceof Error ? (unexpected.stack ?? unexpected.message) : String(unexpected)}`,
+          { level: 'error', requestId: request.requestId },
         ),
       );
     }

@@ -16,6 +16,7 @@ import {
   desktopListSchema,
   desktopSchema,
   poolListSchema,
+  probeAnswerSchema,
   releaseAcceptedSchema,
   taskLogSchema,
   taskSchema,
@@ -157,6 +158,39 @@ export const routes = {
     summary: 'The task log: admins see every record, users their own (where they acted).',
     params: {},
     response: { status: 200, description: 'The records, oldest first.', schema: taskLogSchema },
+  }),
+  healthz: defineRoute({
+    method: 'GET',
+    path: '/healthz',
+    auth: 'none',
+    summary: 'Whether the process is alive, for a liveness probe; asks nobody who is calling.',
+    params: {},
+    response: { status: 200, description: 'The process answers.', schema: probeAnswerSchema },
+  }),
+  readyz: defineRoute({
+    method: 'GET',
+    path: '/readyz',
+    auth: 'none',
+    summary: 'Whether the broker can serve, for a readiness probe; asks nobody who is calling.',
+    params: {},
+    response: { status: 200, description: 'Ready to serve.', schema: probeAnswerSchema },
+    errors: {
+      503: 'Not ready (`NOT_READY`): a readiness check has not passed yet or failed, or the broker is shutting down.',
+    },
+  }),
+  metrics: defineRoute({
+    method: 'GET',
+    path: '/metrics',
+    auth: 'none',
+    summary:
+      "The broker's metrics in the Prometheus text format; served only when turned on (`broker serve --metrics`).",
+    params: {},
+    response: {
+      status: 200,
+      description: 'Every metric, read now.',
+      contentType: 'text/plain; version=0.0.4; charset=utf-8',
+    },
+    errors: { 404: 'Metrics are not turned on for this listener.' },
   }),
 };
 

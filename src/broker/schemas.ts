@@ -160,6 +160,14 @@ export const connectAnswerSchema = z
   })
   .register(componentRegistry, { id: 'ConnectAnswer', description: 'How to reach a desktop.' });
 
+/** The answer of `/healthz` and of a ready `/readyz`. @category broker */
+export const probeAnswerSchema = z
+  .object({ status: z.enum(['alive', 'ready']) })
+  .register(componentRegistry, {
+    id: 'ProbeAnswer',
+    description: 'A health or readiness probe that passed.',
+  });
+
 /** A desktop as the API answers it. @category broker */
 export type DesktopBody = z.infer<typeof desktopSchema>;
 /** A claim as the API answers it. @category broker */

@@ -1,7 +1,7 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { VdiError } from '../errors.js';
-import { answerFailure } from './answers.js';
+import { answerFailure, answerUnexpected } from './answers.js';
 import { type Broker, type BrokerOptions, createBroker } from './broker.js';
 import { createDesktopsPage } from './desktops-page.js';
 import { writeNodeResponse } from './http-io.js';
@@ -24,19 +24,40 @@ export interface ServeBrokerOptions extends BrokerOptions {
    * `corral-vdi broker serve --ui` passes it. Without it, `/` answers 404.
    */
   desktopsPage?: string;
+  /**
+   * Serve `GET /metrics`, `/healthz` and `/readyz` on a listener of their own, `host:port`, such as `0.0.0.0:9090`
+   * for the scraper and the probes of the platform while the API stays on loopback behind its identity proxy.
+   * `metrics: true` serves the metrics on the API's listener instead.
+   */
+  metricsListen?: string;
+  /**
+   * How long a shutdown waits for running work (releases, a reclaim pass, requests in flight, the shutdown hooks)
+   * before it closes what is left, in ms. Keep it below the platform's grace period (Kubernetes: 30 s).
+   * @defaultValue 20000
+   */
+  shutdownTimeoutMs?: number;
 }
+
+/** Work a shutdown runs once the session engine stopped, such as releasing a leader Lease. @category broker */
+export type ShutdownHook = () => Promise<void>;
 
 /** A running standalone broker. @category broker */
 export interface BrokerServer {
   /** The base URL it listens on, such as `http://127.0.0.1:8080`. */
   readonly url: string;
+  /** The base URL of the metrics listener of `metricsListen`, when there is one. */
+  readonly metricsUrl: string | undefined;
   /** The broker behind it, for its console gate and session engine. */
   readonly broker: Broker;
   /**
-   * Shuts down: stops accepting connections, closes the open consoles (1001), stops the session engine, waits
-   * for running releases and lets requests in flight finish. Nothing is reclaimed by the shutdown. Calling it again returns the same promise.
+   * Shuts down: `/readyz` fails at once, stops accepting connections, closes the open consoles (1001), stops the
+   * session engine, waits for running releases and lets requests in flight finish, then runs the shutdown hooks;
+   * after `shutdownTimeoutMs` it logs what it still waited for and closes the rest. Nothing is reclaimed by the
+   * shutdown. Calling it again returns the same promise.
    */
   close(): Promise<void>;
+  /** Adds work to the end of every shutdown, run in the order added; a hook that fails is logged and the rest go on. */
+  onShutdown(hook: ShutdownHook): void;
   /** Resolves once the server has shut down, by {@link BrokerServer.close} or a signal. */
   readonly closed: Promise<void>;
 }
@@ -63,11 +84,67 @@ export function parseListenAddress(listen: string): { host: string; port: number
   return { host, port };
 }
 
+// Binds a server to `listen` and answers its base URL.
+async function listenOn(server: Server, listen: string): Promise<string> {
+  const { host, port } = parseListenAddress(listen);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new VdiError('INTERNAL', `Cannot listen on ${listen}: ${error.code ?? error.message}.`, {
+          cause: error,
+        }),
+      ),
+    );
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${shownHost}:${address.port}`;
+}
+
+// The operations listener: the metrics and the probes, so the API can stay on loopback behind its proxy.
+function createMetricsServer(broker: Broker): Server {
+  return createServer((req, res) => {
+    const path = req.url?.split('?')[0];
+    if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) {
+      broker.handleNode(req, res);
+      return;
+    }
+    if (req.method !== 'GET' || path !== '/metrics') {
+      writeNodeResponse(
+        res,
+        answerFailure('NOT_FOUND', 'Only GET /metrics, /healthz and /readyz are served here.'),
+      );
+      return;
+    }
+    broker.metrics.render().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': broker.metrics.contentType, 'cache-control': 'no-store' });
+        res.end(text);
+      },
+      () => writeNodeResponse(res, answerUnexpected()),
+    );
+  });
+}
+
+// Resolves true when `work` settled within `ms`, false when the time ran out first.
+function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void work.finally(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
 /**
  * Runs the broker as its own HTTP server: `corral-vdi broker serve [--listen 127.0.0.1:8080]` calls this.
- * It creates the broker with watch caches of its namespaces (`caches: true` unless told otherwise), starts its
- * session engine, and listens; on SIGTERM or SIGINT (or
- * {@link BrokerServer.close}) it stops accepting, lets requests in flight finish, and stops the engine.
+ * It creates the broker with watch caches of its namespaces (`caches: true` unless told otherwise; `/readyz` waits
+ * until they are synced), starts its session engine, and listens; on SIGTERM or SIGINT (or
+ * {@link BrokerServer.close}) it fails `/readyz`, stops accepting, closes the consoles (1001), lets requests in
+ * flight and running releases finish within `shutdownTimeoutMs`, stops the engine (a leader then releases its
+ * Lease) and runs the shutdown hooks.
  *
  * @example
  * ```ts
@@ -79,13 +156,28 @@ export function parseListenAddress(listen: string): { host: string; port: number
  * console.log(`broker on ${server.url}`);
  * await server.closed;
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` for a bad listen address or broker options, or a `desktopsPage` folder
- *   without the built page; `INTERNAL` when the address cannot be bound (in use, not local), with the reason.
+ * @throws {@link VdiError} `INVALID_INPUT` for a bad listen address, `shutdownTimeoutMs` or broker options, or a
+ *   `desktopsPage` folder without the built page; `INTERNAL` when an address cannot be bound (in use, not local),
+ *   with the reason.
  * @category broker
  */
 export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerServer> {
-  const { listen = '127.0.0.1:8080', handleSignals = true, desktopsPage, ...brokerOptions } = options;
-  const { host, port } = parseListenAddress(listen);
+  const {
+    listen = '127.0.0.1:8080',
+    handleSignals = true,
+    desktopsPage,
+    metricsListen,
+    shutdownTimeoutMs = 20_000,
+    ...brokerOptions
+  } = options;
+  parseListenAddress(listen);
+  if (metricsListen !== undefined) parseListenAddress(metricsListen);
+  if (!Number.isInteger(shutdownTimeoutMs) || shutdownTimeoutMs < 0) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `shutdownTimeoutMs must be a whole number of milliseconds, 0 or more, not ${shutdownTimeoutMs}.`,
+    );
+  }
   const page = desktopsPage === undefined ? undefined : createDesktopsPage(desktopsPage);
   // a standalone broker reads its namespaces from watch caches; /readyz waits on broker.vdi.waitForCacheSync()
   const broker = createBroker({ caches: true, ...brokerOptions });
@@ -102,17 +194,19 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
   server.on('upgrade', (req, socket, head: Buffer) => {
     if (!broker.handleUpgrade(req, socket, head)) socket.destroy();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        new VdiError('INTERNAL', `Cannot listen on ${listen}: ${error.code ?? error.message}.`, {
-          cause: error,
-        }),
-      ),
-    );
-    server.listen(port, host, () => resolve());
-  });
+  const url = await listenOn(server, listen);
+  const metricsServer = metricsListen === undefined ? undefined : createMetricsServer(broker);
+  let metricsUrl: string | undefined;
+  try {
+    if (metricsServer && metricsListen !== undefined)
+      metricsUrl = await listenOn(metricsServer, metricsListen);
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   broker.start();
+  const log = brokerOptions.log ?? ((message: string) => console.warn(message));
+  const hooks: ShutdownHook[] = [];
 
   let resolveClosed: () => void = () => {};
   const closed = new Promise<void>((resolve) => {
@@ -124,14 +218,33 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     closing ??= (async () => {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      const serverClosed = new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // keep-alive connections without a request in flight would hold the close open
-        server.closeIdleConnections();
-      });
-      // open consoles would hold the close open too: the broker closes them first
-      await broker.stop();
-      await serverClosed;
+      const servers = [server, ...(metricsServer ? [metricsServer] : [])];
+      const serversClosed = Promise.all(
+        servers.map(
+          (each) =>
+            new Promise<void>((resolve) => {
+              each.close(() => resolve());
+              // keep-alive connections without a request in flight would hold the close open
+              each.closeIdleConnections();
+            }),
+        ),
+      );
+      // open consoles would hold the close open too: the broker closes them first (readyz fails at once)
+      const work = (async () => {
+        await broker.stop();
+        for (const hook of hooks) {
+          await hook().catch((error: unknown) =>
+            log(`broker: a shutdown hook failed: ${error instanceof Error ? error.message : String(error)}`),
+          );
+        }
+        await serversClosed;
+      })();
+      if (!(await settlesWithin(work, shutdownTimeoutMs))) {
+        log(
+          `broker: the shutdown still waited after ${shutdownTimeoutMs} ms (releases, hooks or requests in flight); closing the rest.`,
+        );
+        for (const each of servers) each.closeAllConnections();
+      }
       resolveClosed();
     })();
     return closing;
@@ -140,7 +253,5 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
   }
-  const address = server.address() as AddressInfo;
-  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return { url: `http://${shownHost}:${address.port}`, broker, close, closed };
+  return { url, metricsUrl, broker, close, closed, onShutdown: (hook) => void hooks.push(hook) };
 }

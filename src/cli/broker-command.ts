@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { BrokerLeaderElection } from '../broker/broker-options.js';
+import type { BrokerLeaderElection, BrokerLogger } from '../broker/broker-options.js';
 import type { IdentityProvider } from '../broker/identity.js';
 import { durationSchema } from '../validate.js';
 import {
@@ -11,6 +11,8 @@ import {
   requiredFlag,
   stringFlag,
 } from './command-spec.js';
+import { formatJsonLogLine } from './json-log-line.js';
+import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 
 // The package names itself, so the built page is found wherever the bundler put this code.
@@ -75,6 +77,13 @@ function leaderElectionFrom(input: CommandInput): BrokerLeaderElection | undefin
   return { ...timings, ...(namespace === undefined ? {} : { namespace }) };
 }
 
+// Text keeps the lines as people read them; json writes one object per line for a log collector.
+function loggerFor(format: string | undefined, terminal: Terminal): BrokerLogger {
+  if (format === undefined || format === 'text') return (line) => terminal.note(line);
+  if (format === 'json') return (line, fields) => terminal.note(formatJsonLogLine(line, fields, new Date()));
+  throw new UsageError(`--log-format takes text or json, not "${format}"`, serve.words);
+}
+
 const serve: CommandSpec = {
   words: ['broker', 'serve'],
   summary:
@@ -125,34 +134,56 @@ const serve: CommandSpec = {
       value: 'DURATION',
       help: 'Time between tries to acquire or renew the leader Lease. Default 2s.',
     },
+    metrics: {
+      type: 'boolean',
+      help: 'Also serve the Prometheus metrics at /metrics on the same listener (anyone who reaches it may read them).',
+    },
+    'metrics-listen': {
+      type: 'string',
+      value: 'HOST:PORT',
+      help: 'Serve the Prometheus metrics at /metrics, and /healthz and /readyz, on a listener of their own, such as 0.0.0.0:9090.',
+    },
+    'log-format': {
+      type: 'string',
+      value: 'text|json',
+      help: 'How log lines are written to stderr: text (default) or json, one object per line with a request ID.',
+    },
   },
   notes: [
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
       '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_AUTH_REQUIRED, ' +
       'CORRAL_VDI_DISCONNECT_GRACE and CORRAL_VDI_MAX_SESSION.',
+    '/healthz and /readyz answer anyone, for the probes of the platform; /readyz fails as soon as a shutdown ' +
+      'begins. On SIGTERM or SIGINT the broker closes the consoles (1001), lets running releases and requests ' +
+      'finish for up to 20 s, stops the reclaim loop and exits 0.',
   ],
   examples: [
     '$ CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice@example.com corral-vdi broker serve --trust-header Tailscale-User-Login',
     '$ CORRAL_VDI_BROKER=1 corral-vdi broker serve --trust-header X-Auth-Request-Email --ui',
+    '$ CORRAL_VDI_BROKER=1 corral-vdi broker serve --trust-header X-Auth-Request-Email --metrics-listen 0.0.0.0:9090 --log-format json',
   ],
   async run(input) {
     const header = requiredFlag(input, serve, 'trust-header');
     const leaderElection = leaderElectionFrom(input);
+    const { terminal } = input;
+    const log = loggerFor(stringFlag(input, 'log-format'), terminal);
     const session = await input.cluster();
     const { brokerOptionsFromEnv } = await import('../broker/broker-settings.js');
     const { serveBroker } = await import('../broker/serve.js');
     const settings = brokerOptionsFromEnv(input.env);
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
     const listen = stringFlag(input, 'listen');
-    const { terminal } = input;
+    const metricsListen = stringFlag(input, 'metrics-listen');
     const ui = booleanFlag(input, 'ui');
     const server = await serveBroker({
       ...settings,
       namespaces,
       kubeConfig: session.kubeConfig,
       identity: [await identityFrom(header, stringFlag(input, 'trusted-proxies'))],
-      log: (line) => terminal.note(line),
+      log,
+      metrics: booleanFlag(input, 'metrics'),
+      ...(metricsListen === undefined ? {} : { metricsListen }),
       ...(listen === undefined ? {} : { listen }),
       ...(ui ? { desktopsPage: desktopsPageFolder() } : {}),
       ...(leaderElection === undefined ? {} : { leaderElection }),
@@ -165,6 +196,7 @@ const serve: CommandSpec = {
     if (terminal.json)
       terminal.printJson({
         url: server.url,
+        ...(server.metricsUrl ? { metricsUrl: server.metricsUrl } : {}),
         enabled: settings.enabled,
         namespaces,
         trustHeader: header,
@@ -178,6 +210,7 @@ const serve: CommandSpec = {
         terminal.print(`leader election as ${election.identity} on Lease ${election.lease}`);
       }
       if (ui) terminal.print(`Desktops page: ${server.url}/`);
+      if (server.metricsUrl) terminal.print(`metrics: ${server.metricsUrl}/metrics`);
     }
     if (!settings.enabled)
       terminal.note('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404');

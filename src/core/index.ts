@@ -136,6 +136,8 @@ export {
   planLeaderStep,
 } from '../leader/plan-leader-election.js';
 export { compareNatural, memberNameFor } from '../member-names.js';
+export type { CountPoolMembersInput, PoolMemberCounts } from '../metrics/count-pool-members.js';
+export { countPoolMembers } from '../metrics/count-pool-members.js';
 export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
 export { planPoolCreate } from '../pools/plan-pool-create.js';
 export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';

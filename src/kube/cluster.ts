@@ -67,6 +67,19 @@ function listedOf<T>(list: unknown): ListedObjects<T> {
   return { items, resourceVersion: metadata?.resourceVersion ?? '' };
 }
 
+/**
+ * Hears what the adapter sends, for metrics: each request try with its verb and answer, and each Lease write
+ * the apiserver refused with 409.
+ *
+ * @category adapters
+ */
+export interface KubeRequestObserver {
+  /** One request try: `code` is `2xx`, the apiserver's failure status (`404`, `409`, `503`), or `error` without an answer. */
+  request?(verb: string, code: string): void;
+  /** A Lease create lost the race (`AlreadyExists`) or a Lease replace named a stale resourceVersion. */
+  leaseConflict?(verb: 'create' | 'update'): void;
+}
+
 /** The outcome of a start or stop request that KubeVirt accepted or found already done. */
 export type PowerChange = 'changed' | 'already';
 
@@ -148,6 +161,7 @@ export class KubeCluster implements CacheSources {
   private readonly custom: CustomObjectsApi;
   private readonly retry: RetryOptions;
   private readonly caches = new Map<string, NamespaceCaches>();
+  private readonly observers = new Set<KubeRequestObserver>();
 
   constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
     this.kubeConfig = kubeConfig;
@@ -167,12 +181,29 @@ export class KubeCluster implements CacheSources {
     return total;
   }
 
+  /** Adds an observer of every request from now on; the returned function removes it. */
+  observe(observer: KubeRequestObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  private tell(verb: string, code: string): void {
+    for (const observer of this.observers) observer.request?.(verb, code);
+  }
+
   private call<T>(verb: string, doing: string, run: () => Promise<T>): Promise<T> {
     return callWithRetry(
       doing,
-      () => {
+      async () => {
         this.requestCounts.set(verb, (this.requestCounts.get(verb) ?? 0) + 1);
-        return run();
+        try {
+          const result = await run();
+          this.tell(verb, '2xx');
+          return result;
+        } catch (error) {
+          this.tell(verb, String(apiFailureOf(error)?.status ?? 'error'));
+          throw error;
+        }
       },
       {
         ...this.retry,
@@ -293,11 +324,26 @@ export class KubeCluster implements CacheSources {
     return list.items.map(leaseFromApi);
   }
 
+  // A 409 on a Lease write is a lost race or a stale read: worth counting apart from other failures.
+  private async countConflicts(
+    verb: 'create' | 'update',
+    write: () => Promise<V1Lease>,
+  ): Promise<LeaseObject> {
+    try {
+      return leaseFromApi(await write());
+    } catch (error) {
+      if (isVdiError(error, 'CONFLICT')) {
+        for (const observer of this.observers) observer.leaseConflict?.(verb);
+      }
+      throw error;
+    }
+  }
+
   /** Creates a Lease. First writer wins: a loser gets `CONFLICT` with reason `AlreadyExists`. */
   async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const name = lease.metadata.name ?? '';
-    const created = leaseFromApi(
-      await this.call('create', `create Lease ${namespace}/${name}`, () =>
+    const created = await this.countConflicts('create', () =>
+      this.call('create', `create Lease ${namespace}/${name}`, () =>
         this.coordination.createNamespacedLease({ namespace, body: leaseToApi(lease) }),
       ),
     );
@@ -308,8 +354,8 @@ export class KubeCluster implements CacheSources {
   /** Replaces a Lease; its `metadata.resourceVersion` must be the one read, or `CONFLICT` with reason `Conflict`. */
   async replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const name = lease.metadata.name ?? '';
-    const replaced = leaseFromApi(
-      await this.call('update', `replace Lease ${namespace}/${name}`, () =>
+    const replaced = await this.countConflicts('update', () =>
+      this.call('update', `replace Lease ${namespace}/${name}`, () =>
         this.coordination.replaceNamespacedLease({ namespace, name, body: leaseToApi(lease) }),
       ),
     );

@@ -68,6 +68,8 @@ export interface SessionEngineOptions {
    * @defaultValue 60000
    */
   heartbeatMs?: number;
+  /** Told each pass as it starts, with the promise of its result; the broker's metrics time passes with it. */
+  observePass?: (pass: Promise<SessionPassResult>) => void;
 }
 
 /** The session fields of a desktop view (times in RFC 3339). @category sessions */
@@ -207,9 +209,11 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
   let running: Promise<SessionPassResult> | undefined;
 
   function runPass(): Promise<SessionPassResult> {
-    running ??= runReclaimPass(ctx, setup).finally(() => {
+    if (running) return running;
+    running = runReclaimPass(ctx, setup).finally(() => {
       running = undefined;
     });
+    options.observePass?.(running);
     return running;
   }
 

@@ -57,4 +57,31 @@ describe('the kube adapter against a real apiserver', () => {
     }
     expect(connections - before).toBe(0);
   });
+
+  it('tells its observers each request with its answer and each Lease write refused with 409, until removed', async () => {
+    const namespace = await createTestNamespace(cluster(), 'observed');
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const heard: string[] = [];
+    const stop = kube.observe({
+      request: (verb, code) => heard.push(`${verb} ${code}`),
+      leaseConflict: (verb) => heard.push(`conflict on ${verb}`),
+    });
+    const lease = { metadata: { name: 'observed' }, spec: { holderIdentity: 'alice' } };
+    const created = await kube.createLease(namespace, lease);
+    await expect(kube.createLease(namespace, lease)).rejects.toMatchObject({ code: 'CONFLICT' });
+    await kube.getLease(namespace, 'absent');
+    await expect(
+      kube.replaceLease(namespace, { ...created, metadata: { ...created.metadata, resourceVersion: '1' } }),
+    ).rejects.toMatchObject({ code: 'CONFLICT' });
+    stop();
+    await kube.listLeases(namespace);
+    expect(heard).toEqual([
+      'create 2xx',
+      'create 409',
+      'conflict on create',
+      'get 404',
+      'update 409',
+      'conflict on update',
+    ]);
+  });
 });

@@ -80,9 +80,74 @@ describe('serveBroker', () => {
     expect((await vdi.getDesktop({ member: claimed.member })).owner).toBe('alice@example.com');
   });
 
+  it('fails /readyz at once when a shutdown begins, and runs the shutdown hooks in order after the session engine stopped', async () => {
+    const namespace = await createTestNamespace(cluster(), 'serve');
+    const server = await serveBroker({
+      identity: [{ name: 'none', identify: async () => undefined }],
+      kubeConfig: cluster().kubeConfig,
+      namespaces: [namespace],
+      listen: '127.0.0.1:0',
+      handleSignals: false,
+      log: () => {},
+    });
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const leader = async () =>
+      (await server.broker.metrics.registry.getSingleMetricAsString('corral_vdi_leader')).trim().slice(-1);
+    expect(await leader()).toBe('1');
+    const steps: string[] = [];
+    server.onShutdown(async () => {
+      // the broker stopped before the hooks: the engine set the leader gauge to 0 once it stopped
+      steps.push(`release the leader Lease (leader ${await leader()})`);
+    });
+    server.onShutdown(async () => {
+      steps.push('a failing hook');
+      throw new Error('the Lease is gone already');
+    });
+    server.onShutdown(async () => {
+      steps.push('the last hook');
+    });
+
+    const closing = server.close();
+    const readyz = await server.broker.fetch(new Request(`${server.url}/readyz`));
+    expect(readyz.status).toBe(503);
+    expect(await readyz.json()).toMatchObject({ error: { code: 'NOT_READY' } });
+    await closing;
+    expect(steps).toEqual(['release the leader Lease (leader 0)', 'a failing hook', 'the last hook']);
+  });
+
+  it('stops waiting for a shutdown hook after shutdownTimeoutMs, says so, and closes', async () => {
+    const namespace = await createTestNamespace(cluster(), 'serve');
+    const logs: string[] = [];
+    const server = await serveBroker({
+      identity: [{ name: 'none', identify: async () => undefined }],
+      kubeConfig: cluster().kubeConfig,
+      namespaces: [namespace],
+      listen: '127.0.0.1:0',
+      handleSignals: false,
+      shutdownTimeoutMs: 200,
+      log: (line) => logs.push(line),
+    });
+    server.onShutdown(() => new Promise<void>(() => {}));
+    await server.close();
+    expect(logs).toContainEqual(expect.stringContaining('the shutdown still waited after 200 ms'));
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+
   it('refuses a listen address that is not host:port', async () => {
     await expect(serveBroker({ identity: [], listen: 'localhost' })).rejects.toMatchObject({
       code: 'INVALID_INPUT',
     });
+  });
+
+  it('refuses a metrics address that is not host:port and a negative shutdown bound before it listens', async () => {
+    await expect(
+      serveBroker({ identity: [], listen: '127.0.0.1:0', metricsListen: '9090' }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: expect.stringContaining('"9090" is not host:port'),
+    });
+    await expect(
+      serveBroker({ identity: [], listen: '127.0.0.1:0', shutdownTimeoutMs: -1 }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('shutdownTimeoutMs') });
   });
 });

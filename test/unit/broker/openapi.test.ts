@@ -24,6 +24,22 @@ describe('the OpenAPI document', () => {
       'GET /api/vdi/openapi.json',
       'GET /api/tasks/{id}',
       'GET /api/tasklog',
+      'GET /healthz',
+      'GET /readyz',
+      'GET /metrics',
+    ]);
+  });
+
+  it('asks no identity of the probes and the metrics, and answers the metrics as text', () => {
+    const { paths } = buildOpenApiDocument() as {
+      paths: Record<string, { get: { responses: Record<string, { content?: object }> } }>;
+    };
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      expect(Object.keys(paths[path]?.get.responses ?? {})).not.toContain('401');
+    }
+    expect(paths['/readyz']?.get.responses['503']).toBeDefined();
+    expect(Object.keys(paths['/metrics']?.get.responses['200']?.content ?? {})).toEqual([
+      'text/plain; version=0.0.4; charset=utf-8',
     ]);
   });
 

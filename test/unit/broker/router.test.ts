@@ -3,6 +3,11 @@ import { canInspect, refusalError } from '../../../src/access.js';
 import { createAdminCheck } from '../../../src/broker/caller-access.js';
 import type { DesktopReader } from '../../../src/broker/desktop-reader.js';
 import { webRequest } from '../../../src/broker/http-io.js';
+import {
+  createOperationAnswers,
+  createReadiness,
+  type OperationAnswers,
+} from '../../../src/broker/operations.js';
 import type { RouteHandlers } from '../../../src/broker/route-handlers.js';
 import { createRouter, createUpgradeRouter } from '../../../src/broker/router.js';
 import { type RouteName, routes } from '../../../src/broker/routes.js';
@@ -119,12 +124,19 @@ function recordingHandlers(calls: Array<{ name: RouteName; input: unknown }>): R
   };
 }
 
-function setUp(handlers?: Partial<RouteHandlers>) {
+function setUp(
+  handlers?: Partial<RouteHandlers>,
+  operations: OperationAnswers = createOperationAnswers(
+    createReadiness([], () => {}),
+    undefined,
+  ),
+  enabled = true,
+) {
   const calls: Array<{ name: RouteName; input: unknown }> = [];
   const logs: string[] = [];
   const options = {
     namespaces: ['corral-vms'],
-    enabled: true,
+    enabled,
     authRequired: false,
     identify: async ({ headers }) => {
       const login = headers.get('x-user');
@@ -133,6 +145,7 @@ function setUp(handlers?: Partial<RouteHandlers>) {
     isAdmin: createAdminCheck([admin]),
     desktops,
     handlers: { ...recordingHandlers(calls), ...handlers },
+    operations,
     log: (line: string) => logs.push(line),
   } satisfies Parameters<typeof createRouter>[0];
   const route = createRouter(options);
@@ -148,7 +161,8 @@ function setUp(handlers?: Partial<RouteHandlers>) {
     const response = await route(
       webRequest(new Request(`http://broker.test${path}`, { ...init, method, headers }), undefined),
     );
-    return response && { ...response, body: JSON.parse(response.body) };
+    const json = response?.headers['content-type']?.startsWith('application/json');
+    return response && { ...response, body: json ? JSON.parse(response.body) : response.body };
   };
   return { call, calls, logs, upgrade };
 }
@@ -169,7 +183,7 @@ const samplePath = (path: string) =>
   );
 
 describe('createRouter', () => {
-  it.each(Object.entries(routes).filter(([, route]) => !('upgrade' in route)))(
+  it.each(Object.entries(routes).filter(([, route]) => !('upgrade' in route) && route.auth !== 'none'))(
     'dispatches %s to its handler with its declared status',
     async (name, route) => {
       const { call, calls } = setUp();
@@ -300,5 +314,70 @@ describe('createUpgradeRouter', () => {
     expect(await code(vnc, alice, { origin: 'https://evil.example' })).toEqual([403, 'FORBIDDEN']);
     expect(await code(vnc, alice, { origin: 'http://broker.test' })).toBe('console');
     expect(await code('/api/vms/devpool-1/vnc', alice)).toBe('not-broker');
+  });
+});
+
+describe('the routes anyone may call', () => {
+  it('answers /healthz without an identity, also while the API is off, and calls no handler', async () => {
+    const { call, calls } = setUp(undefined, undefined, false);
+    expect(await call('GET', '/healthz')).toMatchObject({ status: 200, body: { status: 'alive' } });
+    expect(await call('GET', '/api/vdi/pools', alice)).toMatchObject({ status: 404 });
+    expect(calls).toEqual([]);
+  });
+
+  it('fails /readyz with NOT_READY until every readiness check resolved, and again once stopping', async () => {
+    let synced: () => void = () => {};
+    const cacheSync = new Promise<void>((resolve) => {
+      synced = resolve;
+    });
+    const readiness = createReadiness([cacheSync], () => {});
+    const { call } = setUp(undefined, createOperationAnswers(readiness, undefined));
+    expect(await call('GET', '/readyz')).toMatchObject({
+      status: 503,
+      body: { error: { code: 'NOT_READY', message: expect.stringContaining('starting') } },
+    });
+    synced();
+    await cacheSync;
+    expect(await call('GET', '/readyz')).toMatchObject({ status: 200, body: { status: 'ready' } });
+    readiness.stop();
+    expect(await call('GET', '/readyz')).toMatchObject({
+      status: 503,
+      body: { error: { code: 'NOT_READY', message: expect.stringContaining('shutting down') } },
+    });
+  });
+
+  it('stays unready, and logs why, when a readiness check rejects', async () => {
+    const logs: string[] = [];
+    const failing = Promise.reject(new Error('the Lease cache could not list'));
+    const readiness = createReadiness([failing], (line) => logs.push(line));
+    await failing.catch(() => {});
+    await Promise.resolve();
+    expect(readiness.state()).toBe('failed');
+    expect(logs).toEqual([expect.stringContaining('the Lease cache could not list')]);
+  });
+
+  it('leaves /metrics to the host unless metrics are served, then answers them as text', async () => {
+    expect(await setUp().call('GET', '/metrics')).toBeUndefined();
+    const metrics = {
+      contentType: 'text/plain; version=0.0.4; charset=utf-8',
+      render: async () => 'corral_vdi_leader 1\n',
+    } as Parameters<typeof createOperationAnswers>[1];
+    const { call } = setUp(
+      undefined,
+      createOperationAnswers(
+        createReadiness([], () => {}),
+        metrics,
+      ),
+    );
+    expect(await call('GET', '/metrics')).toEqual({
+      status: 200,
+      headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
+      body: 'corral_vdi_leader 1\n',
+    });
+  });
+
+  it('refuses a websocket upgrade of a probe', async () => {
+    const { upgrade } = setUp();
+    expect(await upgrade('/healthz')).toMatchObject({ kind: 'answer', response: { status: 400 } });
   });
 });

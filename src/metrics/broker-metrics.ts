@@ -1,0 +1,224 @@
+import { performance } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { VdiContext } from '../context.js';
+import { isVdiError } from '../errors.js';
+import type { VdiEvents } from '../events.js';
+import type { PoolMemberCounts } from './count-pool-members.js';
+
+/** Why a release ran: its holder asked, or an admin released someone else's desktop. @category metrics */
+export type ReleaseReason = 'holder' | 'admin';
+
+/**
+ * The broker's Prometheus metrics, in a registry of its own (never prom-client's global one), so two brokers in
+ * one process keep theirs apart. Counters are fed by small hooks; the gauges are read when scraped.
+ *
+ * @category metrics
+ */
+export interface BrokerMetrics {
+  /** The registry, to add metrics of the host's own or to merge with another registry. */
+  readonly registry: Registry;
+  /** The `Content-Type` of {@link BrokerMetrics.render}'s text. */
+  readonly contentType: string;
+  /** Reads the pool gauges (one read per scrape) and renders every metric in the Prometheus text format. */
+  render(): Promise<string>;
+  /** Sets `corral_vdi_leader`: whether this replica runs the reclaim passes now. */
+  setLeader(leading: boolean): void;
+  /** Counts and times a claim by its outcome (`ok` or the error code) and hands its result on. */
+  timeClaim<T>(claim: Promise<T>): Promise<T>;
+  /** Counts a release by reason and result (`ok` or the error code) once it settles, and hands it on. */
+  countRelease<T>(reason: ReleaseReason, release: Promise<T>): Promise<T>;
+  /** Times a reclaim pass of the session engine. */
+  timeReclaimPass(pass: Promise<unknown>): void;
+  /** Stops listening to the cluster adapter and the SDK's events. */
+  detach(): void;
+}
+
+/** What {@link createBrokerMetrics} reads from: the SDK's context and the broker's own views. @category metrics */
+export interface BrokerMetricsOptions {
+  ctx: VdiContext;
+  /** The pools' member counts, read once per scrape. */
+  readPools(): Promise<PoolMemberCounts[]>;
+  /** The console websockets open through this broker now. */
+  readConsoles(): ReadonlyArray<{ protocol: string }>;
+  /** Where a failed pool read is reported. */
+  log(message: string): void;
+}
+
+const prefix = 'corral_vdi_';
+// Claims wait on Lease writes and a start request: tens of ms on a quiet cluster, seconds under contention.
+const claimBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+// A pass lists and writes per namespace; a reclaim in it waits on a stop or a clone.
+const passBuckets = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+const seconds = (since: number) => (performance.now() - since) / 1000;
+const outcomeOf = (error: unknown) => (isVdiError(error) ? error.code : 'INTERNAL');
+
+/**
+ * Creates the metrics of one broker: pool gauges, claims, releases, reclaims, reclaim passes, Lease conflicts,
+ * apiserver requests, open consoles and leader state. It listens to `ctx.cluster` and `ctx.events` until
+ * {@link BrokerMetrics.detach}.
+ *
+ * @example
+ * ```ts
+ * const metrics = createBrokerMetrics({ ctx, readPools, readConsoles: () => [], log: console.warn });
+ * metrics.setLeader(true);
+ * console.log(await metrics.render());
+ * ```
+ * @category metrics
+ */
+export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetrics {
+  const { ctx, readPools, readConsoles, log } = options;
+  const registry = new Registry();
+  const registers = [registry];
+  const poolLabels = ['kind', 'namespace', 'pool'] as const;
+  const poolGauge = (name: string, help: string) =>
+    new Gauge({ name: `${prefix}pool_${name}_members`, help, labelNames: poolLabels, registers });
+  const pools = {
+    desired: poolGauge(
+      'desired',
+      "Members the pool should have: a container pool's spec size, a VM pool's members not being deleted.",
+    ),
+    free: poolGauge('free', 'Members a claim could take now.'),
+    claimed: poolGauge('claimed', 'Members someone holds.'),
+    running: poolGauge('running', 'Members running.'),
+    failed: poolGauge('failed', 'Members whose backend reports a failure.'),
+  };
+  const poolReadFailures = new Counter({
+    name: `${prefix}pool_read_failures_total`,
+    help: 'Scrapes whose pool read failed; the pool gauges are empty in those.',
+    registers,
+  });
+  const claims = new Counter({
+    name: `${prefix}claims_total`,
+    help: 'Claims through the broker, by outcome: ok or the error code.',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const claimDuration = new Histogram({
+    name: `${prefix}claim_duration_seconds`,
+    help: 'How long a claim through the broker took, by outcome.',
+    labelNames: ['outcome'],
+    buckets: claimBuckets,
+    registers,
+  });
+  const releases = new Counter({
+    name: `${prefix}releases_total`,
+    help: 'Releases through the broker, by reason (holder, admin) and result (ok or the error code).',
+    labelNames: ['reason', 'result'],
+    registers,
+  });
+  const reclaims = new Counter({
+    name: `${prefix}reclaims_total`,
+    help: 'Reclaims by the session engine, by reason (disconnect-grace, max-duration) and result (ok, failed).',
+    labelNames: ['reason', 'result'],
+    registers,
+  });
+  const passDuration = new Histogram({
+    name: `${prefix}reclaim_pass_duration_seconds`,
+    help: 'How long a pass of the session engine (renewals and reclaims) took.',
+    buckets: passBuckets,
+    registers,
+  });
+  const leaseConflicts = new Counter({
+    name: `${prefix}lease_conflicts_total`,
+    help: 'Lease writes the apiserver refused with 409, by verb: create (lost the race), update (stale read).',
+    labelNames: ['verb'],
+    registers,
+  });
+  const requests = new Counter({
+    name: `${prefix}apiserver_requests_total`,
+    help: 'Apiserver requests, each try, by verb and code: 2xx, the failure status, or error without an answer.',
+    labelNames: ['verb', 'code'],
+    registers,
+  });
+  new Gauge({
+    name: `${prefix}open_consoles`,
+    help: 'Console websockets open through this broker now, by protocol.',
+    labelNames: ['protocol'],
+    registers,
+    collect() {
+      this.reset();
+      for (const { protocol } of readConsoles()) this.inc({ protocol });
+    },
+  });
+  const leader = new Gauge({
+    name: `${prefix}leader`,
+    help: 'Whether this replica runs the reclaim passes now (1) or not (0).',
+    registers,
+  });
+  leader.set(0);
+
+  const stopObserving = ctx.cluster.observe({
+    request: (verb, code) => requests.inc({ verb, code }),
+    leaseConflict: (verb) => leaseConflicts.inc({ verb }),
+  });
+  const onReclaimed = ({ reason }: VdiEvents['reclaimed'][0]) => reclaims.inc({ reason, result: 'ok' });
+  const onReclaimFailed = ({ reason }: VdiEvents['reclaim-failed'][0]) =>
+    reclaims.inc({ reason, result: 'failed' });
+  ctx.events.on('reclaimed', onReclaimed);
+  ctx.events.on('reclaim-failed', onReclaimFailed);
+
+  async function readPoolGauges(): Promise<void> {
+    for (const gauge of Object.values(pools)) gauge.reset();
+    let counts: PoolMemberCounts[];
+    try {
+      counts = await readPools();
+    } catch (error) {
+      poolReadFailures.inc();
+      log(
+        `broker: the metrics could not read the pools: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      return;
+    }
+    for (const count of counts) {
+      const labels = { kind: count.kind, namespace: count.namespace, pool: count.pool };
+      for (const [state, gauge] of Object.entries(pools)) {
+        gauge.set(labels, count[state as keyof typeof pools]);
+      }
+    }
+  }
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    async render() {
+      await readPoolGauges();
+      return await registry.metrics();
+    },
+    setLeader: (leading) => leader.set(leading ? 1 : 0),
+    async timeClaim(claim) {
+      const since = performance.now();
+      try {
+        const result = await claim;
+        claims.inc({ outcome: 'ok' });
+        claimDuration.observe({ outcome: 'ok' }, seconds(since));
+        return result;
+      } catch (error) {
+        const outcome = outcomeOf(error);
+        claims.inc({ outcome });
+        claimDuration.observe({ outcome }, seconds(since));
+        throw error;
+      }
+    },
+    async countRelease(reason, release) {
+      try {
+        const result = await release;
+        releases.inc({ reason, result: 'ok' });
+        return result;
+      } catch (error) {
+        releases.inc({ reason, result: outcomeOf(error) });
+        throw error;
+      }
+    },
+    timeReclaimPass(pass) {
+      const since = performance.now();
+      const done = () => passDuration.observe(seconds(since));
+      pass.then(done, done);
+    },
+    detach() {
+      stopObserving();
+      ctx.events.off('reclaimed', onReclaimed);
+      ctx.events.off('reclaim-failed', onReclaimFailed);
+    },
+  };
+}
