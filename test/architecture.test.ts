@@ -112,6 +112,7 @@ const serviceFolders = [
   'capacity/',
   'usb/',
   'upgrade/',
+  'waitlist/',
 ];
 const frontEndFolders = ['cli/', 'broker/'];
 const browserFolders = ['client/', 'web/'];
