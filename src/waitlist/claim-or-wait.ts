@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type ClaimOptions, type ClaimResult, claimDesktop } from '../claims/claim-desktop.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { parseRfc3339 } from '../claims/parse-time.js';
 import type { ClaimOrder } from '../claims/plan-claim.js';
 import { readPool } from '../claims/pool-reads.js';
 import { backendFor, type VdiContext } from '../context.js';
@@ -149,8 +150,6 @@ export async function claimOrWait(
       lease =
         lease === undefined ? await enqueueWaiter(ctx, target) : await keepWaiterLease(ctx, target, lease);
       plan = await planFor(ctx, backend, target, lease);
-      // a waiter whose Lease ran out is gone: drop it so it holds nobody back
-      await Promise.all(plan.expired.map((expired) => deleteLeaseAsRead(ctx, expired)));
       const position = positionOf(plan, lease);
       const seen = `${position.position}/${position.waiters}`;
       if (seen !== reported) {
@@ -181,7 +180,10 @@ async function planFor(
   const leases = own
     ? [...read.leases.filter((lease) => lease.metadata.name !== own.metadata.name), own]
     : read.leases;
-  return planWaitlist({ ...target, members: read.members, leases, now: ctx.clock.now() });
+  const plan = planWaitlist({ ...target, members: read.members, leases, now: ctx.clock.now() });
+  // a waiter whose Lease ran out is gone: remove what it left behind (the plan already passes it over)
+  await Promise.all(plan.expired.map((expired) => deleteLeaseAsRead(ctx, expired)));
+  return plan;
 }
 
 /**
@@ -193,8 +195,8 @@ async function keepWaiterLease(
   target: WaiterTarget,
   lease: LeaseObject,
 ): Promise<LeaseObject> {
-  const renewedAt = Date.parse(lease.spec.renewTime ?? '');
-  if (ctx.clock.now().getTime() - renewedAt < waiterRenewMs) return lease;
+  const renewedAt = parseRfc3339(lease.spec.renewTime ?? '');
+  if (renewedAt && ctx.clock.now().getTime() - renewedAt.getTime() < waiterRenewMs) return lease;
   const renewed = await renewWaiterLease(ctx, lease);
   if (renewed) return renewed;
   const current = await readWaiterLease(ctx, target);
