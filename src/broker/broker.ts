@@ -18,9 +18,10 @@ import { createDesktopReader } from './desktop-reader.js';
 import { headersOfNode, nodeRequest, webRequest, webResponse, writeNodeResponse } from './http-io.js';
 import { type CallerIdentity, createIdentityResolver } from './identity.js';
 import { matchRoute } from './match-route.js';
-import { createRouteHandlers } from './route-handlers.js';
+import { createRouteHandlers, describeClaim } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
 import { createTaskRegistry } from './tasks.js';
+import { createWaiterRegistry } from './waiters.js';
 
 export type { BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
 export type { AuthorizeConsoleOptions } from './console-gate.js';
@@ -125,6 +126,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });
   const desktops = createDesktopReader(ctx, sessions, namespaces);
+  const waiters = createWaiterRegistry(vdi, (claimed) => describeClaim(desktops, claimed), log);
   const routerOptions = {
     namespaces,
     enabled: settings.enabled,
@@ -137,6 +139,7 @@ export function createBroker(options: BrokerOptions): Broker {
       desktops,
       sessions,
       tasks,
+      waiters,
       listAudit: () => settings.audit.list(),
       namespaces,
       log,
@@ -214,7 +217,8 @@ export function createBroker(options: BrokerOptions): Broker {
     },
     async stop() {
       await consoles.closeAll();
-      await Promise.all([sessions.stop(), ctPools.stop()]);
+      // a wait runs in this process: stopping cancels it, so no loop outlives the broker
+      await Promise.all([sessions.stop(), ctPools.stop(), waiters.cancelAll()]);
       await tasks.settled();
     },
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),

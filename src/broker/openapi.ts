@@ -79,6 +79,14 @@ function operation(operationId: string, route: RouteDeclaration): Json {
         'schema' in route.response
           ? json(route.response.description, schemaOf(route.response.schema, 'output'))
           : { description: route.response.description },
+      ...(route.accepted
+        ? {
+            [route.accepted.status]: json(
+              route.accepted.description,
+              schemaOf(route.accepted.schema, 'output'),
+            ),
+          }
+        : {}),
       ...Object.fromEntries(
         Object.entries(errors).map(([status, description]) => [status, json(description, ref('Error'))]),
       ),
