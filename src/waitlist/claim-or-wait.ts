@@ -67,7 +67,7 @@ const waitSchema = z
     path: ['waitTimeoutMs'],
   });
 
-/** One identity's wait on one pool, as {@link cancelWait} and {@link waitPosition} name it. @category waitlist */
+/** One identity's wait on one pool, as `cancelWait` and `waitPosition` of the waitlist service name it. @category waitlist */
 export interface WaiterOptions {
   pool: string;
   identity: string;

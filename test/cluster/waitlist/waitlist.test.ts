@@ -201,6 +201,22 @@ describe('the waitlist against the real apiserver', () => {
     expect(await kube.getLease(namespace, dead.metadata.name ?? '')).toBeUndefined();
   });
 
+  it('passes over a waiter Lease whose claim landed before a crash kept it from deleting the Lease', async () => {
+    const { namespace, clock, replica } = await setUp('wait-crash', 2);
+    const admin = replica();
+    const held = await admin.claim({ pool: 'devpool', identity: 'h1' });
+    // the two writes of a won wait are the member's claim Lease, then the waiter Lease's delete: die between them
+    await admin.claim({ pool: 'devpool', identity: 'crashed' });
+    await enqueueWaiter(admin.context, { kind: 'vm', namespace, pool: 'devpool', identity: 'crashed' });
+    clock.advance(1000);
+    const next = startWaiting(replica(), 'w2');
+    await queued(next, 1);
+    expect(await admin.waitPosition({ pool: 'devpool', identity: 'crashed' })).toBeUndefined();
+    await admin.release({ member: held.member, identity: 'h1' });
+    await next.done;
+    expect(claimed(next).member).toBe(held.member);
+  });
+
   it('cancels a wait by its signal or by cancelWait, and moves those behind it up', async () => {
     const { namespace, clock, replica } = await setUp('wait-cancel', 1);
     const admin = replica();
