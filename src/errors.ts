@@ -21,6 +21,7 @@ export type VdiErrorCode =
   | 'STOP_FAILED'
   | 'RECREATE_FAILED'
   | 'CANCELLED'
+  | 'WAIT_TIMED_OUT'
   | 'INSUFFICIENT_CAPACITY'
   | 'UNSUPPORTED_BACKEND'
   | 'USB_UNAVAILABLE'
@@ -62,6 +63,8 @@ export const httpStatusByCode: Readonly<Record<VdiErrorCode, number>> = {
   RECREATE_FAILED: 502,
   // the status nginx and gRPC gateways use for a request its caller gave up on
   CANCELLED: 499,
+  // as CLONE_TIMEOUT: the wait behind the request ran out, and the same request may succeed later
+  WAIT_TIMED_OUT: 504,
   INSUFFICIENT_CAPACITY: 409,
   UNSUPPORTED_BACKEND: 422,
   USB_UNAVAILABLE: 422,

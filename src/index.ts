@@ -324,3 +324,17 @@ export { createVdi, defaultNamespace, systemClock } from './vdi.js';
 export type { RecreateMemberOptions } from './vm/recreate-vm-member.js';
 export { recreateMember } from './vm/recreate-vm-member.js';
 export { createVmBackend } from './vm/vm-backend.js';
+export type { WaiterOptions, WaitingClaimOptions, WaitPosition } from './waitlist/claim-or-wait.js';
+export { maxWaitTimeoutMs } from './waitlist/claim-or-wait.js';
+export type { PlanWaitlistInput, Waiter, WaitlistPlan } from './waitlist/plan-waitlist.js';
+export { planWaitlist } from './waitlist/plan-waitlist.js';
+export {
+  enqueuedAtAnnotation,
+  waiterLabel,
+  waiterLeaseName,
+  waiterLeaseNamePrefix,
+  waiterLeaseSeconds,
+  waiterRenewMs,
+  waitersSelector,
+} from './waitlist/waitlist-keys.js';
+export type { WaitlistService } from './waitlist/waitlist-service.js';

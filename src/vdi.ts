@@ -56,6 +56,7 @@ import {
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
+import { createWaitlistService, type WaitlistService } from './waitlist/waitlist-service.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
 export const defaultNamespace = 'corral-vms';
@@ -85,7 +86,7 @@ export interface VdiOptions {
 }
 
 /** The SDK: every primitive, bound to one cluster. @category configuration */
-export interface Vdi extends ClaimsService {
+export interface Vdi extends Omit<ClaimsService, 'claim'>, WaitlistService {
   /** Creates a pool by cloning a golden VM; see {@link createPool}. */
   createPool(options: CreatePoolOptions): Promise<CreatePoolResult>;
   /** The namespaces that hold pool members, read cluster-wide; see {@link listPoolNamespaces}. */
@@ -197,6 +198,8 @@ export function createVdi(options: VdiOptions = {}): Vdi {
   context.backends.ct = createCtBackend(context);
   return {
     ...createClaimsService(context),
+    // after the claims service: its claim gives way to the one that may wait
+    ...createWaitlistService(context),
     createPool: (pool) => createPool(context, pool),
     listPoolNamespaces: () => listPoolNamespaces(context),
     listPools: (list) => listPools(context, list),

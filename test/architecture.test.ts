@@ -113,6 +113,7 @@ const serviceFolders = [
   'usb/',
   'upgrade/',
   'leader/',
+  'waitlist/',
 ];
 const frontEndFolders = ['cli/', 'broker/'];
 const browserFolders = ['client/', 'web/'];

@@ -31,9 +31,10 @@ import {
 import { type CallerIdentity, createIdentityResolver } from './identity.js';
 import { matchRoute } from './match-route.js';
 import { createOperationAnswers, createReadiness } from './operations.js';
-import { createRouteHandlers } from './route-handlers.js';
+import { createRouteHandlers, describeClaim } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
 import { createTaskRegistry } from './tasks.js';
+import { createWaiterRegistry } from './waiters.js';
 
 export type {
   BrokerLeaderElection,
@@ -190,6 +191,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const tasks = createTaskRegistry(ctx.clock);
   const identify = createIdentityResolver({ providers: settings.identity, peerTokens: settings.peerTokens });
   const desktops = createDesktopReader(ctx, sessions, namespaces);
+  const waiters = createWaiterRegistry(vdi, (claimed) => describeClaim(desktops, claimed), log);
   const routerOptions = {
     namespaces,
     enabled: settings.enabled,
@@ -202,6 +204,7 @@ export function createBroker(options: BrokerOptions): Broker {
       desktops,
       sessions,
       tasks,
+      waiters,
       listAudit: () => settings.audit.list(),
       namespaces,
       metrics,
@@ -328,8 +331,9 @@ export function createBroker(options: BrokerOptions): Broker {
     async stop() {
       readiness.stop();
       await consoles.closeAll();
-      // a leader stops its loops before it releases the Lease, so no pass outlives its term
-      await leader?.stop();
+      // a leader stops its loops before it releases the Lease, so no pass outlives its term; a wait runs in this
+      // process: stopping cancels it
+      await Promise.all([leader?.stop(), waiters.cancelAll()]);
       await stopLoops();
       await tasks.settled();
       if (settings.caches) vdi.stopCaches();

@@ -78,6 +78,47 @@ export const actionBodySchema = z
     description: 'Optional. Any JSON object; its fields are ignored, so a body never names the caller.',
   });
 
+/** The longest wait the broker lets a claim ask for: an hour. */
+export const maxBrokerWaitMs = 3600_000;
+/** How long a broker claim waits when its body names no `waitTimeoutMs`: ten minutes. */
+export const defaultBrokerWaitMs = 600_000;
+
+/** The optional body of a claim: `wait` queues the caller when no member is free. */
+export const claimBodySchema = z
+  .object(
+    {
+      wait: z.boolean({ error: 'wait takes true or false.' }).optional().meta({
+        description:
+          "When no member is free, join the pool's queue: the answer is 202 with a waiter to poll.",
+      }),
+      waitTimeoutMs: z
+        .int({ error: 'waitTimeoutMs takes a whole number of milliseconds.' })
+        .positive({ error: 'waitTimeoutMs must be more than 0.' })
+        .max(maxBrokerWaitMs, { error: `waitTimeoutMs must be at most ${maxBrokerWaitMs} (an hour).` })
+        .optional()
+        .meta({
+          description: `How long to wait, with wait: true; ${defaultBrokerWaitMs} (ten minutes) unless given.`,
+        }),
+    },
+    { error: 'The request body must be a JSON object.' },
+  )
+  .refine((body) => body.wait === true || body.waitTimeoutMs === undefined, {
+    error: 'waitTimeoutMs needs wait: true.',
+  })
+  .register(componentRegistry, {
+    id: 'ClaimBody',
+    description:
+      'Optional. `{ "wait": true }` queues the caller when no member is free; other fields are ignored.',
+  });
+
+const notWaiter = refusing('is not a waiter key; use the waiter ID a claim with wait answered with.');
+
+/** The `{waiter}` of a waiter path: the key a claim with `wait` answered in its waiter ID. */
+export const waiterParam = z
+  .string()
+  .regex(/^[0-9a-z]{10}$/, notWaiter)
+  .meta({ description: 'The last part of the waiter ID a claim with wait answered with.' });
+
 /** The query of `GET /api/vdi/desktops`. */
 export const desktopListQuerySchema = z.object({
   all: z

@@ -85,6 +85,14 @@ function operation(operationId: string, route: RouteDeclaration): Json {
                 content: { [route.response.contentType]: { schema: { type: 'string' } } },
               }
             : { description: route.response.description },
+      ...(route.accepted
+        ? {
+            [route.accepted.status]: json(
+              route.accepted.description,
+              schemaOf(route.accepted.schema, 'output'),
+            ),
+          }
+        : {}),
       ...Object.fromEntries(
         Object.entries(errors).map(([status, description]) => [status, json(description, ref('Error'))]),
       ),

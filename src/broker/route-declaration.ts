@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 
 /** The HTTP methods of the broker's routes. @category broker */
-export type RouteMethod = 'GET' | 'POST';
+export type RouteMethod = 'GET' | 'POST' | 'DELETE';
 
 /**
  * Who may call a route. Every route but a `none` one refuses anonymous callers (401) and service identities (403)
@@ -46,7 +46,7 @@ export interface RouteDeclaration<Path extends string = string> {
   params: { [Name in PathParamNames<Path>]: z.ZodType<string, string> };
   /** The query parameters read; any others are ignored. */
   query?: z.ZodObject;
-  /** The body a POST accepts; its fields are never read. */
+  /** The body a POST accepts; the handler gets it as checked. */
   body?: z.ZodType;
   /**
    * `websocket`: a GET that upgrades to a websocket (`101 Switching Protocols`) once every check passed; its
@@ -58,6 +58,8 @@ export interface RouteDeclaration<Path extends string = string> {
     | { status: 200 | 202; description: string; schema: z.ZodType }
     | { status: 200; description: string; contentType: string }
     | { status: 101; description: string };
+  /** A second success answer: the request was accepted and finishes later (a claim that waits). */
+  accepted?: { status: 202; description: string; schema: z.ZodType };
   /** What the route's own work can answer besides success, by status. */
   errors?: Partial<Record<DeclaredErrorStatus, string>>;
 }
@@ -82,4 +84,13 @@ export function defineRoute<const Path extends string, const Route extends Route
   route: Route & { path: Path },
 ): Route {
   return route;
+}
+
+/**
+ * What a handler returns for a route's `accepted` answer (202) instead of its usual one.
+ *
+ * @category broker
+ */
+export class Accepted<Body> {
+  constructor(readonly body: Body) {}
 }

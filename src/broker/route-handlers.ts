@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import type { AuditRecord } from '../audit.js';
+import type { ClaimResult } from '../claims/claim-desktop.js';
+import { shortHash } from '../claims/hash.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { connect } from '../connect-planner/connect.js';
 import type { CtPoolView } from '../ct/ct-pool-service.js';
@@ -12,9 +14,13 @@ import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import type { Caller } from './caller-access.js';
 import type { DesktopReader, ReadDesktop } from './desktop-reader.js';
+import { defaultBrokerWaitMs } from './input-rules.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { Accepted } from './route-declaration.js';
 import type { RouteName, routes } from './routes.js';
+import type { ClaimedDesktopBody, WaiterBody } from './schemas.js';
 import type { TaskRegistry } from './tasks.js';
+import { type WaiterRegistry, type WaiterTarget, waiterIdOf } from './waiters.js';
 
 type Route<Name extends RouteName> = (typeof routes)[Name];
 
@@ -31,6 +37,8 @@ export interface RouteInput<Name extends JsonRouteName> {
   caller: Caller;
   params: { [Param in keyof Route<Name>['params']]: string };
   query: Route<Name> extends { query: z.ZodObject } ? z.output<Route<Name>['query']> : undefined;
+  /** The body as the route's body rule checked it (`{}` when none was sent). */
+  body: Route<Name> extends { body: z.ZodType } ? z.output<Route<Name>['body']> : undefined;
   /** The desktop the path names, for `holder-or-admin` routes, after the access check. */
   desktop: Route<Name>['auth'] extends 'holder-or-admin' ? ReadDesktop : undefined;
 }
@@ -38,7 +46,12 @@ export interface RouteInput<Name extends JsonRouteName> {
 /** Does a route's work; the router checks the answer against the route's response schema. */
 export type RouteHandler<Name extends JsonRouteName> = (
   input: RouteInput<Name>,
-) => Promise<z.input<Extract<Route<Name>['response'], { schema: z.ZodType }>['schema']>>;
+) => Promise<
+  | z.input<Extract<Route<Name>['response'], { schema: z.ZodType }>['schema']>
+  | (Route<Name> extends { accepted: { schema: z.ZodType } }
+      ? Accepted<z.input<Route<Name>['accepted']['schema']>>
+      : never)
+>;
 
 /** One handler per JSON route of the table. */
 export type RouteHandlers = { [Name in JsonRouteName]: RouteHandler<Name> };
@@ -49,6 +62,7 @@ export interface RouteHandlerDependencies {
   desktops: DesktopReader;
   sessions: SessionEngine;
   tasks: TaskRegistry;
+  waiters: WaiterRegistry;
   /** The task log records, oldest first. */
   listAudit(): AuditRecord[] | Promise<AuditRecord[]>;
   namespaces: readonly string[];
@@ -77,9 +91,59 @@ function describeCtPool(pool: CtPoolView) {
   };
 }
 
+/** A claim as the API answers it: its Lease as the claim wrote it, not read back. */
+export function describeClaim(desktops: DesktopReader, claimed: ClaimResult): ClaimedDesktopBody {
+  return {
+    ...desktops.describe(claimed, claimed.lease),
+    owner: claimed.owner,
+    sessionId: claimed.sessionId,
+    retried: claimed.retried,
+    adopted: claimed.adopted,
+    ...(claimed.startError === undefined ? {} : { startError: claimed.startError }),
+  };
+}
+
+type WaiterParams = { kind: string; ns: string; pool: string; waiter: string };
+
+function waiterTarget(params: WaiterParams, caller: Caller): WaiterTarget {
+  return {
+    kind: kindOf(params),
+    namespace: params.ns,
+    pool: params.pool,
+    identity: caller.login,
+    key: params.waiter,
+  };
+}
+
+function noWaiter(id: string): VdiError {
+  return new VdiError(
+    'NOT_FOUND',
+    `There is no wait ${id} of yours and no desktop of yours in its pool; claim again.`,
+  );
+}
+
+// the waiter key is the hash of the identity it queues: a caller reaches only its own waits in the cluster
+function ownTarget(target: WaiterTarget, caller: Caller): WaiterTarget {
+  if (target.key !== shortHash(caller.login)) throw noWaiter(waiterIdOf(target));
+  return target;
+}
+
+function claimedWaiter(id: string, target: WaiterTarget, desktop: ClaimedDesktopBody): WaiterBody {
+  return {
+    id,
+    poolId: `${target.kind}/${target.namespace}/${target.pool}`,
+    status: 'claimed',
+    position: null,
+    waiters: null,
+    enqueuedAt: null,
+    desktop,
+    error: null,
+  };
+}
+
 /** Builds the handlers of the broker's routes. */
 export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
-  const { vdi, desktops, sessions, tasks, namespaces, metrics, log } = deps;
+  const { vdi, desktops, sessions, tasks, waiters, namespaces, metrics, log } = deps;
   const ctx = vdi.context;
   const openApiDocument = buildOpenApiDocument();
 
@@ -104,18 +168,68 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         ],
       };
     },
-    async claim({ caller, params }) {
-      const claimed = await metrics.timeClaim(
-        vdi.claim({ pool: params.pool, identity: caller.login, namespace: params.ns, kind: kindOf(params) }),
-      );
-      // the claim's own answer: its Lease as written, not read back
+    async claim({ caller, params, body }) {
+      const asked = { pool: params.pool, identity: caller.login, namespace: params.ns, kind: kindOf(params) };
+      if (body.wait === true) {
+        const started = await waiters.start(
+          { ...asked, key: shortHash(caller.login) },
+          body.waitTimeoutMs ?? defaultBrokerWaitMs,
+        );
+        if (started.kind === 'waiting') return new Accepted(started.waiter);
+        return describeClaim(desktops, started.claimed);
+      }
+      return describeClaim(desktops, await metrics.timeClaim(vdi.claim(asked)));
+    },
+    async getWaiter({ caller, params }) {
+      const target = waiterTarget(params, caller);
+      const id = waiterIdOf(target);
+      const known = waiters.get(id);
+      if (known && (known.identity === caller.login || caller.admin)) {
+        const { identity: _identity, ...waiter } = known;
+        return waiter;
+      }
+      const own = ownTarget(target, caller);
+      // a wait this process does not run (a restart, another replica): take it up while its Lease lives
+      if (await vdi.waitPosition(own)) {
+        const started = await waiters.start(own, defaultBrokerWaitMs);
+        if (started.kind === 'waiting') return started.waiter;
+        return claimedWaiter(id, own, describeClaim(desktops, started.claimed));
+      }
+      const [views, leases] = await Promise.all([
+        vdi.listDesktops({ namespaces: [own.namespace], identity: caller.login, pool: own.pool }),
+        desktops.leasesByName(),
+      ]);
+      const view = views.find((candidate) => candidate.kind === own.kind);
+      if (!view) throw noWaiter(id);
+      const lease = leases.get(`${view.namespace}/${leaseNameFor(view.member)}`);
+      const desktop = desktops.describe(view, lease);
+      return claimedWaiter(id, own, {
+        ...desktop,
+        owner: caller.login,
+        sessionId: desktop.sessionId ?? '',
+        retried: true,
+        adopted: false,
+      });
+    },
+    async cancelWait({ caller, params }) {
+      const target = waiterTarget(params, caller);
+      const id = waiterIdOf(target);
+      const known = waiters.get(id);
+      if (known && (known.identity === caller.login || caller.admin)) {
+        // its loop runs here: ending it takes its Lease out of the queue
+        return (await waiters.cancel(id)) ?? known;
+      }
+      const own = ownTarget(target, caller);
+      if (!(await vdi.cancelWait(own))) throw noWaiter(id);
       return {
-        ...desktops.describe(claimed, claimed.lease),
-        owner: claimed.owner,
-        sessionId: claimed.sessionId,
-        retried: claimed.retried,
-        adopted: claimed.adopted,
-        ...(claimed.startError === undefined ? {} : { startError: claimed.startError }),
+        id,
+        poolId: `${own.kind}/${own.namespace}/${own.pool}`,
+        status: 'cancelled' as const,
+        position: null,
+        waiters: null,
+        enqueuedAt: null,
+        desktop: null,
+        error: null,
       };
     },
     async listDesktops({ caller, query }) {

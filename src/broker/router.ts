@@ -9,7 +9,7 @@ import type { CallerIdentity, IdentityRequest } from './identity.js';
 import { checkInput, maxBodyBytes } from './input-rules.js';
 import { matchRoute } from './match-route.js';
 import type { OperationAnswers, OperationRouteName } from './operations.js';
-import type { RouteDeclaration } from './route-declaration.js';
+import { Accepted, type RouteDeclaration } from './route-declaration.js';
 import type { JsonRouteName, RouteHandlers } from './route-handlers.js';
 import { type RouteName, routes } from './routes.js';
 
@@ -62,29 +62,35 @@ function isCrossSite(headers: Headers): boolean {
   return site === 'cross-site' || site === 'same-site';
 }
 
-// An empty body or one the route's body rule accepts passes; its content is never used.
-async function checkBody(request: BrokerRequest, rule: z.ZodType): Promise<BrokerResponse | undefined> {
+// An empty body (read as `{}`) or one the route's body rule accepts passes, as the rule's output.
+async function checkBody(
+  request: BrokerRequest,
+  rule: z.ZodType,
+): Promise<{ refused: BrokerResponse } | { body: unknown }> {
   const read = await request.readBody();
   if (read.kind === 'too-large') {
-    return answerFailure(
-      'PAYLOAD_TOO_LARGE',
-      `The request body is over ${maxBodyBytes} bytes; these routes take no body.`,
-      { connection: 'close' },
-    );
+    return {
+      refused: answerFailure(
+        'PAYLOAD_TOO_LARGE',
+        `The request body is over ${maxBodyBytes} bytes; these routes take no body that large.`,
+        { connection: 'close' },
+      ),
+    };
   }
   const text = new TextDecoder().decode(read.bytes).trim();
-  if (text === '') return undefined;
-  let value: unknown;
+  let value: unknown = {};
   try {
-    value = JSON.parse(text);
+    if (text !== '') value = JSON.parse(text);
   } catch {
-    return answerFailure(
-      'INVALID_INPUT',
-      'The request body is not valid JSON; send no body, or a JSON object.',
-    );
+    return {
+      refused: answerFailure(
+        'INVALID_INPUT',
+        'The request body is not valid JSON; send no body, or a JSON object.',
+      ),
+    };
   }
   const checked = checkInput(rule, value);
-  return checked.ok ? undefined : answerFailure(checked.code, checked.message);
+  return checked.ok ? { body: checked.value } : { refused: answerFailure(checked.code, checked.message) };
 }
 
 /** What the checks every broker request passes first decided. */
@@ -207,15 +213,17 @@ export function createRouter(options: RouterOptions): Router {
         `${request.rawPath} opens a console websocket; send a GET with Upgrade: websocket.`,
       );
     }
-    if (route.method === 'POST' && isCrossSite(request.headers)) {
+    if (route.method !== 'GET' && isCrossSite(request.headers)) {
       return answerFailure(
         'FORBIDDEN',
         'Cross-site requests may not change desktops; use the broker from its own origin.',
       );
     }
+    let body: unknown;
     if (route.body) {
-      const bad = await checkBody(request, route.body);
-      if (bad) return bad;
+      const checked = await checkBody(request, route.body);
+      if ('refused' in checked) return checked.refused;
+      body = checked.body;
     }
     let query: unknown;
     if (route.query) {
@@ -237,7 +245,10 @@ export function createRouter(options: RouterOptions): Router {
     }
     // The table and the handlers share their keys, so this handler takes this route's input.
     const handle = handlers[name as JsonRouteName] as (input: unknown) => Promise<unknown>;
-    const answer = await handle({ caller, params, query, desktop });
+    const answer = await handle({ caller, params, query, body, desktop });
+    if (answer instanceof Accepted && route.accepted) {
+      return answerJson(route.accepted.status, route.accepted.schema.parse(answer.body));
+    }
     return answerJson(route.response.status, route.response.schema.parse(answer));
   }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   actionBodySchema,
+  claimBodySchema,
   consoleProtocolParam,
   desktopListQuerySchema,
   kindParam,
@@ -8,6 +9,7 @@ import {
   namespaceParam,
   poolParam,
   taskIdParam,
+  waiterParam,
 } from './input-rules.js';
 import { defineRoute } from './route-declaration.js';
 import {
@@ -20,9 +22,11 @@ import {
   releaseAcceptedSchema,
   taskLogSchema,
   taskSchema,
+  waiterSchema,
 } from './schemas.js';
 
 const desktopParams = { kind: kindParam, ns: namespaceParam, member: memberParam };
+const waiterParams = { kind: kindParam, ns: namespaceParam, pool: poolParam, waiter: waiterParam };
 
 /**
  * Every broker route, declared once; the key is its OpenAPI `operationId`. The matcher, the dispatch, the OpenAPI
@@ -44,15 +48,44 @@ export const routes = {
     path: '/api/vdi/pools/{kind}/{ns}/{pool}/claim',
     auth: 'user',
     summary:
-      'Claims a free member for the caller and starts it; a retry returns the desktop the caller holds.',
+      'Claims a free member for the caller and starts it; a retry returns the desktop the caller holds. With ' +
+      '`{ "wait": true }`, a caller who finds no member free joins the pool\'s queue, first come first served.',
     params: { kind: kindParam, ns: namespaceParam, pool: poolParam },
-    body: actionBodySchema,
+    body: claimBodySchema,
     response: {
       status: 200,
       description: 'The claimed desktop; `startError` is set when it did not start.',
       schema: claimedDesktopSchema,
     },
-    errors: { 409: 'The pool has no free member.' },
+    accepted: {
+      status: 202,
+      description: 'No member was free: the caller waits in the queue. Poll the waiter until it is claimed.',
+      schema: waiterSchema,
+    },
+    errors: {
+      409: 'The pool has no member free for the caller (without wait); `details.waiters` counts the queue ahead.',
+    },
+  }),
+  getWaiter: defineRoute({
+    method: 'GET',
+    path: '/api/vdi/waiters/{kind}/{ns}/{pool}/{waiter}',
+    auth: 'user',
+    summary:
+      "The caller's wait (admins: any this broker runs): its position, or the desktop once claimed. A wait this " +
+      'broker does not run (it restarted, or another replica took the claim) is taken up again while its Lease lives.',
+    params: waiterParams,
+    response: { status: 200, description: 'The waiter.', schema: waiterSchema },
+    errors: { 404: 'No such wait of the caller, and no desktop of the caller in the pool.' },
+  }),
+  cancelWait: defineRoute({
+    method: 'DELETE',
+    path: '/api/vdi/waiters/{kind}/{ns}/{pool}/{waiter}',
+    auth: 'user',
+    summary:
+      "Cancels the caller's wait: it leaves the queue. A desktop it already claimed stays the caller's.",
+    params: waiterParams,
+    response: { status: 200, description: 'The waiter as it ended.', schema: waiterSchema },
+    errors: { 404: 'No such wait of the caller.' },
   }),
   listDesktops: defineRoute({
     method: 'GET',

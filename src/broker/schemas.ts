@@ -87,6 +87,29 @@ export const claimedDesktopSchema = desktopSchema
   })
   .register(componentRegistry, { id: 'ClaimedDesktop', description: "The caller's claimed desktop." });
 
+/** A claim waiting in a pool's queue, as the broker tracks it. @category broker */
+export const waiterSchema = z
+  .object({
+    id: z.string().meta({
+      description: 'The waiter ID, `<kind>/<namespace>/<pool>/<key>`; poll GET /api/vdi/waiters/{id}.',
+      examples: ['vm/corral-vms/devpool/0k3j5x9a2b'],
+    }),
+    poolId: z.string(),
+    status: z.enum(['waiting', 'claimed', 'cancelled', 'timed-out', 'failed']).meta({
+      description: '`claimed` carries the desktop; `timed-out`, `cancelled` and `failed` carry the error.',
+    }),
+    position: z
+      .int()
+      .min(1)
+      .nullable()
+      .meta({ description: 'The place in the queue, 1 being next; null when not waiting.' }),
+    waiters: z.int().min(1).nullable().meta({ description: 'How many wait in the pool, this one included.' }),
+    enqueuedAt: nullableTimestamp('When the caller joined the queue.'),
+    desktop: claimedDesktopSchema.nullable(),
+    error: errorBodySchema.shape.error.nullable(),
+  })
+  .register(componentRegistry, { id: 'Waiter', description: "A claim waiting in a pool's queue." });
+
 /** The answer of `GET /api/vdi/desktops`. @category broker */
 export const desktopListSchema = z
   .object({ desktops: z.array(desktopSchema) })
@@ -176,5 +199,7 @@ export type ClaimedDesktopBody = z.infer<typeof claimedDesktopSchema>;
 export type PoolBody = z.infer<typeof poolSchema>;
 /** A task as the API answers it. @category broker */
 export type TaskBody = z.infer<typeof taskSchema>;
+/** A waiter as the API answers it. @category broker */
+export type WaiterBody = z.infer<typeof waiterSchema>;
 /** A connect answer as the API answers it. @category broker */
 export type ConnectAnswerBody = z.infer<typeof connectAnswerSchema>;

@@ -19,6 +19,7 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
+import { planWaitlist } from '../waitlist/plan-waitlist.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
@@ -172,15 +173,24 @@ async function claimMember(
     const claiming = view.claimant?.metadata.annotations?.[claimingAnnotation];
     const prefer = claiming !== undefined && !lost.has(claiming) ? claiming : undefined;
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
+    const now = ctx.clock.now();
+    // the waitlist's hook: free members held for earlier waiters are not this claim's to take
+    const waitlist = planWaitlist({
+      kind: backend.kind,
+      members: view.members,
+      leases: view.leases,
+      identity,
+      now,
+    });
     const plan = planClaim({
       members: view.members,
       leases: view.leases,
       identity,
       order,
       random: Math.random,
-      now: ctx.clock.now(),
+      now,
       prefer,
-      exclude: new Set([...lost, ...takenHere]),
+      exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
     });
     if (reads > view.members.length + 2) {
       throw new VdiError(
@@ -206,7 +216,7 @@ async function claimMember(
       }
       // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
       if (view.claimant) await deleteLeaseAsRead(ctx, view.claimant);
-      throw noFreeMember(asked, plan.goingDown, view.members.length);
+      throw noFreeMember(asked, plan.goingDown, view.members.length, waitlist.queue.length);
     }
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
@@ -270,8 +280,15 @@ function poolNotFound({ namespace, pool }: ClaimAsked): VdiError {
   );
 }
 
-function noFreeMember(asked: ClaimAsked, goingDown: number, members: number): VdiError {
+function noFreeMember(asked: ClaimAsked, goingDown: number, members: number, waiters: number): VdiError {
   const { namespace, pool } = asked;
+  if (waiters > 0) {
+    return new VdiError(
+      'NO_FREE_MEMBER',
+      `Pool "${pool}" in namespace "${namespace}" has no member free for you: ${waiters} claim(s) wait ahead and get the free ones first. Claim with wait to join the queue.`,
+      { retryable: true, details: { namespace, pool, members, goingDown, waiters } },
+    );
+  }
   if (goingDown > 0) {
     return new VdiError(
       'NO_FREE_MEMBER',

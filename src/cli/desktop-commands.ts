@@ -1,5 +1,12 @@
+import { durationSchema } from '../validate.js';
 import type { ClusterSession } from './cluster-session.js';
-import { type CommandInput, type CommandSpec, clusterOptions, stringFlag } from './command-spec.js';
+import {
+  booleanFlag,
+  type CommandInput,
+  type CommandSpec,
+  clusterOptions,
+  stringFlag,
+} from './command-spec.js';
 import { toDesktopJson } from './json-views.js';
 import { UsageError } from './usage-error.js';
 
@@ -75,6 +82,103 @@ const assign: CommandSpec = {
   },
 };
 
+function waitTimeoutMs(input: CommandInput, command: CommandSpec): number | undefined {
+  const text = stringFlag(input, 'wait-timeout');
+  if (text === undefined) return undefined;
+  if (!booleanFlag(input, 'wait')) throw new UsageError('--wait-timeout needs --wait', command.words);
+  const parsed = durationSchema.safeParse(text);
+  if (!parsed.success) {
+    throw new UsageError(`--wait-timeout: ${parsed.error.issues[0]?.message}`, command.words);
+  }
+  if (parsed.data <= 0) throw new UsageError('--wait-timeout must be longer than 0', command.words);
+  return parsed.data;
+}
+
+const claim: CommandSpec = {
+  words: ['claim'],
+  summary: 'Claim a free member of a pool for yourself (or --user), and start it; --wait queues for one.',
+  args: ['pool'],
+  options: {
+    ...clusterOptions,
+    ...kindOption,
+    user: { type: 'string', value: 'LOGIN', help: 'Claim for this user instead of you ($USER).' },
+    wait: {
+      type: 'boolean',
+      help: "When no member is free, join the pool's queue and wait for one, first come first served.",
+    },
+    'wait-timeout': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'With --wait, give up after this long, such as 90s or 10m. Default: wait until Ctrl-C.',
+    },
+  },
+  notes: [
+    'Claiming again returns the desktop the user already holds. With --wait, the position in the queue is printed ' +
+      'on stderr whenever it moves; Ctrl-C leaves the queue. A wait that times out exits 1 with WAIT_TIMED_OUT ' +
+      'and leaves the queue too.',
+  ],
+  examples: [
+    '$ corral-vdi claim devpool',
+    '$ corral-vdi claim devpool --wait --wait-timeout 10m --user alice',
+  ],
+  async run(input) {
+    const kind = kindFlag(input, claim);
+    const wait = booleanFlag(input, 'wait');
+    const timeout = waitTimeoutMs(input, claim);
+    const session = await input.cluster();
+    const pool = input.args.pool ?? '';
+    const user = stringFlag(input, 'user') ?? session.actor;
+    const { terminal } = input;
+    const cancel = new AbortController();
+    const onInterrupt = () => {
+      terminal.note('interrupted: leaving the queue');
+      cancel.abort();
+    };
+    if (wait) process.once('SIGINT', onInterrupt);
+    let result: Awaited<ReturnType<typeof session.vdi.claim>>;
+    try {
+      result = await session.vdi.claim({
+        pool,
+        identity: user,
+        namespace: session.namespace,
+        kind,
+        ...(wait
+          ? {
+              wait,
+              signal: cancel.signal,
+              onPosition: ({ position, waiters }) =>
+                terminal.note(`waiting for a member of ${pool}: ${position} of ${waiters} in the queue`),
+              ...(timeout === undefined ? {} : { waitTimeoutMs: timeout }),
+            }
+          : {}),
+      });
+    } finally {
+      process.off('SIGINT', onInterrupt);
+    }
+    const connect = `corral-vdi connect ${result.member}${namespaceArgs(session)}${kind === 'ct' ? ' --kind ct' : ''}`;
+    if (terminal.json) {
+      terminal.printJson({
+        desktop: toDesktopJson(result),
+        retried: result.retried,
+        adopted: result.adopted,
+        startError: result.startError ?? null,
+        connect,
+      });
+    } else {
+      terminal.print(
+        `${result.retried ? 'already claimed' : 'claimed'} ${terminal.paint.bold(result.member)} → ${user}`,
+      );
+      if (result.startError === undefined) terminal.print(`connect:  ${connect}`);
+    }
+    if (result.startError === undefined) return 0;
+    terminal.error(
+      `${result.member} is claimed by ${user} but did not start: ${result.startError} It stays claimed; run the ` +
+        `same claim again once the cause is fixed to retry the start.`,
+    );
+    return 1;
+  },
+};
+
 const unassign: CommandSpec = {
   words: ['unassign'],
   summary: 'Take a member back from its user: stop it (or recreate an ephemeral one), then end the claim.',
@@ -117,5 +221,5 @@ const unassign: CommandSpec = {
   },
 };
 
-/** `assign` and `unassign`. */
-export const desktopCommands: readonly CommandSpec[] = [assign, unassign];
+/** `claim`, `assign` and `unassign`. */
+export const desktopCommands: readonly CommandSpec[] = [claim, assign, unassign];

@@ -6,6 +6,7 @@ export type {
   DesktopBody,
   PoolBody,
   TaskBody,
+  WaiterBody,
 } from '../broker/schemas.js';
 // the answer schemas the client checks with, for a page that validates what it stores or receives elsewhere
 export {
@@ -17,6 +18,7 @@ export {
   poolSchema,
   releaseAcceptedSchema,
   taskSchema,
+  waiterSchema,
 } from '../broker/schemas.js';
 export type { VdiErrorCode } from '../errors.js';
 export { isVdiError, VdiError } from '../errors.js';

@@ -1,5 +1,6 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { consoleProtocolParam } from '../broker/input-rules.js';
+import type { RouteDeclaration } from '../broker/route-declaration.js';
 import { type RouteName, routes } from '../broker/routes.js';
 import {
   type auditRecordSchema,
@@ -10,6 +11,7 @@ import {
   type PoolBody,
   type releaseAcceptedSchema,
   type TaskBody,
+  type WaiterBody,
 } from '../broker/schemas.js';
 import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
 import { parseDesktopId, parsePoolId } from '../ids.js';
@@ -55,6 +57,21 @@ export interface VdiClient {
    * @throws {@link VdiError} `NO_FREE_MEMBER`, `INVALID_INPUT` (a malformed pool ID), `NOT_FOUND`, `UNAUTHENTICATED`.
    */
   claim(poolId: string): Promise<ClaimedDesktopBody>;
+  /**
+   * Claims a desktop of a pool, or joins the pool's queue when no member is free for the caller: the broker
+   * answers the desktop, or a waiter to poll with {@link VdiClient.getWaiter} until its `status` is `claimed`.
+   * Safe to repeat: a caller already waiting gets the same waiter, one already holding a desktop that desktop.
+   * @throws {@link VdiError} `INVALID_INPUT` (a malformed pool ID, a `waitTimeoutMs` that is not a positive whole
+   *   number of at most an hour), `NOT_FOUND`, `UNAUTHENTICATED`.
+   */
+  claimOrWait(
+    poolId: string,
+    options?: { waitTimeoutMs?: number },
+  ): Promise<{ kind: 'claimed'; desktop: ClaimedDesktopBody } | { kind: 'waiting'; waiter: WaiterBody }>;
+  /** A wait of the caller: its position, or the desktop once claimed. @throws {@link VdiError} `NOT_FOUND`. */
+  getWaiter(waiterId: string): Promise<WaiterBody>;
+  /** Cancels a wait of the caller; the answer is the waiter as it ended. @throws {@link VdiError} `NOT_FOUND`. */
+  cancelWait(waiterId: string): Promise<WaiterBody>;
   /** The caller's desktops. @throws {@link VdiError} `UNAUTHENTICATED`, `FORBIDDEN`. */
   listDesktops(): Promise<DesktopBody[]>;
   /** One desktop the caller holds (or any, for an admin). @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`. */
@@ -114,6 +131,22 @@ function pathOf(name: RouteName, params: Record<string, string>): string {
     .replace(/\{(\w+)\}/g, (_, key: string) => encodeURIComponent(params[key] ?? ''));
 }
 
+// a desktop has no position; a waiter always has one, if only null
+function isWaiter(answer: ClaimedDesktopBody | WaiterBody): answer is WaiterBody {
+  return 'position' in answer;
+}
+
+function waiterParams(waiterId: string): Record<string, string> {
+  const [kind = '', ns = '', pool = '', waiter = '', ...rest] = waiterId.split('/');
+  if (rest.length > 0 || waiter === '') {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `"${waiterId}" is not a waiter ID; use the ID a claim with wait answered, such as vm/corral-vms/devpool/0k3j5x9a2b.`,
+    );
+  }
+  return { kind, ns, pool, waiter };
+}
+
 function desktopParams(desktopId: string): Record<string, string> {
   const { kind, namespace, member } = parseDesktopId(desktopId);
   return { kind, ns: namespace, member };
@@ -164,14 +197,19 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
   async function call<Name extends JsonRouteName>(
     name: Name,
     params: Record<string, string> = {},
+    body?: unknown,
   ): Promise<AnswerOf<Name>> {
-    const route = routes[name];
+    const route: RouteDeclaration = routes[name];
     const url = new URL(pathOf(name, params), base);
     let response: Response;
     try {
       response = await send(url, {
         method: route.method,
-        headers: { accept: 'application/json' },
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (error) {
       throw new VdiError(
@@ -181,7 +219,14 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
       );
     }
     if (!response.ok) throw await failureOf(response);
-    const parsed = route.response.schema.safeParse(await response.json().catch(() => undefined));
+    // a route's accepted answer (202) has a schema of its own
+    const schema =
+      response.status === route.accepted?.status
+        ? route.accepted.schema
+        : 'schema' in route.response
+          ? route.response.schema
+          : z.never();
+    const parsed = schema.safeParse(await response.json().catch(() => undefined));
     if (!parsed.success) {
       throw new VdiError(
         'INTERNAL',
@@ -206,6 +251,17 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
         throw error;
       }
     },
+    async claimOrWait(poolId, options = {}) {
+      const { kind, namespace, pool } = parsePoolId(poolId);
+      const answer: ClaimedDesktopBody | WaiterBody = await call(
+        'claim',
+        { kind, ns: namespace, pool },
+        { wait: true, ...options },
+      );
+      return isWaiter(answer) ? { kind: 'waiting', waiter: answer } : { kind: 'claimed', desktop: answer };
+    },
+    getWaiter: async (waiterId) => await call('getWaiter', waiterParams(waiterId)),
+    cancelWait: async (waiterId) => await call('cancelWait', waiterParams(waiterId)),
     listDesktops: async () => (await call('listDesktops')).desktops,
     getDesktop: async (desktopId) => await call('getDesktop', desktopParams(desktopId)),
     start: async (desktopId) => await call('startDesktop', desktopParams(desktopId)),

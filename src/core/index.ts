@@ -201,3 +201,13 @@ export {
   validateNamespace,
   validatePoolName,
 } from '../validate.js';
+export type { PlanWaitlistInput, Waiter, WaitlistPlan } from '../waitlist/plan-waitlist.js';
+export { planWaitlist } from '../waitlist/plan-waitlist.js';
+export {
+  enqueuedAtAnnotation,
+  waiterLabel,
+  waiterLeaseName,
+  waiterLeaseNamePrefix,
+  waiterLeaseSeconds,
+  waitersSelector,
+} from '../waitlist/waitlist-keys.js';

@@ -16,6 +16,7 @@ const commands = [
   'pool delete',
   'pool resize',
   'pool plan',
+  'claim',
   'assign',
   'unassign',
   'connect',

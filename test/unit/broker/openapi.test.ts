@@ -15,6 +15,8 @@ describe('the OpenAPI document', () => {
     ).toEqual([
       'GET /api/vdi/pools',
       'POST /api/vdi/pools/{kind}/{ns}/{pool}/claim',
+      'GET /api/vdi/waiters/{kind}/{ns}/{pool}/{waiter}',
+      'DELETE /api/vdi/waiters/{kind}/{ns}/{pool}/{waiter}',
       'GET /api/vdi/desktops',
       'GET /api/vdi/desktops/{kind}/{ns}/{member}',
       'POST /api/vdi/desktops/{kind}/{ns}/{member}/start',
