@@ -162,10 +162,12 @@ export {
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
+  minReadyAnnotation,
   poolLabel,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
+  spareAnnotation,
 } from './keys.js';
 export type { DeletePreconditions, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
@@ -212,6 +214,8 @@ export type {
   PoolOptions,
   ResizePoolOptions,
   ResizePoolResult,
+  SetPoolOptions,
+  SetPoolResult,
 } from './pools/pool-service.js';
 export {
   createPool,
@@ -221,6 +225,7 @@ export {
   listPools,
   maxPoolSize,
   resizePool,
+  setPool,
 } from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
@@ -264,6 +269,11 @@ export type {
   SessionPassResult,
 } from './sessions/session-engine.js';
 export { createSessionEngine, reclaimActor } from './sessions/session-engine.js';
+export type { KeepSparesPassResult, KeepSparesResult } from './spares/keep-spares.js';
+export { keepPoolSpares, keepSpares } from './spares/keep-spares.js';
+export { readMinReady, validateMinReady } from './spares/min-ready.js';
+export type { SparesInput, SparesPlan } from './spares/plan-spares.js';
+export { planSpares } from './spares/plan-spares.js';
 export type { LegacyState } from './upgrade/classify-legacy.js';
 export { classifyLegacy } from './upgrade/classify-legacy.js';
 export type { UsbDeviceId } from './usb/device-id.js';

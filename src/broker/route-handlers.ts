@@ -112,6 +112,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         sessionId: claimed.sessionId,
         retried: claimed.retried,
         adopted: claimed.adopted,
+        warm: claimed.warm,
         ...(claimed.startError === undefined ? {} : { startError: claimed.startError }),
       };
     },
