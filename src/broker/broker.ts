@@ -20,12 +20,14 @@ import { type CallerIdentity, createIdentityResolver } from './identity.js';
 import { matchRoute } from './match-route.js';
 import { createRouteHandlers } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
+import { createSparesLoop, type SparesPassResult } from './spares-loop.js';
 import { createTaskRegistry } from './tasks.js';
 
 export type { BrokerLogger, BrokerOptions, ReadableAuditSink } from './broker-options.js';
 export type { AuthorizeConsoleOptions } from './console-gate.js';
 export type { OpenConsole } from './console-proxy.js';
 export type { CtReconcilePassResult } from './ct-reconcile-loop.js';
+export type { SparesPassResult } from './spares-loop.js';
 
 /** Extra facts a fetch-style server knows about a request. @category broker */
 export interface FetchInfo {
@@ -61,12 +63,12 @@ export interface Broker {
   /** The console websockets open through this broker now, with their queued and relayed bytes. */
   consoles(): OpenConsole[];
   /**
-   * Starts the session engine (renewal and reclaim) and the container-pool reconcile loop, both every
-   * `intervalMs`; warns once when running in open mode.
+   * Starts the session engine (renewal and reclaim), the container-pool reconcile loop and the spare keeper, all
+   * every `intervalMs`; warns once when running in open mode.
    */
   start(): void;
   /**
-   * Closes the open console websockets (1001), stops the session engine and the reconcile loop and waits for
+   * Closes the open console websockets (1001), stops the session engine, the reconcile loop and the spare keeper and waits for
    * running releases. Nothing is reclaimed by stopping.
    */
   stop(): Promise<void>;
@@ -75,6 +77,11 @@ export interface Broker {
    * interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
    */
   reconcileCtPools(): Promise<CtReconcilePassResult>;
+  /**
+   * One spare keeper pass over the VM pools with `minReady` of the served namespaces, as the started broker runs
+   * on its interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
+   */
+  keepSpares(): Promise<SparesPassResult>;
   /**
    * The gate of a console websocket (noVNC, terminal, RDP) of a claimed desktop: only its holder and the
    * admins pass. The console is counted by the session engine until the handle's `close()`.
@@ -147,12 +154,9 @@ export function createBroker(options: BrokerOptions): Broker {
   const admitUpgrade = createUpgradeRouter(routerOptions);
   const consoles = createConsoleProxy({ ctx, sessions, limits: defaultConsoleLimits, log });
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
-  const ctPools = createCtReconcileLoop({
-    vdi,
-    namespaces,
-    intervalMs: settings.sessions.intervalMs ?? 30_000,
-    log,
-  });
+  const loopOptions = { vdi, namespaces, intervalMs: settings.sessions.intervalMs ?? 30_000, log };
+  const ctPools = createCtReconcileLoop(loopOptions);
+  const spares = createSparesLoop(loopOptions);
 
   return {
     handleNode(req, res, next) {
@@ -203,6 +207,7 @@ export function createBroker(options: BrokerOptions): Broker {
     },
     consoles: () => consoles.list(),
     reconcileCtPools: () => ctPools.runPass(),
+    keepSpares: () => spares.runPass(),
     start() {
       if (settings.admins.length === 0) {
         log(
@@ -211,10 +216,11 @@ export function createBroker(options: BrokerOptions): Broker {
       }
       sessions.start();
       ctPools.start();
+      spares.start();
     },
     async stop() {
       await consoles.closeAll();
-      await Promise.all([sessions.stop(), ctPools.stop()]);
+      await Promise.all([sessions.stop(), ctPools.stop(), spares.stop()]);
       await tasks.settled();
     },
     authorizeConsole: createConsoleGate({ ctx, sessions, namespaces, isAdmin }),
