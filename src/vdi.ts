@@ -57,6 +57,8 @@ import {
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
 import { type KeepSparesPassResult, keepSpares } from './spares/keep-spares.js';
+import type { PoolStatus } from './spares/pool-status.js';
+import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-status.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
@@ -102,6 +104,8 @@ export interface Vdi extends ClaimsService {
   resizePool(options: ResizePoolOptions): Promise<ResizePoolResult>;
   /** Changes a pool's spare setting `minReady`; see {@link setPool}. */
   setPool(options: SetPoolOptions): Promise<SetPoolResult>;
+  /** A pool as an operator watches it: holders, sessions, spares, waiters; see {@link readPoolStatus}. */
+  readPoolStatus(options: PoolStatusOptions): Promise<PoolStatus>;
   /** One spare keeper pass over the VM pools of a namespace; see {@link keepSpares}. */
   keepSpares(options?: { namespace?: string }): Promise<KeepSparesPassResult>;
   /** Deletes a pool; see {@link deletePool}. */
@@ -192,6 +196,7 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     resizePool: (resize) => resizePool(context, resize),
     setPool: (pool) => setPool(context, pool),
     keepSpares: (pass) => keepSpares(context, pass),
+    readPoolStatus: (status) => readPoolStatus(context, status),
     deletePool: (pool) => deletePool(context, pool),
     applyCtPool: (pool) => applyCtPool(context, pool),
     getCtPool: (pool) => getCtPool(context, pool),

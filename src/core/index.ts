@@ -161,6 +161,8 @@ export { planRenewal } from '../sessions/plan-renewal.js';
 export { readMinReady, validateMinReady } from '../spares/min-ready.js';
 export type { SparesInput, SparesPlan } from '../spares/plan-spares.js';
 export { planSpares } from '../spares/plan-spares.js';
+export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from '../spares/pool-status.js';
+export { describePoolStatus } from '../spares/pool-status.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';
 export { classifyLegacy } from '../upgrade/classify-legacy.js';
 export type { UsbDeviceId } from '../usb/device-id.js';
