@@ -18,6 +18,7 @@ export type {
   FetchInfo,
   OpenConsole,
   ReadableAuditSink,
+  SparesPassResult,
 } from './broker/broker.js';
 export { createBroker } from './broker/broker.js';
 export type { BrokerSettings } from './broker/broker-settings.js';
