@@ -131,8 +131,7 @@ export async function carryOutSpares(
     result.started.push(member);
   }
   for (const member of plan.stop) {
-    const taken = leaseOf.get('none') ?? ({ metadata: {}, spec: {} } as LeaseObject);
-    void takeRemovalLease;
+    const taken = await takeRemovalLease(ctx, { namespace, pool, member }, leaseOf.get(leaseNameFor(member)));
     if (!taken) {
       result.skipped.push(member);
       continue;
@@ -141,7 +140,7 @@ export async function carryOutSpares(
     try {
       await backend.stopMember({ namespace, member });
     } finally {
-      if (taken.metadata.name) await deleteLeaseAsRead(ctx, taken);
+      await deleteLeaseAsRead(ctx, taken);
     }
     result.stopped.push(member);
   }

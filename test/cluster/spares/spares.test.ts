@@ -3,7 +3,7 @@ import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, VdiError } from '../../../src/errors.js';
 import type { DeletePreconditions } from '../../../src/kube/cluster.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
-import { createPool, setPool } from '../../../src/pools/pool-service.js';
+import { createPool, resizePool, setPool } from '../../../src/pools/pool-service.js';
 import {
   carryOutSpares,
   keepPoolSpares,
@@ -140,10 +140,26 @@ describe('the spare keeper', () => {
       '2',
       '2',
     ]);
-    const { resizePool } = await import('../../../src/pools/pool-service.js');
     const below = await resizePool(ctx, { name: 'devpool', size: 1 }).catch((thrown: unknown) => thrown);
     expect(isVdiError(below, 'INVALID_INPUT')).toBe(true);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')).toHaveLength(3);
+  });
+
+  it('writes minReady on every member a create makes and on the members a grow adds', async () => {
+    const { namespace, ctx, kube } = await setUp('spares-grow', 1);
+    await kube.createVm(namespace, stoppedVm('golden'));
+    expect(await createPool(ctx, { name: 'kiosk', from: 'golden', size: 2, minReady: 1 })).toMatchObject({
+      minReady: 1,
+    });
+    await resizePool(ctx, { name: 'kiosk', size: 3 });
+    const vms = await kube.listVms(namespace, 'corral.dev/vdi-pool=kiosk');
+    expect(
+      vms.map((vm) => [vm.metadata.name, vm.metadata.annotations?.['corral.dev/vdi-min-ready']]),
+    ).toEqual([
+      ['kiosk-1', '1'],
+      ['kiosk-2', '1'],
+      ['kiosk-3', '1'],
+    ]);
   });
 
   it('lets a claim win a spare it takes while the spare starts: the keeper never stops it', async () => {
