@@ -12,6 +12,7 @@ export type AuditAction =
   | 'vdi reclaim (expired)'
   | 'vdi pool create'
   | 'vdi pool resize'
+  | 'vdi pool set'
   | 'vdi pool delete'
   | 'vdi pool force-delete'
   | 'vdi ct-pool apply'

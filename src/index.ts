@@ -20,6 +20,7 @@ export type {
   FetchInfo,
   OpenConsole,
   ReadableAuditSink,
+  SparesPassResult,
 } from './broker/broker.js';
 export { createBroker } from './broker/broker.js';
 export type { BrokerSettings } from './broker/broker-settings.js';
@@ -165,10 +166,12 @@ export {
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
+  minReadyAnnotation,
   poolLabel,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
+  spareAnnotation,
 } from './keys.js';
 export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
@@ -234,6 +237,8 @@ export type {
   PoolOptions,
   ResizePoolOptions,
   ResizePoolResult,
+  SetPoolOptions,
+  SetPoolResult,
 } from './pools/pool-service.js';
 export {
   createPool,
@@ -243,6 +248,7 @@ export {
   listPools,
   maxPoolSize,
   resizePool,
+  setPool,
 } from './pools/pool-service.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
@@ -288,6 +294,15 @@ export type {
   SessionPassResult,
 } from './sessions/session-engine.js';
 export { createSessionEngine, reclaimActor } from './sessions/session-engine.js';
+export type { KeepSparesPassResult, KeepSparesResult } from './spares/keep-spares.js';
+export { keepPoolSpares, keepSpares } from './spares/keep-spares.js';
+export { readMinReady, validateMinReady } from './spares/min-ready.js';
+export type { SparesInput, SparesPlan } from './spares/plan-spares.js';
+export { planSpares } from './spares/plan-spares.js';
+export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from './spares/pool-status.js';
+export { describePoolStatus } from './spares/pool-status.js';
+export type { PoolStatusOptions } from './spares/read-pool-status.js';
+export { readPoolStatus } from './spares/read-pool-status.js';
 export type { LegacyState } from './upgrade/classify-legacy.js';
 export { classifyLegacy } from './upgrade/classify-legacy.js';
 export type { UsbDeviceId } from './usb/device-id.js';
@@ -327,7 +342,7 @@ export { createVmBackend } from './vm/vm-backend.js';
 export type { WaiterOptions, WaitingClaimOptions, WaitPosition } from './waitlist/claim-or-wait.js';
 export { maxWaitTimeoutMs } from './waitlist/claim-or-wait.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from './waitlist/plan-waitlist.js';
-export { planWaitlist } from './waitlist/plan-waitlist.js';
+export { planWaitlist, splitWaiterLeases } from './waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
   waiterLabel,

@@ -53,3 +53,13 @@ export const releasingAnnotation = 'corral.dev/vdi-releasing';
  * it yet. The holder's next claim or start resets it before anything else. @category keys
  */
 export const resetDueAnnotation = 'corral.dev/vdi-reset-due';
+/**
+ * Annotation on every member VM of a pool: how many free members the spare keeper keeps running (`minReady`).
+ * @category keys
+ */
+export const minReadyAnnotation = 'corral.dev/vdi-min-ready';
+/**
+ * Annotation on a member the spare keeper started as a warm spare (RFC 3339 start time): only a member so marked
+ * is stopped when the pool has more spares than it keeps. @category keys
+ */
+export const spareAnnotation = 'corral.dev/vdi-spare';

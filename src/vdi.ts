@@ -46,6 +46,9 @@ import {
   type ResizePoolOptions,
   type ResizePoolResult,
   resizePool,
+  type SetPoolOptions,
+  type SetPoolResult,
+  setPool,
 } from './pools/pool-service.js';
 import type { PoolView } from './pools/pool-view.js';
 import {
@@ -53,6 +56,9 @@ import {
   type SessionEngine,
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
+import { type KeepSparesPassResult, keepSpares } from './spares/keep-spares.js';
+import type { PoolStatus } from './spares/pool-status.js';
+import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-status.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
@@ -97,6 +103,12 @@ export interface Vdi extends Omit<ClaimsService, 'claim'>, WaitlistService {
   getPool(options: PoolOptions): Promise<PoolView>;
   /** Grows or shrinks a pool; see {@link resizePool}. */
   resizePool(options: ResizePoolOptions): Promise<ResizePoolResult>;
+  /** Changes a pool's spare setting `minReady`; see {@link setPool}. */
+  setPool(options: SetPoolOptions): Promise<SetPoolResult>;
+  /** A pool as an operator watches it: holders, sessions, spares, waiters; see {@link readPoolStatus}. */
+  readPoolStatus(options: PoolStatusOptions): Promise<PoolStatus>;
+  /** One spare keeper pass over the VM pools of a namespace; see {@link keepSpares}. */
+  keepSpares(options?: { namespace?: string }): Promise<KeepSparesPassResult>;
   /** Deletes a pool; see {@link deletePool}. */
   deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
   /** Creates a container pool or replaces its spec; see {@link applyCtPool}. */
@@ -205,6 +217,9 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     listPools: (list) => listPools(context, list),
     getPool: (pool) => getPool(context, pool),
     resizePool: (resize) => resizePool(context, resize),
+    setPool: (pool) => setPool(context, pool),
+    keepSpares: (pass) => keepSpares(context, pass),
+    readPoolStatus: (status) => readPoolStatus(context, status),
     deletePool: (pool) => deletePool(context, pool),
     applyCtPool: (pool) => applyCtPool(context, pool),
     getCtPool: (pool) => getCtPool(context, pool),

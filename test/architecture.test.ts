@@ -108,6 +108,7 @@ const serviceFolders = [
   'claims/',
   'pools/',
   'sessions/',
+  'spares/',
   'connect-planner/',
   'capacity/',
   'usb/',

@@ -33,6 +33,7 @@ import { matchRoute } from './match-route.js';
 import { createOperationAnswers, createReadiness } from './operations.js';
 import { createRouteHandlers, describeClaim } from './route-handlers.js';
 import { createRouter, createUpgradeRouter } from './router.js';
+import { createSparesLoop, type SparesPassResult } from './spares-loop.js';
 import { createTaskRegistry } from './tasks.js';
 import { createWaiterRegistry } from './waiters.js';
 
@@ -46,6 +47,7 @@ export type {
 export type { AuthorizeConsoleOptions } from './console-gate.js';
 export type { OpenConsole } from './console-proxy.js';
 export type { CtReconcilePassResult } from './ct-reconcile-loop.js';
+export type { SparesPassResult } from './spares-loop.js';
 
 /** Extra facts a fetch-style server knows about a request. @category broker */
 export interface FetchInfo {
@@ -81,15 +83,15 @@ export interface Broker {
   /** The console websockets open through this broker now, with their queued and relayed bytes. */
   consoles(): OpenConsole[];
   /**
-   * Starts the session engine (renewal and reclaim) and the container-pool reconcile loop, both every
-   * `intervalMs`; warns once when running in open mode. With `leaderElection`, it starts the elector instead,
-   * and the two loops run only while this replica leads.
+   * Starts the session engine (renewal and reclaim), the container-pool reconcile loop and the spare keeper, all
+   * every `intervalMs`; warns once when running in open mode. With `leaderElection`, it starts the elector
+   * instead, and the three loops run only while this replica leads.
    */
   start(): void;
   /**
-   * Fails `/readyz` at once, closes the open console websockets (1001), stops the session engine and the
-   * reconcile loop and waits for running releases. Nothing is reclaimed by stopping. A leader then releases the
-   * leader Lease, so another replica takes over at once.
+   * Fails `/readyz` at once, closes the open console websockets (1001), stops the session engine, the reconcile
+   * loop and the spare keeper and waits for running releases. Nothing is reclaimed by stopping. A leader then
+   * releases the leader Lease, so another replica takes over at once.
    */
   stop(): Promise<void>;
   /**
@@ -106,6 +108,11 @@ export interface Broker {
    * interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
    */
   reconcileCtPools(): Promise<CtReconcilePassResult>;
+  /**
+   * One spare keeper pass over the VM pools with `minReady` of the served namespaces, as the started broker runs
+   * on its interval: a pool whose pass fails is logged and listed in `failed`, and the others go on.
+   */
+  keepSpares(): Promise<SparesPassResult>;
   /**
    * The gate of a console websocket (noVNC, terminal, RDP) of a claimed desktop: only its holder and the
    * admins pass. The console is counted by the session engine until the handle's `close()`.
@@ -217,12 +224,9 @@ export function createBroker(options: BrokerOptions): Broker {
   const admitUpgrade = createUpgradeRouter(routerOptions);
   const consoles = createConsoleProxy({ ctx, sessions, limits: defaultConsoleLimits, log });
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
-  const ctPools = createCtReconcileLoop({
-    vdi,
-    namespaces,
-    intervalMs: settings.sessions.intervalMs ?? 30_000,
-    log,
-  });
+  const loopOptions = { vdi, namespaces, intervalMs: settings.sessions.intervalMs ?? 30_000, log };
+  const ctPools = createCtReconcileLoop(loopOptions);
+  const spares = createSparesLoop(loopOptions);
   let loopsRunning = false;
 
   function startLoops(): void {
@@ -230,12 +234,13 @@ export function createBroker(options: BrokerOptions): Broker {
     metrics.setLeader(true);
     sessions.start();
     ctPools.start();
+    spares.start();
   }
 
   async function stopLoops(): Promise<void> {
     loopsRunning = false;
     metrics.setLeader(false);
-    await Promise.all([sessions.stop(), ctPools.stop()]);
+    await Promise.all([sessions.stop(), ctPools.stop(), spares.stop()]);
   }
 
   // One line per request the broker answered, for the access log.
@@ -317,6 +322,7 @@ export function createBroker(options: BrokerOptions): Broker {
     },
     consoles: () => consoles.list(),
     reconcileCtPools: () => ctPools.runPass(),
+    keepSpares: () => spares.runPass(),
     start() {
       if (settings.admins.length === 0) {
         log(

@@ -99,6 +99,7 @@ export function describeClaim(desktops: DesktopReader, claimed: ClaimResult): Cl
     sessionId: claimed.sessionId,
     retried: claimed.retried,
     adopted: claimed.adopted,
+    warm: claimed.warm,
     ...(claimed.startError === undefined ? {} : { startError: claimed.startError }),
   };
 }
@@ -209,6 +210,8 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         sessionId: desktop.sessionId ?? '',
         retried: true,
         adopted: false,
+        // read back after the wait ended: whether it was warm when handed out is not known here
+        warm: false,
       });
     },
     async cancelWait({ caller, params }) {

@@ -80,6 +80,9 @@ export const claimedDesktopSchema = desktopSchema
       .boolean()
       .meta({ description: 'The caller already held this desktop; the same session goes on.' }),
     adopted: z.boolean().meta({ description: 'The claim took over an assignment of the same login.' }),
+    warm: z.boolean().meta({
+      description: 'The desktop was already running when claimed (a warm spare): no start to wait for.',
+    }),
     startError: z
       .string()
       .optional()

@@ -55,6 +55,8 @@ export interface ClaimResult extends DesktopView {
   retried: boolean;
   /** The claim took over a v0.6.0 assignment (or a claim whose Lease was lost) of the same identity. */
   adopted: boolean;
+  /** The member was already running when claimed (a warm spare), so the claim did not have to start it. */
+  warm: boolean;
   /** Set when the desktop is claimed but did not start; start it again once the cause is fixed. */
   startError?: string;
   /** The claim's Lease as the claim wrote it, for front ends that show its session without reading it again. */
@@ -348,6 +350,7 @@ async function finishClaim(
     sessionId: view.sessionId ?? '',
     retried: plan.kind === 'renew',
     adopted: plan.kind === 'adopt',
+    warm: !start,
     lease,
     ...(startError === undefined ? {} : { startError }),
   };

@@ -56,6 +56,8 @@ export interface PlanClaimInput {
  * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user;
  *   `goingDown` counts the unheld members passed over because their previous instance still exists.
  *
+ * Among the free members, one already running (a warm spare) is taken before one that must start.
+ *
  * A free member whose previous instance still exists (it is `stopping`, or `previousInstance` is set) is passed
  * over until it is gone, so the next holder never gets a member the last one's guest still runs on.
  *
@@ -131,7 +133,10 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   if (adoptable) return planTake(adoptable, identity);
   const unheld = entries.filter((entry) => isClaimable(entry.claim) && !excluded(entry));
   const open = unheld.filter((entry) => !isGoingDown(entry.member));
-  const chosen = input.order === 'random' ? open[randomIndex(input.random, open.length)] : open[0];
+  // a member already running (a warm spare) is handed out before one that must start
+  const warm = open.filter((entry) => entry.member.power === 'running');
+  const pick = warm.length > 0 ? warm : open;
+  const chosen = input.order === 'random' ? pick[randomIndex(input.random, pick.length)] : pick[0];
   if (chosen === undefined) {
     return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
   }

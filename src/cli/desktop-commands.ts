@@ -63,6 +63,7 @@ const assign: CommandSpec = {
         desktop: toDesktopJson(result),
         retried: result.retried,
         adopted: result.adopted,
+        warm: result.warm,
         startError: result.startError ?? null,
         connect,
       });

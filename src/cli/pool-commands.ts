@@ -1,5 +1,6 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
+import type { PoolStatus } from '../spares/pool-status.js';
 import { durationSchema } from '../validate.js';
 import type { ClusterSession } from './cluster-session.js';
 import {
@@ -32,6 +33,20 @@ function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | und
   const ms = parsed.data;
   if (ms <= 0) throw new UsageError('--clone-timeout must be longer than 0', command.words);
   return ms;
+}
+
+const minReadyOption = {
+  'min-ready': {
+    type: 'string',
+    value: 'N',
+    help: 'How many free members to keep running as warm spares, 0 to the size. They use capacity all the time.',
+  },
+} as const;
+
+// the SDK checks the number, so every bad value is the same INVALID_INPUT with the same message
+function minReadyFlag(input: CommandInput): number | undefined {
+  const text = stringFlag(input, 'min-ready');
+  return text === undefined ? undefined : /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
 }
 
 /**
@@ -168,6 +183,7 @@ const create: CommandSpec = {
     },
     size: { type: 'string', value: 'N', help: 'How many members to make.' },
     ephemeral: { type: 'boolean', help: 'Recreate a member from the golden VM each time it is released.' },
+    ...minReadyOption,
     ...cloneTimeoutOption,
   },
   notes: [
@@ -177,11 +193,13 @@ const create: CommandSpec = {
   examples: [
     '$ corral-vdi pool create devpool --from golden-desktop --size 3',
     '$ corral-vdi pool create kiosk --from golden-desktop --size 10 --ephemeral -n kiosks',
+    '$ corral-vdi pool create devpool --from golden-desktop --size 5 --min-ready 2',
   ],
   async run(input) {
     const from = requiredFlag(input, create, 'from');
     const size = countFlag(input, create, 'size', 1);
     const timeout = cloneTimeoutMs(input, create);
+    const minReady = minReadyFlag(input);
     const session = await input.cluster();
     const { createPool } = await import('../pools/pool-service.js');
     const result = await withProgress(input, session, (signal) =>
@@ -193,13 +211,16 @@ const create: CommandSpec = {
         namespace: session.namespace,
         ephemeral: booleanFlag(input, 'ephemeral'),
         identity: session.actor,
+        ...(minReady === undefined ? {} : { minReady }),
         ...(timeout === undefined ? {} : { cloneTimeoutMs: timeout }),
       }),
     );
     const { terminal } = input;
     if (terminal.json) {
       const { id, name, namespace, source, ephemeral, members } = result;
-      terminal.printJson({ pool: { id, name, namespace, source, ephemeral, members } });
+      terminal.printJson({
+        pool: { id, name, namespace, source, ephemeral, minReady: result.minReady ?? null, members },
+      });
       return 0;
     }
     const kind = result.ephemeral ? ' ephemeral' : '';
@@ -207,6 +228,8 @@ const create: CommandSpec = {
       `pool "${result.name}" created: ${result.members.length}${kind} member${result.members.length === 1 ? '' : 's'}`,
     );
     for (const member of result.members) terminal.print(`  ${member}`);
+    if (result.minReady !== undefined)
+      terminal.print(`keeps ${result.minReady} warm (the broker starts them)`);
     return 0;
   },
 };
@@ -380,5 +403,109 @@ const plan: CommandSpec = {
   },
 };
 
-/** `pool create`, `list`, `delete`, `resize` and `plan`. */
-export const poolCommands: readonly CommandSpec[] = [create, list, remove, resize, plan];
+const set: CommandSpec = {
+  words: ['pool', 'set'],
+  summary: 'Change a pool-wide setting: --min-ready N keeps N free members running as warm spares.',
+  args: ['name'],
+  options: { ...clusterOptions, ...minReadyOption },
+  notes: [
+    "The setting is written on every member; the broker's keeper starts or stops spares on its next pass. " +
+      'A value above the size, negative or not whole is refused and nothing is written.',
+  ],
+  examples: ['$ corral-vdi pool set devpool --min-ready 2', '$ corral-vdi pool set devpool --min-ready 0'],
+  async run(input) {
+    requiredFlag(input, set, 'min-ready');
+    const minReady = minReadyFlag(input) ?? Number.NaN;
+    const session = await input.cluster();
+    const result = await session.vdi.setPool({
+      name: input.args.name ?? '',
+      namespace: session.namespace,
+      minReady,
+      identity: session.actor,
+    });
+    const { terminal } = input;
+    if (terminal.json) terminal.printJson({ pool: result });
+    else
+      terminal.print(
+        `pool "${input.args.name}": minReady ${result.minReady} on ${result.members.length} members`,
+      );
+    return 0;
+  },
+};
+
+function sessionText(member: PoolStatus['members'][number]): string {
+  return member.session === 'none' ? '-' : member.session;
+}
+
+/** The lines `pool status` prints for one reading of a pool. */
+export function poolStatusLines(status: PoolStatus): string[] {
+  const count = status.members.length;
+  const spares =
+    status.minReady === null
+      ? `${status.warm} warm, no spares set`
+      : `${status.warm}/${status.minReady} warm${status.short > 0 ? ` (${status.short} short)` : ''}`;
+  const header = `${status.name}  (${status.kind}, ns/${status.namespace}, ${count} member${count === 1 ? '' : 's'})  ${spares}  waiters ${status.waiters}`;
+  const rows = status.members.map((member) => [
+    member.name,
+    member.holder ?? 'free',
+    member.phase,
+    sessionText(member),
+    member.spare ? 'spare' : member.warm ? 'warm' : '-',
+  ]);
+  return [header, ...table([['MEMBER', 'HOLDER', 'PHASE', 'SESSION', 'WARM'], ...rows])];
+}
+
+const status: CommandSpec = {
+  words: ['pool', 'status'],
+  summary: 'Show a pool: each member with holder, phase, session and warm spare, and the waiters.',
+  args: ['name'],
+  options: {
+    ...clusterOptions,
+    kind: {
+      type: 'string',
+      value: 'vm|ct',
+      help: 'The kind of the pool: vm (default) or ct, a container pool.',
+    },
+    watch: { type: 'boolean', short: 'w', help: 'Keep watching: print the pool again each time it changes.' },
+  },
+  notes: [
+    'WARM is "spare" for a free member the keeper started, "warm" for another free member that runs. ' +
+      'With -w and -o json, each change prints one JSON document.',
+  ],
+  examples: ['$ corral-vdi pool status devpool', '$ corral-vdi pool status devbox --kind ct -w -o json'],
+  async run(input) {
+    const kind = stringFlag(input, 'kind') ?? 'vm';
+    if (kind !== 'vm' && kind !== 'ct')
+      throw new UsageError(`--kind takes vm or ct, not "${kind}"`, status.words);
+    const session = await input.cluster();
+    const { terminal } = input;
+    const read = () =>
+      session.vdi.readPoolStatus({ name: input.args.name ?? '', namespace: session.namespace, kind });
+    const show = (reading: PoolStatus) => {
+      if (terminal.json) terminal.printJson({ status: reading });
+      else terminal.print(...poolStatusLines(reading));
+    };
+    if (!booleanFlag(input, 'watch')) {
+      show(await read());
+      return 0;
+    }
+    const { setTimeout: sleep } = await import('node:timers/promises');
+    let shown = '';
+    for (;;) {
+      const reading = await read();
+      const text = JSON.stringify(reading);
+      if (text !== shown) {
+        if (shown !== '' && !terminal.json) terminal.print('');
+        show(reading);
+        shown = text;
+      }
+      await sleep(watchIntervalMs);
+    }
+  },
+};
+
+// how often -w reads the pool again: a few reads a second would load the apiserver for nothing
+const watchIntervalMs = 1000;
+
+/** `pool create`, `list`, `delete`, `resize`, `set`, `status` and `plan`. */
+export const poolCommands: readonly CommandSpec[] = [create, list, remove, resize, set, status, plan];

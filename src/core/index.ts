@@ -105,10 +105,12 @@ export {
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
+  minReadyAnnotation,
   poolLabel,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
+  spareAnnotation,
 } from '../keys.js';
 export type { LeaseObject, NodeObject, ObjectMeta } from '../kube-objects.js';
 export type {
@@ -175,6 +177,11 @@ export type {
 export { claimKindOf, planReclaimPass, releaseStalledAfterMs } from '../sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from '../sessions/plan-renewal.js';
 export { planRenewal } from '../sessions/plan-renewal.js';
+export { readMinReady, validateMinReady } from '../spares/min-ready.js';
+export type { SparesInput, SparesPlan } from '../spares/plan-spares.js';
+export { planSpares } from '../spares/plan-spares.js';
+export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from '../spares/pool-status.js';
+export { describePoolStatus } from '../spares/pool-status.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';
 export { classifyLegacy } from '../upgrade/classify-legacy.js';
 export type { UsbDeviceId } from '../usb/device-id.js';
@@ -202,7 +209,7 @@ export {
   validatePoolName,
 } from '../validate.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from '../waitlist/plan-waitlist.js';
-export { planWaitlist } from '../waitlist/plan-waitlist.js';
+export { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
   waiterLabel,

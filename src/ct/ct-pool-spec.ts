@@ -29,6 +29,11 @@ export interface CtPoolSpec {
   image: string;
   /** How many members the reconciler keeps, 0 to 1000. */
   size: number;
+  /**
+   * How many free members must be running, 0 to `size`. The reconciler runs a Pod for every free member, so this
+   * is the floor `pool status` checks: fewer running free members (Pods pending, say) show as spares short.
+   */
+  minReady?: number | undefined;
   /** Replaces the image's entrypoint; the image's own when absent. */
   command?: string[] | undefined;
   /** Replaces the image's arguments. */
@@ -95,6 +100,7 @@ const schema = z
         'is not an image reference; write [registry/]repository[:tag][@sha256:digest] in lowercase, such as ghcr.io/acme/devbox:1.4',
       ),
     size: z.number().int('must be a whole number').min(0).max(maxPoolSize),
+    minReady: z.number().int('must be a whole number').min(0).optional(),
     command: z.array(z.string()).min(1).optional(),
     args: z.array(z.string()).optional(),
     env: z
@@ -128,6 +134,9 @@ const schema = z
   })
   .strict()
   .superRefine((spec, ctx) => {
+    if (spec.minReady !== undefined && spec.minReady > spec.size) {
+      ctx.addIssue({ code: 'custom', path: ['minReady'], message: `must be at most the size, ${spec.size}` });
+    }
     for (const [name, value] of Object.entries(spec.resources.limits)) {
       if (isExtendedResource(name) && !/^[0-9]+$/.test(value)) {
         ctx.addIssue({

@@ -3,6 +3,9 @@ import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
+import { poolLabel } from '../keys.js';
+import { validateMinReady } from '../spares/min-ready.js';
+import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
@@ -23,6 +26,11 @@ export interface CreatePoolOptions {
   namespace?: string;
   /** Members are destroyed and cloned again from the golden VM on release. @defaultValue `false` */
   ephemeral?: boolean;
+  /**
+   * How many free members the spare keeper keeps running, 0 to `size`; written on every member (see
+   * {@link setPool}). @defaultValue none: the pool has no spares
+   */
+  minReady?: number;
   /** Clones under way at once. @defaultValue 4 */
   concurrency?: number;
   /** How long one clone may take. @defaultValue 120000 (2 minutes) */
@@ -44,6 +52,8 @@ export interface CreatePoolResult {
   /** The member names, in order. */
   members: string[];
   ephemeral: boolean;
+  /** The spares the keeper keeps running, when `minReady` was given. */
+  minReady?: number;
   /** The golden VM. */
   source: string;
   /** The capacity admission that let the pool through. */
@@ -55,6 +65,7 @@ const createSchema = z.object({
   from: goldenNameSchema,
   size: z.number(),
   ephemeral: z.boolean().optional(),
+  minReady: z.unknown().optional(),
   ...makeOptionsSchema,
 });
 
@@ -76,7 +87,9 @@ const createSchema = z.object({
  * const pool = await createPool(vdi.context, { name: 'devpool', from: 'golden-desktop', size: 3 });
  * console.log(pool.members); // ['devpool-1', 'devpool-2', 'devpool-3']
  * ```
- * @throws {@link VdiError} `INVALID_INPUT`, `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
+ * With `minReady`, every member also carries the pool's spare setting, and the broker's keeper starts that many.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT` (also a `minReady` that is not a whole number from 0 to `size`), `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
  *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a member
  *   needed (the message names it), or `CANCELLED` when `signal` aborted it, with `details.members`.
  * @category pools
@@ -84,6 +97,7 @@ const createSchema = z.object({
 export async function createPool(ctx: VdiContext, options: CreatePoolOptions): Promise<CreatePoolResult> {
   const parsed = parseOptions(createSchema, options, 'createPool');
   validateSize(parsed.size);
+  const minReady = parsed.minReady === undefined ? undefined : validateMinReady(parsed.minReady, parsed.size);
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name, from, size } = parsed;
   const id = formatPoolId({ kind: 'vm', namespace, pool: name });
@@ -121,7 +135,10 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
         signal: parsed.signal,
         doing: `Creating pool "${name}"`,
       });
-      return { id, name, namespace, members, ephemeral, source: from, capacity };
+      if (minReady === undefined) return { id, name, namespace, members, ephemeral, source: from, capacity };
+      // made first, then marked: a create that dies between leaves a pool without spares, and setPool marks it
+      await writeMinReady(ctx, await ctx.cluster.listVms(namespace, `${poolLabel}=${name}`), minReady);
+      return { id, name, namespace, members, ephemeral, minReady, source: from, capacity };
     },
   );
 }

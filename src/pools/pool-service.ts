@@ -8,3 +8,5 @@ export { getPool, listPools } from './list-pools.js';
 export { defaultPoolActor, maxPoolSize } from './pool-options.js';
 export type { ResizePoolOptions, ResizePoolResult } from './resize-pool.js';
 export { resizePool } from './resize-pool.js';
+export type { SetPoolOptions, SetPoolResult } from './set-pool.js';
+export { setPool } from './set-pool.js';

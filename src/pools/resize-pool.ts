@@ -6,8 +6,10 @@ import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { leasePoolLabel, removalHolder } from '../keys.js';
+import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { readMinReady } from '../spares/min-ready.js';
+import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import type { PoolOptions } from './list-pools.js';
 import { makeMembers } from './make-members.js';
@@ -68,7 +70,9 @@ type PoolRead = Awaited<ReturnType<typeof readPool>>;
  * ```ts
  * await resizePool(vdi.context, { name: 'devpool', size: 5 });
  * ```
- * @throws {@link VdiError} `INVALID_INPUT`; `POOL_NOT_FOUND`; `GOLDEN_NOT_FOUND`; `INSUFFICIENT_CAPACITY`;
+ * New members carry the pool's `minReady`; a size below it is refused.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT` (also a size below the pool's `minReady`); `POOL_NOT_FOUND`; `GOLDEN_NOT_FOUND`; `INSUFFICIENT_CAPACITY`;
  *   `POOL_IN_USE` when too few members are free to shrink; `CLONE_FAILED`, `CLONE_TIMEOUT` while growing.
  * @category pools
  */
@@ -84,6 +88,8 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
     { action: 'vdi pool resize', user: parsed.identity ?? defaultPoolActor, target: id },
     async () => {
       const read = await readPool(ctx, namespace, name);
+      const minReady = readMinReady(read.vms);
+      if (minReady !== undefined && size < minReady) throw belowMinReady(id, size, minReady);
       await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
       const objects = await factory.listTakenNames(namespace);
       const claimed = claimedNames(read.leases, ctx.clock.now());
@@ -110,12 +116,31 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
               : { sources: plan.sources };
           throw new VdiError(plan.code, plan.message, { details: { pool: name, namespace, ...details } });
         }
-        case 'grow':
-          return { ...result, ...(await grow(factory, plan, read, parsed)) };
+        case 'grow': {
+          const grown = await grow(factory, plan, read, parsed);
+          if (minReady !== undefined) {
+            const added = new Set(grown.added);
+            const vms = await ctx.cluster.listVms(namespace, `${poolLabel}=${name}`);
+            await writeMinReady(
+              ctx,
+              vms.filter((vm) => added.has(vm.metadata.name ?? '')),
+              minReady,
+            );
+          }
+          return { ...result, ...grown };
+        }
         case 'shrink':
           return await shrink(ctx, factory, plan.remove, read, result);
       }
     },
+  );
+}
+
+function belowMinReady(id: string, size: number, minReady: number): VdiError {
+  return new VdiError(
+    'INVALID_INPUT',
+    `Pool ${id} keeps ${minReady} spares (minReady), more than the ${size} members asked for; lower minReady first ("corral-vdi pool set --min-ready"). Nothing was changed.`,
+    { details: { size, minReady, field: 'size' } },
   );
 }
 

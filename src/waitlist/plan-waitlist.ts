@@ -30,6 +30,25 @@ export interface Waiter {
 }
 
 /**
+ * The waiter Leases of a pool's kind among `leases`: those still live, and those expired (or naming nobody) that
+ * count for nothing and may be deleted.
+ * @category waitlist
+ */
+export function splitWaiterLeases(
+  leases: readonly LeaseObject[],
+  kind: DesktopKind,
+  now: Date,
+): { live: LeaseObject[]; expired: LeaseObject[] } {
+  const waiters = leases.filter(
+    (lease) =>
+      lease.metadata.labels?.[waiterLabel] !== undefined &&
+      (lease.metadata.labels[leaseKindLabel] ?? kind) === kind,
+  );
+  const expired = waiters.filter((lease) => isLeaseExpired(lease, now) || !lease.spec.holderIdentity);
+  return { live: waiters.filter((lease) => !expired.includes(lease)), expired };
+}
+
+/**
  * The queue of a pool, and what it leaves to one identity:
  *
  * - `queue`: the live waiters, first come first: by enqueue time, then by Lease name. A waiter that already holds
@@ -78,14 +97,8 @@ export function planWaitlist(input: PlanWaitlistInput): WaitlistPlan {
     if (holder !== undefined) holders.add(holder);
     if (isClaimable(claim) && !isGoingDown(member)) free.push(member.member);
   }
-  const waiters = input.leases.filter(
-    (lease) =>
-      lease.metadata.labels?.[waiterLabel] !== undefined &&
-      (lease.metadata.labels[leaseKindLabel] ?? kind) === kind,
-  );
-  const expired = waiters.filter((lease) => isLeaseExpired(lease, now) || !lease.spec.holderIdentity);
-  const queue = waiters
-    .filter((lease) => !expired.includes(lease))
+  const { live, expired } = splitWaiterLeases(input.leases, kind, now);
+  const queue = live
     .map((lease) => ({
       identity: lease.spec.holderIdentity ?? '',
       enqueuedAt: enqueuedAtOf(lease),

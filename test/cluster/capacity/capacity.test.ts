@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { planCapacity } from '../../../src/capacity/capacity-service.js';
 import { isVdiError } from '../../../src/errors.js';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
-import { createPool } from '../../../src/pools/pool-service.js';
+import { createPool, setPool } from '../../../src/pools/pool-service.js';
+import { keepPoolSpares } from '../../../src/spares/keep-spares.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, usePrivateCluster } from '../../support/cluster.js';
 
@@ -73,6 +75,51 @@ describe('capacity admission against the cluster', () => {
     expect(isVdiError(refused, 'INSUFFICIENT_CAPACITY')).toBe(true);
     expect(await kube.listClones(namespace)).toEqual([]);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool=gpupool')).toEqual([]);
+  });
+
+  it('counts running spares as devices in use: the keeper starts only what fits, and pool set refuses more', async () => {
+    const { namespace, ctx, kube, gpu } = await setUp('spares');
+    await kube.createVm(namespace, gpuVm('golden', gpu));
+    // the pool's members, each placed on a node of its own by the simulator's node knob
+    for (const index of [1, 2, 3]) {
+      const member = gpuVm(`gpupool-${index}`, gpu);
+      member.metadata.labels = { 'corral.dev/vdi-pool': 'gpupool' };
+      member.metadata.annotations = {
+        'corral.dev/vdi-source': 'golden',
+        [simulatorAnnotations.node]: `${namespace}-gpu-${Math.min(index, 2)}`,
+      };
+      await kube.createVm(namespace, member);
+    }
+    // something else already runs on the second node's GPU
+    const other = gpuVm('other', gpu, { runStrategy: 'Always' });
+    other.metadata.annotations = { [simulatorAnnotations.node]: `${namespace}-gpu-2` };
+    await kube.createVm(namespace, other);
+    await waitFor(async () => (await kube.getVmi(namespace, 'other'))?.status?.phase === 'Running', {
+      describe: 'the other VM to run on the second node',
+    });
+
+    const refused = await setPool(ctx, { name: 'gpupool', minReady: 2 }).catch((error: unknown) => error);
+    expect(isVdiError(refused, 'INSUFFICIENT_CAPACITY')).toBe(true);
+    expect(
+      (await kube.getVm(namespace, 'gpupool-1'))?.metadata.annotations?.['corral.dev/vdi-min-ready'],
+    ).toBeUndefined();
+
+    await setPool(ctx, { name: 'gpupool', minReady: 1 });
+    expect(await keepPoolSpares(ctx, { name: 'gpupool' })).toMatchObject({
+      started: ['gpupool-1'],
+      short: 0,
+    });
+    await waitFor(async () => (await kube.getVmi(namespace, 'gpupool-1'))?.status?.phase === 'Running', {
+      describe: 'the spare to run',
+    });
+    // the running spare holds the last free GPU, so any other admission sees none
+    expect(await planCapacity(ctx, { from: 'golden', size: 1 })).toMatchObject({ kind: 'reject', fits: 0 });
+
+    // a minReady written by hand past what fits: the keeper starts nothing more and says how many are short
+    await kube.patchVm(namespace, 'gpupool-1', {
+      metadata: { annotations: { 'corral.dev/vdi-min-ready': '3' } },
+    });
+    expect(await keepPoolSpares(ctx, { name: 'gpupool' })).toMatchObject({ started: [], short: 2 });
   });
 
   it('lists an SR-IOV interface of the golden VM as uncounted, naming its NetworkAttachmentDefinition', async () => {

@@ -72,6 +72,7 @@ describe('corral-vdi pool create, list, resize and delete', () => {
         namespace,
         source: 'golden-desktop',
         ephemeral: true,
+        minReady: null,
         members: ['kiosk-1', 'kiosk-2'],
       },
     });

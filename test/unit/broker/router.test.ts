@@ -100,6 +100,7 @@ function recordingHandlers(calls: Array<{ name: RouteName; input: unknown }>): R
       sessionId: 'session-1',
       retried: false,
       adopted: false,
+      warm: false,
     }),
     listDesktops: record('listDesktops', { desktops: [] }),
     getDesktop: async (input) => {

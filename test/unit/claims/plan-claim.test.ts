@@ -34,6 +34,14 @@ describe('planClaim', () => {
   const cases: Array<[string, Pool, string]> = [
     ['the pool has no member', [], 'refuse POOL_NOT_FOUND'],
     [
+      'a free member already running (a warm spare) goes before a lower stopped one',
+      [
+        ['devpool-1', {}],
+        ['devpool-2', { power: 'running' }],
+      ],
+      'create devpool-2',
+    ],
+    [
       'every member has a live holder',
       [
         ['devpool-1', { power: 'running', holder: 'bob' }, { holder: 'bob' }],

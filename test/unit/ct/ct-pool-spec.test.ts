@@ -81,8 +81,16 @@ describe('parseCtPoolSpec', () => {
     ['a reserved label', { ...base, labels: { 'corral.dev/vdi-pool': 'x' } }, ['labels.corral.dev/vdi-pool']],
     ['a bad label value', { ...base, labels: { team: 'a b' } }, ['labels.team']],
     ['a bad pool name', { ...base, name: 'Dev Box' }, ['name']],
+    ['a minReady above the size', { ...base, minReady: 3 }, ['minReady']],
+    ['a negative minReady', { ...base, minReady: -1 }, ['minReady']],
+    ['a minReady that is not whole', { ...base, minReady: 1.5 }, ['minReady']],
   ])('refuses %s, naming the field', (_, input, fields) => {
     expect(fieldsOf(input)).toEqual(fields);
+  });
+
+  it('keeps a minReady from 0 to the size', () => {
+    expect(parseCtPoolSpec({ ...base, minReady: 2 }).minReady).toBe(2);
+    expect(parseCtPoolSpec(base).minReady).toBeUndefined();
   });
 
   it('says what to do and that nothing was written', () => {

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { poolStatusLines } from '../../../src/cli/pool-commands.js';
+import { readMinReady } from '../../../src/spares/min-ready.js';
+import { describePoolStatus } from '../../../src/spares/pool-status.js';
+import { leaseOf, member, now } from '../claims/member-fixtures.js';
+
+const at = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
+
+function withMarks(name: string, holder: string, marks: Record<string, string>) {
+  const lease = leaseOf(name, { holder });
+  lease.metadata.annotations = { ...lease.metadata.annotations, ...marks };
+  return lease;
+}
+
+describe('describePoolStatus', () => {
+  const status = describePoolStatus({
+    kind: 'vm',
+    namespace: 'corral-vms',
+    pool: 'devpool',
+    members: [
+      member('devpool-10', { power: 'running' }),
+      member('devpool-1', { power: 'running', holder: 'alice' }),
+      member('devpool-2', { power: 'running', holder: 'bob' }),
+      member('devpool-3', { power: 'running' }),
+      member('devpool-4', { power: 'stopped', holder: 'carol' }),
+      member('devpool-5', { power: 'running', holder: 'dave' }),
+      member('devpool-6', {}),
+    ],
+    leases: [
+      withMarks('devpool-1', 'alice', { 'corral.dev/vdi-connected-at': at(5) }),
+      withMarks('devpool-2', 'bob', {
+        'corral.dev/vdi-connected-at': at(10),
+        'corral.dev/vdi-disconnected-at': at(2),
+      }),
+      leaseOf('devpool-4', { holder: 'carol' }),
+      withMarks('devpool-5', 'dave', { 'corral.dev/vdi-releasing': 's' }),
+    ],
+    marked: new Set(['devpool-3']),
+    minReady: 3,
+    waiters: 2,
+    now,
+  });
+
+  it('tells each member’s holder, session and whether it is warm or a spare, in natural order', () => {
+    expect(
+      status.members.map((entry) => [entry.name, entry.holder, entry.session, entry.warm, entry.spare]),
+    ).toEqual([
+      ['devpool-1', 'alice', 'connected', false, false],
+      ['devpool-2', 'bob', 'disconnected', false, false],
+      ['devpool-3', null, 'none', true, true],
+      ['devpool-4', 'carol', 'claimed', false, false],
+      ['devpool-5', 'dave', 'releasing', false, false],
+      ['devpool-6', null, 'none', false, false],
+      ['devpool-10', null, 'none', true, false],
+    ]);
+  });
+
+  it('counts the warm members against minReady, and the waiters', () => {
+    expect(status).toMatchObject({ id: 'vm/corral-vms/devpool', minReady: 3, warm: 2, short: 1, waiters: 2 });
+  });
+
+  it('prints a header and one row per member', () => {
+    const lines = poolStatusLines(status);
+    expect(lines[0]).toBe('devpool  (vm, ns/corral-vms, 7 members)  2/3 warm (1 short)  waiters 2');
+    expect(lines[1]).toMatch(/^MEMBER\s+HOLDER\s+PHASE\s+SESSION\s+WARM$/);
+    expect(lines[4]).toMatch(/^devpool-3\s+free\s+Running\s+-\s+spare$/);
+    expect(lines[8]).toMatch(/^devpool-10\s+free\s+Running\s+-\s+warm$/);
+  });
+});
+
+describe('readMinReady', () => {
+  const vm = (value?: string) => ({
+    metadata: value === undefined ? {} : { annotations: { 'corral.dev/vdi-min-ready': value } },
+  });
+
+  it('takes the largest value the members carry, so a setting written part way never leaves a pool short', () => {
+    expect(readMinReady([vm('1'), vm(), vm('3')])).toBe(3);
+  });
+
+  it('reads no setting from members without one or with an unreadable one', () => {
+    expect(readMinReady([vm(), vm('-2'), vm('lots')])).toBeUndefined();
+  });
+});
