@@ -175,8 +175,23 @@ export {
 } from './keys.js';
 export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
+export type {
+  CacheSources,
+  NamespaceCaches,
+  StartCachesOptions,
+  WatchFrom,
+} from './kube/cluster-caches.js';
 export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
-export type { RetryOptions } from './kube/retry.js';
+export type { RetryOptions, Sleep } from './kube/retry.js';
+export type {
+  CacheChange,
+  CachedObject,
+  ListedObjects,
+  WatchCacheOptions,
+  WatchCacheSource,
+} from './kube/watch-cache.js';
+export { WatchCache } from './kube/watch-cache.js';
+export type { OpenWatch, WatchEvent } from './kube/watch-stream.js';
 export type {
   ConfigMapObject,
   ContainerObject,

@@ -16,8 +16,12 @@ interface PoolShare {
   /** The fresh read to issue once the one in flight is done, for the claims that asked meanwhile. */
   nextFresh: Promise<PoolRead> | undefined;
   taking: Map<string, Promise<void>>;
-  /** Members whose Lease a claim of this process found written (won or lost) that no read has shown yet. */
-  written: Set<string>;
+  /**
+   * Members whose Lease a claim of this process found written (won or lost) that no read has shown yet, each with
+   * the number of its note, so a fresh read clears only the notes made before it was issued.
+   */
+  written: Map<string, number>;
+  notes: number;
 }
 
 // per adapter, so contexts with their own cluster share nothing
@@ -37,7 +41,8 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
       fresh: undefined,
       nextFresh: undefined,
       taking: new Map(),
-      written: new Set(),
+      written: new Map(),
+      notes: 0,
     };
     byPool.set(key, share);
   }
@@ -70,12 +75,15 @@ export async function readPool(
   const share = shareOf(ctx, namespace, pool);
   const slot = how.cached ? 'cached' : 'fresh';
   const issue = () => {
+    const notedBefore = share.notes;
     const read = Promise.all([
       backend.listMembers(namespace, pool, how),
       ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`, how),
     ]).then(([members, leases]) => {
-      // a fresh read shows every Lease written before it; a cached one at least those it lists
-      if (!how.cached) share.written.clear();
+      // a fresh read shows every Lease written before it was issued; any read shows those it lists
+      if (!how.cached) {
+        for (const [member, note] of share.written) if (note <= notedBefore) share.written.delete(member);
+      }
       for (const lease of leases)
         share.written.delete((lease.metadata.name ?? '').slice(leaseNamePrefix.length));
       return { members, leases };
@@ -110,7 +118,7 @@ export async function readPool(
  */
 export function membersBeingTaken(ctx: VdiContext, target: { namespace: string; pool: string }): Set<string> {
   const share = shareOf(ctx, target.namespace, target.pool);
-  return new Set([...share.taking.keys(), ...share.written]);
+  return new Set([...share.taking.keys(), ...share.written.keys()]);
 }
 
 /** Tells the claims of this process that `member`'s Lease is written (this claim won it, or lost it to another). */
@@ -118,7 +126,9 @@ export function noteMemberWritten(
   ctx: VdiContext,
   target: { namespace: string; pool: string; member: string },
 ): void {
-  shareOf(ctx, target.namespace, target.pool).written.add(target.member);
+  const share = shareOf(ctx, target.namespace, target.pool);
+  share.notes += 1;
+  share.written.set(target.member, share.notes);
 }
 
 /** Tells the claims of this process that `member` is being taken until `taking` settles. */

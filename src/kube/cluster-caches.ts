@@ -9,18 +9,27 @@ import type { OpenWatch, WatchEvent } from './watch-stream.js';
 
 /** Where a watch starts, whom it tells, and what stops it. */
 export interface WatchFrom {
+  /** The resourceVersion to watch from: the list's, or the last one seen. */
   resourceVersion: string;
+  /** Hears each event as it arrives. */
   onEvent: (event: WatchEvent) => void;
+  /** Ends the watch. */
   signal: AbortSignal;
 }
 
 /** The adapter's list and watch calls the caches are made of, each counted like every other request. */
 export interface CacheSources {
+  /** Lists a namespace's Leases by label selector, with the list's resourceVersion. */
   listLeasesToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<LeaseObject>>;
+  /** Watches a namespace's Leases by label selector; resolves once the watch is open. */
   watchLeases(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
+  /** Lists a namespace's VMs by label selector, with the list's resourceVersion. */
   listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>>;
+  /** Watches a namespace's VMs by label selector; resolves once the watch is open. */
   watchVms(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
+  /** Lists a namespace's VMIs, with the list's resourceVersion. */
   listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>>;
+  /** Watches a namespace's VMIs; resolves once the watch is open. */
   watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch>;
 }
 

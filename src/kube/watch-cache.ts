@@ -23,6 +23,7 @@ export interface WatchCacheSource<T> {
   describe: string;
   /** The label selector of both the list and the watch; every object of the namespace when undefined. */
   labelSelector: string | undefined;
+  /** Lists what is cached, with the list's resourceVersion. */
   list(): Promise<ListedObjects<T>>;
   /** Opens a watch from `resourceVersion`; resolves once it is open. */
   watch(

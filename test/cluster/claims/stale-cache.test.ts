@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import { membersBeingTaken, readPool } from '../../../src/claims/pool-reads.js';
 import type { VdiContext } from '../../../src/context.js';
-import { KubeCluster } from '../../../src/kube/cluster.js';
+import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
 import type { WatchEvent } from '../../../src/kube/watch-stream.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
@@ -102,5 +103,57 @@ describe('a claim planned from a watch cache older than the cluster', () => {
       describe: 'the cache to catch up with both claims',
       until: (cached) => cached.length === 2,
     });
+  });
+});
+
+/** The adapter, whose quorum lists of the pool's Leases read the cluster at once but answer only on `release`. */
+class SlowFreshCluster extends KubeCluster {
+  private gate: Promise<void> | undefined;
+  release: () => void = () => {};
+
+  holdFreshLists(): void {
+    this.gate = new Promise((resolve) => {
+      this.release = resolve;
+    });
+  }
+
+  override async listLeases(namespace: string, labelSelector?: string, options: ListOptions = {}) {
+    const leases = await super.listLeases(namespace, labelSelector, options);
+    // only the pool's quorum list: a claim's read of its own claims goes through
+    if (!options.cached && labelSelector === 'corral.dev/vdi-pool=devpool' && this.gate) await this.gate;
+    return leases;
+  }
+}
+
+describe('a fresh read of the pool that was served before a claim of this process took a member', () => {
+  it('keeps that member passed over until a read shows its Lease', async () => {
+    const namespace = await createTestNamespace(cluster(), 'fresh-late');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new SlowFreshCluster(cluster().kubeConfig);
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    const backend = ctx.backends.vm;
+    const target = { namespace, pool: 'devpool' };
+
+    kube.holdFreshLists();
+    const fresh = readPool(ctx, backend, target, { cached: false });
+    await waitFor(() => (kube.requestCounts.get('list') ?? 0) >= 3, {
+      describe: 'the fresh read to be served',
+    });
+    // served already, answered later: alice's claim lands in between
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(membersBeingTaken(ctx, target)).toEqual(new Set([alice.member]));
+    kube.release();
+    const read = await fresh;
+    expect(read.leases).toEqual([]);
+    expect(membersBeingTaken(ctx, target)).toEqual(new Set([alice.member]));
+    // a read that shows the Lease ends it
+    await readPool(ctx, backend, target, { cached: false });
+    expect(membersBeingTaken(ctx, target)).toEqual(new Set());
   });
 });
