@@ -22,6 +22,7 @@ export type {
 export { createBroker } from './broker/broker.js';
 export type { BrokerSettings } from './broker/broker-settings.js';
 export { brokerEnvironmentVariables, brokerOptionsFromEnv } from './broker/broker-settings.js';
+export { createConsoleInputDetector } from './broker/console-input.js';
 export type { RelayStats } from './broker/console-relay.js';
 export { consoleCloseCodes } from './broker/console-relay.js';
 export type {
@@ -33,6 +34,8 @@ export type {
 } from './broker/identity.js';
 export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './broker/identity.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
+export type { RfbInputParser, RfbInputScan } from './broker/rfb-input.js';
+export { createRfbInputParser } from './broker/rfb-input.js';
 export type { BrokerServer, ServeBrokerOptions } from './broker/serve.js';
 export { serveBroker } from './broker/serve.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow, UnscheduledDemand } from './capacity/admit-pool.js';
@@ -158,11 +161,15 @@ export {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  idleWarnedAnnotation,
+  inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   poolLabel,
+  poolSettingsLabel,
+  reclaimNotifiedAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
@@ -212,6 +219,8 @@ export type {
   PoolOptions,
   ResizePoolOptions,
   ResizePoolResult,
+  SetPoolSettingsOptions,
+  SetPoolSettingsResult,
 } from './pools/pool-service.js';
 export {
   createPool,
@@ -221,7 +230,16 @@ export {
   listPools,
   maxPoolSize,
   resizePool,
+  setPoolSettings,
 } from './pools/pool-service.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pools/pool-settings.js';
+export {
+  checkPoolSettings,
+  poolSettingsName,
+  poolSettingsOf,
+  reclaimActionOf,
+  reclaimActions,
+} from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';
@@ -240,6 +258,7 @@ export {
   checkReclaimPolicy,
   defaultReclaimPolicy,
   describeSession,
+  planIdleWarning,
   planReclaim,
 } from './sessions/plan-reclaim.js';
 export type {
@@ -249,7 +268,12 @@ export type {
   ReclaimPassPlan,
   SessionStep,
 } from './sessions/plan-reclaim-pass.js';
-export { planReclaimPass, releaseStalledAfterMs } from './sessions/plan-reclaim-pass.js';
+export {
+  notifiedMark,
+  planReclaimPass,
+  policyFor,
+  releaseStalledAfterMs,
+} from './sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {

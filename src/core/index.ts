@@ -7,6 +7,9 @@ export type {
   ConsoleAccessRequest,
 } from '../access.js';
 export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from '../access.js';
+export { createConsoleInputDetector } from '../broker/console-input.js';
+export type { RfbInputParser, RfbInputScan } from '../broker/rfb-input.js';
+export { createRfbInputParser } from '../broker/rfb-input.js';
 export type {
   AdmissionPlan,
   AdmitPoolInput,
@@ -100,11 +103,15 @@ export {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  idleWarnedAnnotation,
+  inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   poolLabel,
+  poolSettingsLabel,
+  reclaimNotifiedAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
@@ -127,6 +134,14 @@ export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
 export { planPoolDelete } from '../pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction } from '../pools/pool-settings.js';
+export {
+  checkPoolSettings,
+  poolSettingsName,
+  poolSettingsOf,
+  reclaimActionOf,
+  reclaimActions,
+} from '../pools/pool-settings.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { formatDuration, parseDuration } from '../sessions/parse-duration.js';
 export type { ConsoleOpenFacts, ConsoleOpenPlan } from '../sessions/plan-console-open.js';
@@ -144,6 +159,7 @@ export {
   checkReclaimPolicy,
   defaultReclaimPolicy,
   describeSession,
+  planIdleWarning,
   planReclaim,
 } from '../sessions/plan-reclaim.js';
 export type {
@@ -153,7 +169,13 @@ export type {
   ReclaimPassPlan,
   SessionStep,
 } from '../sessions/plan-reclaim-pass.js';
-export { claimKindOf, planReclaimPass, releaseStalledAfterMs } from '../sessions/plan-reclaim-pass.js';
+export {
+  claimKindOf,
+  notifiedMark,
+  planReclaimPass,
+  policyFor,
+  releaseStalledAfterMs,
+} from '../sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from '../sessions/plan-renewal.js';
 export { planRenewal } from '../sessions/plan-renewal.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';

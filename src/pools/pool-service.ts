@@ -8,3 +8,5 @@ export { getPool, listPools } from './list-pools.js';
 export { defaultPoolActor, maxPoolSize } from './pool-options.js';
 export type { ResizePoolOptions, ResizePoolResult } from './resize-pool.js';
 export { resizePool } from './resize-pool.js';
+export type { SetPoolSettingsOptions, SetPoolSettingsResult } from './set-pool-settings.js';
+export { setPoolSettings } from './set-pool-settings.js';

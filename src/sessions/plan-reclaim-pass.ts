@@ -5,16 +5,28 @@ import type { DesktopKind } from '../ids.js';
 import {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
+  idleWarnedAnnotation,
+  inputAtAnnotation,
   leaseKindLabel,
   leaseMemberLabel,
   leaseNamePrefix,
+  leasePoolLabel,
+  reclaimNotifiedAnnotation,
   removalHolder,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
+import type { PoolSettings } from '../pools/pool-settings.js';
 import { isValidVmName } from '../validate.js';
-import { planReclaim, type ReclaimPolicy, type ReclaimReason, type SessionFacts } from './plan-reclaim.js';
+import {
+  describeSession,
+  planIdleWarning,
+  planReclaim,
+  type ReclaimPolicy,
+  type ReclaimReason,
+  type SessionFacts,
+} from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';
 
 /**
@@ -87,12 +99,19 @@ export interface ReclaimPassInput {
   /** See {@link planRenewal}. */
   renewIntervalMs?: number | undefined;
   processStartedAt: Date;
+  /** The last input this process's broker consoles carried, by member; newer than the Lease's mark until written. */
+  inputs?: ReadonlyMap<string, Date> | undefined;
+  /** Each pool's own settings, by pool name: its reclaim action and idle timeout. */
+  settings?: ReadonlyMap<string, PoolSettings> | undefined;
 }
 
 /**
  * What a pass does with one claim Lease:
  *
- * - `reclaim`: the policy takes the desktop back for `reason`.
+ * - `reclaim`: the policy takes the desktop back for `reason`, due at `dueAt`; with `notify` (the pool's action)
+ *   it reports that instead and keeps the claim. A reclaim the Lease says was reported
+ *   (`corral.dev/vdi-reclaim-notified` naming the same reason and instant) is not due again.
+ * - `warn`: warn the holder that the desktop goes idle at `idleAt`, and mark the Lease so it is warned once.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
@@ -109,7 +128,15 @@ export interface ReclaimPassInput {
  * @category sessions
  */
 export type SessionStep =
-  | { kind: 'reclaim'; member: string; lease: LeaseObject; reason: ReclaimReason }
+  | {
+      kind: 'reclaim';
+      member: string;
+      lease: LeaseObject;
+      reason: ReclaimReason;
+      dueAt: Date;
+      notify: boolean;
+    }
+  | { kind: 'warn'; member: string; lease: LeaseObject; idleAt: Date }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'resume'; member: string; lease: LeaseObject }
@@ -178,17 +205,49 @@ export function sessionFactsOf(
   lease: LeaseObject,
   consoles: ConsoleState | undefined,
   processStartedAt: Date,
+  input?: Date,
 ): SessionFacts | undefined {
   const acquiredAt = acquiredAtOf(lease);
   if (acquiredAt === undefined) return undefined;
   const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
+  const marked = parseMark(lease, inputAtAnnotation);
+  const lastInputAt =
+    input !== undefined && (marked === undefined || input.getTime() > marked.getTime()) ? input : marked;
   return {
     acquiredAt,
     connectedAt: own?.connectedAt ?? parseMark(lease, connectedAtAnnotation),
     disconnectedAt: own?.disconnectedAt ?? parseMark(lease, disconnectedAtAnnotation),
     consoleOpen: (own?.open ?? 0) > 0,
     processStartedAt,
+    ...(lastInputAt === undefined ? {} : { lastInputAt }),
   };
+}
+
+/**
+ * The policy for one claim: the pass's, with its pool's own idle timeout when the pool sets one.
+ *
+ * @category sessions
+ */
+export function policyFor(
+  lease: LeaseObject,
+  policy: ReclaimPolicy,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+): ReclaimPolicy {
+  const own = settingsFor(lease, settings)?.idleTimeoutMs;
+  return own === undefined ? policy : { ...policy, idleTimeoutMs: own };
+}
+
+function settingsFor(
+  lease: LeaseObject,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+): PoolSettings | undefined {
+  const pool = lease.metadata.labels?.[leasePoolLabel];
+  return pool === undefined ? undefined : settings?.get(pool);
+}
+
+/** The `corral.dev/vdi-reclaim-notified` value of a reported reclaim. @category sessions */
+export function notifiedMark(reason: ReclaimReason, dueAt: Date): string {
+  return `${reason} ${dueAt.toISOString()}`;
 }
 
 // the mark renewed the Lease and nothing renews a releasing claim, so renewTime is when its release began
@@ -247,10 +306,19 @@ function stepFor(
   const renewal = planRenewal(lease, input.now, input.renewIntervalMs);
   if (renewal.kind === 'expired') return { kind: 'skip', lease, reason: 'expired' };
   const consoles = input.consoles.get(member);
-  const facts = sessionFactsOf(lease, consoles, input.processStartedAt);
+  const facts = sessionFactsOf(lease, consoles, input.processStartedAt, input.inputs?.get(member));
   if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
-  const reclaim = planReclaim(facts, input.now, input.policy);
-  if (reclaim.kind === 'reclaim') return { kind: 'reclaim', member, lease, reason: reclaim.reason };
+  const policy = policyFor(lease, input.policy, input.settings);
+  const reclaim = planReclaim(facts, input.now, policy);
+  if (reclaim.kind === 'reclaim') {
+    const dueAt = describeSession(facts, policy).reclaimAt ?? input.now;
+    const notify = settingsFor(lease, input.settings)?.reclaimAction === 'notify';
+    const reported =
+      lease.metadata.annotations?.[reclaimNotifiedAnnotation] === notifiedMark(reclaim.reason, dueAt);
+    // a reported reclaim of a notify pool leaves the claim to its holder: it is renewed and marked as ever
+    if (!(notify && reported))
+      return { kind: 'reclaim', member, lease, reason: reclaim.reason, dueAt, notify };
+  }
   // a claim without its member is never kept alive: only a release makes the member again
   if (listed && !listed.standing.has(member)) {
     return isReleasing(lease)
@@ -262,6 +330,13 @@ function stepFor(
     return isStalled(lease, input.now)
       ? { kind: 'resume', member, lease }
       : { kind: 'skip', lease, reason: 'releasing' };
+  }
+  const warning = planIdleWarning(facts, input.now, policy);
+  if (
+    warning.kind === 'warn' &&
+    lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()
+  ) {
+    return { kind: 'warn', member, lease, idleAt: warning.idleAt };
   }
   const own = consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
   const marks = own !== undefined && own.written < own.version;

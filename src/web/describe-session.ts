@@ -5,6 +5,7 @@ import type { ConsoleEnd } from './open-console.js';
 const reclaimReasons: Readonly<Record<NonNullable<DesktopBody['reclaimReason']>, string>> = {
   'disconnect-grace': 'no console has been open for the disconnect grace',
   'max-duration': 'the session reaches its longest allowed time',
+  idle: 'no key or pointer input reached it through a console',
 };
 
 /** Formats an RFC 3339 time for people, in the browser's locale and zone. */
