@@ -63,8 +63,8 @@ export interface DesktopSession {
   /** The earliest pending reclaim; it may lie in the past until the next pass acts on it. */
   reclaimAt: string | undefined;
   reclaimReason: ReclaimReason | undefined;
-  /** The idle reclaim comes within the idle warning: input on a broker console keeps the desktop. */
-  idleWarning: boolean;
+  /** `true` while the idle reclaim comes within the idle warning: input on a broker console keeps the desktop. */
+  idleWarning?: true;
 }
 
 /** Options of {@link SessionEngine.endConsoles}. @category sessions */
@@ -208,7 +208,6 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         disconnectedAt: undefined,
         reclaimAt: undefined,
         reclaimReason: undefined,
-        idleWarning: false,
       };
       if (!lease || planRenewal(lease, ctx.clock.now()).kind === 'expired') return empty;
       const facts = sessionFactsOf(
@@ -225,7 +224,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         disconnectedAt: view.disconnectedAt?.toISOString(),
         reclaimAt: view.reclaimAt?.toISOString(),
         reclaimReason: view.reclaimReason,
-        idleWarning: view.idleWarning === true,
+        ...(view.idleWarning ? { idleWarning: true as const } : {}),
       };
     },
     policy,
