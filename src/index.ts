@@ -258,6 +258,7 @@ export {
   checkReclaimPolicy,
   defaultReclaimPolicy,
   describeSession,
+  hasBrokerConsole,
   planIdleWarning,
   planReclaim,
 } from './sessions/plan-reclaim.js';

@@ -159,6 +159,7 @@ export {
   checkReclaimPolicy,
   defaultReclaimPolicy,
   describeSession,
+  hasBrokerConsole,
   planIdleWarning,
   planReclaim,
 } from '../sessions/plan-reclaim.js';

@@ -21,6 +21,7 @@ import type { PoolSettings } from '../pools/pool-settings.js';
 import { isValidVmName } from '../validate.js';
 import {
   describeSession,
+  hasBrokerConsole,
   planIdleWarning,
   planReclaim,
   type ReclaimPolicy,
@@ -158,6 +159,11 @@ export interface ReclaimPassPlan {
   steps: SessionStep[];
   desktops: number;
   needsMembers: boolean;
+  /**
+   * The pools' own settings must be read (plan again with `settings`): a reclaim is due (the action decides what it
+   * does), or a desktop has a broker console open (the pool's idle timeout applies).
+   */
+  needsSettings: boolean;
 }
 
 /**
@@ -289,6 +295,19 @@ function needsMembers(step: SessionStep): boolean {
   return step.kind === 'renew' || step.kind === 'mark';
 }
 
+// a reclaim's action, and a connected desktop's idle timeout, may be the pool's own
+function needsSettings(step: SessionStep, input: ReclaimPassInput): boolean {
+  if (step.kind === 'reclaim' || step.kind === 'warn') return true;
+  if (step.kind === 'skip') return false;
+  const facts = sessionFactsOf(
+    step.lease,
+    input.consoles.get(step.member),
+    input.processStartedAt,
+    input.inputs?.get(step.member),
+  );
+  return facts !== undefined && hasBrokerConsole(facts);
+}
+
 /** The members as listed: their Lease names, and which of them exist and are not being deleted. */
 interface ListedMembers {
   byLeaseName: ReadonlyMap<string, string>;
@@ -361,7 +380,8 @@ export function planSessionStep(lease: LeaseObject, input: Omit<ReclaimPassInput
  * {@link releaseStalledAfterMs}) must be resumed, or whether to leave it. A reclaimed desktop is neither renewed nor
  * marked, and neither is a claim whose member is gone or being deleted. Without `members` the
  * plan says `needsMembers` when a Lease name carries a hashed member name, or when a step would renew, mark or wait
- * on a release; a pass with nothing due needs only the Leases.
+ * on a release; without `settings` it says `needsSettings` when a reclaim is due or a desktop has a broker console
+ * open. A pass with nothing due and no desktop connected through the broker needs only the Leases.
  *
  * @example
  * ```ts
@@ -379,5 +399,6 @@ export function planReclaimPass(input: ReclaimPassInput): ReclaimPassPlan {
     steps,
     desktops: steps.filter((step) => step.kind !== 'skip').length,
     needsMembers: listed === undefined && steps.some(needsMembers),
+    needsSettings: input.settings === undefined && steps.some((step) => needsSettings(step, input)),
   };
 }

@@ -217,6 +217,16 @@ function graceStart(facts: SessionFacts): Date | undefined {
   return new Date(Math.max(connectedAt.getTime(), facts.processStartedAt.getTime()));
 }
 
+/**
+ * Whether a broker console of the desktop is open: in this process, or by the marks on its Lease (another
+ * replica's). Only such a desktop can go idle.
+ *
+ * @category sessions
+ */
+export function hasBrokerConsole(facts: SessionFacts): boolean {
+  return idleStart(facts) !== undefined;
+}
+
 // When the idle time of a desktop with a broker console began, or undefined when no broker console is open.
 function idleStart(facts: SessionFacts): Date | undefined {
   const claimed = facts.acquiredAt.getTime();

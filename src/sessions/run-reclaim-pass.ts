@@ -112,21 +112,23 @@ async function passOver(
 ): Promise<void> {
   for (const failure of await setup.inputs.flush(namespace)) result.errors.push(asVdiError(failure));
   const leases = await ctx.cluster.listLeases(namespace, leasePoolLabel);
-  // a namespace without claims has nothing the pools' own settings could change
-  const settings = leases.length === 0 ? undefined : await readPoolSettingsIn(ctx, namespace);
-  if (settings) setup.poolSettings.set(namespace, settings);
   const input = {
     leases,
     consoles: setup.tracker.trackedIn(namespace),
     inputs: setup.inputs.inputsIn(namespace),
-    settings,
     now: ctx.clock.now(),
     policy: setup.policy,
     renewIntervalMs: setup.renewIntervalMs,
     processStartedAt: setup.processStartedAt,
   };
   let plan = planReclaimPass(input);
-  // a pass with nothing due reads only the Leases
+  let settings: ReadonlyMap<string, PoolSettings> | undefined;
+  // a pass with nothing due and nobody connected through the broker reads only the Leases
+  if (plan.needsSettings) {
+    settings = await readPoolSettingsIn(ctx, namespace);
+    setup.poolSettings.set(namespace, settings);
+    plan = planReclaimPass({ ...input, settings });
+  }
   if (plan.needsMembers) {
     // only the kinds the claims name are listed; a claim that names none may be of any kind
     const kinds = new Set(leases.map(claimKindOf));
@@ -134,6 +136,7 @@ async function passOver(
     const listed = (await Promise.all(backends.map((backend) => backend.listMembers(namespace)))).flat();
     plan = planReclaimPass({
       ...input,
+      settings,
       members: listed.map((facts) => facts.member),
       deleting: listed.filter((facts) => facts.deleting).map((facts) => facts.member),
     });

@@ -188,3 +188,53 @@ describe('idle reclaim and notify in planReclaimPass', () => {
     expect(plan(other, 40, { settings })).toMatchObject({ kind: 'reclaim', notify: true });
   });
 });
+
+describe('when a pass reads the pools settings', () => {
+  const input = (object: LeaseObject, now: number, consoles = new Map()) => ({
+    leases: [object],
+    consoles,
+    members: ['devpool-1'],
+    now: at(now),
+    policy: { disconnectGraceMs: 15 * minute, maxSessionMs: 0 },
+    renewIntervalMs: 1_000 * minute,
+    processStartedAt: at(-60),
+  });
+  const unconnected = (): LeaseObject => {
+    const object = lease();
+    delete object.metadata.annotations?.['corral.dev/vdi-connected-at'];
+    return object;
+  };
+
+  it('reads them not at all while nothing is due and no broker console is open', () => {
+    expect(planReclaimPass(input(unconnected(), 10)).needsSettings).toBe(false);
+  });
+
+  it('reads them for a desktop with a broker console open, whose pool may set an idle timeout', () => {
+    const object = lease();
+    const open = new Map([
+      [
+        'devpool-1',
+        {
+          claim: claimKeyOf(object),
+          open: 1,
+          connectedAt: at(1),
+          disconnectedAt: undefined,
+          version: 1,
+          written: 1,
+        },
+      ],
+    ]);
+    expect(planReclaimPass(input(object, 10, open)).needsSettings).toBe(true);
+    expect(planReclaimPass({ ...input(object, 10, open), settings: new Map() }).needsSettings).toBe(false);
+  });
+
+  it('reads them for a due reclaim, whose action the pool sets', () => {
+    const object = unconnected();
+    object.metadata.annotations = {
+      ...object.metadata.annotations,
+      'corral.dev/vdi-connected-at': at(1).toISOString(),
+      'corral.dev/vdi-disconnected-at': at(2).toISOString(),
+    };
+    expect(planReclaimPass(input(object, 20)).needsSettings).toBe(true);
+  });
+});
