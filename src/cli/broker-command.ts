@@ -1,7 +1,16 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { IdentityProvider } from '../broker/identity.js';
-import { booleanFlag, type CommandSpec, clusterOptions, requiredFlag, stringFlag } from './command-spec.js';
+import { durationSchema } from '../validate.js';
+import {
+  booleanFlag,
+  type CommandInput,
+  type CommandSpec,
+  clusterOptions,
+  requiredFlag,
+  stringFlag,
+} from './command-spec.js';
+import { UsageError } from './usage-error.js';
 
 // The package names itself, so the built page is found wherever the bundler put this code.
 function desktopsPageFolder(): string {
@@ -21,6 +30,15 @@ async function identityFrom(header: string, proxies: string | undefined): Promis
     return tailscaleIdentity({ trustHeaders: true });
   }
   return authGatewayIdentity({ header, ...(trustedProxies === undefined ? {} : { trustedProxies }) });
+}
+
+function durationFlag(input: CommandInput, flag: string, key: string): Record<string, number> {
+  const text = stringFlag(input, flag);
+  if (text === undefined) return {};
+  const parsed = durationSchema.safeParse(text);
+  if (!parsed.success)
+    throw new UsageError(`--${flag}: ${parsed.error.issues[0]?.message}`, ['broker', 'serve']);
+  return { [key]: parsed.data };
 }
 
 const serve: CommandSpec = {
@@ -45,6 +63,16 @@ const serve: CommandSpec = {
       value: 'ADDRS',
       help: 'Comma-separated proxy addresses; the header counts only on requests from them.',
     },
+    'idle-timeout': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Reclaim a desktop whose broker consoles carried no key, pointer or terminal input this long (30m; 0 off). Overrides CORRAL_VDI_IDLE_TIMEOUT.',
+    },
+    'idle-warning': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Warn this long before an idle reclaim (default 5m). Overrides CORRAL_VDI_IDLE_WARNING.',
+    },
     ui: {
       type: 'boolean',
       help: 'Also serve the Desktops page at / (desktops, pools, consoles in the browser).',
@@ -54,7 +82,8 @@ const serve: CommandSpec = {
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
       '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_AUTH_REQUIRED, ' +
-      'CORRAL_VDI_DISCONNECT_GRACE and CORRAL_VDI_MAX_SESSION.',
+      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT and CORRAL_VDI_IDLE_WARNING. A ' +
+      'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
   ],
   examples: [
     '$ CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice@example.com corral-vdi broker serve --trust-header Tailscale-User-Login',
@@ -65,7 +94,11 @@ const serve: CommandSpec = {
     const session = await input.cluster();
     const { brokerOptionsFromEnv } = await import('../broker/broker-settings.js');
     const { serveBroker } = await import('../broker/serve.js');
-    const settings = brokerOptionsFromEnv(input.env);
+    const settings = {
+      ...brokerOptionsFromEnv(input.env),
+      ...durationFlag(input, 'idle-timeout', 'idleTimeoutMs'),
+      ...durationFlag(input, 'idle-warning', 'idleWarningMs'),
+    };
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
     const listen = stringFlag(input, 'listen');
     const { terminal } = input;

@@ -1,5 +1,7 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
+import type { PoolSettings, ReclaimAction } from '../pools/pool-settings.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
+import { formatDuration } from '../sessions/parse-duration.js';
 import { durationSchema } from '../validate.js';
 import type { ClusterSession } from './cluster-session.js';
 import {
@@ -21,6 +23,59 @@ const cloneTimeoutOption = {
     help: 'How long one clone may take before the command gives up, such as 90s or 5m. Default 2m.',
   },
 } as const;
+
+const settingsOptions = {
+  'reclaim-action': {
+    type: 'string',
+    value: 'ACTION',
+    help: 'What the reclaim policy does with a desktop: stop (persistent default), recreate (ephemeral default) or notify (report it and keep the claim).',
+  },
+  'reclaim-webhook': {
+    type: 'string',
+    value: 'URL',
+    help: 'An https URL that notify POSTs a JSON body to.',
+  },
+  'allow-http-webhook': {
+    type: 'boolean',
+    help: 'Accept an http webhook on localhost, 127.0.0.1 or ::1.',
+  },
+  'idle-timeout': {
+    type: 'string',
+    value: 'DURATION',
+    help: "Reclaim a desktop whose broker consoles carried no input this long, such as 30m; 0 turns it off for the pool. Default: the broker's.",
+  },
+} as const;
+
+/** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
+function settingsFlags(input: CommandInput, command: CommandSpec) {
+  const action = stringFlag(input, 'reclaim-action');
+  const webhook = stringFlag(input, 'reclaim-webhook');
+  const idle = stringFlag(input, 'idle-timeout');
+  let idleTimeoutMs: number | undefined;
+  if (idle !== undefined) {
+    const parsed = durationSchema.safeParse(idle);
+    if (!parsed.success)
+      throw new UsageError(`--idle-timeout: ${parsed.error.issues[0]?.message}`, command.words);
+    idleTimeoutMs = parsed.data;
+  }
+  return {
+    ...(action === undefined ? {} : { reclaimAction: action as ReclaimAction }),
+    ...(webhook === undefined ? {} : { reclaimWebhook: webhook }),
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+    ...(booleanFlag(input, 'allow-http-webhook') ? { allowLoopbackHttpWebhook: true } : {}),
+  };
+}
+
+/** A pool's settings in words, for `pool list` and `pool set`. */
+function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
+  const { reclaimWebhook, idleTimeoutMs } = pool.settings;
+  const parts = [
+    `reclaim: ${pool.reclaimAction}${reclaimWebhook ? ` → ${new URL(reclaimWebhook).origin}` : ''}`,
+  ];
+  if (idleTimeoutMs !== undefined)
+    parts.push(`idle timeout: ${idleTimeoutMs === 0 ? 'off' : formatDuration(idleTimeoutMs)}`);
+  return parts.join(', ');
+}
 
 function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | undefined {
   const text = stringFlag(input, 'clone-timeout');
@@ -116,7 +171,7 @@ function printPool(terminal: Terminal, pool: PoolView): void {
   const { paint } = terminal;
   const count = pool.counts.members;
   terminal.print(
-    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'})`,
+    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'}; ${settingsText(pool)})`,
   );
   for (const member of pool.members) {
     const holder = holderColumn(member.state);
@@ -169,6 +224,7 @@ const create: CommandSpec = {
     size: { type: 'string', value: 'N', help: 'How many members to make.' },
     ephemeral: { type: 'boolean', help: 'Recreate a member from the golden VM each time it is released.' },
     ...cloneTimeoutOption,
+    ...settingsOptions,
   },
   notes: [
     'Members are named <name>-1 … <name>-N. Device capacity is checked before anything is made; a clone ' +
@@ -182,6 +238,7 @@ const create: CommandSpec = {
     const from = requiredFlag(input, create, 'from');
     const size = countFlag(input, create, 'size', 1);
     const timeout = cloneTimeoutMs(input, create);
+    const settings = settingsFlags(input, create);
     const session = await input.cluster();
     const { createPool } = await import('../pools/pool-service.js');
     const result = await withProgress(input, session, (signal) =>
@@ -194,12 +251,15 @@ const create: CommandSpec = {
         ephemeral: booleanFlag(input, 'ephemeral'),
         identity: session.actor,
         ...(timeout === undefined ? {} : { cloneTimeoutMs: timeout }),
+        ...settings,
       }),
     );
     const { terminal } = input;
     if (terminal.json) {
-      const { id, name, namespace, source, ephemeral, members } = result;
-      terminal.printJson({ pool: { id, name, namespace, source, ephemeral, members } });
+      const { id, name, namespace, source, ephemeral, members, reclaimAction } = result;
+      terminal.printJson({
+        pool: { id, name, namespace, source, ephemeral, members, reclaimAction, settings: result.settings },
+      });
       return 0;
     }
     const kind = result.ephemeral ? ' ephemeral' : '';
@@ -236,6 +296,8 @@ const list: CommandSpec = {
           name: pool.name,
           namespace: pool.namespace,
           counts: pool.counts,
+          reclaimAction: pool.reclaimAction,
+          settings: pool.settings,
           members: pool.members.map(toMemberJson),
         })),
       });
@@ -380,5 +442,39 @@ const plan: CommandSpec = {
   },
 };
 
-/** `pool create`, `list`, `delete`, `resize` and `plan`. */
-export const poolCommands: readonly CommandSpec[] = [create, list, remove, resize, plan];
+const set: CommandSpec = {
+  words: ['pool', 'set'],
+  summary: "Change a pool's settings: its reclaim action, webhook and idle timeout.",
+  args: ['name'],
+  options: { ...clusterOptions, ...settingsOptions },
+  notes: [
+    'Settings left out keep their value; an action other than notify drops the webhook. They live in the ' +
+      'ConfigMap corral-vdi-pool-<name>. A bad value changes nothing.',
+  ],
+  examples: [
+    '$ corral-vdi pool set devpool --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
+    '$ corral-vdi pool set devpool --idle-timeout 45m',
+  ],
+  async run(input) {
+    const settings = settingsFlags(input, set);
+    if (Object.keys(settings).length === 0) {
+      throw new UsageError('name a setting to change, such as --reclaim-action or --idle-timeout', set.words);
+    }
+    const session = await input.cluster();
+    const { setPoolSettings } = await import('../pools/pool-service.js');
+    const name = input.args.name ?? '';
+    const result = await setPoolSettings(session.vdi.context, {
+      name,
+      namespace: session.namespace,
+      identity: session.actor,
+      ...settings,
+    });
+    const { terminal } = input;
+    if (terminal.json) terminal.printJson({ pool: result });
+    else terminal.print(`pool "${name}" set: ${settingsText(result)}`);
+    return 0;
+  },
+};
+
+/** `pool create`, `list`, `delete`, `resize`, `set` and `plan`. */
+export const poolCommands: readonly CommandSpec[] = [create, list, remove, resize, set, plan];
