@@ -24,6 +24,12 @@ export function describeSession(desktop: DesktopBody): string {
   return `${state}; reclaimed at ${formatWhen(desktop.reclaimAt)} because ${reclaimReasons[desktop.reclaimReason]}.`;
 }
 
+/** The banner of a desktop about to be reclaimed as idle, or `undefined` when it is not. */
+export function describeIdleWarning(desktop: DesktopBody): string | undefined {
+  if (!desktop.idleWarning || !desktop.reclaimAt) return undefined;
+  return `No key or pointer input has reached this desktop for a while: it will be reclaimed at ${formatWhen(desktop.reclaimAt)}. Type or move the pointer in its console to keep it.`;
+}
+
 /** An error in words for the page: the broker's message, which says what to do next, or what failed. */
 export function describeError(error: unknown): string {
   if (isVdiError(error)) return error.message;
