@@ -151,6 +151,19 @@ describe('per-pool reclaim actions', () => {
     expect(await engine.runPass()).toMatchObject({ reclaimed: 0, notified: 0, renewed: 1, errors: [] });
     expect(receiver.bodies).toHaveLength(1);
     expect((await setup.vdi.claim({ pool: 'devpool', identity: alice })).member).toBe(setup.member);
+
+    // a broker that stopped between the POST and the mark left no mark: the next pass reports it again
+    const marked = await leaseOf(setup);
+    const { [reclaimNotifiedAnnotation]: _mark, ...annotations } = marked?.metadata.annotations ?? {};
+    await setup.vdi.context.cluster.replaceLease(setup.namespace, {
+      ...marked!,
+      metadata: { ...marked!.metadata, annotations },
+    });
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 0, notified: 1, errors: [] });
+    expect(receiver.bodies).toHaveLength(2);
+    expect((await leaseOf(setup))?.metadata.annotations?.[reclaimNotifiedAnnotation]).toBe(
+      `disconnect-grace ${dueAt}`,
+    );
   });
 
   it('refuses bad settings with INVALID_INPUT and writes nothing', async () => {
