@@ -28,11 +28,34 @@ export interface VdiEvents {
     },
   ];
   /** The reclaim policy took a desktop back. */
-  reclaimed: [event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration' }];
+  reclaimed: [
+    event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration' | 'idle' },
+  ];
   /** A reclaim failed; the claim stays and the next pass tries again. */
   'reclaim-failed': [
-    event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration'; error: string },
+    event: {
+      desktopId: string;
+      holder: string;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle';
+      error: string;
+    },
   ];
+  /**
+   * A reclaim fell due on a pool whose action is `notify`: the claim stays. `dueAt` is the reclaim's instant (RFC
+   * 3339); `webhook` says how the POST to the pool's webhook went, when it has one.
+   */
+  'reclaim-notified': [
+    event: {
+      desktopId: string;
+      pool: string;
+      holder: string;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle';
+      dueAt: string;
+      webhook?: { ok: boolean; status?: number; error?: string };
+    },
+  ];
+  /** A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it. */
+  'idle-warning': [event: { desktopId: string; holder: string; idleAt: string }];
   /** The engine renewed a claim's Lease. */
   renewed: [event: { desktopId: string; holder: string }];
   /** A watch cache's list or watch failed (`cached` names what it holds); it tries again after a backoff. */

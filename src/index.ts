@@ -25,6 +25,7 @@ export type {
 export { createBroker } from './broker/broker.js';
 export type { BrokerSettings } from './broker/broker-settings.js';
 export { brokerEnvironmentVariables, brokerOptionsFromEnv } from './broker/broker-settings.js';
+export { createConsoleInputDetector } from './broker/console-input.js';
 export type { RelayStats } from './broker/console-relay.js';
 export { consoleCloseCodes } from './broker/console-relay.js';
 export type {
@@ -36,6 +37,8 @@ export type {
 } from './broker/identity.js';
 export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './broker/identity.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
+export type { RfbInputParser, RfbInputScan } from './broker/rfb-input.js';
+export { createRfbInputParser } from './broker/rfb-input.js';
 export type { BrokerServer, ServeBrokerOptions, ShutdownHook } from './broker/serve.js';
 export { serveBroker } from './broker/serve.js';
 export type { AdmissionPlan, AdmitPoolInput, CapacityRow, UnscheduledDemand } from './capacity/admit-pool.js';
@@ -162,12 +165,16 @@ export {
   consolesAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  idleWarnedAnnotation,
+  inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   minReadyAnnotation,
   poolLabel,
+  poolSettingsLabel,
+  reclaimNotifiedAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
@@ -254,6 +261,8 @@ export type {
   ResizePoolResult,
   SetPoolOptions,
   SetPoolResult,
+  SetPoolSettingsOptions,
+  SetPoolSettingsResult,
 } from './pools/pool-service.js';
 export {
   createPool,
@@ -264,7 +273,16 @@ export {
   maxPoolSize,
   resizePool,
   setPool,
+  setPoolSettings,
 } from './pools/pool-service.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pools/pool-settings.js';
+export {
+  checkPoolSettings,
+  poolSettingsName,
+  poolSettingsOf,
+  reclaimActionOf,
+  reclaimActions,
+} from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
 export type { ConsoleEntry } from './sessions/console-entries.js';
@@ -285,6 +303,8 @@ export {
   checkReclaimPolicy,
   defaultReclaimPolicy,
   describeSession,
+  hasBrokerConsole,
+  planIdleWarning,
   planReclaim,
 } from './sessions/plan-reclaim.js';
 export type {
@@ -294,7 +314,12 @@ export type {
   ReclaimPassPlan,
   SessionStep,
 } from './sessions/plan-reclaim-pass.js';
-export { planReclaimPass, releaseStalledAfterMs } from './sessions/plan-reclaim-pass.js';
+export {
+  notifiedMark,
+  planReclaimPass,
+  policyFor,
+  releaseStalledAfterMs,
+} from './sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from './sessions/plan-renewal.js';
 export { planRenewal } from './sessions/plan-renewal.js';
 export type {

@@ -63,3 +63,17 @@ export const minReadyAnnotation = 'corral.dev/vdi-min-ready';
  * is stopped when the pool has more spares than it keeps. @category keys
  */
 export const spareAnnotation = 'corral.dev/vdi-spare';
+/**
+ * Lease annotation: the last input (a key, a pointer move or click, terminal bytes) a broker console carried to the
+ * desktop (RFC 3339), written at most once per input-mark interval so every replica sees it. @category keys
+ */
+export const inputAtAnnotation = 'corral.dev/vdi-input-at';
+/** Lease annotation: the idle reclaim instant (RFC 3339) the holder was warned about. @category keys */
+export const idleWarnedAnnotation = 'corral.dev/vdi-idle-warned';
+/**
+ * Lease annotation: the reclaim a `notify` pool reported instead of taking the desktop back, as `<reason> <due
+ * instant>`; the same due reclaim is not reported again. @category keys
+ */
+export const reclaimNotifiedAnnotation = 'corral.dev/vdi-reclaim-notified';
+/** Label on the ConfigMap `corral-vdi-pool-<pool>` that holds a pool's settings. @category keys */
+export const poolSettingsLabel = 'corral.dev/vdi-pool-settings';

@@ -137,6 +137,8 @@ const brokerOptionsSchema = z.object({
   disconnectGraceMs: z.int().min(0).optional(),
   maxSessionMs: z.int().min(0).optional(),
   leaderElection: z.object({}).loose().optional(),
+  idleTimeoutMs: z.int().min(0).optional(),
+  idleWarningMs: z.int().min(0).optional(),
 });
 
 function isReadable(audit: AuditSink): audit is ReadableAuditSink {
@@ -185,6 +187,8 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
       policy: {
         ...(parsed.disconnectGraceMs === undefined ? {} : { disconnectGraceMs: parsed.disconnectGraceMs }),
         ...(parsed.maxSessionMs === undefined ? {} : { maxSessionMs: parsed.maxSessionMs }),
+        ...(parsed.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: parsed.idleTimeoutMs }),
+        ...(parsed.idleWarningMs === undefined ? {} : { idleWarningMs: parsed.idleWarningMs }),
       },
       ...(parsed.intervalMs === undefined ? {} : { intervalMs: parsed.intervalMs }),
     },

@@ -23,6 +23,13 @@ export interface BrokerSettings {
   disconnectGraceMs?: number;
   /** The maximum age of a claim in ms; `0` means no maximum. */
   maxSessionMs?: number;
+  /**
+   * How long a desktop connected through the broker's consoles may carry no key, pointer or terminal input before
+   * it is reclaimed, in ms; `0` turns idle reclaim off. A pool's own idle timeout overrides it.
+   */
+  idleTimeoutMs?: number;
+  /** How long before an idle reclaim its holder is warned (an event and a banner), in ms; `0` sends none. */
+  idleWarningMs?: number;
 }
 
 /** The environment variables {@link brokerOptionsFromEnv} reads. @category broker */
@@ -33,6 +40,8 @@ export const brokerEnvironmentVariables = [
   'CORRAL_AUTH_REQUIRED',
   'CORRAL_VDI_DISCONNECT_GRACE',
   'CORRAL_VDI_MAX_SESSION',
+  'CORRAL_VDI_IDLE_TIMEOUT',
+  'CORRAL_VDI_IDLE_WARNING',
 ] as const;
 
 type BrokerEnvironmentVariable = (typeof brokerEnvironmentVariables)[number];
@@ -76,6 +85,8 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
   CORRAL_AUTH_REQUIRED: switchValue,
   CORRAL_VDI_DISCONNECT_GRACE: duration,
   CORRAL_VDI_MAX_SESSION: duration,
+  CORRAL_VDI_IDLE_TIMEOUT: duration,
+  CORRAL_VDI_IDLE_WARNING: duration,
 };
 
 /**
@@ -89,6 +100,8 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
  * | `CORRAL_AUTH_REQUIRED` | `1` refuses anonymous callers on every `/api` route | off |
  * | `CORRAL_VDI_DISCONNECT_GRACE` | grace after the last console closes (`15m`; `0` off) | `15m` |
  * | `CORRAL_VDI_MAX_SESSION` | maximum claim age (`8h`; `0` none) | `0` |
+ * | `CORRAL_VDI_IDLE_TIMEOUT` | reclaim a desktop whose broker consoles carried no input this long (`30m`; `0` off) | `0` |
+ * | `CORRAL_VDI_IDLE_WARNING` | warn this long before an idle reclaim (`5m`; `0` none) | `5m` |
  *
  * An unset or empty variable takes its default.
  *
@@ -123,5 +136,7 @@ export function brokerOptionsFromEnv(
     authRequired: read('CORRAL_AUTH_REQUIRED', false),
     disconnectGraceMs: read('CORRAL_VDI_DISCONNECT_GRACE', 15 * 60_000),
     maxSessionMs: read('CORRAL_VDI_MAX_SESSION', 0),
+    idleTimeoutMs: read('CORRAL_VDI_IDLE_TIMEOUT', 0),
+    idleWarningMs: read('CORRAL_VDI_IDLE_WARNING', 5 * 60_000),
   };
 }

@@ -11,6 +11,7 @@ import { planConsoleStream } from '../sessions/plan-console-stream.js';
 import type { ConsoleEnd, ConsoleHandle, SessionEngine } from '../sessions/session-engine.js';
 import { answerError, answerFailure } from './answers.js';
 import type { Caller } from './caller-access.js';
+import { createConsoleInputDetector } from './console-input.js';
 import { type ConsoleRelay, consoleCloseCodes, type RelayStats, relayConsole } from './console-relay.js';
 import type { BrokerResponse } from './http-io.js';
 import { terminalFraming } from './terminal-framing.js';
@@ -157,6 +158,11 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
       relay: running,
     };
     open.add(entry);
+    // input keeps the desktop from idle reclaim; the engine writes it to the Lease at most once per interval
+    const isInput = createConsoleInputDetector(target.protocol);
+    client.on('message', (data: Buffer, isBinary: boolean) => {
+      if (isInput(data, isBinary)) sessions.noteInput({ namespace: target.namespace, member: target.member });
+    });
     const onEnded = () =>
       running.end(
         closeCodeOf(handle.ended.reason as ConsoleEnd),

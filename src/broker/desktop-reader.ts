@@ -52,6 +52,7 @@ function desktopBody(view: DesktopView, session: DesktopSession): DesktopBody {
     disconnectedAt: nullable(session.disconnectedAt),
     reclaimAt: nullable(session.reclaimAt),
     reclaimReason: nullable(session.reclaimReason),
+    ...(session.idleWarning ? { idleWarning: true } : {}),
   };
 }
 

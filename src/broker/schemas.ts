@@ -67,7 +67,11 @@ export const desktopSchema = z
     connected: z.boolean().meta({ description: 'A console of the desktop is open through this broker.' }),
     disconnectedAt: nullableTimestamp('When the disconnect grace began.'),
     reclaimAt: nullableTimestamp('When the reclaim policy takes the desktop back unless something changes.'),
-    reclaimReason: z.enum(['disconnect-grace', 'max-duration']).nullable(),
+    reclaimReason: z.enum(['disconnect-grace', 'max-duration', 'idle']).nullable(),
+    idleWarning: z.boolean().optional().meta({
+      description:
+        'Present and true while the desktop is about to be reclaimed as idle: input on a console keeps it.',
+    }),
   })
   .register(componentRegistry, { id: 'Desktop', description: 'A pool member as its holder sees it.' });
 

@@ -84,6 +84,15 @@ function loggerFor(format: string | undefined, terminal: Terminal): BrokerLogger
   throw new UsageError(`--log-format takes text or json, not "${format}"`, serve.words);
 }
 
+function durationFlag(input: CommandInput, flag: string, key: string): Record<string, number> {
+  const text = stringFlag(input, flag);
+  if (text === undefined) return {};
+  const parsed = durationSchema.safeParse(text);
+  if (!parsed.success)
+    throw new UsageError(`--${flag}: ${parsed.error.issues[0]?.message}`, ['broker', 'serve']);
+  return { [key]: parsed.data };
+}
+
 const serve: CommandSpec = {
   words: ['broker', 'serve'],
   summary:
@@ -105,6 +114,16 @@ const serve: CommandSpec = {
       type: 'string',
       value: 'ADDRS',
       help: 'Comma-separated proxy addresses; the header counts only on requests from them.',
+    },
+    'idle-timeout': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Reclaim a desktop whose broker consoles carried no key, pointer or terminal input this long (30m; 0 off). Overrides CORRAL_VDI_IDLE_TIMEOUT.',
+    },
+    'idle-warning': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Warn this long before an idle reclaim (default 5m). Overrides CORRAL_VDI_IDLE_WARNING.',
     },
     ui: {
       type: 'boolean',
@@ -153,7 +172,8 @@ const serve: CommandSpec = {
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
       '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_AUTH_REQUIRED, ' +
-      'CORRAL_VDI_DISCONNECT_GRACE and CORRAL_VDI_MAX_SESSION.',
+      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT and CORRAL_VDI_IDLE_WARNING. A ' +
+      'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
     '/healthz and /readyz answer anyone, for the probes of the platform; /readyz fails as soon as a shutdown ' +
       'begins. On SIGTERM or SIGINT the broker closes the consoles (1001), lets running releases and requests ' +
       'finish for up to 20 s, stops the reclaim loop and exits 0.',
@@ -171,7 +191,11 @@ const serve: CommandSpec = {
     const session = await input.cluster();
     const { brokerOptionsFromEnv } = await import('../broker/broker-settings.js');
     const { serveBroker } = await import('../broker/serve.js');
-    const settings = brokerOptionsFromEnv(input.env);
+    const settings = {
+      ...brokerOptionsFromEnv(input.env),
+      ...durationFlag(input, 'idle-timeout', 'idleTimeoutMs'),
+      ...durationFlag(input, 'idle-warning', 'idleWarningMs'),
+    };
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
     const listen = stringFlag(input, 'listen');
     const metricsListen = stringFlag(input, 'metrics-listen');

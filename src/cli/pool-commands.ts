@@ -1,5 +1,7 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
+import type { PoolSettings, ReclaimAction } from '../pools/pool-settings.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
+import { formatDuration } from '../sessions/parse-duration.js';
 import type { PoolStatus } from '../spares/pool-status.js';
 import { durationSchema } from '../validate.js';
 import type { ClusterSession } from './cluster-session.js';
@@ -22,6 +24,59 @@ const cloneTimeoutOption = {
     help: 'How long one clone may take before the command gives up, such as 90s or 5m. Default 2m.',
   },
 } as const;
+
+const settingsOptions = {
+  'reclaim-action': {
+    type: 'string',
+    value: 'ACTION',
+    help: 'What the reclaim policy does with a desktop: stop (persistent default), recreate (ephemeral default) or notify (report it and keep the claim).',
+  },
+  'reclaim-webhook': {
+    type: 'string',
+    value: 'URL',
+    help: 'An https URL that notify POSTs a JSON body to.',
+  },
+  'allow-http-webhook': {
+    type: 'boolean',
+    help: 'Accept an http webhook on localhost, 127.0.0.1 or ::1.',
+  },
+  'idle-timeout': {
+    type: 'string',
+    value: 'DURATION',
+    help: "Reclaim a desktop whose broker consoles carried no input this long, such as 30m; 0 turns it off for the pool. Default: the broker's.",
+  },
+} as const;
+
+/** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
+function settingsFlags(input: CommandInput, command: CommandSpec) {
+  const action = stringFlag(input, 'reclaim-action');
+  const webhook = stringFlag(input, 'reclaim-webhook');
+  const idle = stringFlag(input, 'idle-timeout');
+  let idleTimeoutMs: number | undefined;
+  if (idle !== undefined) {
+    const parsed = durationSchema.safeParse(idle);
+    if (!parsed.success)
+      throw new UsageError(`--idle-timeout: ${parsed.error.issues[0]?.message}`, command.words);
+    idleTimeoutMs = parsed.data;
+  }
+  return {
+    ...(action === undefined ? {} : { reclaimAction: action as ReclaimAction }),
+    ...(webhook === undefined ? {} : { reclaimWebhook: webhook }),
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+    ...(booleanFlag(input, 'allow-http-webhook') ? { allowLoopbackHttpWebhook: true } : {}),
+  };
+}
+
+/** A pool's settings in words, for `pool list` and `pool set`. */
+function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
+  const { reclaimWebhook, idleTimeoutMs } = pool.settings;
+  const parts = [
+    `reclaim: ${pool.reclaimAction}${reclaimWebhook ? ` → ${new URL(reclaimWebhook).origin}` : ''}`,
+  ];
+  if (idleTimeoutMs !== undefined)
+    parts.push(`idle timeout: ${idleTimeoutMs === 0 ? 'off' : formatDuration(idleTimeoutMs)}`);
+  return parts.join(', ');
+}
 
 function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | undefined {
   const text = stringFlag(input, 'clone-timeout');
@@ -131,7 +186,7 @@ function printPool(terminal: Terminal, pool: PoolView): void {
   const { paint } = terminal;
   const count = pool.counts.members;
   terminal.print(
-    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'})`,
+    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'}; ${settingsText(pool)})`,
   );
   for (const member of pool.members) {
     const holder = holderColumn(member.state);
@@ -185,6 +240,7 @@ const create: CommandSpec = {
     ephemeral: { type: 'boolean', help: 'Recreate a member from the golden VM each time it is released.' },
     ...minReadyOption,
     ...cloneTimeoutOption,
+    ...settingsOptions,
   },
   notes: [
     'Members are named <name>-1 … <name>-N. Device capacity is checked before anything is made; a clone ' +
@@ -200,6 +256,7 @@ const create: CommandSpec = {
     const size = countFlag(input, create, 'size', 1);
     const timeout = cloneTimeoutMs(input, create);
     const minReady = minReadyFlag(input);
+    const settings = settingsFlags(input, create);
     const session = await input.cluster();
     const { createPool } = await import('../pools/pool-service.js');
     const result = await withProgress(input, session, (signal) =>
@@ -213,13 +270,24 @@ const create: CommandSpec = {
         identity: session.actor,
         ...(minReady === undefined ? {} : { minReady }),
         ...(timeout === undefined ? {} : { cloneTimeoutMs: timeout }),
+        ...settings,
       }),
     );
     const { terminal } = input;
     if (terminal.json) {
-      const { id, name, namespace, source, ephemeral, members } = result;
+      const { id, name, namespace, source, ephemeral, members, reclaimAction } = result;
       terminal.printJson({
-        pool: { id, name, namespace, source, ephemeral, minReady: result.minReady ?? null, members },
+        pool: {
+          id,
+          name,
+          namespace,
+          source,
+          ephemeral,
+          minReady: result.minReady ?? null,
+          members,
+          reclaimAction,
+          settings: result.settings,
+        },
       });
       return 0;
     }
@@ -259,6 +327,8 @@ const list: CommandSpec = {
           name: pool.name,
           namespace: pool.namespace,
           counts: pool.counts,
+          reclaimAction: pool.reclaimAction,
+          settings: pool.settings,
           members: pool.members.map(toMemberJson),
         })),
       });
@@ -405,30 +475,59 @@ const plan: CommandSpec = {
 
 const set: CommandSpec = {
   words: ['pool', 'set'],
-  summary: 'Change a pool-wide setting: --min-ready N keeps N free members running as warm spares.',
+  summary:
+    "Change a pool's settings: --min-ready N keeps N free members running as warm spares; its reclaim action, webhook and idle timeout.",
   args: ['name'],
-  options: { ...clusterOptions, ...minReadyOption },
+  options: { ...clusterOptions, ...minReadyOption, ...settingsOptions },
   notes: [
-    "The setting is written on every member; the broker's keeper starts or stops spares on its next pass. " +
-      'A value above the size, negative or not whole is refused and nothing is written.',
+    "--min-ready is written on every member; the broker's keeper starts or stops spares on its next pass. A value " +
+      'above the size, negative or not whole is refused and nothing is written.',
+    'The other settings live in the ConfigMap corral-vdi-pool-<name>; those left out keep their value, and an ' +
+      'action other than notify drops the webhook. A bad value changes nothing. Given together, they are written ' +
+      'first and --min-ready after them: a refused --min-ready leaves them written, and says so.',
   ],
-  examples: ['$ corral-vdi pool set devpool --min-ready 2', '$ corral-vdi pool set devpool --min-ready 0'],
+  examples: [
+    '$ corral-vdi pool set devpool --min-ready 2',
+    '$ corral-vdi pool set devpool --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
+    '$ corral-vdi pool set devpool --idle-timeout 45m',
+  ],
   async run(input) {
-    requiredFlag(input, set, 'min-ready');
-    const minReady = minReadyFlag(input) ?? Number.NaN;
-    const session = await input.cluster();
-    const result = await session.vdi.setPool({
-      name: input.args.name ?? '',
-      namespace: session.namespace,
-      minReady,
-      identity: session.actor,
-    });
-    const { terminal } = input;
-    if (terminal.json) terminal.printJson({ pool: result });
-    else
-      terminal.print(
-        `pool "${input.args.name}": minReady ${result.minReady} on ${result.members.length} members`,
+    const settings = settingsFlags(input, set);
+    const minReady = minReadyFlag(input);
+    if (Object.keys(settings).length === 0 && minReady === undefined) {
+      throw new UsageError(
+        'name a setting to change, such as --min-ready, --reclaim-action or --idle-timeout',
+        set.words,
       );
+    }
+    const session = await input.cluster();
+    const name = input.args.name ?? '';
+    const { terminal } = input;
+    const changed: Record<string, unknown> = {};
+    if (Object.keys(settings).length > 0) {
+      const { setPoolSettings } = await import('../pools/pool-service.js');
+      const result = await setPoolSettings(session.vdi.context, {
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        ...settings,
+      });
+      Object.assign(changed, result);
+      if (!terminal.json) terminal.print(`pool "${name}" set: ${settingsText(result)}`);
+    }
+    if (minReady !== undefined) {
+      const result = await session.vdi
+        .setPool({ name, namespace: session.namespace, minReady, identity: session.actor })
+        .catch((error: unknown) => {
+          if (Object.keys(settings).length > 0)
+            terminal.note('the other settings were written; --min-ready was not');
+          throw error;
+        });
+      Object.assign(changed, result);
+      if (!terminal.json)
+        terminal.print(`pool "${name}": minReady ${result.minReady} on ${result.members.length} members`);
+    }
+    if (terminal.json) terminal.printJson({ pool: changed });
     return 0;
   },
 };

@@ -7,6 +7,9 @@ export type {
   ConsoleAccessRequest,
 } from '../access.js';
 export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from '../access.js';
+export { createConsoleInputDetector } from '../broker/console-input.js';
+export type { RfbInputParser, RfbInputScan } from '../broker/rfb-input.js';
+export { createRfbInputParser } from '../broker/rfb-input.js';
 export type {
   AdmissionPlan,
   AdmitPoolInput,
@@ -101,12 +104,16 @@ export {
   consolesAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  idleWarnedAnnotation,
+  inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   minReadyAnnotation,
   poolLabel,
+  poolSettingsLabel,
+  reclaimNotifiedAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
@@ -146,6 +153,14 @@ export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
 export { planPoolDelete } from '../pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction } from '../pools/pool-settings.js';
+export {
+  checkPoolSettings,
+  poolSettingsName,
+  poolSettingsOf,
+  reclaimActionOf,
+  reclaimActions,
+} from '../pools/pool-settings.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export type { ConsoleEntry } from '../sessions/console-entries.js';
 export { readConsoleEntries } from '../sessions/console-entries.js';
@@ -165,6 +180,8 @@ export {
   checkReclaimPolicy,
   defaultReclaimPolicy,
   describeSession,
+  hasBrokerConsole,
+  planIdleWarning,
   planReclaim,
 } from '../sessions/plan-reclaim.js';
 export type {
@@ -174,7 +191,13 @@ export type {
   ReclaimPassPlan,
   SessionStep,
 } from '../sessions/plan-reclaim-pass.js';
-export { claimKindOf, planReclaimPass, releaseStalledAfterMs } from '../sessions/plan-reclaim-pass.js';
+export {
+  claimKindOf,
+  notifiedMark,
+  planReclaimPass,
+  policyFor,
+  releaseStalledAfterMs,
+} from '../sessions/plan-reclaim-pass.js';
 export type { RenewalPlan } from '../sessions/plan-renewal.js';
 export { planRenewal } from '../sessions/plan-renewal.js';
 export { readMinReady, validateMinReady } from '../spares/min-ready.js';

@@ -11,8 +11,16 @@ import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolCreate } from './plan-pool-create.js';
 import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
+import {
+  checkPoolSettings,
+  type PoolSettings,
+  type ReclaimAction,
+  reclaimActionOf,
+} from './pool-settings.js';
+import { writePoolSettings } from './pool-settings-store.js';
 import { readPools } from './read-pool.js';
 import { runAudited } from './run-audited.js';
+import { poolSettingsOptionsSchema, settingsIn } from './set-pool-settings.js';
 
 /** Options of {@link createPool}. @category pools */
 export interface CreatePoolOptions {
@@ -41,6 +49,14 @@ export interface CreatePoolOptions {
   signal?: AbortSignal;
   /** Who acts, for the audit record. @defaultValue {@link defaultPoolActor} */
   identity?: string;
+  /** What the reclaim policy does with its desktops. @defaultValue the pool's reset: `stop`, or `recreate` when ephemeral */
+  reclaimAction?: ReclaimAction;
+  /** Where the `notify` action POSTs: an https URL. */
+  reclaimWebhook?: string;
+  /** The pool's idle timeout in ms, overriding the broker's; `0` turns idle reclaim off for the pool. */
+  idleTimeoutMs?: number;
+  /** Accept an http webhook on localhost, 127.0.0.1 or ::1. @defaultValue false */
+  allowLoopbackHttpWebhook?: boolean;
 }
 
 /** What {@link createPool} returns. @category pools */
@@ -58,6 +74,10 @@ export interface CreatePoolResult {
   source: string;
   /** The capacity admission that let the pool through. */
   capacity: AdmissionPlan;
+  /** What the reclaim policy does with its desktops. */
+  reclaimAction: ReclaimAction;
+  /** The pool's own settings, as stored. */
+  settings: PoolSettings;
 }
 
 const createSchema = z.object({
@@ -67,6 +87,7 @@ const createSchema = z.object({
   ephemeral: z.boolean().optional(),
   minReady: z.unknown().optional(),
   ...makeOptionsSchema,
+  ...poolSettingsOptionsSchema,
 });
 
 /**
@@ -79,7 +100,9 @@ const createSchema = z.object({
  * each member counts only once its clone reached `Succeeded`, and each finished clone object is deleted.
  * Members start stopped, carry the pool label (and, when `ephemeral`, the ephemeral label), and record their
  * golden VM. A failure part-way is reported member by member in `details.members`, after the members that were
- * made are removed again, unless `keepPartial`.
+ * made are removed again, unless `keepPartial`. Settings (reclaim action, webhook, idle timeout) are checked first
+ * and written once the members are made, to the ConfigMap `corral-vdi-pool-<name>`; a create that stops in
+ * between leaves a pool with the default settings, which `setPoolSettings` completes.
  *
  * @example
  * ```ts
@@ -102,6 +125,12 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
   const { name, from, size } = parsed;
   const id = formatPoolId({ kind: 'vm', namespace, pool: name });
   const ephemeral = parsed.ephemeral ?? false;
+  const settings = settingsIn(parsed as PoolSettings);
+  checkPoolSettings(settings, {
+    pool: name,
+    ephemeral,
+    allowLoopbackHttp: parsed.allowLoopbackHttpWebhook ?? false,
+  });
   const factory = memberFactoryFor(ctx);
   return await runAudited(
     ctx,
@@ -135,10 +164,24 @@ export async function createPool(ctx: VdiContext, options: CreatePoolOptions): P
         signal: parsed.signal,
         doing: `Creating pool "${name}"`,
       });
-      if (minReady === undefined) return { id, name, namespace, members, ephemeral, source: from, capacity };
-      // made first, then marked: a create that dies between leaves a pool without spares, and setPool marks it
+      // after the members: a create that stops between the writes leaves a pool with the default settings and
+      // no spares; pool set writes either again
+      if (Object.keys(settings).length > 0) await writePoolSettings(ctx, namespace, name, () => settings);
+      const reclaimAction = reclaimActionOf(settings, ephemeral);
+      const made = {
+        id,
+        name,
+        namespace,
+        members,
+        ephemeral,
+        source: from,
+        capacity,
+        reclaimAction,
+        settings,
+      };
+      if (minReady === undefined) return made;
       await writeMinReady(ctx, await ctx.cluster.listVms(namespace, `${poolLabel}=${name}`), minReady);
-      return { id, name, namespace, members, ephemeral, minReady, source: from, capacity };
+      return { ...made, minReady };
     },
   );
 }

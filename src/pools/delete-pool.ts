@@ -19,6 +19,7 @@ import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolDelete } from './plan-pool-delete.js';
 import { planMemberRemoval } from './plan-resize.js';
 import { defaultPoolActor } from './pool-options.js';
+import { deletePoolSettings } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
 import { dropLeftoverRemovals, takeRemovalLease } from './removal-lease.js';
 import { runAudited } from './run-audited.js';
@@ -132,6 +133,8 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
         );
         throw claimedMeanwhile(name, namespace, lost, named);
       }
+      // settings first: a delete that stops after it leaves members with the default settings, not settings without a pool
+      await deletePoolSettings(ctx, namespace, name);
       for (const clone of pending) await factory.deletePending(namespace, clone);
       await dropLeftoverRemovals(ctx, {
         pool: name,

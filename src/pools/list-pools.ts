@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
-import type { PoolView } from './pool-view.js';
+import { readPoolSettingsIn } from './pool-settings-store.js';
+import { describePools, type PoolView } from './pool-view.js';
 import { readPool, readPools } from './read-pool.js';
 
 /** Options of {@link listPools}. @category pools */
@@ -22,7 +23,8 @@ const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.o
 /**
  * Lists the pools of the given namespaces, read back from the `corral.dev/vdi-pool` label of their VMs: each
  * member in natural order (`-2` before `-10`) with who has it (free, claimed by whom and since when, or a
- * v0.6.0 assignment) and its power state. `kubectl get vm -l corral.dev/vdi-pool` shows the same members.
+ * v0.6.0 assignment) and its power state, and the pool's reclaim action and own settings (its ConfigMap
+ * `corral-vdi-pool-<pool>`). `kubectl get vm -l corral.dev/vdi-pool` shows the same members.
  *
  * @example
  * ```ts
@@ -37,7 +39,13 @@ export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {})
   const parsed = parseOptions(listSchema, options, 'listPools');
   const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map(validateNamespace);
   const read = await Promise.all(
-    namespaces.map(async (namespace) => (await readPools(ctx, namespace)).pools),
+    namespaces.map(async (namespace) => {
+      const [{ vms, leases }, settings] = await Promise.all([
+        readPools(ctx, namespace),
+        readPoolSettingsIn(ctx, namespace),
+      ]);
+      return describePools({ namespace, vms, leases, now: ctx.clock.now(), settings });
+    }),
   );
   return read.flat();
 }
@@ -50,5 +58,11 @@ export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {})
  */
 export async function getPool(ctx: VdiContext, options: PoolOptions): Promise<PoolView> {
   const parsed = parseOptions(poolSchema, options, 'getPool');
-  return (await readPool(ctx, validateNamespace(parsed.namespace ?? ctx.defaultNamespace), parsed.name)).pool;
+  const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
+  const [{ vms, leases }, settings] = await Promise.all([
+    readPool(ctx, namespace, parsed.name),
+    readPoolSettingsIn(ctx, namespace),
+  ]);
+  const [pool] = describePools({ namespace, vms, leases, now: ctx.clock.now(), settings });
+  return pool as PoolView;
 }

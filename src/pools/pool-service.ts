@@ -10,3 +10,5 @@ export type { ResizePoolOptions, ResizePoolResult } from './resize-pool.js';
 export { resizePool } from './resize-pool.js';
 export type { SetPoolOptions, SetPoolResult } from './set-pool.js';
 export { setPool } from './set-pool.js';
+export type { SetPoolSettingsOptions, SetPoolSettingsResult } from './set-pool-settings.js';
+export { setPoolSettings } from './set-pool-settings.js';

@@ -6,6 +6,7 @@ import { ephemeralLabel, poolLabel, removalHolder, sourceAnnotation } from '../k
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { compareNatural } from '../member-names.js';
+import { type PoolSettings, type ReclaimAction, reclaimActionOf } from './pool-settings.js';
 
 /**
  * Who has a member, as read from its Lease and labels:
@@ -47,6 +48,10 @@ export interface PoolView {
   /** Members in natural order: `-2` before `-10`. */
   members: PoolMemberView[];
   counts: { members: number; free: number; claimed: number };
+  /** What the reclaim policy does with its desktops: the pool's own action, or its reset. */
+  reclaimAction: ReclaimAction;
+  /** The pool's own settings, as stored; empty when it has none. */
+  settings: PoolSettings;
 }
 
 function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date): MemberState {
@@ -108,6 +113,8 @@ export function describePools(input: {
   vms: readonly VirtualMachine[];
   leases: readonly LeaseObject[];
   now: Date;
+  /** Each pool's own settings, by pool name. */
+  settings?: ReadonlyMap<string, PoolSettings>;
 }): PoolView[] {
   const { namespace, vms, leases, now } = input;
   const leaseByName = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
@@ -138,12 +145,15 @@ export function describePools(input: {
           (member.state.kind === 'claimed' || member.state.kind === 'legacy-assigned') &&
           !isFreeMember(member),
       ).length;
+      const settings = input.settings?.get(name) ?? {};
       return {
         id: formatPoolId({ kind: 'vm', namespace, pool: name }),
         name,
         namespace,
         members,
         counts: { members: members.length, free, claimed },
+        reclaimAction: reclaimActionOf(settings, members[0]?.ephemeral ?? false),
+        settings,
       };
     });
 }

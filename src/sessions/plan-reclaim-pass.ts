@@ -6,14 +6,19 @@ import {
   connectedAtAnnotation,
   consolesAnnotation,
   disconnectedAtAnnotation,
+  idleWarnedAnnotation,
+  inputAtAnnotation,
   leaseKindLabel,
   leaseMemberLabel,
   leaseNamePrefix,
+  leasePoolLabel,
+  reclaimNotifiedAnnotation,
   removalHolder,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
+import type { PoolSettings } from '../pools/pool-settings.js';
 import { isValidVmName } from '../validate.js';
 import {
   type ConsolePresence,
@@ -22,7 +27,10 @@ import {
   readConsoleEntries,
 } from './console-entries.js';
 import {
+  describeSession,
   graceStart,
+  hasBrokerConsole,
+  planIdleWarning,
   planReclaim,
   type ReclaimPolicy,
   type ReclaimReason,
@@ -103,12 +111,19 @@ export interface ReclaimPassInput {
   /** See {@link planRenewal}. */
   renewIntervalMs?: number | undefined;
   processStartedAt: Date;
+  /** The last input this process's broker consoles carried, by member; newer than the Lease's mark until written. */
+  inputs?: ReadonlyMap<string, Date> | undefined;
+  /** Each pool's own settings, by pool name: its reclaim action and idle timeout. */
+  settings?: ReadonlyMap<string, PoolSettings> | undefined;
 }
 
 /**
  * What a pass does with one claim Lease:
  *
- * - `reclaim`: the policy takes the desktop back for `reason`.
+ * - `reclaim`: the policy takes the desktop back for `reason`, due at `dueAt`; with `notify` (the pool's action)
+ *   it reports that instead and keeps the claim. A reclaim the Lease says was reported
+ *   (`corral.dev/vdi-reclaim-notified` naming the same reason and instant) is not due again.
+ * - `warn`: warn the holder that the desktop goes idle at `idleAt`, and mark the Lease so it is warned once.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
@@ -125,7 +140,15 @@ export interface ReclaimPassInput {
  * @category sessions
  */
 export type SessionStep =
-  | { kind: 'reclaim'; member: string; lease: LeaseObject; reason: ReclaimReason }
+  | {
+      kind: 'reclaim';
+      member: string;
+      lease: LeaseObject;
+      reason: ReclaimReason;
+      dueAt: Date;
+      notify: boolean;
+    }
+  | { kind: 'warn'; member: string; lease: LeaseObject; idleAt: Date }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'resume'; member: string; lease: LeaseObject }
@@ -147,6 +170,11 @@ export interface ReclaimPassPlan {
   steps: SessionStep[];
   desktops: number;
   needsMembers: boolean;
+  /**
+   * The pools' own settings must be read (plan again with `settings`): a reclaim is due (the action decides what it
+   * does), or a desktop has a broker console open (the pool's idle timeout applies).
+   */
+  needsSettings: boolean;
 }
 
 /**
@@ -228,11 +256,16 @@ export function sessionFactsOf(
   lease: LeaseObject,
   consoles: ConsoleState | undefined,
   context: SessionFactsContext,
+  input?: Date,
 ): SessionFacts | undefined {
   const acquiredAt = acquiredAtOf(lease);
   if (acquiredAt === undefined) return undefined;
   const own = ownState(lease, consoles);
   const { live, lostAt } = othersOf(lease, own, acquiredAt, context);
+  const marked = parseMark(lease, inputAtAnnotation);
+  // input this process saw may not be written yet
+  const lastInputAt =
+    input !== undefined && (marked === undefined || input.getTime() > marked.getTime()) ? input : marked;
   return {
     acquiredAt,
     connectedAt: parseMark(lease, connectedAtAnnotation),
@@ -241,6 +274,7 @@ export function sessionFactsOf(
     consoleOpen: live.size > 0 || (own?.open ?? 0) > 0,
     consolesLostAt: lostAt,
     processStartedAt: context.processStartedAt,
+    ...(lastInputAt === undefined ? {} : { lastInputAt }),
   };
 }
 
@@ -299,6 +333,33 @@ export function withConsoleMarks(lease: LeaseObject, input: ConsoleMarksInput): 
   return changed ? { ...lease, metadata: { ...lease.metadata, annotations } } : undefined;
 }
 
+/**
+ * The policy for one claim: the pass's, with its pool's own idle timeout when the pool sets one.
+ *
+ * @category sessions
+ */
+export function policyFor(
+  lease: LeaseObject,
+  policy: ReclaimPolicy,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+): ReclaimPolicy {
+  const own = settingsFor(lease, settings)?.idleTimeoutMs;
+  return own === undefined ? policy : { ...policy, idleTimeoutMs: own };
+}
+
+function settingsFor(
+  lease: LeaseObject,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+): PoolSettings | undefined {
+  const pool = lease.metadata.labels?.[leasePoolLabel];
+  return pool === undefined ? undefined : settings?.get(pool);
+}
+
+/** The `corral.dev/vdi-reclaim-notified` value of a reported reclaim. @category sessions */
+export function notifiedMark(reason: ReclaimReason, dueAt: Date): string {
+  return `${reason} ${dueAt.toISOString()}`;
+}
+
 // the mark renewed the Lease and nothing renews a releasing claim, so renewTime is when its release began
 function isStalled(lease: LeaseObject, now: Date): boolean {
   const text = lease.spec.renewTime;
@@ -338,6 +399,19 @@ function needsMembers(step: SessionStep): boolean {
   return step.kind === 'renew' || step.kind === 'mark';
 }
 
+// a reclaim's action, and a connected desktop's idle timeout, may be the pool's own
+function needsSettings(step: SessionStep, input: ReclaimPassInput): boolean {
+  if (step.kind === 'reclaim' || step.kind === 'warn') return true;
+  if (step.kind === 'skip') return false;
+  const facts = sessionFactsOf(
+    step.lease,
+    input.consoles.get(step.member),
+    input,
+    input.inputs?.get(step.member),
+  );
+  return facts !== undefined && hasBrokerConsole(facts);
+}
+
 /** The members as listed: their Lease names, and which of them exist and are not being deleted. */
 interface ListedMembers {
   byLeaseName: ReadonlyMap<string, string>;
@@ -355,10 +429,19 @@ function stepFor(
   const renewal = planRenewal(lease, input.now, input.renewIntervalMs);
   if (renewal.kind === 'expired') return { kind: 'skip', lease, reason: 'expired' };
   const consoles = input.consoles.get(member);
-  const facts = sessionFactsOf(lease, consoles, input);
+  const facts = sessionFactsOf(lease, consoles, input, input.inputs?.get(member));
   if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
-  const reclaim = planReclaim(facts, input.now, input.policy);
-  if (reclaim.kind === 'reclaim') return { kind: 'reclaim', member, lease, reason: reclaim.reason };
+  const policy = policyFor(lease, input.policy, input.settings);
+  const reclaim = planReclaim(facts, input.now, policy);
+  if (reclaim.kind === 'reclaim') {
+    const dueAt = describeSession(facts, policy).reclaimAt ?? input.now;
+    const notify = settingsFor(lease, input.settings)?.reclaimAction === 'notify';
+    const reported =
+      lease.metadata.annotations?.[reclaimNotifiedAnnotation] === notifiedMark(reclaim.reason, dueAt);
+    // a reported reclaim of a notify pool leaves the claim to its holder: it is renewed and marked as ever
+    if (!(notify && reported))
+      return { kind: 'reclaim', member, lease, reason: reclaim.reason, dueAt, notify };
+  }
   // a claim without its member is never kept alive: only a release makes the member again
   if (listed && !listed.standing.has(member)) {
     return isReleasing(lease)
@@ -370,6 +453,13 @@ function stepFor(
     return isStalled(lease, input.now)
       ? { kind: 'resume', member, lease }
       : { kind: 'skip', lease, reason: 'releasing' };
+  }
+  const warning = planIdleWarning(facts, input.now, policy);
+  if (
+    warning.kind === 'warn' &&
+    lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()
+  ) {
+    return { kind: 'warn', member, lease, idleAt: warning.idleAt };
   }
   const own = ownState(lease, consoles);
   const marks = own !== undefined && own.written < own.version;
@@ -394,7 +484,8 @@ export function planSessionStep(lease: LeaseObject, input: Omit<ReclaimPassInput
  * {@link releaseStalledAfterMs}) must be resumed, or whether to leave it. A reclaimed desktop is neither renewed nor
  * marked, and neither is a claim whose member is gone or being deleted. Without `members` the
  * plan says `needsMembers` when a Lease name carries a hashed member name, or when a step would renew, mark or wait
- * on a release; a pass with nothing due needs only the Leases.
+ * on a release; without `settings` it says `needsSettings` when a reclaim is due or a desktop has a broker console
+ * open. A pass with nothing due and no desktop connected through the broker needs only the Leases.
  *
  * @example
  * ```ts
@@ -412,5 +503,6 @@ export function planReclaimPass(input: ReclaimPassInput): ReclaimPassPlan {
     steps,
     desktops: steps.filter((step) => step.kind !== 'skip').length,
     needsMembers: listed === undefined && steps.some(needsMembers),
+    needsSettings: input.settings === undefined && steps.some((step) => needsSettings(step, input)),
   };
 }

@@ -1,7 +1,7 @@
 import { VdiError } from '../errors.js';
 
 /** Why the reclaim policy takes a desktop back. @category sessions */
-export type ReclaimReason = 'disconnect-grace' | 'max-duration';
+export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle';
 
 /**
  * The reclaim policy.
@@ -13,6 +13,14 @@ export interface ReclaimPolicy {
   disconnectGraceMs: number;
   /** The maximum age of a claim in ms, also while a console is open; `0` means no maximum. */
   maxSessionMs: number;
+  /**
+   * How long a desktop connected through broker consoles may carry no input before it is reclaimed, in ms; `0`
+   * turns idle reclaim off. A desktop without a broker console open is never idle.
+   * @defaultValue 0
+   */
+  idleTimeoutMs?: number;
+  /** How long before an idle reclaim its holder is warned, in ms; `0` sends no warning. @defaultValue 0 */
+  idleWarningMs?: number;
 }
 
 /** The default policy: 15 minutes of disconnect grace and no maximum age. @category sessions */
@@ -42,6 +50,8 @@ export interface SessionFacts {
   consolesLostAt?: Date | undefined;
   /** When this process started; a desktop that was connected when the previous one stopped counts from here. */
   processStartedAt: Date;
+  /** The last input a broker console carried to the desktop: the `corral.dev/vdi-input-at` mark or newer. */
+  lastInputAt?: Date | undefined;
 }
 
 /**
@@ -66,6 +76,8 @@ export interface SessionView {
   /** The earliest pending reclaim; it may lie in the past until the next pass acts on it. */
   reclaimAt?: Date;
   reclaimReason?: ReclaimReason;
+  /** Set while the holder is being warned of an idle reclaim: from `idleWarningMs` before it. */
+  idleWarning?: boolean;
 }
 
 interface PendingReclaim {
@@ -84,10 +96,13 @@ interface PendingReclaim {
  *   of a replica that stopped heartbeating (`consolesLostAt`, after the last disconnect), mean a process stopped
  *   while it was connected; its grace counts from the later of that instant (`connectedAt`, or the entries'
  *   expiry) and `processStartedAt`. A desktop that was already disconnected keeps its recorded time.
+ * - Idle: a desktop with a broker console open (through any live replica, or marked connected on its Lease) is reclaimed
+ *   `idleTimeoutMs` after its last input, or after its connected period began when that is later. A desktop used
+ *   only through a native client has no broker console, so it is never idle.
  * - Marks older than `acquiredAt` belong to an earlier claim of the member and are ignored.
  *
- * Both reclaims are due at their instant (`now >= reclaimAt`); when both are due the earlier one names the
- * reason, and on a tie `max-duration` does. An explicit release is not this policy's business.
+ * Every reclaim is due at its instant (`now >= reclaimAt`, which {@link describeSession} tells); when several are due the earliest
+ * names the reason, and on a tie `max-duration` does, then `disconnect-grace`. An explicit release is not this policy's business.
  *
  * @example
  * ```ts
@@ -121,14 +136,48 @@ export function planReclaim(facts: SessionFacts, now: Date, policy: ReclaimPolic
  * @throws {@link VdiError} `INVALID_INPUT` as {@link planReclaim}.
  * @category sessions
  */
-export function describeSession(facts: SessionFacts, policy: ReclaimPolicy): SessionView {
+export function describeSession(facts: SessionFacts, policy: ReclaimPolicy, now?: Date): SessionView {
   const next = earliestReclaim(facts, policy);
   const disconnectedAt = facts.consoleOpen ? undefined : graceStart(facts);
+  const warned = now !== undefined && next !== undefined && isWarned(next, now, policy);
   return {
     connected: facts.consoleOpen,
     ...(disconnectedAt === undefined ? {} : { disconnectedAt }),
     ...(next === undefined ? {} : { reclaimAt: next.at, reclaimReason: next.reason }),
+    ...(warned ? { idleWarning: true } : {}),
   };
+}
+
+/**
+ * Whether the holder of a claimed desktop is to be warned at `now` of an idle reclaim: the idle reclaim is the
+ * next one, it is not due yet, and it comes within `idleWarningMs`. `idleAt` is that reclaim's instant; a new
+ * input moves it, so each instant is warned about once.
+ *
+ * @example
+ * ```ts
+ * const warning = planIdleWarning(facts, clock.now(), policy);
+ * if (warning.kind === 'warn' && lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()) warn();
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` as {@link planReclaim}.
+ * @category sessions
+ */
+export function planIdleWarning(
+  facts: SessionFacts,
+  now: Date,
+  policy: ReclaimPolicy,
+): { kind: 'warn'; idleAt: Date } | { kind: 'none' } {
+  checkDate(now, 'now');
+  const next = earliestReclaim(facts, policy);
+  return next !== undefined && isWarned(next, now, policy)
+    ? { kind: 'warn', idleAt: next.at }
+    : { kind: 'none' };
+}
+
+function isWarned(next: PendingReclaim, now: Date, policy: ReclaimPolicy): boolean {
+  const warningMs = policy.idleWarningMs ?? 0;
+  if (next.reason !== 'idle' || warningMs === 0) return false;
+  const left = next.at.getTime() - now.getTime();
+  return left > 0 && left <= warningMs;
 }
 
 function earliestReclaim(facts: SessionFacts, policy: ReclaimPolicy): PendingReclaim | undefined {
@@ -140,6 +189,10 @@ function earliestReclaim(facts: SessionFacts, policy: ReclaimPolicy): PendingRec
   const start = facts.consoleOpen || policy.disconnectGraceMs === 0 ? undefined : graceStart(facts);
   const graceAt = start === undefined ? undefined : later(start, policy.disconnectGraceMs);
   if (graceAt !== undefined) pending.push({ at: graceAt, reason: 'disconnect-grace' });
+  const idleTimeoutMs = policy.idleTimeoutMs ?? 0;
+  const idleFrom = idleTimeoutMs > 0 ? idleStart(facts) : undefined;
+  const idleAt = idleFrom === undefined ? undefined : later(idleFrom, idleTimeoutMs);
+  if (idleAt !== undefined) pending.push({ at: idleAt, reason: 'idle' });
   // max-duration comes first, so a tie keeps it
   return pending.reduce<PendingReclaim | undefined>(
     (earliest, candidate) =>
@@ -175,6 +228,31 @@ export function graceStart(facts: SessionFacts): Date | undefined {
   return new Date(Math.max(...unclosed, facts.processStartedAt.getTime()));
 }
 
+/**
+ * Whether a broker console of the desktop is open: in this process, or by the marks on its Lease (another
+ * replica's). Only such a desktop can go idle.
+ *
+ * @category sessions
+ */
+export function hasBrokerConsole(facts: SessionFacts): boolean {
+  return idleStart(facts) !== undefined;
+}
+
+// When the idle time of a desktop with a broker console began, or undefined when no broker console is open.
+function idleStart(facts: SessionFacts): Date | undefined {
+  const claimed = facts.acquiredAt.getTime();
+  const connectedAt =
+    facts.connectedAt && facts.connectedAt.getTime() >= claimed ? facts.connectedAt : undefined;
+  const disconnectedAt =
+    facts.disconnectedAt && facts.disconnectedAt.getTime() >= claimed ? facts.disconnectedAt : undefined;
+  const marked =
+    connectedAt !== undefined &&
+    (disconnectedAt === undefined || connectedAt.getTime() > disconnectedAt.getTime());
+  if (!facts.consoleOpen && !marked) return undefined;
+  const starts = [claimed, connectedAt?.getTime() ?? claimed, facts.lastInputAt?.getTime() ?? claimed];
+  return new Date(Math.max(...starts));
+}
+
 function checkDate(value: unknown, name: string): void {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) {
     throw new VdiError(
@@ -193,6 +271,7 @@ function checkFacts(facts: SessionFacts): void {
   if (facts.connectedAt !== undefined) checkDate(facts.connectedAt, 'connectedAt');
   if (facts.disconnectedAt !== undefined) checkDate(facts.disconnectedAt, 'disconnectedAt');
   if (facts.consolesLostAt !== undefined) checkDate(facts.consolesLostAt, 'consolesLostAt');
+  if (facts.lastInputAt !== undefined) checkDate(facts.lastInputAt, 'lastInputAt');
   if (typeof facts.consoleOpen !== 'boolean') {
     throw new VdiError('INVALID_INPUT', 'The session fact "consoleOpen" must be true or false.', {
       details: { field: 'consoleOpen' },
@@ -201,14 +280,14 @@ function checkFacts(facts: SessionFacts): void {
 }
 
 /**
- * Checks a reclaim policy: both values are whole, non-negative milliseconds.
+ * Checks a reclaim policy: every value is whole, non-negative milliseconds.
  *
  * @throws {@link VdiError} `INVALID_INPUT` naming the bad value.
  * @category sessions
  */
 export function checkReclaimPolicy(policy: ReclaimPolicy): void {
-  for (const field of ['disconnectGraceMs', 'maxSessionMs'] as const) {
-    const value = policy[field];
+  for (const field of ['disconnectGraceMs', 'maxSessionMs', 'idleTimeoutMs', 'idleWarningMs'] as const) {
+    const value = policy[field] ?? 0;
     if (!Number.isSafeInteger(value) || value < 0) {
       throw new VdiError(
         'INVALID_INPUT',

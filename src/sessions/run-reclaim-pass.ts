@@ -1,3 +1,4 @@
+import { recordAudit } from '../audit.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
@@ -6,14 +7,23 @@ import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../de
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
-import { leasePoolLabel, sessionIdAnnotation } from '../keys.js';
+import {
+  idleWarnedAnnotation,
+  leasePoolLabel,
+  reclaimNotifiedAnnotation,
+  sessionIdAnnotation,
+} from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import type { PoolSettings } from '../pools/pool-settings.js';
+import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
 import type { ConsoleTracker } from './console-tracker.js';
+import type { InputTracker } from './input-tracker.js';
 import type { ReclaimPolicy } from './plan-reclaim.js';
 import {
   claimKeyOf,
   claimKindOf,
   isSameClaim,
+  notifiedMark,
   planReclaimPass,
   planSessionStep,
   type SessionStep,
@@ -32,6 +42,10 @@ export interface SessionPassResult {
   /** Leases whose session marks were written because an earlier write failed. */
   marked: number;
   reclaimed: number;
+  /** Reclaims of `notify` pools reported instead of carried out; their claims stay. */
+  notified: number;
+  /** Holders warned that their desktop goes idle soon. */
+  warned: number;
   /** Releases that had stopped half way (member gone, or marked longer ago than the bound), finished by this pass. */
   resumed: number;
   /** Reclaims and resumed releases that failed; their claims stay and the next pass tries again. */
@@ -44,6 +58,9 @@ export interface SessionPassResult {
 export interface ReclaimPassSetup {
   namespaces: readonly string[];
   tracker: ConsoleTracker;
+  inputs: InputTracker;
+  /** The pools' own settings as the last pass read them, by namespace: for views between passes. */
+  poolSettings: Map<string, ReadonlyMap<string, PoolSettings>>;
   /** The backend of each served kind; a claim is reset through the one of its member's kind. */
   backends: readonly DesktopBackend[];
   policy: ReclaimPolicy;
@@ -74,6 +91,8 @@ export async function runReclaimPass(ctx: VdiContext, setup: ReclaimPassSetup): 
     renewed: 0,
     marked: 0,
     reclaimed: 0,
+    notified: 0,
+    warned: 0,
     resumed: 0,
     failed: 0,
     errors: [],
@@ -120,6 +139,7 @@ async function passOverNamespace(
   result: SessionPassResult,
   collect: (error: unknown) => void,
 ): Promise<void> {
+  for (const failure of await setup.inputs.flush(namespace)) result.errors.push(asVdiError(failure));
   // with the namespace's watch cache started, a pass lists nothing: the cache and this process's writes suffice
   const cached = ctx.cluster.isCaching(namespace);
   const leases = await ctx.cluster.listLeases(namespace, leasePoolLabel, { cached });
@@ -127,13 +147,20 @@ async function passOverNamespace(
     leases,
     consoles: setup.tracker.trackedIn(namespace),
     replicaId: setup.tracker.replicaId,
+    inputs: setup.inputs.inputsIn(namespace),
     now: ctx.clock.now(),
     policy: setup.policy,
     renewIntervalMs: setup.renewIntervalMs,
     processStartedAt: setup.processStartedAt,
   };
   let plan = planReclaimPass(input);
-  // a pass with nothing due reads only the Leases
+  let settings: ReadonlyMap<string, PoolSettings> | undefined;
+  // a pass with nothing due and nobody connected through the broker reads only the Leases
+  if (plan.needsSettings) {
+    settings = await readPoolSettingsIn(ctx, namespace);
+    setup.poolSettings.set(namespace, settings);
+    plan = planReclaimPass({ ...input, settings });
+  }
   if (plan.needsMembers) {
     // only the kinds the claims name are listed; a claim that names none may be of any kind
     const kinds = new Set(leases.map(claimKindOf));
@@ -143,6 +170,7 @@ async function passOverNamespace(
     ).flat();
     plan = planReclaimPass({
       ...input,
+      settings,
       members: listed.map((facts) => facts.member),
       deleting: listed.filter((facts) => facts.deleting).map((facts) => facts.member),
     });
@@ -151,15 +179,19 @@ async function passOverNamespace(
   const writes = plan.steps.filter(
     (step): step is Due<'renew' | 'mark'> => step.kind === 'renew' || step.kind === 'mark',
   );
+  const warnings = plan.steps.filter((step): step is Due<'warn'> => step.kind === 'warn');
   const reclaims = plan.steps.filter(
     (step): step is Due<'reclaim' | 'resume'> => step.kind === 'reclaim' || step.kind === 'resume',
   );
   await forEachBounded(writes, writeConcurrency, (step) =>
     write(ctx, setup, namespace, step, result).catch(collect),
   );
+  await forEachBounded(warnings, writeConcurrency, (step) =>
+    warn(ctx, setup, namespace, step, result).catch(collect),
+  );
   await forEachBounded(reclaims, reclaimConcurrency, (step) =>
     (step.kind === 'reclaim'
-      ? reclaim(ctx, setup, namespace, step, result)
+      ? reclaim(ctx, setup, namespace, settings, step, result)
       : resume(ctx, setup, namespace, step, result)
     ).catch(collect),
   );
@@ -206,10 +238,41 @@ async function write(
   }
 }
 
+/** Warns the holder that the desktop goes idle at `idleAt`, once: the Lease records the instant warned about. */
+async function warn(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  namespace: string,
+  { member, lease, idleAt }: Due<'warn'>,
+  result: SessionPassResult,
+): Promise<void> {
+  const at = idleAt.toISOString();
+  await setup.fence?.();
+  const outcome = await updateClaimLease(
+    ctx,
+    { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
+    (current) => {
+      if (isReleasing(current) || current.metadata.annotations?.[idleWarnedAnnotation] === at)
+        return undefined;
+      const annotations = { ...current.metadata.annotations, [idleWarnedAnnotation]: at };
+      return { ...current, metadata: { ...current.metadata, annotations } };
+    },
+  );
+  if (outcome.kind !== 'written') return;
+  result.warned += 1;
+  const kind = await kindOfClaim(setup, namespace, member, lease);
+  ctx.events.emit('idle-warning', {
+    desktopId: formatDesktopId({ kind, namespace, member }),
+    holder: lease.spec.holderIdentity ?? '',
+    idleAt: at,
+  });
+}
+
 async function reclaim(
   ctx: VdiContext,
   setup: ReclaimPassSetup,
   namespace: string,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
   { member, lease: listed }: Due<'reclaim'>,
   result: SessionPassResult,
 ): Promise<void> {
@@ -221,9 +284,12 @@ async function reclaim(
   const kind = await kindOfClaim(setup, namespace, member, lease);
   const desktopId = formatDesktopId({ kind, namespace, member });
   const tracked = tracker.trackedFor(namespace, member, lease);
+  const input = setup.inputs.inputsIn(namespace).get(member);
   const step = planSessionStep(lease, {
     consoles: new Map(tracked ? [[member, tracked]] : []),
     replicaId: tracker.replicaId,
+    inputs: new Map(input ? [[member, input]] : []),
+    settings,
     members: [member],
     now: ctx.clock.now(),
     policy: setup.policy,
@@ -232,6 +298,12 @@ async function reclaim(
   });
   if (step.kind !== 'reclaim') return;
   await setup.fence?.();
+  if (step.notify) {
+    const pool = lease.metadata.labels?.[leasePoolLabel] ?? '';
+    await notify(ctx, { desktopId, pool, lease, step, webhook: settings?.get(pool)?.reclaimWebhook });
+    result.notified += 1;
+    return;
+  }
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
   // a console outlives a claim only until the policy takes it back (max-duration reclaims with consoles open)
   await tracker.endConsoles(namespace, member, {
@@ -268,6 +340,74 @@ async function reclaim(
 
 function fenceOf({ fence }: ReclaimPassSetup): { fence?: () => Promise<void> } {
   return fence === undefined ? {} : { fence };
+}
+
+const webhookTimeoutMs = 5_000;
+
+/**
+ * Reports a due reclaim of a `notify` pool instead of carrying it out: the `reclaim-notified` event, the audit
+ * record, a POST of the same facts to the pool's webhook when it has one, then the mark on the Lease that keeps
+ * the next passes from reporting it again. A process that stops between the POST and the mark reports it once more.
+ */
+async function notify(
+  ctx: VdiContext,
+  input: {
+    desktopId: string;
+    pool: string;
+    lease: LeaseObject;
+    step: Due<'reclaim'>;
+    webhook: string | undefined;
+  },
+): Promise<void> {
+  const { desktopId, pool, lease, step, webhook } = input;
+  const holder = lease.spec.holderIdentity ?? '';
+  const facts = { desktopId, pool, holder, reason: step.reason, dueAt: step.dueAt.toISOString() };
+  const delivery = webhook === undefined ? undefined : await postWebhook(webhook, facts);
+  ctx.events.emit('reclaim-notified', { ...facts, ...(delivery ? { webhook: delivery } : {}) });
+  await recordAudit(ctx, {
+    action: 'vdi reclaim notify',
+    user: reclaimActor,
+    target: `${desktopId} (${step.reason})`,
+    ...(delivery && !delivery.ok
+      ? {
+          error: new VdiError('INTERNAL', `The reclaim webhook failed: ${delivery.error ?? delivery.status}`),
+        }
+      : {}),
+  });
+  const mark = notifiedMark(step.reason, step.dueAt);
+  await updateClaimLease(
+    ctx,
+    {
+      namespace: lease.metadata.namespace ?? '',
+      name: lease.metadata.name ?? '',
+      claim: claimKeyOf(lease),
+      known: lease,
+    },
+    (current) => {
+      if (current.metadata.annotations?.[reclaimNotifiedAnnotation] === mark) return undefined;
+      const annotations = { ...current.metadata.annotations, [reclaimNotifiedAnnotation]: mark };
+      return { ...current, metadata: { ...current.metadata, annotations } };
+    },
+  );
+}
+
+async function postWebhook(
+  url: string,
+  facts: Record<string, string>,
+): Promise<{ ok: boolean; status?: number; error?: string }> {
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ event: 'reclaim-notified', ...facts }),
+      signal: AbortSignal.timeout(webhookTimeoutMs),
+      redirect: 'error',
+    });
+    await response.body?.cancel();
+    return { ok: response.ok, status: response.status };
+  } catch (error) {
+    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+  }
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   createConsoleTracker,
   type OpenConsoleOptions,
 } from './console-tracker.js';
+import { createInputTracker } from './input-tracker.js';
 import {
   checkReclaimPolicy,
   defaultReclaimPolicy,
@@ -18,7 +19,7 @@ import {
   type ReclaimPolicy,
   type ReclaimReason,
 } from './plan-reclaim.js';
-import { sessionFactsOf } from './plan-reclaim-pass.js';
+import { policyFor, sessionFactsOf } from './plan-reclaim-pass.js';
 import { planRenewal } from './plan-renewal.js';
 import { runReclaimPass, type SessionPassResult } from './run-reclaim-pass.js';
 
@@ -70,6 +71,12 @@ export interface SessionEngineOptions {
   heartbeatMs?: number;
   /** Told each pass as it starts, with the promise of its result; the broker's metrics time passes with it. */
   observePass?: (pass: Promise<SessionPassResult>) => void;
+  /**
+   * The shortest time between two writes of a desktop's `corral.dev/vdi-input-at` mark, in ms: idle reclaim sees
+   * input on another replica at most this much (plus a pass) late.
+   * @defaultValue 30000
+   */
+  inputMarkIntervalMs?: number;
 }
 
 /** The session fields of a desktop view (times in RFC 3339). @category sessions */
@@ -81,6 +88,8 @@ export interface DesktopSession {
   /** The earliest pending reclaim; it may lie in the past until the next pass acts on it. */
   reclaimAt: string | undefined;
   reclaimReason: ReclaimReason | undefined;
+  /** `true` while the idle reclaim comes within the idle warning: input on a broker console keeps the desktop. */
+  idleWarning?: true;
 }
 
 /** Options of {@link SessionEngine.endConsoles}. @category sessions */
@@ -110,6 +119,12 @@ export interface SessionEngine {
    * Resolves with how many ended, once their marks are written or left for the next pass.
    */
   endConsoles(options: EndConsolesOptions): Promise<number>;
+  /**
+   * Records input (a key, a pointer event, terminal bytes) that a console of this process carried to a desktop: it
+   * keeps the desktop from idle reclaim. The Lease mark is written at most once per `inputMarkIntervalMs`. Never
+   * throws.
+   */
+  noteInput(desktop: { namespace: string; member: string }): void;
   /** Runs a pass now and then every `intervalMs` until {@link SessionEngine.stop}. Calling it twice does nothing. */
   start(): void;
   /** Stops the passes' timer and waits for a running pass. Open consoles stay counted, and their heartbeat runs on. */
@@ -141,8 +156,14 @@ const positiveMs = z.number().int().positive().max(2_147_483_647);
 const optionsSchema = z.object({
   namespaces: z.array(namespaceSchema).min(1),
   policy: z
-    .object({ disconnectGraceMs: z.number().optional(), maxSessionMs: z.number().optional() })
+    .object({
+      disconnectGraceMs: z.number().optional(),
+      maxSessionMs: z.number().optional(),
+      idleTimeoutMs: z.number().optional(),
+      idleWarningMs: z.number().optional(),
+    })
     .optional(),
+  inputMarkIntervalMs: positiveMs.optional(),
   intervalMs: positiveMs.optional(),
   renewIntervalMs: positiveMs.optional(),
   processStartedAt: z.date().optional(),
@@ -195,9 +216,12 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     heartbeatMs: parsed.heartbeatMs ?? 60_000,
     processStartedAt,
   });
+  const inputs = createInputTracker(ctx, parsed.inputMarkIntervalMs ?? 30_000);
   const setup = {
     namespaces,
     tracker,
+    inputs,
+    poolSettings: new Map(),
     backends: Object.values(ctx.backends).filter((backend): backend is DesktopBackend => !!backend),
     policy,
     renewIntervalMs: parsed.renewIntervalMs,
@@ -220,6 +244,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
   return {
     openConsole: tracker.openConsole,
     endConsoles: ({ namespace, member, end }) => tracker.endConsoles(namespace, member, end),
+    noteInput: ({ namespace, member }) => inputs.noteInput(namespace, member),
     runPass,
     heartbeat: tracker.heartbeat,
     start() {
@@ -242,18 +267,21 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         reclaimReason: undefined,
       };
       if (!lease || planRenewal(lease, ctx.clock.now()).kind === 'expired') return empty;
-      const facts = sessionFactsOf(lease, tracker.trackedFor(namespace, member, lease), {
-        replicaId,
-        now: ctx.clock.now(),
-        processStartedAt,
-      });
+      const facts = sessionFactsOf(
+        lease,
+        tracker.trackedFor(namespace, member, lease),
+        { replicaId, now: ctx.clock.now(), processStartedAt },
+        inputs.inputsIn(namespace).get(member),
+      );
       if (!facts) return empty;
-      const view = describeSession(facts, policy);
+      const own = policyFor(lease, policy, setup.poolSettings.get(namespace));
+      const view = describeSession(facts, own, ctx.clock.now());
       return {
         connected: view.connected,
         disconnectedAt: view.disconnectedAt?.toISOString(),
         reclaimAt: view.reclaimAt?.toISOString(),
         reclaimReason: view.reclaimReason,
+        ...(view.idleWarning ? { idleWarning: true as const } : {}),
       };
     },
     policy,

@@ -2,7 +2,12 @@
 import type { DesktopBody, PoolBody } from '../broker/schemas.js';
 import { type ConsoleProtocol, createVdiClient, type VdiClient } from '../client/vdi-client.js';
 import { chooseConsole } from './console-choice.js';
-import { describeConsoleEnd, describeError, describeSession } from './describe-session.js';
+import {
+  describeConsoleEnd,
+  describeError,
+  describeIdleWarning,
+  describeSession,
+} from './describe-session.js';
 import { type OpenConsole, openConsole } from './open-console.js';
 import { installStyles } from './styles.js';
 
@@ -249,6 +254,12 @@ function createElementClass(): CustomElementConstructor {
             item.append(startButton);
           }
           item.append(connectButton, releaseButton);
+          const warning = describeIdleWarning(desktop);
+          if (warning) {
+            item.append(
+              make('p', { className: 'corral-idle-warning', attrs: { role: 'alert' }, text: warning }),
+            );
+          }
           return item;
         }),
       );

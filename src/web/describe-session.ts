@@ -5,6 +5,7 @@ import type { ConsoleEnd } from './open-console.js';
 const reclaimReasons: Readonly<Record<NonNullable<DesktopBody['reclaimReason']>, string>> = {
   'disconnect-grace': 'no console has been open for the disconnect grace',
   'max-duration': 'the session reaches its longest allowed time',
+  idle: 'no key or pointer input reached it through a console',
 };
 
 /** Formats an RFC 3339 time for people, in the browser's locale and zone. */
@@ -21,6 +22,12 @@ export function describeSession(desktop: DesktopBody): string {
       : 'Not connected';
   if (!desktop.reclaimAt || !desktop.reclaimReason) return `${state}.`;
   return `${state}; reclaimed at ${formatWhen(desktop.reclaimAt)} because ${reclaimReasons[desktop.reclaimReason]}.`;
+}
+
+/** The banner of a desktop about to be reclaimed as idle, or `undefined` when it is not. */
+export function describeIdleWarning(desktop: DesktopBody): string | undefined {
+  if (!desktop.idleWarning || !desktop.reclaimAt) return undefined;
+  return `No key or pointer input has reached this desktop for a while: it will be reclaimed at ${formatWhen(desktop.reclaimAt)}. Type or move the pointer in its console to keep it.`;
 }
 
 /** An error in words for the page: the broker's message, which says what to do next, or what failed. */

@@ -495,6 +495,7 @@ const expected: Record<string, string[]> = {
   'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity', 'ct capacity'],
   'list virtualmachines.kubevirt.io (cluster)': ['list pool namespaces'],
   'get configmaps': [
+    'pool delete',
     'ct-pool apply',
     'ct-pool get',
     'ct-pool reconcile',
@@ -504,7 +505,7 @@ const expected: Record<string, string[]> = {
     'ct capacity',
     'ct-pool delete',
   ],
-  'list configmaps': ['ct-pool list'],
+  'list configmaps': ['list pools', 'session pass (reclaim)', 'ct-pool list'],
   'create configmaps': ['ct-pool apply'],
   'update configmaps': ['ct shrink'],
   'delete configmaps': ['ct-pool delete'],

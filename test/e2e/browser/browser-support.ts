@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { tailscaleIdentity } from '../../../src/broker/identity.js';
-import { type BrokerServer, serveBroker } from '../../../src/broker/serve.js';
+import { type BrokerServer, type ServeBrokerOptions, serveBroker } from '../../../src/broker/serve.js';
 import type { Screen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import type { TestClock } from '../../../src/testing/test-clock.js';
@@ -102,6 +102,7 @@ export async function startPageBroker(
   cluster: LocalClusterAccess,
   namespace: string,
   clock: TestClock,
+  options: Partial<ServeBrokerOptions> = {},
 ): Promise<BrokerServer> {
   const vdi = createVdi({
     kubeConfig: cluster.kubeConfig,
@@ -119,6 +120,7 @@ export async function startPageBroker(
     handleSignals: false,
     desktopsPage: desktopsPageFolder,
     log: () => {},
+    ...options,
   });
 }
 

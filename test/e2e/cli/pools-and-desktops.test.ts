@@ -37,7 +37,7 @@ describe('corral-vdi pool create, list, resize and delete', () => {
     expect(listed).toEqual({
       code: 0,
       stdout: [
-        `devpool  (ns/${namespace}, 3 members)`,
+        `devpool  (ns/${namespace}, 3 members; reclaim: stop)`,
         '  devpool-1                free                     stopped',
         '  devpool-2                free                     stopped',
         '  devpool-3                free                     stopped',
@@ -74,6 +74,8 @@ describe('corral-vdi pool create, list, resize and delete', () => {
         ephemeral: true,
         minReady: null,
         members: ['kiosk-1', 'kiosk-2'],
+        reclaimAction: 'recreate',
+        settings: {},
       },
     });
 
@@ -85,6 +87,8 @@ describe('corral-vdi pool create, list, resize and delete', () => {
           name: 'kiosk',
           namespace,
           counts: { members: 2, free: 2, claimed: 0 },
+          reclaimAction: 'recreate',
+          settings: {},
           members: ['kiosk-1', 'kiosk-2'].map((name) => ({
             name,
             id: `vm/${namespace}/${name}`,

@@ -12,6 +12,8 @@ describe('brokerOptionsFromEnv', () => {
       authRequired: false,
       disconnectGraceMs: 15 * 60_000,
       maxSessionMs: 0,
+      idleTimeoutMs: 0,
+      idleWarningMs: 5 * 60_000,
     });
   });
 
@@ -24,6 +26,8 @@ describe('brokerOptionsFromEnv', () => {
         CORRAL_AUTH_REQUIRED: 'true',
         CORRAL_VDI_DISCONNECT_GRACE: '0',
         CORRAL_VDI_MAX_SESSION: '8h',
+        CORRAL_VDI_IDLE_TIMEOUT: '30m',
+        CORRAL_VDI_IDLE_WARNING: '2m',
       }),
     ).toEqual({
       enabled: true,
@@ -32,6 +36,8 @@ describe('brokerOptionsFromEnv', () => {
       authRequired: true,
       disconnectGraceMs: 0,
       maxSessionMs: 8 * 3_600_000,
+      idleTimeoutMs: 30 * 60_000,
+      idleWarningMs: 2 * 60_000,
     });
   });
 

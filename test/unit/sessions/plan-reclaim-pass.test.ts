@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
-import { planReclaim } from '../../../src/sessions/plan-reclaim.js';
+import { describeSession, planReclaim } from '../../../src/sessions/plan-reclaim.js';
 import {
   type ConsoleState,
   claimKeyOf,
@@ -316,7 +316,15 @@ describe('planReclaimPass', () => {
           const facts = sessionFactsOf(object, consoles.get(member), { ...base, now: at(now) });
           const reclaim = planReclaim(facts as NonNullable<typeof facts>, at(now), policy);
           if (reclaim.kind === 'reclaim') {
-            expect(step).toEqual({ kind: 'reclaim', member, lease: object, reason: reclaim.reason });
+            const dueAt = describeSession(facts as NonNullable<typeof facts>, policy).reclaimAt;
+            expect(step).toEqual({
+              kind: 'reclaim',
+              member,
+              lease: object,
+              reason: reclaim.reason,
+              dueAt,
+              notify: false,
+            });
           } else if (renewal.kind === 'renew') {
             expect(step).toMatchObject({ kind: 'renew', member, marks: leases[index]?.pending });
           } else {

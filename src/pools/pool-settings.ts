@@ -1,0 +1,176 @@
+import { VdiError } from '../errors.js';
+import { poolLabel, poolSettingsLabel } from '../keys.js';
+import type { ConfigMapObject } from '../kube-objects.js';
+import { formatDuration, parseDuration } from '../sessions/parse-duration.js';
+
+/**
+ * What the reclaim policy does with a desktop it takes back: `stop` it (a persistent pool's reset, disks kept),
+ * `recreate` it from its golden VM (an ephemeral pool's reset), or `notify`: emit `reclaim-notified`, POST it to the
+ * pool's webhook when one is set, and keep the claim.
+ *
+ * @category pools
+ */
+export type ReclaimAction = 'stop' | 'recreate' | 'notify';
+
+/** The reclaim actions, in the order help texts name them. @category pools */
+export const reclaimActions: readonly ReclaimAction[] = ['stop', 'recreate', 'notify'];
+
+/**
+ * A pool's own settings, stored in its ConfigMap `corral-vdi-pool-<pool>`. A field left out takes the default:
+ * the pool's reset (`stop` or `recreate`), no webhook, the broker's idle timeout.
+ *
+ * @category pools
+ */
+export interface PoolSettings {
+  reclaimAction?: ReclaimAction;
+  /** Where `notify` POSTs its JSON body: an https URL (http only for a loopback host, when allowed). */
+  reclaimWebhook?: string;
+  /** The pool's idle timeout in ms, overriding the broker's; `0` turns idle reclaim off for the pool. */
+  idleTimeoutMs?: number;
+}
+
+/** What {@link checkPoolSettings} needs to know besides the settings. @category pools */
+export interface PoolSettingsContext {
+  pool: string;
+  /** Whether the pool's members are recreated on release. */
+  ephemeral: boolean;
+  /** Accept an http webhook on localhost, 127.0.0.1 or ::1, for tests and a receiver on the same host. */
+  allowLoopbackHttp?: boolean;
+}
+
+const loopbackHosts = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+function invalid(message: string, details: Record<string, unknown>): VdiError {
+  return new VdiError('INVALID_INPUT', message, { details });
+}
+
+/**
+ * Checks a pool's settings before anything is written. A reset action must be the pool's own (a persistent pool
+ * stops, an ephemeral one recreates: the other would keep a holder's disk for the next one, or throw a persistent
+ * desktop's disk away); a webhook goes only with `notify` and must be https, or http to a loopback host when
+ * `allowLoopbackHttp`.
+ *
+ * @example
+ * ```ts
+ * checkPoolSettings({ reclaimAction: 'notify', reclaimWebhook: 'https://hooks.example.com/vdi' }, { pool: 'devpool', ephemeral: false });
+ * ```
+ * @throws {@link VdiError} `INVALID_INPUT` naming the setting and what it takes.
+ * @category pools
+ */
+export function checkPoolSettings(settings: PoolSettings, context: PoolSettingsContext): void {
+  const { reclaimAction: action, reclaimWebhook: webhook, idleTimeoutMs } = settings;
+  const { pool, ephemeral } = context;
+  if (action !== undefined && !reclaimActions.includes(action)) {
+    throw invalid(`Reclaim action "${String(action)}" is not known; use ${reclaimActions.join(', ')}.`, {
+      pool,
+      reclaimAction: action,
+    });
+  }
+  const reset = ephemeral ? 'recreate' : 'stop';
+  if (action !== undefined && action !== 'notify' && action !== reset) {
+    throw invalid(
+      `Pool "${pool}" is ${ephemeral ? 'ephemeral' : 'persistent'}, so its reclaim resets by ${reset}; use --reclaim-action ${reset} or notify.`,
+      { pool, reclaimAction: action, ephemeral },
+    );
+  }
+  if (webhook !== undefined) {
+    if (action !== 'notify') {
+      throw invalid(
+        `A reclaim webhook is called only by the notify action; pass --reclaim-action notify with it.`,
+        {
+          pool,
+        },
+      );
+    }
+    checkWebhook(webhook, pool, context.allowLoopbackHttp ?? false);
+  }
+  if (idleTimeoutMs !== undefined && (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0)) {
+    throw invalid(
+      `Idle timeout ${String(idleTimeoutMs)} is not valid; use whole milliseconds of 0 or more (0 turns idle reclaim off for the pool).`,
+      { pool, idleTimeoutMs },
+    );
+  }
+}
+
+function checkWebhook(webhook: string, pool: string, allowLoopbackHttp: boolean): void {
+  let url: URL;
+  try {
+    url = new URL(webhook);
+  } catch {
+    throw invalid(`Reclaim webhook "${webhook}" is not a URL; use https://host/path.`, { pool });
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw invalid('A reclaim webhook URL may not carry credentials; put a token in its path instead.', {
+      pool,
+    });
+  }
+  if (url.protocol === 'https:') return;
+  const loopback = url.protocol === 'http:' && loopbackHosts.has(url.hostname);
+  if (loopback && allowLoopbackHttp) return;
+  throw invalid(
+    loopback
+      ? `Reclaim webhook ${url.origin} is plain http; it is taken for localhost only when allowed (--allow-http-webhook).`
+      : `Reclaim webhook ${url.origin} is not https; use an https URL.`,
+    { pool, protocol: url.protocol },
+  );
+}
+
+/** The name of the ConfigMap that holds a pool's settings: `corral-vdi-pool-<pool>`. @category pools */
+export function poolSettingsName(pool: string): string {
+  return `corral-vdi-pool-${pool}`;
+}
+
+const keys = { action: 'reclaim-action', webhook: 'reclaim-webhook', idle: 'idle-timeout' } as const;
+
+/**
+ * The settings a pool's ConfigMap holds. A value edited by hand into something unreadable counts as unset, so a
+ * reclaim pass never stops on it.
+ *
+ * @category pools
+ */
+export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSettings {
+  const data = configMap?.data ?? {};
+  const action = data[keys.action];
+  const idle = data[keys.idle];
+  let idleTimeoutMs: number | undefined;
+  try {
+    idleTimeoutMs = idle === undefined ? undefined : parseDuration(idle);
+  } catch {
+    idleTimeoutMs = undefined;
+  }
+  return {
+    ...(reclaimActions.includes(action as ReclaimAction) ? { reclaimAction: action as ReclaimAction } : {}),
+    ...(data[keys.webhook] ? { reclaimWebhook: data[keys.webhook] } : {}),
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+  };
+}
+
+/** The ConfigMap that stores `settings`, to create, or to replace `current` under its resourceVersion. */
+export function buildPoolSettingsConfigMap(
+  pool: string,
+  settings: PoolSettings,
+  current: ConfigMapObject | undefined,
+): ConfigMapObject {
+  const data: Record<string, string> = {};
+  if (settings.reclaimAction) data[keys.action] = settings.reclaimAction;
+  if (settings.reclaimWebhook) data[keys.webhook] = settings.reclaimWebhook;
+  if (settings.idleTimeoutMs !== undefined) data[keys.idle] = formatDuration(settings.idleTimeoutMs);
+  return {
+    metadata: {
+      name: poolSettingsName(pool),
+      labels: { [poolLabel]: pool, [poolSettingsLabel]: 'true' },
+      ...(current ? { resourceVersion: current.metadata.resourceVersion } : {}),
+    },
+    data,
+  };
+}
+
+/**
+ * The reclaim action in force for a pool: its own setting, else its reset (`recreate` for an ephemeral pool,
+ * `stop` otherwise).
+ *
+ * @category pools
+ */
+export function reclaimActionOf(settings: PoolSettings, ephemeral: boolean): ReclaimAction {
+  return settings.reclaimAction ?? (ephemeral ? 'recreate' : 'stop');
+}
