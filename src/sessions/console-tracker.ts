@@ -244,9 +244,11 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
         { details: { namespace, namespaces } },
       );
     }
-    const desktopId = formatDesktopId({ kind: 'vm', namespace, member });
+    // a terminal is a container's only console, and a container has no other
+    const desktopKind = kind === 'terminal' ? 'ct' : 'vm';
+    const desktopId = formatDesktopId({ kind: desktopKind, namespace, member });
     const [facts, lease] = await Promise.all([
-      backendFor(ctx, 'vm').readMember({ namespace, member }),
+      backendFor(ctx, desktopKind).readMember({ namespace, member }),
       ctx.cluster.getLease(namespace, leaseNameFor(member)),
     ]);
     const now = ctx.clock.now();

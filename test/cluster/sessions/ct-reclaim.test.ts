@@ -41,8 +41,9 @@ async function setUp(prefix: string) {
 type Setup = Awaited<ReturnType<typeof setUp>>;
 
 // a terminal opened and closed, then the grace passes
-async function abandon({ engine, clock, member }: Setup): Promise<void> {
+async function abandon({ engine, clock, member, namespace }: Setup): Promise<void> {
   const handle = await engine.openConsole({ member, identity: alice, kind: 'terminal' });
+  expect(handle.desktopId).toBe(`ct/${namespace}/${member}`);
   clock.advance(minute);
   await handle.close();
   clock.advance(grace);
