@@ -1,5 +1,6 @@
 import type { ReconcileCtPoolResult } from '../ct/reconcile-ct-pool.js';
 import type { Vdi } from '../vdi.js';
+import { createPeriodicPass, type PeriodicPass } from './periodic-pass.js';
 
 /** What one pass of a broker's container-pool reconcile loop did. @category broker */
 export interface CtReconcilePassResult {
@@ -9,14 +10,8 @@ export interface CtReconcilePassResult {
   failed: string[];
 }
 
-/** The reconcile loop of a broker's container pools. */
-export interface CtReconcileLoop {
-  /** One reconcile pass of every container pool of the served namespaces; a running pass is joined. */
-  runPass(): Promise<CtReconcilePassResult>;
-  start(): void;
-  /** Stops the timer and waits for a running pass. */
-  stop(): Promise<void>;
-}
+/** The reconcile loop of a broker's container pools: each pass goes over every container pool served. */
+export type CtReconcileLoop = PeriodicPass<CtReconcilePassResult>;
 
 /** Options of {@link createCtReconcileLoop}. */
 export interface CtReconcileLoopOptions {
@@ -32,8 +27,6 @@ export interface CtReconcileLoopOptions {
  */
 export function createCtReconcileLoop(options: CtReconcileLoopOptions): CtReconcileLoop {
   const { vdi, namespaces, intervalMs, log } = options;
-  let timer: ReturnType<typeof setInterval> | undefined;
-  let running: Promise<CtReconcilePassResult> | undefined;
 
   async function reconcileNamespace(namespace: string, result: CtReconcilePassResult): Promise<void> {
     let pools: Awaited<ReturnType<Vdi['listCtPools']>>;
@@ -54,32 +47,9 @@ export function createCtReconcileLoop(options: CtReconcileLoopOptions): CtReconc
     }
   }
 
-  async function pass(): Promise<CtReconcilePassResult> {
+  return createPeriodicPass(async () => {
     const result: CtReconcilePassResult = { reconciled: [], failed: [] };
     await Promise.all(namespaces.map((namespace) => reconcileNamespace(namespace, result)));
     return result;
-  }
-
-  function runPass(): Promise<CtReconcilePassResult> {
-    running ??= pass().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
-
-  return {
-    runPass,
-    start() {
-      if (timer !== undefined) return;
-      void runPass();
-      timer = setInterval(() => void runPass(), intervalMs);
-      // the loop alone never keeps a process alive
-      timer.unref();
-    },
-    async stop() {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-      await running;
-    },
-  };
+  }, intervalMs);
 }

@@ -1,5 +1,6 @@
 import type { KeepSparesResult } from '../spares/keep-spares.js';
 import type { Vdi } from '../vdi.js';
+import { createPeriodicPass, type PeriodicPass } from './periodic-pass.js';
 
 /** What one pass of a broker's spare keeper did. @category broker */
 export interface SparesPassResult {
@@ -9,14 +10,8 @@ export interface SparesPassResult {
   failed: string[];
 }
 
-/** The spare keeper loop of a broker. */
-export interface SparesLoop {
-  /** One keeper pass over the VM pools with `minReady` of the served namespaces; a running pass is joined. */
-  runPass(): Promise<SparesPassResult>;
-  start(): void;
-  /** Stops the timer and waits for a running pass. */
-  stop(): Promise<void>;
-}
+/** The spare keeper loop of a broker: each pass goes over the VM pools with `minReady` of the served namespaces. */
+export type SparesLoop = PeriodicPass<SparesPassResult>;
 
 /**
  * Runs `keepSpares` for every served namespace, every `intervalMs`. A pool whose pass fails is logged and tried
@@ -29,8 +24,6 @@ export function createSparesLoop(options: {
   log: (message: string) => void;
 }): SparesLoop {
   const { vdi, namespaces, intervalMs, log } = options;
-  let timer: ReturnType<typeof setInterval> | undefined;
-  let running: Promise<SparesPassResult> | undefined;
 
   async function keepNamespace(namespace: string, result: SparesPassResult): Promise<void> {
     try {
@@ -46,30 +39,9 @@ export function createSparesLoop(options: {
     }
   }
 
-  function runPass(): Promise<SparesPassResult> {
-    running ??= (async () => {
-      const result: SparesPassResult = { kept: [], failed: [] };
-      await Promise.all(namespaces.map((namespace) => keepNamespace(namespace, result)));
-      return result;
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
-
-  return {
-    runPass,
-    start() {
-      if (timer !== undefined) return;
-      void runPass();
-      timer = setInterval(() => void runPass(), intervalMs);
-      // the loop alone never keeps a process alive
-      timer.unref();
-    },
-    async stop() {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-      await running;
-    },
-  };
+  return createPeriodicPass(async () => {
+    const result: SparesPassResult = { kept: [], failed: [] };
+    await Promise.all(namespaces.map((namespace) => keepNamespace(namespace, result)));
+    return result;
+  }, intervalMs);
 }
