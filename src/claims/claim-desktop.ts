@@ -162,6 +162,8 @@ async function claimMember(
   // members this claim lost a race for since the view was read: it tries others before reading again
   const lost = new Set<string>();
   let waits = 0;
+  // the resourceVersion of the claimant Lease as this claim last wrote it
+  let pointedAt: string | undefined;
   const readAgain = async () => {
     lost.clear();
     view = await readView(ctx, backend, asked, false);
@@ -172,16 +174,18 @@ async function claimMember(
     const claiming = view.claimant?.metadata.annotations?.[claimingAnnotation];
     const prefer = claiming !== undefined && !lost.has(claiming) ? claiming : undefined;
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
-    const plan = planClaim({
-      members: view.members,
-      leases: view.leases,
-      identity,
-      order,
-      random: Math.random,
-      now: ctx.clock.now(),
-      prefer,
-      exclude: new Set([...lost, ...takenHere]),
-    });
+    const planFrom = (leases: LeaseObject[]) =>
+      planClaim({
+        members: view.members,
+        leases,
+        identity,
+        order,
+        random: Math.random,
+        now: ctx.clock.now(),
+        prefer,
+        exclude: new Set([...lost, ...takenHere]),
+      });
+    const plan = planFrom(view.leases);
     if (reads > view.members.length + 2) {
       throw new VdiError(
         'CLAIM_CHANGED',
@@ -223,17 +227,33 @@ async function claimMember(
       const lock =
         prefer === target.member ? view.claimant : await pointClaimantLease(ctx, target, view.claimant);
       if (!lock) return { lock };
+      const heldAlong =
+        lock === view.claimant ||
+        (pointedAt !== undefined && view.claimant?.metadata.resourceVersion === pointedAt);
+      pointedAt = lock.metadata.resourceVersion;
+      if (!heldAlong) {
+        // A claim of this identity that finished after the view was read let go of the claimant Lease, so only a
+        // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
+        const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
+        view.leases = withOwnClaims(view.leases, own, shortHash(identity));
+        if (planFrom(view.leases).kind === 'renew') return { lock, held: true };
+      }
       return {
         lock,
         written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
       };
     });
     const { lock, written } = taken;
-    if (lock) noteMemberWritten(ctx, target);
+    if (lock && !taken.held) noteMemberWritten(ctx, target);
     if (!lock) {
       // another claim of this identity pointed it first: read again and take its member
       reads += 1;
       await readAgain();
+      continue;
+    }
+    if (taken.held) {
+      // the identity already holds a member: let go of the claimant Lease and renew that one
+      await deleteLeaseAsRead(ctx, lock);
       continue;
     }
     if (!written) {
