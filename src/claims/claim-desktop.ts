@@ -30,7 +30,7 @@ import {
   renewClaimLease,
   writeClaimLease,
 } from './lease-writes.js';
-import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
+import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
 import { startMember } from './start-desktop.js';
 
@@ -307,8 +307,8 @@ function noFreeMember(asked: ClaimAsked, goingDown: number, members: number): Vd
 }
 
 /**
- * Resets a taken-over member when due, presents the claim and starts the member; `undefined` when the member is
- * gone and its Lease was given back.
+ * Resets a taken-over member when due, or reads a newly taken one again, presents the claim and starts the member;
+ * `undefined` when the member is gone or its previous instance is still going down, and its Lease was given back.
  */
 async function finishClaim(
   ctx: VdiContext,
@@ -329,6 +329,21 @@ async function finishClaim(
       actor: asked.actor,
     }));
     start = true;
+  } else if (plan.kind === 'create' || plan.kind === 'replace') {
+    const fresh = await backend
+      .readMember({ namespace: member.namespace, member: member.member })
+      .catch(async (error: unknown) => {
+        // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
+        await deleteLeaseAsRead(ctx, lease);
+        throw error;
+      });
+    // The view may be older than the Lease this claim won: the last holder's guest may still be going down.
+    if (fresh === undefined || isGoingDown(fresh)) {
+      await deleteLeaseAsRead(ctx, lease);
+      return undefined;
+    }
+    member = fresh;
+    start = fresh.power !== 'running';
   }
   try {
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.

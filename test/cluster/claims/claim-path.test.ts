@@ -177,6 +177,45 @@ describe('a member whose previous instance is still going down', () => {
     const dave = await vdi.assign({ pool: 'devpool', identity: 'dave' });
     expect(dave.member).toBe('devpool-1');
   });
+
+  it('is not handed out by a claim planned from a view older than the release, which takes another member', async () => {
+    const namespace = await createTestNamespace(cluster(), 'slowstop-stale');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const kube = new LaggingCluster(cluster().kubeConfig);
+    await waitFor(
+      async () => (await kube.listVms(namespace)).every((vm) => vm.status?.printableStatus === 'Stopped'),
+      { describe: 'the members to report Stopped' },
+    );
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    // the view this process plans from shows both members stopped and free
+    await kube.takeSnapshot(namespace);
+    // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
+    expect((await vdi.assign({ pool: 'devpool', identity: 'bob' })).member).toBe('devpool-1');
+    await waitFor(async () => (await kube.getVmi(namespace, 'devpool-1'))?.status?.phase, {
+      describe: "bob's instance to run",
+      until: (phase) => phase === 'Running',
+    });
+    await vdi.release({ member: 'devpool-1', identity: 'bob' });
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(alice.member).toBe('devpool-2');
+    // the Lease it won on devpool-1 is given back, and nothing of alice's is left there
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+    const left = await kube.getVm(namespace, 'devpool-1');
+    expect(left?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(left?.status?.printableStatus).toBe('Stopping');
+    await clock.advance(60_000);
+  });
 });
 
 describe('a claim taking over an expired claim', () => {

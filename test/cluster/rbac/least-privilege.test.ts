@@ -347,8 +347,6 @@ const reportedAs: Record<string, string> = {
   claim: 'a message',
   assign: 'a message',
   'ct claim': 'a message',
-  // startDesktop reports the backend's refusal as START_FAILED, with the refusal in its message only
-  start: 'START_FAILED',
   // a failed reclaim is an event with a message; the claim stays
   'session pass (reclaim)': 'a message',
 };
@@ -428,6 +426,8 @@ const expected: Record<string, string[]> = {
     'pool create',
     'pool grow',
     'capacity',
+    'claim',
+    'assign',
     'start',
     'renew',
     'connect',
@@ -452,6 +452,8 @@ const expected: Record<string, string[]> = {
   'patch virtualmachines.kubevirt.io': ['claim', 'assign'],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
   'get virtualmachineinstances.kubevirt.io': [
+    'claim',
+    'assign',
     'start',
     'renew',
     'connect',
