@@ -10,7 +10,7 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { claimingAnnotation } from '../keys.js';
+import { claimingAnnotation, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -32,6 +32,7 @@ import {
 } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
+import { isReleasing } from './releasing-mark.js';
 import { startMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
@@ -357,6 +358,7 @@ async function finishClaim(
     await deleteLeaseAsRead(ctx, lease);
     return undefined;
   }
+  if (!(await confirmHeld(ctx, backend, { member, lease, identity }))) return undefined;
   const startError = start ? await startMember(ctx, backend, member, identity) : undefined;
   // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
   const view = describeDesktop(member, lease);
@@ -369,4 +371,26 @@ async function finishClaim(
     lease,
     ...(startError === undefined ? {} : { startError }),
   };
+}
+
+/**
+ * Whether a claim still holds once its presentation copy is written. A release that ended it meanwhile cleared the
+ * copy before the claim wrote it, so the claim takes its copy back, unless the member's Lease names the identity
+ * again: a releasing claim's own release clears it after the Lease goes, and a newer claim presents itself.
+ */
+async function confirmHeld(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  claim: { member: MemberFacts; lease: LeaseObject; identity: string },
+): Promise<boolean> {
+  const { member, lease, identity } = claim;
+  // a read that fails leaves the claim as written: as far as anyone can tell it holds, and it goes on
+  const current = await ctx.cluster.getLease(member.namespace, lease.metadata.name ?? '').catch(() => lease);
+  const session = (read: LeaseObject) => read.metadata.annotations?.[sessionIdAnnotation];
+  if (current && session(current) === session(lease) && !isReleasing(current)) return true;
+  if (current?.spec.holderIdentity !== identity) {
+    // best-effort: a copy left on a stopped member without a Lease reads as free, and the next claim overwrites it
+    await backend.clearPresentation(member, identity).catch(() => false);
+  }
+  return false;
 }
