@@ -202,8 +202,9 @@ async function claimMember(
         continue;
       }
       if (plan.code === 'POOL_NOT_FOUND') throw poolNotFound(asked);
-      // members released a moment ago are still going down: wait a while for one rather than refuse
-      if (plan.goingDown > 0 && waits < downChecks) {
+      // members released a moment ago are still going down, or the identity's own is being made again: wait a
+      // while rather than refuse
+      if ((plan.goingDown > 0 || plan.resetting !== undefined) && waits < downChecks) {
         waits += 1;
         await sleep(downCheckMs);
         await readAgain();
@@ -211,7 +212,7 @@ async function claimMember(
       }
       // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
       if (view.claimant) await deleteLeaseAsRead(ctx, view.claimant);
-      throw noFreeMember(asked, plan.goingDown, view.members.length);
+      throw noFreeMember(asked, plan, view.members.length);
     }
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
@@ -237,7 +238,8 @@ async function claimMember(
         // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
         const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
         view.leases = withOwnClaims(view.leases, own, shortHash(identity));
-        if (planFrom(view.leases).kind === 'renew') return { lock, held: true };
+        // a held member is renewed; one that is being made again is waited for, not doubled
+        if (planFrom(view.leases).kind !== plan.kind) return { lock, held: true };
       }
       return {
         lock,
@@ -253,7 +255,7 @@ async function claimMember(
       continue;
     }
     if (taken.held) {
-      // the identity already holds a member: let go of the claimant Lease and renew that one
+      // the identity already holds a member: let go of the claimant Lease and plan again with its claim in view
       await deleteLeaseAsRead(ctx, lock);
       continue;
     }
@@ -291,8 +293,19 @@ function poolNotFound({ namespace, pool }: ClaimAsked): VdiError {
   );
 }
 
-function noFreeMember(asked: ClaimAsked, goingDown: number, members: number): VdiError {
+function noFreeMember(
+  asked: ClaimAsked,
+  { goingDown, resetting }: Extract<ClaimPlan, { kind: 'refuse' }>,
+  members: number,
+): VdiError {
   const { namespace, pool } = asked;
+  if (resetting !== undefined) {
+    return new VdiError(
+      'NO_FREE_MEMBER',
+      `${asked.identity} holds ${resetting} of pool "${pool}" in namespace "${namespace}", which is being made again (Resetting). Claim again in a moment, or release it to get another member.`,
+      { retryable: true, details: { namespace, pool, members, resetting } },
+    );
+  }
   if (goingDown > 0) {
     return new VdiError(
       'NO_FREE_MEMBER',
