@@ -72,7 +72,8 @@ const claimSchema = z.object({
  * Claims a member of a pool for `options.identity` as {@link planClaim} picks it, starts it, and records the
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
- * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
+ * @throws {@link VdiError} `NO_FREE_MEMBER` (retryable while members are going down, or while the identity's own
+ *   member is being made again), `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
  *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails or its
  *   previous instance is still going down (the claim is held, still marked reset-due), `INVALID_INPUT`.
  */
