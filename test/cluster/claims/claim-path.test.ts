@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import { markClaimReleasing } from '../../../src/claims/lease-writes.js';
+import { startDesktop } from '../../../src/claims/start-desktop.js';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError } from '../../../src/errors.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
@@ -49,6 +51,18 @@ class LaggingCluster extends KubeCluster {
     return options.cached && this.snapshot
       ? this.snapshot.leases
       : await super.listLeases(namespace, selector, options);
+  }
+}
+
+/** The adapter, which runs a one-shot action just before its next Lease replace. */
+class MarkingCluster extends KubeCluster {
+  beforeNextReplace: (() => Promise<void>) | undefined;
+
+  override async replaceLease(...args: Parameters<KubeCluster['replaceLease']>) {
+    const before = this.beforeNextReplace;
+    this.beforeNextReplace = undefined;
+    await before?.();
+    return await super.replaceLease(...args);
   }
 }
 
@@ -287,6 +301,38 @@ describe('a claim taking over an expired claim', () => {
     expect(await newInstanceUid(kube, namespace, bobsUid)).not.toBe(bobsUid);
     const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
     expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
+  });
+
+  it('does not start the member when a release of the same claim begins while the start finishes the reset', async () => {
+    const { namespace, vdi, kube } = await expiredClaim('takeover-release');
+    const guestClock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    await expect(vdi.claim({ pool: 'devpool', identity: 'alice' })).rejects.toMatchObject({
+      code: 'STOP_FAILED',
+    });
+    await guestClock.advance(60_000);
+    await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
+      describe: "bob's instance to be gone",
+      until: (vmi) => vmi === undefined,
+    });
+    // alice's release marks the claim its own just as her start is about to clear the reset mark
+    const hooked = new MarkingCluster(cluster().kubeConfig);
+    const ctx: VdiContext = { ...vdi.context, cluster: hooked, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    hooked.beforeNextReplace = async () => {
+      const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+      if (lease) expect(await markClaimReleasing(vdi.context, lease)).toBeDefined();
+    };
+
+    const error = await startDesktop(ctx, { member: 'devpool-1', identity: 'alice' }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(isVdiError(error, 'CLAIM_CHANGED')).toBe(true);
+    const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-releasing']).toBeDefined();
+    expect((await kube.getVm(namespace, 'devpool-1'))?.spec.runStrategy).toBe('Halted');
   });
 
   for (const next of ['claim', 'start'] as const) {
