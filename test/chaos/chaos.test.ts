@@ -8,9 +8,9 @@ const cluster = useSharedCluster();
 const seed = Number(process.env.CHAOS_SEED ?? 19);
 
 // Two rarer windows under the same invariants as the fixed defects are still open, written up in docs/testing.md
-// ("Still open"), and reported apart (printed, not failed): a start that lands after a concurrent release of its
-// own claim ended it (a claimant's or vdi.start's, after a takeover's wait), and an identity-two-desktops source
-// not yet pinned (about one in 3,000 operations).
+// ("Still open"), and reported apart (printed, not failed): a claim's start that lands after a concurrent release
+// of its own claim ended it (a one-request window), and an identity-two-desktops source not yet pinned (about one
+// in 3,000 operations).
 function isOpenDefect(violation: Violation): boolean {
   if (violation.invariant === 'identity-two-desktops') return true;
   return violation.invariant === 'vmi-at-handout' && violation.message.includes('its Lease was deleted');
