@@ -10,7 +10,7 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { claimingAnnotation } from '../keys.js';
+import { claimingAnnotation, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -31,8 +31,9 @@ import {
   renewClaimLease,
   writeClaimLease,
 } from './lease-writes.js';
-import { type ClaimOrder, type ClaimPlan, planClaim } from './plan-claim.js';
+import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
+import { isReleasing } from './releasing-mark.js';
 import { startMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
@@ -74,7 +75,8 @@ const claimSchema = z.object({
  * Claims a member of a pool for `options.identity` as {@link planClaim} picks it, starts it, and records the
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
- * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
+ * @throws {@link VdiError} `NO_FREE_MEMBER` (retryable while members are going down, or while the identity's own
+ *   member is being made again), `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
  *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails or its
  *   previous instance is still going down (the claim is held, still marked reset-due), `INVALID_INPUT`.
  */
@@ -165,6 +167,8 @@ async function claimMember(
   // members this claim lost a race for since the view was read: it tries others before reading again
   const lost = new Set<string>();
   let waits = 0;
+  // the resourceVersion of the claimant Lease as this claim last wrote it
+  let pointedAt: string | undefined;
   const readAgain = async () => {
     lost.clear();
     view = await readView(ctx, backend, asked, false);
@@ -175,25 +179,26 @@ async function claimMember(
     const claiming = view.claimant?.metadata.annotations?.[claimingAnnotation];
     const prefer = claiming !== undefined && !lost.has(claiming) ? claiming : undefined;
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
-    const now = ctx.clock.now();
     // the waitlist's hook: free members held for earlier waiters are not this claim's to take
     const waitlist = planWaitlist({
       kind: backend.kind,
       members: view.members,
       leases: view.leases,
       identity,
-      now,
+      now: ctx.clock.now(),
     });
-    const plan = planClaim({
-      members: view.members,
-      leases: view.leases,
-      identity,
-      order,
-      random: Math.random,
-      now,
-      prefer,
-      exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
-    });
+    const planFrom = (leases: LeaseObject[]) =>
+      planClaim({
+        members: view.members,
+        leases,
+        identity,
+        order,
+        random: Math.random,
+        now: ctx.clock.now(),
+        prefer,
+        exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
+      });
+    const plan = planFrom(view.leases);
     if (reads > view.members.length + 2) {
       throw new VdiError(
         'CLAIM_CHANGED',
@@ -209,8 +214,9 @@ async function claimMember(
         continue;
       }
       if (plan.code === 'POOL_NOT_FOUND') throw poolNotFound(asked);
-      // members released a moment ago are still going down: wait a while for one rather than refuse
-      if (plan.goingDown > 0 && waits < downChecks) {
+      // members released a moment ago are still going down, or the identity's own is being made again: wait a
+      // while rather than refuse
+      if ((plan.goingDown > 0 || plan.resetting !== undefined) && waits < downChecks) {
         waits += 1;
         await sleep(downCheckMs);
         await readAgain();
@@ -218,7 +224,7 @@ async function claimMember(
       }
       // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
       if (view.claimant) await deleteLeaseAsRead(ctx, view.claimant);
-      throw noFreeMember(asked, plan.goingDown, view.members.length, waitlist.queue.length);
+      throw noFreeMember(asked, plan, view.members.length, waitlist.queue.length);
     }
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
@@ -235,17 +241,34 @@ async function claimMember(
       const lock =
         prefer === target.member ? view.claimant : await pointClaimantLease(ctx, target, view.claimant);
       if (!lock) return { lock };
+      const heldAlong =
+        lock === view.claimant ||
+        (pointedAt !== undefined && view.claimant?.metadata.resourceVersion === pointedAt);
+      pointedAt = lock.metadata.resourceVersion;
+      if (!heldAlong) {
+        // A claim of this identity that finished after the view was read let go of the claimant Lease, so only a
+        // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
+        const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
+        view.leases = withOwnClaims(view.leases, own, shortHash(identity));
+        // a held member is renewed; one that is being made again is waited for, not doubled
+        if (planFrom(view.leases).kind !== plan.kind) return { lock, held: true };
+      }
       return {
         lock,
         written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
       };
     });
     const { lock, written } = taken;
-    if (lock) noteMemberWritten(ctx, target);
+    if (lock && !taken.held) noteMemberWritten(ctx, target);
     if (!lock) {
       // another claim of this identity pointed it first: read again and take its member
       reads += 1;
       await readAgain();
+      continue;
+    }
+    if (taken.held) {
+      // the identity already holds a member: let go of the claimant Lease and plan again with its claim in view
+      await deleteLeaseAsRead(ctx, lock);
       continue;
     }
     if (!written) {
@@ -282,8 +305,20 @@ function poolNotFound({ namespace, pool }: ClaimAsked): VdiError {
   );
 }
 
-function noFreeMember(asked: ClaimAsked, goingDown: number, members: number, waiters: number): VdiError {
+function noFreeMember(
+  asked: ClaimAsked,
+  { goingDown, resetting }: Extract<ClaimPlan, { kind: 'refuse' }>,
+  members: number,
+  waiters: number,
+): VdiError {
   const { namespace, pool } = asked;
+  if (resetting !== undefined) {
+    return new VdiError(
+      'NO_FREE_MEMBER',
+      `${asked.identity} holds ${resetting} of pool "${pool}" in namespace "${namespace}", which is being made again (Resetting). Claim again in a moment, or release it to get another member.`,
+      { retryable: true, details: { namespace, pool, members, resetting } },
+    );
+  }
   if (waiters > 0) {
     return new VdiError(
       'NO_FREE_MEMBER',
@@ -306,8 +341,8 @@ function noFreeMember(asked: ClaimAsked, goingDown: number, members: number, wai
 }
 
 /**
- * Resets a taken-over member when due, presents the claim and starts the member; `undefined` when the member is
- * gone and its Lease was given back.
+ * Resets a taken-over member when due, or reads a newly taken one again, presents the claim and starts the member;
+ * `undefined` when the member is gone or its previous instance is still going down, and its Lease was given back.
  */
 async function finishClaim(
   ctx: VdiContext,
@@ -328,6 +363,21 @@ async function finishClaim(
       actor: asked.actor,
     }));
     start = true;
+  } else if (plan.kind === 'create' || plan.kind === 'replace') {
+    const fresh = await backend
+      .readMember({ namespace: member.namespace, member: member.member })
+      .catch(async (error: unknown) => {
+        // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
+        await deleteLeaseAsRead(ctx, lease);
+        throw error;
+      });
+    // The view may be older than the Lease this claim won: the last holder's guest may still be going down.
+    if (fresh === undefined || isGoingDown(fresh)) {
+      await deleteLeaseAsRead(ctx, lease);
+      return undefined;
+    }
+    member = fresh;
+    start = fresh.power !== 'running';
   }
   try {
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
@@ -341,6 +391,7 @@ async function finishClaim(
     await deleteLeaseAsRead(ctx, lease);
     return undefined;
   }
+  if (!(await confirmHeld(ctx, backend, { member, lease, identity }))) return undefined;
   const startError = start ? await startMember(ctx, backend, member, identity) : undefined;
   // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
   const view = describeDesktop(member, lease);
@@ -354,4 +405,26 @@ async function finishClaim(
     lease,
     ...(startError === undefined ? {} : { startError }),
   };
+}
+
+/**
+ * Whether a claim still holds once its presentation copy is written. A release that ended it meanwhile cleared the
+ * copy before the claim wrote it, so the claim takes its copy back, unless the member's Lease names the identity
+ * again: a releasing claim's own release clears it after the Lease goes, and a newer claim presents itself.
+ */
+async function confirmHeld(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  claim: { member: MemberFacts; lease: LeaseObject; identity: string },
+): Promise<boolean> {
+  const { member, lease, identity } = claim;
+  // a read that fails leaves the claim as written: as far as anyone can tell it holds, and it goes on
+  const current = await ctx.cluster.getLease(member.namespace, lease.metadata.name ?? '').catch(() => lease);
+  const session = (read: LeaseObject) => read.metadata.annotations?.[sessionIdAnnotation];
+  if (current && session(current) === session(lease) && !isReleasing(current)) return true;
+  if (current?.spec.holderIdentity !== identity) {
+    // best-effort: a copy left on a stopped member without a Lease reads as free, and the next claim overwrites it
+    await backend.clearPresentation(member, identity).catch(() => false);
+  }
+  return false;
 }

@@ -59,7 +59,8 @@ export interface ClaimsService {
   /**
    * Starts the caller's desktop; a running desktop is left alone.
    *
-   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`.
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED`, `FORBIDDEN` naming the
+   *   permission when the caller may not start members.
    */
   start(options: MemberOptions): Promise<DesktopView>;
   /**

@@ -8,6 +8,7 @@ import type { LeaseObject } from '../kube-objects.js';
 import { failureReason } from './failure-reason.js';
 import { clearResetMark } from './lease-writes.js';
 import { isGoingDown } from './plan-claim.js';
+import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
 
 /** How often, and how many times, a claim looks again at a member whose previous instance is going down. */
@@ -86,10 +87,11 @@ async function clearMark(ctx: VdiContext, lease: LeaseObject, desktopId: string)
   for (let attempt = 1; attempt <= clearAttempts; attempt += 1) {
     const cleared = await clearResetMark(ctx, current);
     if (cleared) return cleared;
-    // a renewal or a console mark moved it on: read it again, unless it is no longer this claim
+    // a renewal or a console mark moved it on: read it again, unless it is no longer this claim or a release
+    // owns it now (a start after that would run the member for nobody)
     const read = await ctx.cluster.getLease(lease.metadata.namespace ?? '', lease.metadata.name ?? '');
     const session = (object: LeaseObject) => object.metadata.annotations?.[sessionIdAnnotation];
-    if (read === undefined || session(read) !== session(lease)) break;
+    if (read === undefined || session(read) !== session(lease) || isReleasing(read)) break;
     if (!isResetDue(read)) return read;
     current = read;
   }

@@ -1,10 +1,11 @@
 import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
+import { leaseMemberLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { compareNatural } from '../member-names.js';
-import { classifyMemberClaim, isClaimable } from './claim-liveness.js';
+import { classifyLease, classifyMemberClaim, isClaimable } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
-import { leaseNameFor } from './lease-name.js';
+import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
 
@@ -54,7 +55,9 @@ export interface PlanClaimInput {
  *   or recreated when ephemeral) and started again before the new holder gets it, as its previous guest may still
  *   run.
  * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user;
- *   `goingDown` counts the unheld members passed over because their previous instance still exists.
+ *   `goingDown` counts the unheld members passed over because their previous instance still exists. Also
+ *   `NO_FREE_MEMBER` with `resetting` when the identity's live claim is of a member not listed or being deleted
+ *   (a recreate under way, or a list older than a grow): that is its desktop, so it gets no second one.
  *
  * Among the free members, one already running (a warm spare) is taken before one that must start.
  *
@@ -78,7 +81,13 @@ export type ClaimPlan =
       /** Another identity's claim expired on it: reset the member before handing it out. */
       reset: boolean;
     } & ClaimFollowUp)
-  | { kind: 'refuse'; code: 'POOL_NOT_FOUND' | 'NO_FREE_MEMBER'; goingDown: number };
+  | {
+      kind: 'refuse';
+      code: 'POOL_NOT_FOUND' | 'NO_FREE_MEMBER';
+      goingDown: number;
+      /** The member the identity holds while it is gone or being deleted (a recreate under way). */
+      resetting?: string;
+    };
 
 /** What a claim does once its Lease is written. @category claims */
 export interface ClaimFollowUp {
@@ -122,6 +131,8 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
     const { member, lease } = held;
     return { kind: 'renew', member, lease, ...followUp(member), resetDue: isResetDue(lease) };
   }
+  const resetting = findResetting(input, entries);
+  if (resetting !== undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: 0, resetting };
   const preferred = entries.find(
     (entry) =>
       entry.member.member === input.prefer &&
@@ -141,6 +152,22 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
     return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
   }
   return planTake(chosen, identity);
+}
+
+// The member of the identity's live claim (not being released) whose member is not listed, or is being deleted.
+function findResetting(input: PlanClaimInput, entries: readonly PlanEntry[]): string | undefined {
+  const listed = new Set(
+    entries.filter((entry) => !entry.member.deleting).map((entry) => leaseNameFor(entry.member.member)),
+  );
+  const lease = input.leases.find(
+    (candidate) =>
+      !listed.has(candidate.metadata.name ?? '') &&
+      candidate.spec.holderIdentity === input.identity &&
+      !isReleasing(candidate) &&
+      classifyLease(candidate, input.now).kind === 'held',
+  );
+  if (lease === undefined) return undefined;
+  return lease.metadata.labels?.[leaseMemberLabel] ?? memberFromLeaseName(lease.metadata.name ?? '') ?? '';
 }
 
 /**

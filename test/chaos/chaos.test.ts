@@ -7,10 +7,11 @@ const cluster = useSharedCluster();
 // A fixed seed replays the same choices; CHAOS_SEED picks another storm (timing still differs run to run).
 const seed = Number(process.env.CHAOS_SEED ?? 19);
 
-// Three open defects, written up in docs/testing.md ("Defects it found"), are reported apart until they are fixed:
-// a double-click claim winning two members (pinned by double-claim-race.test.ts), a claim planned from a VM list
-// older than its Lease list taking a member whose guest is still going down after a release, and a release's
-// best-effort clear of the presentation copy losing to a concurrent write, which leaves a free member showing a holder.
+// Two rarer windows under the same invariants as the fixed defects are still open, written up in docs/testing.md
+// ("Still open"), and reported apart (printed, not failed): a claim's start that lands after a concurrent release
+// of its own claim ended it (a one-request window), and an identity-two-desktops source not yet pinned (about one
+// in 3,000 operations). A free member still showing a holder is kept apart too until a run shows which window
+// (those docs/claims.md names) left it: one run of seed 19 out of five after the fix reported one.
 function isOpenDefect(violation: Violation): boolean {
   if (violation.invariant === 'identity-two-desktops') return true;
   if (violation.invariant === 'presentation-at-rest')
@@ -32,9 +33,7 @@ it('keeps every claim invariant through a storm of three processes on two pools'
   expect(report.harnessErrors, `the storm itself failed (seed ${seed})`).toEqual([]);
   expect(report.operations).toBeGreaterThan(50);
   const openDefects = report.violations.filter(isOpenDefect);
-  process.stderr.write(
-    `chaos: ${openDefects.length} violation(s) of the three open defects, reported apart\n`,
-  );
+  process.stderr.write(`chaos: ${openDefects.length} violation(s) of the open windows, reported apart\n`);
   for (const violation of openDefects)
     process.stderr.write(`  [${violation.invariant}] ${violation.message}\n`);
   const others = { ...report, violations: report.violations.filter((violation) => !isOpenDefect(violation)) };

@@ -95,7 +95,8 @@ function replay(changes: readonly Change[]): Replay {
     if (!session) return;
     session.end = { change, expired: !isLiveAt(previous, now) };
     current.delete(member);
-    lastHolder.set(member, session);
+    // A takeover given back before its reset never had the member: the guest still running is the holder's before.
+    if (session.handout) lastHolder.set(member, session);
   };
 
   // A takeover's Lease carries the reset-due mark until the member is reset: only a version without it hands out.

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import { markClaimReleasing } from '../../../src/claims/lease-writes.js';
+import { startDesktop } from '../../../src/claims/start-desktop.js';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError } from '../../../src/errors.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
@@ -52,6 +54,18 @@ class LaggingCluster extends KubeCluster {
   }
 }
 
+/** The adapter, which runs a one-shot action just before its next Lease replace. */
+class MarkingCluster extends KubeCluster {
+  beforeNextReplace: (() => Promise<void>) | undefined;
+
+  override async replaceLease(...args: Parameters<KubeCluster['replaceLease']>) {
+    const before = this.beforeNextReplace;
+    this.beforeNextReplace = undefined;
+    await before?.();
+    return await super.replaceLease(...args);
+  }
+}
+
 async function setUp(prefix: string, size: number) {
   const namespace = await createTestNamespace(cluster(), prefix);
   await createPoolMembers(cluster(), namespace, 'devpool', size);
@@ -92,8 +106,9 @@ describe('a claim planned on a view older than the cluster', () => {
     const alice = await claim('alice');
     expect(alice.member).toBe('devpool-2');
     expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
-    // its one fresh list is its own claims; the pool came from the (stale) shared view once
-    expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(1);
+    // Its two fresh lists are its own claims: with the view, and again once it first holds the claimant Lease (a
+    // claim of the identity that finished in between shows only there). The pool came from the stale view once.
+    expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(2);
     expect(await holders()).toEqual([
       ['devpool-1', 'bob'],
       ['devpool-2', 'alice'],
@@ -176,6 +191,45 @@ describe('a member whose previous instance is still going down', () => {
     const dave = await vdi.assign({ pool: 'devpool', identity: 'dave' });
     expect(dave.member).toBe('devpool-1');
   });
+
+  it('is not handed out by a claim planned from a view older than the release, which takes another member', async () => {
+    const namespace = await createTestNamespace(cluster(), 'slowstop-stale');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const kube = new LaggingCluster(cluster().kubeConfig);
+    await waitFor(
+      async () => (await kube.listVms(namespace)).every((vm) => vm.status?.printableStatus === 'Stopped'),
+      { describe: 'the members to report Stopped' },
+    );
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    // the view this process plans from shows both members stopped and free
+    await kube.takeSnapshot(namespace);
+    // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
+    expect((await vdi.assign({ pool: 'devpool', identity: 'bob' })).member).toBe('devpool-1');
+    await waitFor(async () => (await kube.getVmi(namespace, 'devpool-1'))?.status?.phase, {
+      describe: "bob's instance to run",
+      until: (phase) => phase === 'Running',
+    });
+    await vdi.release({ member: 'devpool-1', identity: 'bob' });
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(alice.member).toBe('devpool-2');
+    // the Lease it won on devpool-1 is given back, and nothing of alice's is left there
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+    const left = await kube.getVm(namespace, 'devpool-1');
+    expect(left?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(left?.status?.printableStatus).toBe('Stopping');
+    await clock.advance(60_000);
+  });
 });
 
 describe('a claim taking over an expired claim', () => {
@@ -247,6 +301,38 @@ describe('a claim taking over an expired claim', () => {
     expect(await newInstanceUid(kube, namespace, bobsUid)).not.toBe(bobsUid);
     const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
     expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
+  });
+
+  it('does not start the member when a release of the same claim begins while the start finishes the reset', async () => {
+    const { namespace, vdi, kube } = await expiredClaim('takeover-release');
+    const guestClock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    await expect(vdi.claim({ pool: 'devpool', identity: 'alice' })).rejects.toMatchObject({
+      code: 'STOP_FAILED',
+    });
+    await guestClock.advance(60_000);
+    await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
+      describe: "bob's instance to be gone",
+      until: (vmi) => vmi === undefined,
+    });
+    // alice's release marks the claim its own just as her start is about to clear the reset mark
+    const hooked = new MarkingCluster(cluster().kubeConfig);
+    const ctx: VdiContext = { ...vdi.context, cluster: hooked, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    hooked.beforeNextReplace = async () => {
+      const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+      if (lease) expect(await markClaimReleasing(vdi.context, lease)).toBeDefined();
+    };
+
+    const error = await startDesktop(ctx, { member: 'devpool-1', identity: 'alice' }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(isVdiError(error, 'CLAIM_CHANGED')).toBe(true);
+    const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-releasing']).toBeDefined();
+    expect((await kube.getVm(namespace, 'devpool-1'))?.spec.runStrategy).toBe('Halted');
   });
 
   for (const next of ['claim', 'start'] as const) {

@@ -18,9 +18,9 @@ const cluster = useSharedCluster();
 class OrderedCluster extends KubeCluster {
   /** The next `count` pool Lease lists wait for each other, so their claims plan from the same read. */
   barrier: { count: number; arrived: number; release: () => void; all: Promise<void> } | undefined;
-  /** Member and VMI reads fail once a member Lease was written, as without `get virtualmachines`. */
-  failReadsAfterClaim = false;
-  private claimWritten = false;
+  /** Member and VMI reads fail once a member Lease, or the member's presentation, was written, as without `get`. */
+  failReadsAfter: 'lease' | 'presentation' | undefined;
+  private written = new Set<'lease' | 'presentation'>();
   /** The next create of a member Lease fails, as a process that dies just before it would. */
   failNextMemberLeaseCreate = false;
   /** Runs once before the next create of a member Lease, as another process acting in between. */
@@ -58,17 +58,27 @@ class OrderedCluster extends KubeCluster {
       throw new VdiError('CLUSTER_UNAVAILABLE', 'the process died here');
     }
     const created = await super.createLease(namespace, lease);
-    if (isMemberLease) this.claimWritten = true;
+    if (isMemberLease) this.written.add('lease');
     return created;
   }
 
+  override async patchVm(...args: Parameters<KubeCluster['patchVm']>) {
+    const patched = await super.patchVm(...args);
+    this.written.add('presentation');
+    return patched;
+  }
+
+  private get readsFail(): boolean {
+    return this.failReadsAfter !== undefined && this.written.has(this.failReadsAfter);
+  }
+
   override async getVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
-    if (this.failReadsAfterClaim && this.claimWritten) throw new VdiError('FORBIDDEN', 'no get on VMs');
+    if (this.readsFail) throw new VdiError('FORBIDDEN', 'no get on VMs');
     return await super.getVm(namespace, name);
   }
 
   override async getVmi(namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
-    if (this.failReadsAfterClaim && this.claimWritten) throw new VdiError('FORBIDDEN', 'no get on VMIs');
+    if (this.readsFail) throw new VdiError('FORBIDDEN', 'no get on VMIs');
     return await super.getVmi(namespace, name);
   }
 }
@@ -171,11 +181,19 @@ describe('a claim racing a shrink', () => {
 describe('a claim that did its work', () => {
   it('reports the desktop it holds even when reading the member back fails', async () => {
     const { kube, claim, holders } = await setUp('readback', 1);
-    kube.failReadsAfterClaim = true;
+    kube.failReadsAfter = 'presentation';
     const desktop = await claim('alice');
     expect(desktop).toMatchObject({ member: 'devpool-1', owner: 'alice', retried: false });
     expect(desktop.sessionId).not.toBe('');
     expect(desktop.claimedAt).toBeDefined();
     expect(await holders()).toEqual([['devpool-1', 'alice']]);
+  });
+
+  it('gives the Lease back and fails, holding nothing, when it cannot read the member it won before handing it out', async () => {
+    const { namespace, kube, claim, holders } = await setUp('readwon', 1);
+    kube.failReadsAfter = 'lease';
+    await expect(claim('alice')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect(await holders()).toEqual([]);
+    expect(await kube.listLeases(namespace)).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { claimDesktop } from '../../../src/claims/claim-desktop.js';
 import { releaseMember } from '../../../src/claims/release-desktop.js';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, VdiError } from '../../../src/errors.js';
@@ -223,5 +224,30 @@ describe('a release never stops someone else’s desktop', () => {
     expect(codeOf(outcome)).toBe('CLAIM_CHANGED');
     expect(await readLease(setup)).toEqual(before);
     expect(setup.kube.calls).not.toContain('stopVm');
+  });
+});
+
+describe('a claim that a release ends while it presents itself', () => {
+  it('leaves no copy naming a holder without a Lease: it claims again, and the copy names the Lease’s holder', async () => {
+    const setup = await setUp('claimrel');
+    let unassigned: PromiseSettledResult<unknown> | undefined;
+    // An administrator's unassign runs to its end (its clear of the copy included) just before the claim writes it.
+    setup.kube.before('patchVm', async () => {
+      [unassigned] = await Promise.allSettled([
+        setup.vdi.unassign({ member: 'devpool-1', identity: 'admin', asAdmin: true }),
+      ]);
+    });
+
+    const claimed = await claimDesktop(
+      setup.ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+
+    expect(unassigned?.status).toBe('fulfilled');
+    const lease = await readLease(setup);
+    const vm = await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe(lease?.spec.holderIdentity);
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(claimed.sessionId);
   });
 });

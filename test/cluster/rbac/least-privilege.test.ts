@@ -358,8 +358,6 @@ const reportedAs: Record<string, string> = {
   claim: 'a message',
   assign: 'a message',
   'ct claim': 'a message',
-  // startDesktop reports the backend's refusal as START_FAILED, with the refusal in its message only
-  start: 'START_FAILED',
   // a failed reclaim is an event with a message; the claim stays
   'session pass (reclaim)': 'a message',
 };
@@ -440,6 +438,8 @@ const expected: Record<string, string[]> = {
     'pool create',
     'pool grow',
     'capacity',
+    'claim',
+    'assign',
     'start',
     'renew',
     'connect',
@@ -468,6 +468,8 @@ const expected: Record<string, string[]> = {
   'patch virtualmachines.kubevirt.io': ['claim', 'assign'],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
   'get virtualmachineinstances.kubevirt.io': [
+    'claim',
+    'assign',
     'start',
     'renew',
     'connect',

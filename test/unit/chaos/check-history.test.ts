@@ -277,6 +277,27 @@ describe('checkHistory', () => {
     expect(checkHistory(found)).toEqual([]);
   });
 
+  /** ana's claim expired while its VMI runs; bo took it over and gave it back before the reset; then `taker` claims. */
+  function takeoverGivenBack(taker: string) {
+    const later = new Date(start + hour + 1).toISOString();
+    // built in the cluster's order, as resourceVersions grow with each record
+    const changes: Change[] = [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1')];
+    changes.push(clock(300, start + hour + 1));
+    const marked = lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' });
+    changes.push(marked, gone(450, marked), lease(600, 'alpha-1', taker, 's3', { renewTime: later }));
+    return history([], changes);
+  }
+
+  it('lets an identity take back its own guest from a takeover given back before its reset', () => {
+    expect(checkHistory(takeoverGivenBack('ana'))).toEqual([]);
+  });
+
+  it('catches a third identity handed the guest a takeover gave back before its reset', () => {
+    const violations = checkHistory(takeoverGivenBack('cy'));
+    expect(violations.map((violation) => violation.invariant)).toEqual(['vmi-at-handout']);
+    expect(violations[0]?.message).toContain("of ana's claim");
+  });
+
   it('catches presentation copies that do not match the Leases at rest', () => {
     const vm = (name: string, assignedTo?: string): VmChange => ({
       kind: 'vm',

@@ -226,6 +226,27 @@ describe('planClaim', () => {
     expect(brief(planClaim({ ...input, members, prefer: 'devpool-1' }))).toBe('create devpool-3');
   });
 
+  it('gives no second member to an identity whose live claim is of a member gone or being deleted', () => {
+    const input = { identity: 'alice', order: 'lowest' as const, random: () => 0, now };
+    const free = member('devpool-1');
+    const resetting = { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: 0, resetting: 'devpool-2' };
+    // gone: a recreate deleted it, or the list is older than the grow that made it
+    expect(
+      planClaim({ ...input, members: [free], leases: [leaseOf('devpool-2', { holder: 'alice' })] }),
+    ).toEqual(resetting);
+    const deleting = { ...member('devpool-2'), deleting: true };
+    expect(
+      planClaim({ ...input, members: [free, deleting], leases: [leaseOf('devpool-2', { holder: 'alice' })] }),
+    ).toEqual(resetting);
+    // an expired claim, one being released, or another identity's binds nobody to it
+    for (const lease of [
+      leaseOf('devpool-2', { holder: 'alice', expired: true }),
+      leaseOf('devpool-2', { holder: 'alice', sessionId: 's', releasing: 's' }),
+      leaseOf('devpool-2', { holder: 'bob' }),
+    ])
+      expect(brief(planClaim({ ...input, members: [free], leases: [lease] }))).toBe('create devpool-1');
+  });
+
   it('resets a member it takes over from another identity’s expired claim, not from its own or an empty one', () => {
     const taken = (lease: LeaseShape) => plan([['devpool-1', { power: 'running' }, lease]]);
     expect(taken({ holder: 'bob', expired: true })).toMatchObject({
@@ -309,6 +330,13 @@ describe('planClaim', () => {
           );
           if (result.kind === 'refuse') {
             expect(result.code).toBe(members.length === 0 ? 'POOL_NOT_FOUND' : 'NO_FREE_MEMBER');
+            if (result.resetting !== undefined) {
+              // the caller's own member being deleted (a recreate) is its desktop: no second one meanwhile
+              const own = leases.find((lease) => lease.metadata.name === `corral-vdi-${result.resetting}`);
+              expect(members.find((facts) => facts.member === result.resetting)?.deleting).toBe(true);
+              expect(own?.spec.holderIdentity).toBe('alice');
+              return;
+            }
             expect(claims.some((claim) => isClaimable(claim) || claimHolder(claim) === 'alice')).toBe(false);
             return;
           }
