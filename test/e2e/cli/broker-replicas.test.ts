@@ -37,8 +37,14 @@ interface Replica {
   log: OutputLog;
 }
 
-/** Starts one `broker serve --leader-elect` replica with a 3 s lease and a policy that reclaims every claim at once. */
-async function startReplica(namespace: string): Promise<Replica> {
+/**
+ * Starts one `broker serve --leader-elect` replica with a 3 s lease and, unless `policy` says otherwise, a policy
+ * that reclaims every claim at once.
+ */
+async function startReplica(
+  namespace: string,
+  policy: Record<string, string> = { CORRAL_VDI_MAX_SESSION: '1ms' },
+): Promise<Replica> {
   const child = startCli(
     [
       'broker',
@@ -59,7 +65,7 @@ async function startReplica(namespace: string): Promise<Replica> {
       '--leader-retry-period',
       `${retryPeriodMs}ms`,
     ],
-    cliEnv({ CORRAL_VDI_BROKER: '1', CORRAL_ADMINS: 'admin', CORRAL_VDI_MAX_SESSION: '1ms' }),
+    cliEnv({ CORRAL_VDI_BROKER: '1', CORRAL_ADMINS: 'admin', ...policy }),
   );
   running.push(child);
   const log = collectOutput(child);
@@ -117,6 +123,61 @@ function isMarkedReleasing(lease: { metadata: { annotations?: Record<string, str
 }
 
 describe('three broker serve replicas with --leader-elect', () => {
+  it('a claim storm spread over the replicas, each user clicking twice on two replicas at once, never gives a member two holders', async () => {
+    const namespace = await createNamespace(cluster(), 'replicas-storm');
+    await createGoldenVm(cluster(), namespace, 'golden-desktop');
+    const size = 8;
+    const created = await cli([
+      'pool',
+      'create',
+      'lab',
+      '--from',
+      'golden-desktop',
+      '--size',
+      String(size),
+      '-n',
+      namespace,
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    const replicas = await Promise.all([0, 1, 2].map(() => startReplica(namespace, {})));
+    const claim = async (replica: Replica, user: string) => {
+      const answer = await fetch(`${replica.url}/api/vdi/pools/vm/${namespace}/lab/claim`, {
+        method: 'POST',
+        headers: { 'x-forwarded-user': user },
+      });
+      return {
+        status: answer.status,
+        body: (await answer.json()) as { member?: string; error?: { code: string } },
+      };
+    };
+    const users = Array.from({ length: size }, (_, index) => `user-${index}@example.com`);
+    const answers = await Promise.all(
+      users.flatMap((user, index) => [
+        claim(replicas[index % 3] as Replica, user).then((answer) => ({ user, ...answer })),
+        claim(replicas[(index + 1) % 3] as Replica, user).then((answer) => ({ user, ...answer })),
+      ]),
+    );
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool');
+    const holderOf = new Map(leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]));
+    // every member told to a user is held by that user alone: one Lease per member, naming them
+    for (const { user, status, body } of answers) {
+      if (status === 200) expect(holderOf.get(`corral-vdi-${body.member}`)).toBe(user);
+      else expect(body.error?.code).toBe('NO_FREE_MEMBER');
+    }
+    expect(leases.every((lease) => users.includes(lease.spec.holderIdentity ?? ''))).toBe(true);
+    expect(leases).toHaveLength(size);
+    // one user winning two members (the open defect of docs/testing.md) leaves another without one: say how often
+    const members = new Map<string, Set<string>>();
+    for (const { user, body } of answers)
+      if (body.member) members.set(user, (members.get(user) ?? new Set()).add(body.member));
+    const twice = [...members.values()].filter((won) => won.size > 1).length;
+    console.log(`replica claim storm: ${answers.length} claims, users with two members: ${twice}`);
+
+    const late = await claim(replicas[0] as Replica, 'late@example.com');
+    expect([late.status, late.body.error?.code]).toEqual([409, 'NO_FREE_MEMBER']);
+  });
+
   it('a replica takes over about a lease duration after the leader is killed mid-pass, and finishes each reclaim once', async () => {
     const pool = await claimedPausedPool('replicas-kill', 3);
     const replicas = await Promise.all([0, 1, 2].map(() => startReplica(pool.namespace)));
