@@ -1,7 +1,8 @@
 // Broker replicas (`npm run bench`): claims/s through one and through three `broker serve --leader-elect`
 // processes on fresh pools of the same local control plane, and the time until another replica holds the
 // leader Lease after the leader is killed. Each claim is an HTTP request to a replica, round-robin, with the
-// trusted login header; afterwards the claim Leases are read back to check one holder per member. Adds its
+// trusted login header; the brokers' own /metrics count their apiserver requests and lost Lease writes, and
+// afterwards the claim Leases are read back to check one holder per member. Adds its
 // figures to bench/results/latest.json under `replicas`. Sizes: BENCH_REPLICA_MEMBERS (200),
 // BENCH_REPLICA_CONCURRENCY (50), BENCH_TAKEOVERS (3). Build first: npx tsup.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,7 +11,12 @@ import { assignedToKey, leaseMemberLabel, poolLabel } from '../src/keys.js';
 import { KubeCluster } from '../src/kube/cluster.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
 import { waitFor } from '../src/testing/wait-for.js';
-import { type BrokerProcess, killBrokerProcesses, startBrokerProcess } from './support/broker-processes.js';
+import {
+  type BrokerProcess,
+  killBrokerProcesses,
+  readCounter,
+  startBrokerProcess,
+} from './support/broker-processes.js';
 import { cpuMsOf, findApiserverPid, inParallel, sizeFromEnv } from './support/measure.js';
 import { createNamespace, seedMembers } from './support/seed.js';
 
@@ -19,6 +25,8 @@ const concurrency = sizeFromEnv('BENCH_REPLICA_CONCURRENCY', 50);
 const takeovers = sizeFromEnv('BENCH_TAKEOVERS', 3);
 const pool = 'benchpool';
 const leaderLease = 'corral-broker-leader';
+const requestsCounter = 'corral_vdi_apiserver_requests_total';
+const conflictsCounter = 'corral_vdi_lease_conflicts_total';
 // short timings, so a takeover is seconds rather than the defaults' 13-17 s
 const takeoverElection = [
   '--leader-lease-duration',
@@ -35,6 +43,9 @@ interface ClaimRun {
   claims: number;
   ms: number;
   claimsPerSecond: number;
+  /** Apiserver requests and lost Lease writes (409) of every broker process together, per claim. */
+  requestsPerClaim: number;
+  leaseConflictsPerClaim: number;
   /** CPU of every broker process together, and of the kube-apiserver, per claim. */
   brokerCpuMsPerClaim: number;
   apiserverCpuMsPerClaim: number;
@@ -117,18 +128,28 @@ async function runClaims(count: number, claims: number): Promise<ClaimRun> {
   const replicas = await startReplicas(count, namespace);
   await waitForLeader(kube, namespace, replicas);
   const brokerCpu = () => replicas.reduce((sum, replica) => sum + cpuMsOf(replica.child.pid), 0);
+  const counted = async (name: string) =>
+    (await Promise.all(replicas.map((replica) => readCounter(replica, name)))).reduce((sum, n) => sum + n, 0);
+  const requestsBefore = await counted(requestsCounter);
+  const conflictsBefore = await counted(conflictsCounter);
   const brokerCpuBefore = brokerCpu();
   const apiserverCpuBefore = cpuMsOf(apiserverPid);
   const started = performance.now();
   const refused = await claimThrough(replicas, namespace, claims);
   const ms = performance.now() - started;
+  const cpu = {
+    broker: brokerCpu() - brokerCpuBefore,
+    apiserver: cpuMsOf(apiserverPid) - apiserverCpuBefore,
+  };
   const run = {
     replicas: count,
     claims,
     ms,
     claimsPerSecond: (claims * 1000) / ms,
-    brokerCpuMsPerClaim: (brokerCpu() - brokerCpuBefore) / claims,
-    apiserverCpuMsPerClaim: (cpuMsOf(apiserverPid) - apiserverCpuBefore) / claims,
+    requestsPerClaim: ((await counted(requestsCounter)) - requestsBefore) / claims,
+    leaseConflictsPerClaim: ((await counted(conflictsCounter)) - conflictsBefore) / claims,
+    brokerCpuMsPerClaim: cpu.broker / claims,
+    apiserverCpuMsPerClaim: cpu.apiserver / claims,
   };
   await killBrokerProcesses(replicas);
   expect(refused).toEqual([]);
@@ -161,6 +182,8 @@ afterAll(async () => {
       claims: run.claims,
       'wall ms': Math.round(run.ms),
       'claims/s': round(run.claimsPerSecond),
+      'requests/claim': round(run.requestsPerClaim),
+      'Lease conflicts/claim': round(run.leaseConflictsPerClaim),
       'broker CPU ms/claim': round(run.brokerCpuMsPerClaim),
       'apiserver CPU ms/claim': round(run.apiserverCpuMsPerClaim),
     })),

@@ -20,8 +20,8 @@ export interface BrokerProcess {
 }
 
 /**
- * Starts `broker serve --leader-elect` on `namespace`, trusting the login header `X-Forwarded-User`, with the
- * election flags `electionArgs`; resolves once it has printed its address and its identity.
+ * Starts `broker serve --leader-elect --metrics` on `namespace`, trusting the login header `X-Forwarded-User`,
+ * with the election flags `electionArgs`; resolves once it has printed its address and its identity.
  */
 export async function startBrokerProcess(
   kubeconfigPath: string,
@@ -33,7 +33,16 @@ export async function startBrokerProcess(
   const args = ['serve', '--listen', '127.0.0.1:0', '--trust-header', 'X-Forwarded-User', '-n', namespace];
   const child = spawn(
     process.execPath,
-    [cliPath, 'broker', ...args, '--kubeconfig', kubeconfigPath, '--leader-elect', ...electionArgs],
+    [
+      cliPath,
+      'broker',
+      ...args,
+      '--kubeconfig',
+      kubeconfigPath,
+      '--leader-elect',
+      '--metrics',
+      ...electionArgs,
+    ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let printed = '';
@@ -64,4 +73,14 @@ export async function killBrokerProcesses(processes: readonly BrokerProcess[]): 
       return exited;
     }),
   );
+}
+
+/** The sum of every sample of the counter `name` (all its labels) on the process's `/metrics`. */
+export async function readCounter(broker: BrokerProcess, name: string): Promise<number> {
+  const text = await (await fetch(`${broker.url}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) sum += Number(line.split(' ').at(-1));
+  }
+  return sum;
 }
