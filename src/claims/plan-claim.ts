@@ -1,6 +1,6 @@
 import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import { leaseMemberLabel } from '../keys.js';
+import { leaseMemberLabel, leaseNamePrefix } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { compareNatural } from '../member-names.js';
 import { classifyLease, classifyMemberClaim, isClaimable } from './claim-liveness.js';
@@ -159,8 +159,10 @@ function findResetting(input: PlanClaimInput, entries: readonly PlanEntry[]): st
   const listed = new Set(
     entries.filter((entry) => !entry.member.deleting).map((entry) => leaseNameFor(entry.member.member)),
   );
+  // only claims of members count: a waiter's Lease of the pool is held by the identity too
   const lease = input.leases.find(
     (candidate) =>
+      (candidate.metadata.name ?? '').startsWith(leaseNamePrefix) &&
       !listed.has(candidate.metadata.name ?? '') &&
       candidate.spec.holderIdentity === input.identity &&
       !isReleasing(candidate) &&

@@ -245,6 +245,10 @@ describe('planClaim', () => {
       leaseOf('devpool-2', { holder: 'bob' }),
     ])
       expect(brief(planClaim({ ...input, members: [free], leases: [lease] }))).toBe('create devpool-1');
+    // the identity's place in the pool's waitlist is a Lease of the pool it holds, but no claim of a member
+    const waiting = leaseOf('devpool-2', { holder: 'alice' });
+    waiting.metadata.name = 'corral-wait-vm-devpool-0123456789';
+    expect(brief(planClaim({ ...input, members: [free], leases: [waiting] }))).toBe('create devpool-1');
   });
 
   it('resets a member it takes over from another identity’s expired claim, not from its own or an empty one', () => {
