@@ -120,7 +120,7 @@ export type {
   DeleteCtPoolResult,
 } from './ct/ct-pool-service.js';
 export { applyCtPool, deleteCtPool, getCtPool, listCtPools } from './ct/ct-pool-service.js';
-export type { CtHomeVolume, CtPoolSpec, HomeOnRelease } from './ct/ct-pool-spec.js';
+export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from './ct/ct-pool-spec.js';
 export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from './ct/ct-pool-spec.js';
 export type { OpenTerminalOptions } from './ct/open-terminal.js';
 export { openTerminal } from './ct/open-terminal.js';

@@ -7,6 +7,7 @@ import {
   clusterOptions,
   stringFlag,
 } from './command-spec.js';
+import { minReadyOption, settingsFlags, settingsOptions, settingsText } from './pool-commands.js';
 import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 
@@ -29,6 +30,13 @@ const specFlags = {
     value: 'wipe|keep',
     help: 'What a release does with the home volume. Default wipe.',
   },
+  ...minReadyOption,
+  ...settingsOptions,
+  'reclaim-action': {
+    type: 'string',
+    value: 'ACTION',
+    help: 'What the reclaim policy does with a desktop: recreate (the default) or notify (report it and keep the claim). A container cannot be stopped.',
+  },
 } as const;
 
 async function readSpecFile(path: string): Promise<Record<string, unknown>> {
@@ -42,15 +50,21 @@ async function readSpecFile(path: string): Promise<Record<string, unknown>> {
   return readCtPoolSpecText(text, path === '-' ? 'standard input' : path);
 }
 
-// flags override the file's fields; a size that is not a number is left for the spec check to name
-async function specFrom(input: CommandInput): Promise<Record<string, unknown>> {
+const whole = (text: string) => (/^\d+$/.test(text) ? Number(text) : text);
+
+// flags override the file's fields; a count that is not a number is left for the spec check to name
+async function specFrom(input: CommandInput, command: CommandSpec): Promise<Record<string, unknown>> {
   const file = stringFlag(input, 'filename');
   const spec: Record<string, unknown> = file === undefined ? {} : await readSpecFile(file);
   if (input.args.name) spec.name = input.args.name;
   const image = stringFlag(input, 'image');
   if (image !== undefined) spec.image = image;
   const size = stringFlag(input, 'size');
-  if (size !== undefined) spec.size = /^\d+$/.test(size) ? Number(size) : size;
+  if (size !== undefined) spec.size = whole(size);
+  const minReady = stringFlag(input, 'min-ready');
+  if (minReady !== undefined) spec.minReady = whole(minReady);
+  const { allowLoopbackHttpWebhook: _, ...settings } = settingsFlags(input, command);
+  Object.assign(spec, settings);
   const shell = stringFlag(input, 'shell');
   if (shell !== undefined) spec.shell = shell;
   const homeSize = stringFlag(input, 'home-size');
@@ -75,7 +89,7 @@ function printPool(terminal: Terminal, pool: CtPoolView): void {
   const { paint } = terminal;
   const { spec } = pool;
   terminal.print(
-    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${spec.size} member${spec.size === 1 ? '' : 's'} of ${spec.image})`,
+    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${spec.size} member${spec.size === 1 ? '' : 's'} of ${spec.image}; ${settingsText({ reclaimAction: pool.reclaimAction, settings: spec })})`,
   );
   for (const member of pool.members) {
     const holder = member.owner ?? 'free';
@@ -105,15 +119,17 @@ const apply: CommandSpec = {
   examples: [
     '$ corral-vdi ct-pool apply -f devbox.yaml',
     '$ corral-vdi ct-pool apply devbox --image ghcr.io/acme/devbox:1.4 --size 3 --home-size 5Gi',
+    '$ corral-vdi ct-pool apply -f devbox.yaml --min-ready 1 --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
   ],
   async run(input) {
-    const spec = await specFrom(input);
+    const spec = await specFrom(input, apply);
     const session = await input.cluster();
     const { applyCtPool } = await import('../ct/ct-pool-service.js');
     const result = await applyCtPool(session.vdi.context, {
       spec,
       namespace: session.namespace,
       identity: session.actor,
+      ...(booleanFlag(input, 'allow-http-webhook') ? { allowLoopbackHttpWebhook: true } : {}),
     });
     const { terminal } = input;
     if (terminal.json) terminal.printJson({ applied: result });

@@ -25,7 +25,8 @@ const cloneTimeoutOption = {
   },
 } as const;
 
-const settingsOptions = {
+/** The flags of a pool's own settings, shared by `pool create`, `pool set` and `ct-pool apply`. */
+export const settingsOptions = {
   'reclaim-action': {
     type: 'string',
     value: 'ACTION',
@@ -48,7 +49,7 @@ const settingsOptions = {
 } as const;
 
 /** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
-function settingsFlags(input: CommandInput, command: CommandSpec) {
+export function settingsFlags(input: CommandInput, command: CommandSpec) {
   const action = stringFlag(input, 'reclaim-action');
   const webhook = stringFlag(input, 'reclaim-webhook');
   const idle = stringFlag(input, 'idle-timeout');
@@ -68,7 +69,7 @@ function settingsFlags(input: CommandInput, command: CommandSpec) {
 }
 
 /** A pool's settings in words, for `pool list` and `pool set`. */
-function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
+export function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
   const { reclaimWebhook, idleTimeoutMs } = pool.settings;
   const parts = [
     `reclaim: ${pool.reclaimAction}${reclaimWebhook ? ` → ${new URL(reclaimWebhook).origin}` : ''}`,
@@ -90,7 +91,8 @@ function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | und
   return ms;
 }
 
-const minReadyOption = {
+/** The `--min-ready` flag, shared by `pool create`, `pool set` and `ct-pool apply`. */
+export const minReadyOption = {
   'min-ready': {
     type: 'string',
     value: 'N',

@@ -65,7 +65,7 @@ export type {
 export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
 export { toCtAdmissionInput } from '../ct/ct-admission.js';
 export { phaseOfPod, powerOfPod, toCtMemberFacts } from '../ct/ct-member-facts.js';
-export type { CtHomeVolume, CtPoolSpec, HomeOnRelease } from '../ct/ct-pool-spec.js';
+export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from '../ct/ct-pool-spec.js';
 export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from '../ct/ct-pool-spec.js';
 export type {
   CtMemberRead,

@@ -10,6 +10,7 @@ import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { compareNatural } from '../member-names.js';
 import { defaultPoolActor } from '../pools/pool-options.js';
+import { type ReclaimAction, reclaimActionOf } from '../pools/pool-settings.js';
 import { takeRemovalLease } from '../pools/removal-lease.js';
 import { runAudited } from '../pools/run-audited.js';
 import {
@@ -34,6 +35,8 @@ export interface ApplyCtPoolOptions {
   namespace?: string;
   /** Who applies it, for the audit log. */
   identity?: string;
+  /** Accept an http `reclaimWebhook` on localhost, 127.0.0.1 or ::1. @defaultValue false */
+  allowLoopbackHttpWebhook?: boolean;
 }
 
 /** What {@link applyCtPool} returns. @category ct-pools */
@@ -42,6 +45,8 @@ export interface ApplyCtPoolResult {
   id: string;
   /** The spec as stored, defaults filled in. */
   spec: CtPoolSpec;
+  /** The reclaim action in force: the spec's, else `recreate`. */
+  reclaimAction: ReclaimAction;
   /** The pool is new; `false` when an existing spec was replaced. */
   created: boolean;
 }
@@ -65,6 +70,8 @@ export interface CtPoolView {
   namespace: string;
   name: string;
   spec: CtPoolSpec;
+  /** The reclaim action in force: the spec's, else `recreate`. */
+  reclaimAction: ReclaimAction;
   members: CtPoolMemberView[];
 }
 
@@ -90,6 +97,7 @@ const applySchema = z.object({
   spec: z.unknown(),
   namespace: namespaceSchema.optional(),
   identity: identitySchema.optional(),
+  allowLoopbackHttpWebhook: z.boolean().optional(),
 });
 const nameSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
 const deleteSchema = nameSchema.extend({
@@ -122,7 +130,9 @@ function nameTaken(namespace: string, pool: string, what: string): VdiError {
  */
 export async function applyCtPool(ctx: VdiContext, options: ApplyCtPoolOptions): Promise<ApplyCtPoolResult> {
   const parsed = parseOptions(applySchema, options, 'applyCtPool');
-  const spec = parseCtPoolSpec(parsed.spec);
+  const spec = parseCtPoolSpec(parsed.spec, {
+    allowLoopbackHttpWebhook: parsed.allowLoopbackHttpWebhook ?? false,
+  });
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const id = formatPoolId({ kind: 'ct', namespace, pool: spec.name });
   return await runAudited(
@@ -144,7 +154,7 @@ export async function applyCtPool(ctx: VdiContext, options: ApplyCtPoolOptions):
       const configMap = buildSpecConfigMap(spec, current);
       if (current) await ctx.cluster.replaceConfigMap(namespace, configMap);
       else await ctx.cluster.createConfigMap(namespace, configMap);
-      return { id, spec, created: current === undefined };
+      return { id, spec, reclaimAction: reclaimActionOf(spec, true), created: current === undefined };
     },
   );
 }
@@ -221,6 +231,7 @@ export async function getCtPool(
     namespace,
     name,
     spec: stored.spec,
+    reclaimAction: reclaimActionOf(stored.spec, true),
     members,
   };
 }
@@ -246,6 +257,7 @@ export async function listCtPools(
         namespace,
         name: spec.name,
         spec,
+        reclaimAction: reclaimActionOf(spec, true),
         members,
       };
     }),

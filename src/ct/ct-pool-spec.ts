@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { maxPoolSize } from '../pools/pool-options.js';
+import { checkPoolSettings, type PoolSettings, type ReclaimAction } from '../pools/pool-settings.js';
 import { poolNameSchema } from '../validate.js';
 
 /**
@@ -47,6 +48,21 @@ export interface CtPoolSpec {
   shell: string;
   /** Extra labels on every member's objects. */
   labels: Record<string, string>;
+  /**
+   * What the reclaim policy does with a desktop it takes back: `recreate` (the default: a fresh Pod from the image)
+   * or `notify` (report it and keep the claim). `stop` is refused: a container cannot be stopped and kept.
+   */
+  reclaimAction?: Exclude<ReclaimAction, 'stop'> | undefined;
+  /** Where `notify` POSTs its JSON body: an https URL (http only for a loopback host, when allowed). */
+  reclaimWebhook?: string | undefined;
+  /** The pool's idle timeout in ms, overriding the broker's; `0` turns idle reclaim off for the pool. */
+  idleTimeoutMs?: number | undefined;
+}
+
+/** What {@link parseCtPoolSpec} needs to know besides the spec. @category ct-pools */
+export interface ParseCtPoolSpecOptions {
+  /** Accept an http `reclaimWebhook` on localhost, 127.0.0.1 or ::1. @defaultValue false */
+  allowLoopbackHttpWebhook?: boolean;
 }
 
 // [registry[:port]/]path[:tag][@digest], the shape the container runtimes accept, lowercase repository
@@ -89,73 +105,129 @@ const labelKey = z.string().refine((key) => {
   return (prefix === undefined || dnsSubdomain.test(prefix)) && labelNamePattern.test(name);
 }, 'is not a label key');
 
-const schema = z
-  .object({
-    name: poolNameSchema,
-    image: z
-      .string()
-      .max(4096)
-      .regex(
-        imagePattern,
-        'is not an image reference; write [registry/]repository[:tag][@sha256:digest] in lowercase, such as ghcr.io/acme/devbox:1.4',
-      ),
-    size: z.number().int('must be a whole number').min(0).max(maxPoolSize),
-    minReady: z.number().int('must be a whole number').min(0).optional(),
-    command: z.array(z.string()).min(1).optional(),
-    args: z.array(z.string()).optional(),
-    env: z
-      .record(z.string().regex(envNamePattern, 'is not an environment variable name'), z.string())
-      .default({}),
-    resources: z
-      .object({ requests: resourceList.default({}), limits: resourceList.default({}) })
-      .strict()
-      .default({ requests: {}, limits: {} }),
-    home: z
-      .object({
-        size: quantity,
-        storageClass: z.string().regex(dnsSubdomain, 'is not a StorageClass name').optional(),
-        onRelease: z.enum(['keep', 'wipe']).default('wipe'),
-      })
-      .strict()
-      .optional(),
-    shell: z
-      .string()
-      .regex(/^\/\S*$/, 'must be an absolute path such as /bin/bash')
-      .default('/bin/sh'),
-    labels: z
-      .record(
-        labelKey.refine(
-          (key) => !key.startsWith('corral.dev/'),
-          'uses the corral.dev/ prefix the pool keeps for itself',
+function schemaFor(options: ParseCtPoolSpecOptions) {
+  return z
+    .object({
+      name: poolNameSchema,
+      image: z
+        .string()
+        .max(4096)
+        .regex(
+          imagePattern,
+          'is not an image reference; write [registry/]repository[:tag][@sha256:digest] in lowercase, such as ghcr.io/acme/devbox:1.4',
         ),
-        z.string().regex(labelValuePattern, 'is not a label value'),
-      )
-      .default({}),
-  })
-  .strict()
-  .superRefine((spec, ctx) => {
-    if (spec.minReady !== undefined && spec.minReady > spec.size) {
-      ctx.addIssue({ code: 'custom', path: ['minReady'], message: `must be at most the size, ${spec.size}` });
-    }
-    for (const [name, value] of Object.entries(spec.resources.limits)) {
-      if (isExtendedResource(name) && !/^[0-9]+$/.test(value)) {
+      size: z.number().int('must be a whole number').min(0).max(maxPoolSize),
+      minReady: z.number().int('must be a whole number').min(0).optional(),
+      command: z.array(z.string()).min(1).optional(),
+      args: z.array(z.string()).optional(),
+      env: z
+        .record(z.string().regex(envNamePattern, 'is not an environment variable name'), z.string())
+        .default({}),
+      resources: z
+        .object({ requests: resourceList.default({}), limits: resourceList.default({}) })
+        .strict()
+        .default({ requests: {}, limits: {} }),
+      home: z
+        .object({
+          size: quantity,
+          storageClass: z.string().regex(dnsSubdomain, 'is not a StorageClass name').optional(),
+          onRelease: z.enum(['keep', 'wipe']).default('wipe'),
+        })
+        .strict()
+        .optional(),
+      shell: z
+        .string()
+        .regex(/^\/\S*$/, 'must be an absolute path such as /bin/bash')
+        .default('/bin/sh'),
+      labels: z
+        .record(
+          labelKey.refine(
+            (key) => !key.startsWith('corral.dev/'),
+            'uses the corral.dev/ prefix the pool keeps for itself',
+          ),
+          z.string().regex(labelValuePattern, 'is not a label value'),
+        )
+        .default({}),
+      reclaimAction: z.string().optional(),
+      reclaimWebhook: z.string().optional(),
+      idleTimeoutMs: z.number().optional(),
+    })
+    .strict()
+    .superRefine((spec, ctx) => {
+      checkSettings(spec, options, ctx);
+      if (spec.minReady !== undefined && spec.minReady > spec.size) {
         ctx.addIssue({
           code: 'custom',
-          path: ['resources', 'limits', name],
-          message: 'an extended resource is counted in whole units, such as 1',
+          path: ['minReady'],
+          message: `must be at most the size, ${spec.size}`,
         });
       }
-    }
-    for (const [name, value] of Object.entries(spec.resources.requests)) {
-      if (isExtendedResource(name) && spec.resources.limits[name] !== value) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['resources', 'requests', name],
-          message: 'an extended resource cannot be overcommitted; put it in limits (its request follows)',
-        });
+      for (const [name, value] of Object.entries(spec.resources.limits)) {
+        if (isExtendedResource(name) && !/^[0-9]+$/.test(value)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['resources', 'limits', name],
+            message: 'an extended resource is counted in whole units, such as 1',
+          });
+        }
       }
-    }
-  });
+      for (const [name, value] of Object.entries(spec.resources.requests)) {
+        if (isExtendedResource(name) && spec.resources.limits[name] !== value) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['resources', 'requests', name],
+            message: 'an extended resource cannot be overcommitted; put it in limits (its request follows)',
+          });
+        }
+      }
+    });
+}
+
+/** The pool settings' rules, those of a VM pool's settings, as issues of the spec. */
+function checkSettings(
+  spec: { name: string; reclaimAction?: string | undefined } & Omit<PoolSettings, 'reclaimAction'>,
+  options: ParseCtPoolSpecOptions,
+  ctx: z.RefinementCtx,
+): void {
+  const action = spec.reclaimAction;
+  if (action !== undefined && action !== 'recreate' && action !== 'notify') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['reclaimAction'],
+      message:
+        action === 'stop'
+          ? 'a container cannot be stopped and kept (its Pod ends and the reconciler makes a fresh one); use recreate or notify'
+          : `"${action}" is not a reclaim action of a container pool; use recreate or notify`,
+    });
+    return;
+  }
+  try {
+    checkPoolSettings(ctPoolSettingsOf({ ...spec, reclaimAction: action }), {
+      pool: spec.name,
+      ephemeral: true,
+      allowLoopbackHttp: options.allowLoopbackHttpWebhook ?? false,
+    });
+  } catch (error) {
+    if (!isVdiError(error, 'INVALID_INPUT')) throw error;
+    const { details } = error;
+    const field =
+      'idleTimeoutMs' in details
+        ? 'idleTimeoutMs'
+        : 'reclaimAction' in details
+          ? 'reclaimAction'
+          : 'reclaimWebhook';
+    ctx.addIssue({ code: 'custom', path: [field], message: error.message });
+  }
+}
+
+/** A container pool's own reclaim settings, in the shape the session engine reads for every pool. */
+export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
+  return {
+    ...(spec.reclaimAction === undefined ? {} : { reclaimAction: spec.reclaimAction }),
+    ...(spec.reclaimWebhook === undefined ? {} : { reclaimWebhook: spec.reclaimWebhook }),
+    ...(spec.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: spec.idleTimeoutMs }),
+  };
+}
 
 /**
  * Checks a container pool's definition and fills in its defaults. Pure: nothing is read or written.
@@ -168,8 +240,8 @@ const schema = z
  * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead.
  * @category ct-pools
  */
-export function parseCtPoolSpec(input: unknown): CtPoolSpec {
-  const parsed = schema.safeParse(input);
+export function parseCtPoolSpec(input: unknown, options: ParseCtPoolSpecOptions = {}): CtPoolSpec {
+  const parsed = schemaFor(options).safeParse(input);
   if (parsed.success) return parsed.data as CtPoolSpec;
   const fields = parsed.error.issues.map((issue) => issue.path.join('.') || 'spec');
   const issues = parsed.error.issues.map(

@@ -2,9 +2,10 @@ import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
 import type { ConfigMapObject } from '../kube-objects.js';
+import type { PoolSettings } from '../pools/pool-settings.js';
 import { validatePoolName } from '../validate.js';
 import { kindLabel, specConfigMapName, specKey } from './ct-keys.js';
-import { type CtPoolSpec, parseCtPoolSpec } from './ct-pool-spec.js';
+import { type CtPoolSpec, ctPoolSettingsOf, parseCtPoolSpec } from './ct-pool-spec.js';
 
 /** A container pool as stored: its spec and the ConfigMap it lives in. */
 export interface StoredCtPool {
@@ -26,7 +27,8 @@ export function specOf(configMap: ConfigMapObject): CtPoolSpec {
       { details: { configMap: configMap.metadata.name }, cause: error },
     );
   }
-  return parseCtPoolSpec(raw);
+  // a webhook was checked when the spec was applied, with or without http allowed
+  return parseCtPoolSpec(raw, { allowLoopbackHttpWebhook: true });
 }
 
 /** Reads one container pool's ConfigMap and spec; `undefined` when there is none. */
@@ -59,6 +61,26 @@ export async function requireCtPool(ctx: VdiContext, namespace: string, pool: st
 /** The ConfigMaps of every container pool of a namespace. */
 export async function listCtPoolConfigMaps(ctx: VdiContext, namespace: string): Promise<ConfigMapObject[]> {
   return await ctx.cluster.listConfigMaps(namespace, `${kindLabel}=ct,${poolLabel}`);
+}
+
+/**
+ * The reclaim settings of every container pool of a namespace, by pool name. A spec edited by hand into something
+ * invalid counts as no settings, as an unreadable VM pool setting does, so a reclaim pass never stops on it.
+ */
+export async function readCtPoolSettingsIn(
+  ctx: VdiContext,
+  namespace: string,
+): Promise<Map<string, PoolSettings>> {
+  const settings = new Map<string, PoolSettings>();
+  for (const configMap of await listCtPoolConfigMaps(ctx, namespace)) {
+    const pool = configMap.metadata.labels?.[poolLabel] ?? '';
+    try {
+      settings.set(pool, ctPoolSettingsOf(specOf(configMap)));
+    } catch {
+      settings.set(pool, {});
+    }
+  }
+  return settings;
 }
 
 /** The ConfigMap that stores `spec`, to create, or to replace `current` with its resourceVersion. Pure. */

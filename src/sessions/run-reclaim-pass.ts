@@ -3,6 +3,7 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import type { VdiContext } from '../context.js';
+import { readCtPoolSettingsIn } from '../ct/ct-pool-store.js';
 import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
@@ -157,7 +158,7 @@ async function passOverNamespace(
   let settings: ReadonlyMap<string, PoolSettings> | undefined;
   // a pass with nothing due and nobody connected through the broker reads only the Leases
   if (plan.needsSettings) {
-    settings = await readPoolSettingsIn(ctx, namespace);
+    settings = await readSettingsIn(ctx, namespace, leases);
     setup.poolSettings.set(namespace, settings);
     plan = planReclaimPass({ ...input, settings });
   }
@@ -195,6 +196,23 @@ async function passOverNamespace(
       : resume(ctx, setup, namespace, step, result)
     ).catch(collect),
   );
+}
+
+/**
+ * The namespace's pools' own settings: the VM pools' settings ConfigMaps, and the container pools' specs when a
+ * claim is of a container (pool names are unique across kinds in a namespace).
+ */
+async function readSettingsIn(
+  ctx: VdiContext,
+  namespace: string,
+  leases: readonly LeaseObject[],
+): Promise<Map<string, PoolSettings>> {
+  const containers = leases.some((lease) => claimKindOf(lease) === 'ct');
+  const [vms, cts] = await Promise.all([
+    readPoolSettingsIn(ctx, namespace),
+    containers ? readCtPoolSettingsIn(ctx, namespace) : new Map<string, PoolSettings>(),
+  ]);
+  return new Map([...vms, ...cts]);
 }
 
 async function write(

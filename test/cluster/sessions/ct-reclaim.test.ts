@@ -1,7 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiEvents } from '../../../src/events.js';
-import { leaseKindLabel } from '../../../src/keys.js';
-import { createSessionEngine } from '../../../src/sessions/session-engine.js';
+import { leaseKindLabel, reclaimNotifiedAnnotation } from '../../../src/keys.js';
+import { createSessionEngine, type SessionEngineOptions } from '../../../src/sessions/session-engine.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -12,7 +14,11 @@ const grace = 15 * minute;
 const alice = 'alice@example.com';
 const cluster = useSharedCluster();
 
-async function setUp(prefix: string) {
+async function setUp(
+  prefix: string,
+  spec: Record<string, unknown> = {},
+  options: { allowLoopbackHttpWebhook?: boolean; policy?: SessionEngineOptions['policy'] } = {},
+) {
   const namespace = await createTestNamespace(cluster(), prefix);
   const clock = createTestClock();
   const vdi = createVdi({
@@ -23,7 +29,12 @@ async function setUp(prefix: string) {
   });
   const events: Array<VdiEvents['reclaimed'][0]> = [];
   vdi.events.on('reclaimed', (event) => events.push(event));
-  await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 1 } });
+  const notified: Array<VdiEvents['reclaim-notified'][0]> = [];
+  vdi.events.on('reclaim-notified', (event) => notified.push(event));
+  await vdi.applyCtPool({
+    spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 1, ...spec },
+    ...(options.allowLoopbackHttpWebhook ? { allowLoopbackHttpWebhook: true } : {}),
+  });
   await vdi.reconcileCtPool({ name: 'devbox' });
   await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
     describe: `Pod ${namespace}/devbox-1 to be Ready`,
@@ -32,10 +43,10 @@ async function setUp(prefix: string) {
   const claimed = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
   const engine = createSessionEngine(vdi.context, {
     namespaces: [namespace],
-    policy: { disconnectGraceMs: grace },
+    policy: options.policy ?? { disconnectGraceMs: grace },
   });
   const uid = (await vdi.context.cluster.getPod(namespace, claimed.member))?.metadata.uid;
-  return { namespace, clock, vdi, events, engine, member: claimed.member, uid };
+  return { namespace, clock, vdi, events, notified, engine, member: claimed.member, uid };
 }
 
 type Setup = Awaited<ReturnType<typeof setUp>>;
@@ -79,5 +90,87 @@ describe('reclaiming container desktops', () => {
     await abandon(setup);
     expect(await setup.engine.runPass()).toMatchObject({ reclaimed: 1, failed: 0, errors: [] });
     await expectRecreated(setup);
+  });
+});
+
+/** A webhook receiver on 127.0.0.1 that keeps every JSON body it is sent. */
+async function startReceiver() {
+  const bodies: unknown[] = [];
+  const server = createServer((request: IncomingMessage, response) => {
+    let text = '';
+    request.on('data', (chunk: Buffer) => {
+      text += chunk.toString('utf8');
+    });
+    request.on('end', () => {
+      bodies.push(JSON.parse(text));
+      response.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/hook`, bodies, close: () => new Promise((r) => server.close(r)) };
+}
+
+const closers: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+describe('reclaim actions of container pools', () => {
+  it('notifies through the event and the webhook and keeps the claim and its Pod', async () => {
+    const receiver = await startReceiver();
+    closers.push(receiver.close);
+    const setup = await setUp(
+      'ct-notify',
+      { reclaimAction: 'notify', reclaimWebhook: receiver.url },
+      { allowLoopbackHttpWebhook: true },
+    );
+    const { vdi, namespace, member } = setup;
+    expect(await vdi.getCtPool({ name: 'devbox' })).toMatchObject({
+      reclaimAction: 'notify',
+      spec: { reclaimAction: 'notify', reclaimWebhook: receiver.url },
+    });
+    await abandon(setup);
+    const dueAt = setup.clock.now().toISOString();
+    expect(await setup.engine.runPass()).toMatchObject({ reclaimed: 0, notified: 1, failed: 0, errors: [] });
+
+    const facts = {
+      desktopId: `ct/${namespace}/${member}`,
+      pool: 'devbox',
+      holder: alice,
+      reason: 'disconnect-grace',
+      dueAt,
+    };
+    expect(receiver.bodies).toEqual([{ event: 'reclaim-notified', ...facts }]);
+    expect(setup.notified).toEqual([{ ...facts, webhook: { ok: true, status: 204 } }]);
+    expect(setup.events).toEqual([]);
+    const lease = await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`);
+    expect(lease?.spec.holderIdentity).toBe(alice);
+    expect(lease?.metadata.annotations?.[reclaimNotifiedAnnotation]).toBe(`disconnect-grace ${dueAt}`);
+    expect((await vdi.context.cluster.getPod(namespace, member))?.metadata.uid).toBe(setup.uid);
+
+    // reported once: later passes renew the claim
+    setup.clock.advance(30 * minute);
+    expect(await setup.engine.runPass()).toMatchObject({ reclaimed: 0, notified: 0, renewed: 1, errors: [] });
+    expect(receiver.bodies).toHaveLength(1);
+  });
+
+  it("takes the pool's idle timeout over the broker's, and 0 turns it off for the pool", async () => {
+    const idle = { disconnectGraceMs: grace, idleTimeoutMs: 30 * minute, idleWarningMs: 5 * minute };
+    const setup = await setUp('ct-idle', { idleTimeoutMs: 0 }, { policy: idle });
+    const { engine, clock, vdi } = setup;
+    await engine.openConsole({ member: setup.member, identity: alice, kind: 'terminal' });
+    clock.advance(50 * minute);
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 0, warned: 0, renewed: 1, errors: [] });
+
+    await vdi.applyCtPool({
+      spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 1, idleTimeoutMs: 60 * minute },
+    });
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 0, errors: [] });
+    clock.advance(10 * minute);
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 1, errors: [] });
+    expect(setup.events).toEqual([
+      { desktopId: `ct/${setup.namespace}/${setup.member}`, holder: alice, reason: 'idle' },
+    ]);
   });
 });

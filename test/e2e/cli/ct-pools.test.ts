@@ -146,4 +146,67 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
       'container pool "devbox" deleted: 1 member, claimed ones included\n',
     ]);
   });
+
+  it('sets minReady and the reclaim settings by flags over a spec file, refuses bad ones, and shows the action', async () => {
+    const namespace = await createNamespace(cluster(), 'cli-ct-action');
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const file = join(tmpdir(), `devbox-${namespace}.yaml`);
+    writeFileSync(file, 'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 2\nreclaimAction: notify\n');
+    const apply = (...flags: string[]) => cli(['ct-pool', 'apply', '-f', file, '-n', namespace, ...flags]);
+
+    const refused = [
+      [['--reclaim-action', 'stop'], /reclaimAction: a container cannot be stopped and kept/],
+      [['--reclaim-webhook', 'http://127.0.0.1:9/hook'], /only when allowed \(--allow-http-webhook\)/],
+      [
+        ['--reclaim-action', 'recreate', '--reclaim-webhook', 'https://hooks.example.com/vdi'],
+        /reclaimWebhook: .*notify/,
+      ],
+      [['--min-ready', '3'], /minReady: must be at most the size, 2/],
+      [['--min-ready', 'two'], /minReady: /],
+    ] as const;
+    for (const [flags, message] of refused) {
+      const result = await apply(...flags);
+      expect([result.code, result.stderr], flags.join(' ')).toEqual([1, expect.stringMatching(message)]);
+    }
+    const badDuration = await apply('--idle-timeout', '15min');
+    expect([badDuration.code, badDuration.stderr]).toEqual([2, expect.stringMatching(/--idle-timeout: /)]);
+    expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+
+    const applied = await apply(
+      '--min-ready',
+      '1',
+      '--reclaim-webhook',
+      'http://127.0.0.1:9/hook',
+      '--allow-http-webhook',
+      '--idle-timeout',
+      '45m',
+      '-o',
+      'json',
+    );
+    expect(applied.code, applied.stderr).toBe(0);
+    const spec = {
+      minReady: 1,
+      reclaimAction: 'notify',
+      reclaimWebhook: 'http://127.0.0.1:9/hook',
+      idleTimeoutMs: 45 * 60_000,
+    };
+    expect(jsonOf<{ applied: unknown }>(applied).applied).toMatchObject({ reclaimAction: 'notify', spec });
+    const got = await cli(['ct-pool', 'get', 'devbox', '-n', namespace]);
+    expect([got.code, got.stdout]).toEqual([
+      0,
+      expect.stringContaining(
+        `devbox  (ns/${namespace}, 2 members of ghcr.io/acme/devbox:1.4; reclaim: notify → http://127.0.0.1:9, idle timeout: 45m)`,
+      ),
+    ]);
+
+    // without the file's notify, the action in force is the default
+    writeFileSync(file, 'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 2\n');
+    expect((await apply()).code).toBe(0);
+    const listed = await cli(['ct-pool', 'list', '-n', namespace, '-o', 'json']);
+    const [pool] = jsonOf<{ pools: Array<{ reclaimAction: string; spec: Record<string, unknown> }> }>(
+      listed,
+    ).pools;
+    expect(pool?.reclaimAction).toBe('recreate');
+    expect(pool?.spec).not.toHaveProperty('reclaimAction');
+  });
 });

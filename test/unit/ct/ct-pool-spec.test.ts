@@ -84,6 +84,24 @@ describe('parseCtPoolSpec', () => {
     ['a minReady above the size', { ...base, minReady: 3 }, ['minReady']],
     ['a negative minReady', { ...base, minReady: -1 }, ['minReady']],
     ['a minReady that is not whole', { ...base, minReady: 1.5 }, ['minReady']],
+    ['an unknown reclaim action', { ...base, reclaimAction: 'hibernate' }, ['reclaimAction']],
+    [
+      'a webhook without notify',
+      { ...base, reclaimWebhook: 'https://hooks.example.com/vdi' },
+      ['reclaimWebhook'],
+    ],
+    [
+      'a webhook that is not https',
+      { ...base, reclaimAction: 'notify', reclaimWebhook: 'http://hooks.example.com/vdi' },
+      ['reclaimWebhook'],
+    ],
+    [
+      'a webhook with a password',
+      { ...base, reclaimAction: 'notify', reclaimWebhook: 'https://u:p@hooks.example.com/vdi' },
+      ['reclaimWebhook'],
+    ],
+    ['a negative idle timeout', { ...base, idleTimeoutMs: -1 }, ['idleTimeoutMs']],
+    ['an idle timeout that is not whole', { ...base, idleTimeoutMs: 1.5 }, ['idleTimeoutMs']],
   ])('refuses %s, naming the field', (_, input, fields) => {
     expect(fieldsOf(input)).toEqual(fields);
   });
@@ -91,6 +109,25 @@ describe('parseCtPoolSpec', () => {
   it('keeps a minReady from 0 to the size', () => {
     expect(parseCtPoolSpec({ ...base, minReady: 2 }).minReady).toBe(2);
     expect(parseCtPoolSpec(base).minReady).toBeUndefined();
+  });
+
+  it('refuses stop for a container, saying why', () => {
+    expect(fieldsOf({ ...base, reclaimAction: 'stop' })).toEqual(['reclaimAction']);
+    expect(() => parseCtPoolSpec({ ...base, reclaimAction: 'stop' })).toThrow(
+      /reclaimAction: a container cannot be stopped and kept .*use recreate or notify/,
+    );
+  });
+
+  it('keeps the reclaim settings, and takes http to a loopback webhook only when allowed', () => {
+    const notify = { ...base, reclaimAction: 'notify', reclaimWebhook: 'http://127.0.0.1:8080/hook' };
+    expect(fieldsOf(notify)).toEqual(['reclaimWebhook']);
+    expect(() => parseCtPoolSpec(notify)).toThrow(/only when allowed/);
+    expect(parseCtPoolSpec(notify, { allowLoopbackHttpWebhook: true })).toMatchObject(notify);
+    expect(parseCtPoolSpec({ ...base, reclaimAction: 'recreate', idleTimeoutMs: 0 })).toMatchObject({
+      reclaimAction: 'recreate',
+      idleTimeoutMs: 0,
+    });
+    expect(parseCtPoolSpec(base).reclaimAction).toBeUndefined();
   });
 
   it('says what to do and that nothing was written', () => {
