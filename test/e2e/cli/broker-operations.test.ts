@@ -50,7 +50,11 @@ describe('corral-vdi broker serve, run as a platform runs it', () => {
     const metricsUrl = /metrics: (http:\/\/\S+)\/metrics/.exec(started)?.[1] ?? '';
 
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'alive' });
-    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready' });
+    // ready once its watch caches hold their first lists
+    await waitFor(async () => (await fetch(`${url}/readyz`)).json(), {
+      describe: 'the broker to report ready',
+      until: (body) => JSON.stringify(body) === JSON.stringify({ status: 'ready' }),
+    });
     // the API's listener does not serve the metrics when they have their own, which serves the probes too
     expect((await fetch(`${url}/metrics`)).status).toBe(404);
     expect(await (await fetch(`${metricsUrl}/readyz`)).json()).toEqual({ status: 'ready' });

@@ -62,7 +62,7 @@ describe('corral-vdi without a cluster', () => {
     const bare = await runCli(['pool'], noCluster);
     expect(bare).toMatchObject({ code: 2, stdout: '' });
     expect(bare.stderr).toBe(
-      'error: "pool" needs a subcommand: create, list, delete, resize, set, plan\nRun "corral-vdi pool --help" to see how it is used.\n',
+      'error: "pool" needs a subcommand: create, list, delete, resize, set, status, plan\nRun "corral-vdi pool --help" to see how it is used.\n',
     );
   });
 
@@ -70,7 +70,7 @@ describe('corral-vdi without a cluster', () => {
     [['frobnicate'], 'error: unknown command "frobnicate"'],
     [
       ['pool', 'grow'],
-      'error: unknown subcommand "pool grow"; "pool" has: create, list, delete, resize, set, plan',
+      'error: unknown subcommand "pool grow"; "pool" has: create, list, delete, resize, set, status, plan',
     ],
     [['assign', 'devpool'], 'error: "assign" needs <user>'],
     [['unassign', 'a', 'b'], 'error: "unassign" takes only <member>, not "b"'],
