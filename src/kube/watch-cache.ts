@@ -111,10 +111,13 @@ export class WatchCache<T extends CachedObject> {
   private failure: VdiError | undefined;
   private readonly waiters = new Set<{ resolve: () => void; reject: (error: VdiError) => void }>();
 
-  constructor(
-    private readonly source: WatchCacheSource<T>,
-    private readonly options: WatchCacheOptions,
-  ) {
+  private readonly source: WatchCacheSource<T>;
+  private readonly options: WatchCacheOptions;
+
+  // plain fields, not parameter properties: the fault suites run this file with Node's type stripping
+  constructor(source: WatchCacheSource<T>, options: WatchCacheOptions) {
+    this.source = source;
+    this.options = options;
     this.selector = parseLabelSelector(source.labelSelector ?? '') ?? [];
     void this.run();
   }

@@ -240,9 +240,11 @@ describe('three broker serve replicas with --leader-elect', () => {
       describe: 'a follower to take over from the stopped leader',
     });
     await pool.setPaused(false);
+    // each reclaim recreates its member from a clone: on a busy machine that takes longer than a usual wait
     await waitFor(pool.claimLeases, {
       describe: 'every claim to end',
       until: (leases) => leases.length === 0,
+      timeoutMs: 60_000,
     });
     expect((await reclaimsIn(next)).map((record) => record.status)).toEqual(['ok', 'ok']);
     // continued, its recreates find their clones done; the fence stops it before the Lease delete and audit
