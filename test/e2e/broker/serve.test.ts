@@ -3,6 +3,7 @@ import { MemoryAuditSink } from '../../../src/audit.js';
 import type { IdentityProvider } from '../../../src/broker/identity.js';
 import { serveBroker } from '../../../src/broker/serve.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
@@ -90,7 +91,11 @@ describe('serveBroker', () => {
       handleSignals: false,
       log: () => {},
     });
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    // ready once its watch caches hold their first lists
+    await waitFor(async () => (await fetch(`${server.url}/readyz`)).status, {
+      describe: 'the broker to report ready',
+      until: (status) => status === 200,
+    });
     const leader = async () =>
       (await server.broker.metrics.registry.getSingleMetricAsString('corral_vdi_leader')).trim().slice(-1);
     expect(await leader()).toBe('1');
