@@ -15,7 +15,10 @@ const seed = Number(process.env.CHAOS_SEED ?? 19);
 function isOpenDefect(violation: Violation): boolean {
   if (violation.invariant === 'identity-two-desktops') return true;
   if (violation.invariant === 'presentation-at-rest')
-    return violation.message.includes('its Lease names nobody');
+    return (
+      violation.message.includes('its Lease names nobody') ||
+      violation.message.includes('but the member does not exist')
+    );
   return violation.invariant === 'vmi-at-handout' && violation.message.includes('its Lease was deleted');
 }
 
