@@ -239,6 +239,8 @@ export class WatchCache<T extends CachedObject> {
 
   private async round(): Promise<WatchEnd> {
     if (this.owesList) await this.relist();
+    // stopped while the list was in flight: a watch opened now would hold the process open until it times out
+    if (this.stopping.signal.aborted) return 'closed';
     const ended = { expired: false, failed: undefined as VdiError | undefined };
     const watch = await this.source.watch(
       this.lastVersion ?? '',

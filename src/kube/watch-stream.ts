@@ -41,6 +41,8 @@ export async function openWatchStream(
 ): Promise<OpenWatch> {
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  // stopped before it opened: no request, the watch has ended
+  if (options.signal.aborted) return { ended: Promise.resolve() };
   const stopping = new AbortController();
   const stop = () => stopping.abort();
   options.signal.addEventListener('abort', stop, { once: true });

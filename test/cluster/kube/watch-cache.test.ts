@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
 import { leaseMemberLabel, leasePoolLabel } from '../../../src/keys.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { type CacheSources, startNamespaceCaches } from '../../../src/kube/cluster-caches.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -180,6 +181,54 @@ describe('the watch caches of a namespace', () => {
     } finally {
       await unbind();
     }
+  });
+
+  it('open no watch when stopped while their first list is in flight, so a stopped process can exit', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-stop');
+    const kube = new KubeCluster(cluster().kubeConfig);
+    let releaseList: () => void = () => {};
+    const listHeld = new Promise<void>((resolve) => {
+      releaseList = resolve;
+    });
+    const listed: Promise<unknown>[] = [];
+    const watched: string[] = [];
+    const sources: CacheSources = {
+      listLeasesToWatch: (ns, selector) => {
+        const list = listHeld.then(() => kube.listLeasesToWatch(ns, selector));
+        listed.push(list);
+        return list;
+      },
+      watchLeases: (ns, selector, from) => {
+        watched.push('leases');
+        return kube.watchLeases(ns, selector, from);
+      },
+      listVmsToWatch: (ns, selector) => {
+        const list = listHeld.then(() => kube.listVmsToWatch(ns, selector));
+        listed.push(list);
+        return list;
+      },
+      watchVms: (ns, selector, from) => {
+        watched.push('vms');
+        return kube.watchVms(ns, selector, from);
+      },
+      listVmisToWatch: (ns) => {
+        const list = listHeld.then(() => kube.listVmisToWatch(ns));
+        listed.push(list);
+        return list;
+      },
+      watchVmis: (ns, from) => {
+        watched.push('vmis');
+        return kube.watchVmis(ns, from);
+      },
+    };
+    const caches = startNamespaceCaches(sources, namespace, { clock: createTestClock() });
+    for (const cache of [caches.leases, caches.vms, caches.vmis]) cache.stop();
+    releaseList();
+    await Promise.all(listed);
+    // the rounds go on from the lists' answers within a few turns of the event loop
+    for (let turn = 0; turn < 10; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    expect(listed).toHaveLength(3);
+    expect(watched).toEqual([]);
   });
 });
 
