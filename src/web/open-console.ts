@@ -58,8 +58,11 @@ async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean
   socket.addEventListener('message', (event) => {
     terminal.write(typeof event.data === 'string' ? event.data : new Uint8Array(event.data as ArrayBuffer));
   });
+  // keys typed while the stream is still connecting go out once it opens, as a slow terminal's would
+  const typedEarly: string[] = [];
   const typing = terminal.onData((data) => {
     if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(data));
+    else if (socket.readyState === WebSocket.CONNECTING) typedEarly.push(data);
   });
   const sendSize = () => {
     if (sendsSize && socket.readyState === WebSocket.OPEN) {
@@ -71,6 +74,7 @@ async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean
     'open',
     () => {
       sendSize();
+      for (const data of typedEarly.splice(0)) socket.send(encoder.encode(data));
       terminal.focus();
     },
     { once: true },

@@ -53,6 +53,7 @@ const loginHeader = 'tailscale-user-login';
 export async function startSignInProxy(
   target: string,
   login: string,
+  options: { holdUpgrades?: Promise<void> } = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
   const upstream = new URL(target);
   const server: Server = createServer((req, res) => {
@@ -69,7 +70,9 @@ export async function startSignInProxy(
   });
   // upgraded sockets leave the server's bookkeeping, so closing it must end them itself
   const upgraded = new Set<{ destroy(): void }>();
-  server.on('upgrade', (req, socket, head) => {
+  server.on('upgrade', async (req, socket, head) => {
+    // a slow network between the page and the broker: the websocket stays connecting until released
+    await options.holdUpgrades;
     const lines = [`${req.method} ${req.url} HTTP/1.1`];
     for (let at = 0; at < req.rawHeaders.length; at += 2) {
       const name = req.rawHeaders[at] ?? '';

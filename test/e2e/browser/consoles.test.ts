@@ -218,7 +218,11 @@ describe('consoles in Chromium', () => {
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
     });
-    const proxy = await startSignInProxy(server.url, alice);
+    let releaseUpgrades: () => void = () => {};
+    const holdUpgrades = new Promise<void>((resolve) => {
+      releaseUpgrades = resolve;
+    });
+    const proxy = await startSignInProxy(server.url, alice, { holdUpgrades });
     cleanups.push(() => proxy.close());
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     cleanups.push(() => context.close());
@@ -232,9 +236,11 @@ describe('consoles in Chromium', () => {
       until: (protocol) => protocol === 'terminal',
     });
     const terminalText = () => page.locator('.corral-screen .xterm-rows').textContent();
+    // alice types before the stream is open: nothing she typed may be lost
     await page.locator('.corral-screen .xterm').click();
     await page.keyboard.type('echo "host=$HOSTNAME size=$(stty size)"');
     await page.keyboard.press('Enter');
+    releaseUpgrades();
     // xterm.js opens at 80 columns and 24 rows and the page sends that size on open (the broker test checks a resize)
     await waitFor(terminalText, {
       describe: "the shell's answer in xterm.js",
