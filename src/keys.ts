@@ -37,8 +37,6 @@ export const sourceAnnotation = 'corral.dev/vdi-source';
 export const leaseNamePrefix = 'corral-vdi-';
 /** How long a Lease lives without renewal. @category keys */
 export const leaseDurationSeconds = 3600;
-/** Annotation on a claimant Lease naming the member its identity's claim is taking. @category keys */
-export const claimingAnnotation = 'corral.dev/vdi-claiming';
 /** The holder a shrink or pool delete writes on a member's claim Lease while it removes the member. @category keys */
 export const removalHolder = 'corral-vdi/resize';
 /** How long a removal's Lease binds: a removal that died leaves its member unclaimable no longer. @category keys */

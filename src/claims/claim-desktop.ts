@@ -10,7 +10,7 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { claimingAnnotation, sessionIdAnnotation } from '../keys.js';
+import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -20,17 +20,11 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { planWaitlist } from '../waitlist/plan-waitlist.js';
+import { type ClaimantLock, keepClaimantLock, takeClaimantLock } from './claimant-lock.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
-import {
-  claimantLeaseName,
-  deleteLeaseAsRead,
-  ownClaimsSelector,
-  pointClaimantLease,
-  renewClaimLease,
-  writeClaimLease,
-} from './lease-writes.js';
+import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
 import { isReleasing } from './releasing-mark.js';
@@ -120,11 +114,10 @@ export async function claimDesktop(
   }
 }
 
-/** What a claim plans from: the pool as read, the identity's claimant Lease, and how fresh the read is. */
+/** What a claim plans from: the pool as read, and how fresh the read is. */
 interface ClaimView {
   members: MemberFacts[];
   leases: LeaseObject[];
-  claimant: LeaseObject | undefined;
   cached: boolean;
 }
 
@@ -136,69 +129,32 @@ interface ClaimAsked {
   actor: string;
 }
 
-/**
- * Reads what a claim plans from. A cached read takes the pool from the apiserver's watch cache, shared with the
- * claims of this process, and puts the identity's own claims over it from a small quorum read; a fresh read is a
- * quorum read of the whole pool.
- */
-async function readView(
-  ctx: VdiContext,
-  backend: DesktopBackend,
-  asked: ClaimAsked,
-  cached: boolean,
-): Promise<ClaimView> {
-  const { namespace, pool, identity } = asked;
-  const [read, own, claimant] = await Promise.all([
-    readPool(ctx, backend, { namespace, pool }, { cached }),
-    cached ? ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity)) : undefined,
-    ctx.cluster.getLease(namespace, claimantLeaseName(pool, identity)),
-  ]);
-  const leases = own ? withOwnClaims(read.leases, own, shortHash(identity)) : read.leases;
-  return { members: read.members, leases, claimant, cached };
-}
+/** How a claim's turn under the claimant Lease ended. */
+type LockedTurn =
+  | { kind: 'won'; plan: Exclude<ClaimPlan, { kind: 'refuse' }>; lease: LeaseObject }
+  | { kind: 'refused'; plan: Extract<ClaimPlan, { kind: 'refuse' }>; waiters: number; passedOver: boolean }
+  // the claimant Lease was taken over from this claim: it wrote nothing, and tries again
+  | { kind: 'overtaken' };
 
+/**
+ * Claims a member in turns. Each turn takes the identity's claimant Lease for the pool, so the claims of one
+ * identity on one pool (a double-click, two tabs, two broker replicas) run their turns one at a time; under it the
+ * identity's own claims are read fresh, so a turn sees every member an earlier turn won, and renews that one
+ * instead of winning a second. The pool itself is planned from the cached read; a stale one costs a lost Lease
+ * write, after which the turn tries the other members the same read shows free. The member is then reset,
+ * presented and started outside the lock: a later turn of the identity finds its Lease and renews it.
+ */
 async function claimMember(
   ctx: VdiContext,
   backend: DesktopBackend,
   asked: ClaimAsked,
 ): Promise<ClaimResult> {
-  const { namespace, pool, identity, order } = asked;
+  const { namespace, pool } = asked;
   let view = await readView(ctx, backend, asked, true);
-  // members this claim lost a race for since the view was read: it tries others before reading again
-  const lost = new Set<string>();
   let waits = 0;
-  // the resourceVersion of the claimant Lease as this claim last wrote it
-  let pointedAt: string | undefined;
-  const readAgain = async () => {
-    lost.clear();
-    view = await readView(ctx, backend, asked, false);
-  };
-  // Every fresh read follows a lost race or a change of the identity's claimant Lease, so they are bounded by the
+  // Every fresh read follows members passed over, a lost race or a member given back, so they are bounded by the
   // pool's size.
   for (let reads = 1; ; ) {
-    const claiming = view.claimant?.metadata.annotations?.[claimingAnnotation];
-    const prefer = claiming !== undefined && !lost.has(claiming) ? claiming : undefined;
-    const takenHere = membersBeingTaken(ctx, { namespace, pool });
-    // the waitlist's hook: free members held for earlier waiters are not this claim's to take
-    const waitlist = planWaitlist({
-      kind: backend.kind,
-      members: view.members,
-      leases: view.leases,
-      identity,
-      now: ctx.clock.now(),
-    });
-    const planFrom = (leases: LeaseObject[]) =>
-      planClaim({
-        members: view.members,
-        leases,
-        identity,
-        order,
-        random: Math.random,
-        now: ctx.clock.now(),
-        prefer,
-        exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
-      });
-    const plan = planFrom(view.leases);
     if (reads > view.members.length + 2) {
       throw new VdiError(
         'CLAIM_CHANGED',
@@ -206,11 +162,23 @@ async function claimMember(
         { retryable: true, details: { namespace, pool } },
       );
     }
-    if (plan.kind === 'refuse') {
+    const lock = await takeClaimantLock(ctx, asked);
+    let turn: LockedTurn;
+    try {
+      turn = await takeTurn(ctx, backend, asked, view, lock);
+    } finally {
+      // a lock that cannot be deleted now (the apiserver went away) is taken over as stale by the next claim
+      await deleteLeaseAsRead(ctx, lock.lease).catch(() => false);
+    }
+    if (turn.kind === 'won') {
+      const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked);
+      if (result) return result;
+    } else if (turn.kind === 'refused') {
+      const { plan } = turn;
       // a cached read may lag, and members passed over may have come free: only a fresh read refuses
-      if (view.cached || lost.size > 0 || takenHere.size > 0) {
+      if (view.cached || turn.passedOver) {
         reads += 1;
-        await readAgain();
+        view = await readView(ctx, backend, asked, false);
         continue;
       }
       if (plan.code === 'POOL_NOT_FOUND') throw poolNotFound(asked);
@@ -219,81 +187,86 @@ async function claimMember(
       if ((plan.goingDown > 0 || plan.resetting !== undefined) && waits < downChecks) {
         waits += 1;
         await sleep(downCheckMs);
-        await readAgain();
+        view = await readView(ctx, backend, asked, false);
         continue;
       }
-      // a claimant Lease this claim pointed at a member it then lost names nothing worth keeping
-      if (view.claimant) await deleteLeaseAsRead(ctx, view.claimant);
-      throw noFreeMember(asked, plan, view.members.length, waitlist.queue.length);
+      throw noFreeMember(asked, plan, view.members.length, turn.waiters);
+    }
+    reads += 1;
+    view = await readView(ctx, backend, asked, false);
+  }
+}
+
+/**
+ * Reads what a claim plans from: the pool from the process's watch caches (or the apiserver's), shared with the
+ * claims of this process, or a quorum read of the whole pool.
+ */
+async function readView(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  asked: ClaimAsked,
+  cached: boolean,
+): Promise<ClaimView> {
+  const read = await readPool(ctx, backend, { namespace: asked.namespace, pool: asked.pool }, { cached });
+  return { members: read.members, leases: read.leases, cached };
+}
+
+/**
+ * One turn under the claimant Lease: the identity's own claims read fresh, then the plan; a take writes the
+ * member's Lease, and after a lost race tries the next member the same view shows free.
+ */
+async function takeTurn(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  asked: ClaimAsked,
+  view: ClaimView,
+  taken: ClaimantLock,
+): Promise<LockedTurn> {
+  const { namespace, pool, identity, order } = asked;
+  const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
+  const leases = withOwnClaims(view.leases, own, shortHash(identity));
+  // members this turn lost a race for: it tries others before reading again
+  const lost = new Set<string>();
+  let lock: ClaimantLock | undefined = taken;
+  for (;;) {
+    const takenHere = membersBeingTaken(ctx, { namespace, pool });
+    // the waitlist's hook: free members held for earlier waiters are not this claim's to take
+    const waitlist = planWaitlist({
+      kind: backend.kind,
+      members: view.members,
+      leases,
+      identity,
+      now: ctx.clock.now(),
+    });
+    const plan = planClaim({
+      members: view.members,
+      leases,
+      identity,
+      order,
+      random: Math.random,
+      now: ctx.clock.now(),
+      exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
+    });
+    if (plan.kind === 'refuse') {
+      const passedOver = lost.size > 0 || takenHere.size > 0;
+      return { kind: 'refused', plan, waiters: waitlist.queue.length, passedOver };
     }
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
-      // released or changed meanwhile: plan again
-      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, asked));
-      if (result) return result;
-      reads += 1;
-      await readAgain();
-      continue;
+      // released or changed meanwhile: read again
+      return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
+    // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over
+    lock = await keepClaimantLock(ctx, lock);
+    if (!lock) return { kind: 'overtaken' };
     const target = { kind: backend.kind, namespace, pool, member: plan.member.member, identity };
-    const taken = await takeMember(ctx, target, async () => {
-      // The identity's claims meet at its claimant Lease, so concurrent ones all take the member it names.
-      const lock =
-        prefer === target.member ? view.claimant : await pointClaimantLease(ctx, target, view.claimant);
-      if (!lock) return { lock };
-      const heldAlong =
-        lock === view.claimant ||
-        (pointedAt !== undefined && view.claimant?.metadata.resourceVersion === pointedAt);
-      pointedAt = lock.metadata.resourceVersion;
-      if (!heldAlong) {
-        // A claim of this identity that finished after the view was read let go of the claimant Lease, so only a
-        // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
-        const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
-        view.leases = withOwnClaims(view.leases, own, shortHash(identity));
-        // a held member is renewed; one that is being made again is waited for, not doubled
-        if (planFrom(view.leases).kind !== plan.kind) return { lock, held: true };
-      }
-      return {
-        lock,
-        written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
-      };
-    });
-    const { lock, written } = taken;
-    if (lock && !taken.held) noteMemberWritten(ctx, target);
-    if (!lock) {
-      // another claim of this identity pointed it first: read again and take its member
-      reads += 1;
-      await readAgain();
-      continue;
-    }
-    if (taken.held) {
-      // the identity already holds a member: let go of the claimant Lease and plan again with its claim in view
-      await deleteLeaseAsRead(ctx, lock);
-      continue;
-    }
-    if (!written) {
-      ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
-      view.claimant = lock;
-      if (target.member === prefer) {
-        // the member another claim of this identity chose: read again to find what became of it
-        reads += 1;
-        await readAgain();
-      } else {
-        // lost the race: try another member this view shows free before reading again
-        lost.add(target.member);
-      }
-      continue;
-    }
-    if (await deleteLeaseAsRead(ctx, lock)) {
-      const result = await finishClaim(ctx, backend, plan, written, asked);
-      if (result) return result;
-    } else {
-      // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
-      // back and read again, so the identity ends with the member the claimant Lease names.
-      await deleteLeaseAsRead(ctx, written);
-    }
-    reads += 1;
-    await readAgain();
+    const written = await takeMember(ctx, target, () =>
+      writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
+    );
+    noteMemberWritten(ctx, target);
+    if (written) return { kind: 'won', plan, lease: written };
+    ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
+    lost.add(target.member);
   }
 }
 

@@ -2,12 +2,10 @@ import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import {
-  claimingAnnotation,
   leaseDurationSeconds,
   leaseHolderLabel,
   leaseKindLabel,
   leaseMemberLabel,
-  leaseNamePrefix,
   leasePoolLabel,
   releasingAnnotation,
   resetDueAnnotation,
@@ -193,46 +191,6 @@ export async function deleteReleasingLease(
       }
       resourceVersion = current.metadata.resourceVersion ?? '';
     }
-  }
-}
-
-/**
- * The name of the Lease that serializes one identity's claims on one pool: `corral-vdi-claimant-` and a hash of
- * both (a pool name holds no `/`, so the pair is unambiguous).
- */
-export function claimantLeaseName(pool: string, identity: string): string {
-  return `${leaseNamePrefix}claimant-${shortHash(`${pool}/${identity}`)}`;
-}
-
-/**
- * Points the claimant Lease of `target`'s identity and pool at `target.member`: creates it (first writer wins),
- * or replaces the one read, conditional on its resourceVersion.
- *
- * @returns the Lease as written, or `undefined` when another claim of the identity wrote it first.
- */
-export async function pointClaimantLease(
-  ctx: VdiContext,
-  target: ClaimTarget,
-  read: LeaseObject | undefined,
-): Promise<LeaseObject | undefined> {
-  const { namespace, pool, member, identity } = target;
-  const now = ctx.clock.now().toISOString();
-  const lease: LeaseObject = {
-    metadata: {
-      // no pool label: it is read by name only, and must not look like a member's claim to pool listings
-      name: claimantLeaseName(pool, identity),
-      namespace,
-      annotations: { [claimingAnnotation]: member },
-      ...(read ? { resourceVersion: read.metadata.resourceVersion } : {}),
-    },
-    spec: { holderIdentity: identity, acquireTime: now, renewTime: now },
-  };
-  try {
-    if (read === undefined) return await ctx.cluster.createLease(namespace, lease);
-    return await ctx.cluster.replaceLease(namespace, lease);
-  } catch (error) {
-    if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
-    throw error;
   }
 }
 

@@ -31,13 +31,8 @@ export interface PlanClaimInput {
   /** The time to judge expiry at; pass `clock.now()`. */
   now: Date;
   /**
-   * The member the identity's claimant Lease names (another claim of this identity chose it): taken before any
-   * other while it is still free, stale or adoptable for this identity.
-   */
-  prefer?: string | undefined;
-  /**
    * Members not to take this time: those this claim lost a race for since it read the pool, and those another
-   * claim of the same process is taking. The preferred member is not passed over for being listed here.
+   * claim of the same process is taking.
    */
   exclude?: ReadonlySet<string> | undefined;
 }
@@ -133,12 +128,6 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   }
   const resetting = findResetting(input, entries);
   if (resetting !== undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: 0, resetting };
-  const preferred = entries.find(
-    (entry) =>
-      entry.member.member === input.prefer &&
-      (isAdoptable(entry) || (isClaimable(entry.claim) && !isGoingDown(entry.member))),
-  );
-  if (preferred) return planTake(preferred, identity);
   const excluded = (entry: PlanEntry) => input.exclude?.has(entry.member.member) ?? false;
   const adoptable = entries.find((entry) => isAdoptable(entry) && !excluded(entry));
   if (adoptable) return planTake(adoptable, identity);

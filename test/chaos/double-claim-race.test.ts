@@ -10,7 +10,7 @@ import { createPoolMembers, createTestNamespace, useSharedCluster } from '../sup
 
 const cluster = useSharedCluster();
 
-/** Holds a claim between its read of the pool's Leases and its read of the identity's claimant Lease. */
+/** Holds a claim between its read of the pool's Leases and its take of the identity's claimant Lease. */
 class GatedCluster extends KubeCluster {
   private readonly opened: Promise<void>;
   open!: () => void;
@@ -33,15 +33,15 @@ class GatedCluster extends KubeCluster {
     return leases;
   }
 
-  override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
-    await this.opened;
-    return await super.getLease(namespace, name);
+  override async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    if (lease.metadata.name?.startsWith('corral-vdi-claimant-')) await this.opened;
+    return await super.createLease(namespace, lease);
   }
 }
 
 // Found by the chaos storm (seed 7, di on alpha-4 and alpha-5): of two claims of one identity at once, the second
 // read the pool's Leases before the first wrote its member and the claimant Lease after the first deleted it, so
-// it took a second member. Now a claim that points the claimant Lease reads the identity's own claims again.
+// it took a second member. Now a claim reads the identity's own claims once it holds the claimant Lease.
 // A self-service claim picks at random, an administrator's assign the lowest free member: both go the same path.
 it.each([
   { call: 'claim', order: 'random' },

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
+import { claimantLeaseName, claimantStaleMs } from '../../../src/claims/claimant-lock.js';
 import type { VdiContext } from '../../../src/context.js';
 import { VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
@@ -14,10 +15,8 @@ import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../
 
 const cluster = useSharedCluster();
 
-/** The adapter with ordering and faults a test arms: a barrier on pool Lease lists, and failing calls. */
+/** The adapter with ordering and faults a test arms: a step run before a member Lease write, and failing calls. */
 class OrderedCluster extends KubeCluster {
-  /** The next `count` pool Lease lists wait for each other, so their claims plan from the same read. */
-  barrier: { count: number; arrived: number; release: () => void; all: Promise<void> } | undefined;
   /** Member and VMI reads fail once a member Lease, or the member's presentation, was written, as without `get`. */
   failReadsAfter: 'lease' | 'presentation' | undefined;
   private written = new Set<'lease' | 'presentation'>();
@@ -25,28 +24,6 @@ class OrderedCluster extends KubeCluster {
   failNextMemberLeaseCreate = false;
   /** Runs once before the next create of a member Lease, as another process acting in between. */
   beforeNextMemberLeaseCreate: (() => Promise<void>) | undefined;
-
-  arm(count: number): void {
-    let release = () => {};
-    const all = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    this.barrier = { count, arrived: 0, release, all };
-  }
-
-  override async listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
-    const leases = await super.listLeases(namespace, labelSelector);
-    const barrier = this.barrier;
-    if (barrier && labelSelector) {
-      barrier.arrived += 1;
-      if (barrier.arrived === barrier.count) {
-        this.barrier = undefined;
-        barrier.release();
-      }
-      await barrier.all;
-    }
-    return leases;
-  }
 
   override async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const isMemberLease = lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined;
@@ -83,6 +60,27 @@ class OrderedCluster extends KubeCluster {
   }
 }
 
+/** Another process's adapter, counting its reads of claimant Leases and its writes of members' Leases. */
+class CountingCluster extends KubeCluster {
+  claimantReads = 0;
+  memberLeaseWrites = 0;
+
+  override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
+    if (name.startsWith('corral-vdi-claimant-')) this.claimantReads += 1;
+    return await super.getLease(namespace, name);
+  }
+
+  override async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    if (lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined) this.memberLeaseWrites += 1;
+    return await super.createLease(namespace, lease);
+  }
+
+  override async replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+    if (lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined) this.memberLeaseWrites += 1;
+    return await super.replaceLease(namespace, lease);
+  }
+}
+
 async function setUp(prefix: string, size: number) {
   const namespace = await createTestNamespace(cluster(), prefix);
   await createPoolMembers(cluster(), namespace, 'devpool', size);
@@ -111,51 +109,66 @@ afterEach(() => {
 
 describe('claims of one identity at once against the real apiserver', () => {
   it('gives two claims of one identity that plan from the same read one member and one session', async () => {
-    const { kube, claim, holders } = await setUp('twin', 5);
-    // the two plans pick different members: the lowest and the highest
+    const { claim, holders } = await setUp('twin', 5);
+    // the two plans would pick different members, the lowest and the highest; the claims share one read of the pool
     vi.spyOn(Math, 'random').mockReturnValueOnce(0).mockReturnValueOnce(0.99);
-    kube.arm(2);
     const [first, second] = await Promise.all([claim('alice'), claim('alice')]);
     expect(second.member).toBe(first.member);
     expect(second.sessionId).toBe(first.sessionId);
     expect(await holders()).toEqual([[first.member, 'alice']]);
   });
 
-  it('recovers the member a claim chose before it died between its two Lease writes', async () => {
-    const { namespace, kube, claim, holders } = await setUp('crash', 5);
-    vi.spyOn(Math, 'random').mockReturnValueOnce(0.99);
-    kube.failNextMemberLeaseCreate = true;
-    await expect(claim('alice')).rejects.toThrow(/the process died here/);
-    expect(await holders()).toEqual([]);
-    // what is left is only the claimant Lease, which no listing of claims takes for one
-    const [claimant] = await kube.listLeases(namespace);
-    expect(claimant?.metadata.name).toMatch(/^corral-vdi-claimant-[0-9a-z]{10}$/);
-    expect(claimant?.metadata.annotations?.['corral.dev/vdi-claiming']).toBe('devpool-5');
-    expect(await kube.listLeases(namespace, 'corral.dev/vdi-pool')).toEqual([]);
-
-    vi.spyOn(Math, 'random').mockReturnValue(0);
-    const recovered = await claim('alice');
-    expect(recovered.member).toBe('devpool-5');
-    expect(await holders()).toEqual([['devpool-5', 'alice']]);
-    const left = (await kube.listLeases(namespace)).map((lease) => lease.metadata.name);
-    expect(left).toEqual(['corral-vdi-devpool-5']);
+  it("lets no other claim of the identity write a member's Lease while one holds the claimant Lease", async () => {
+    const { namespace, vdi, kube, claim, holders } = await setUp('turns', 5);
+    // the second claim runs in another process, whose requests are counted apart
+    const other = new CountingCluster(cluster().kubeConfig);
+    const otherCtx: VdiContext = { ...vdi.context, cluster: other, backends: {} };
+    otherCtx.backends.vm = createVmBackend(otherCtx);
+    let second: Promise<{ member: string; sessionId: string }> | undefined;
+    kube.beforeNextMemberLeaseCreate = async () => {
+      second = claimDesktop(
+        otherCtx,
+        { pool: 'devpool', identity: 'alice' },
+        { actor: undefined, order: 'random' },
+      );
+      // the second claim finds the claimant Lease held, and waits for it rather than write a member's Lease
+      await waitFor(() => other.claimantReads, {
+        describe: 'the second claim to read the held claimant Lease three times',
+        until: (reads) => reads >= 3,
+      });
+      expect(other.memberLeaseWrites).toBe(0);
+    };
+    const first = await claim('alice');
+    expect(await second).toMatchObject({ member: first.member, sessionId: first.sessionId });
+    expect(await holders()).toEqual([[first.member, 'alice']]);
+    expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
+      `corral-vdi-${first.member}`,
+    ]);
   });
 
-  it('takes over a claimant Lease naming a member another identity holds', async () => {
-    const { kube, claim, holders } = await setUp('takeover', 2);
-    vi.spyOn(Math, 'random').mockReturnValueOnce(0);
+  it('takes over a claimant Lease left by a process that died once it stayed unchanged for a while', async () => {
+    const { namespace, kube, claim, holders } = await setUp('crash', 3);
+    // what a claim that died after taking its turn leaves behind
+    await kube.createLease(namespace, {
+      metadata: { name: claimantLeaseName('devpool', 'alice'), namespace },
+      spec: { holderIdentity: 'alice' },
+    });
+    const started = performance.now();
+    const alice = await claim('alice');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(claimantStaleMs);
+    expect(await holders()).toEqual([[alice.member, 'alice']]);
+    expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
+      `corral-vdi-${alice.member}`,
+    ]);
+  });
+
+  it('gives the claimant Lease back when its turn fails, so the next claim of the identity does not wait', async () => {
+    const { namespace, kube, claim, holders } = await setUp('failed-turn', 2);
     kube.failNextMemberLeaseCreate = true;
     await expect(claim('alice')).rejects.toThrow(/the process died here/);
-    vi.spyOn(Math, 'random').mockReturnValue(0);
-    const bob = await claim('bob');
-    expect(bob.member).toBe('devpool-1');
-
+    expect(await kube.listLeases(namespace)).toEqual([]);
     const alice = await claim('alice');
-    expect(alice.member).toBe('devpool-2');
-    expect(await holders()).toEqual([
-      ['devpool-1', 'bob'],
-      ['devpool-2', 'alice'],
-    ]);
+    expect(await holders()).toEqual([[alice.member, 'alice']]);
   });
 });
 
