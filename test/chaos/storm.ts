@@ -6,6 +6,7 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isVdiError } from '../../src/errors.js';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
+import { releaseStalledAfterMs } from '../../src/sessions/plan-reclaim-pass.js';
 import { simulatorAnnotations } from '../../src/testing/kubevirt/fault-knobs.js';
 import { createNamespaceClock } from '../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../src/testing/wait-for.js';
@@ -220,8 +221,14 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
         harnessErrors.push(`driver ${proc} exited ${run.exitCode}: ${run.stderr.trim()}`);
     log(`chaos: drivers done, ${operations} operations, ${calls.length} calls`);
 
-    // At rest: slow guests finish stopping, one engine pass runs, and every change so far has been received.
-    await advanceSharedClock(kubeConfig, namespace, slowStopMs * 2);
+    // At rest: slow guests finish stopping, one engine pass runs, and every change so far has been received. The
+    // pass is judged a stalled-release bound later, so it finishes any release that failed half way (as the docs
+    // say the next pass does), as a settled cluster would have.
+    const restNow = await advanceSharedClock(kubeConfig, namespace, slowStopMs * 2 + releaseStalledAfterMs);
+    await waitFor(() => clock.now(), {
+      describe: 'the shared clock to reach the rest time',
+      until: (now) => now.getTime() >= restNow,
+    });
     await waitFor(() => kube.listVms(namespace), {
       describe: 'every slow guest to finish stopping',
       until: (vms) => vms.every((vm) => vm.status?.printableStatus !== 'Stopping'),
