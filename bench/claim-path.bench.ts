@@ -125,7 +125,7 @@ async function bareClaims(kube: KubeCluster, namespace: string, members: string[
     await kube.patchVm(namespace, member, {
       metadata: { annotations: { [assignedToKey]: identity, [claimedAtAnnotation]: now } },
     });
-    await kube.startVm(namespace, member);
+    await kube.patchVm(namespace, member, { spec: { runStrategy: 'Always' } });
   });
 }
 

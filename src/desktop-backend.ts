@@ -95,6 +95,9 @@ export interface ClaimToPresent {
   claimedAt: string;
 }
 
+/** The member as a caller read it, for a start conditional on it. @category backends */
+export type StartFrom = Pick<MemberFacts, 'resourceVersion' | 'usesLegacyRunField'>;
+
 /**
  * Everything the services know about one member, read in one go and as plain data: no KubeVirt or Pod type
  * reaches a service through it.
@@ -212,12 +215,15 @@ export interface DesktopBackend {
 
   /**
    * Asks the member to run. Idempotent: a member already running or starting is `already`. Returns once the
-   * request is accepted, not once the instance runs; read the facts to see it run.
+   * request is accepted, not once the instance runs; read the facts to see it run. With `asRead`, the start is
+   * written conditional on the member as the caller read it, so a stop that landed since wins: a claim reads its
+   * Lease after that read and starts only its own, still held, claim.
    *
-   * @throws `VdiError` `MEMBER_NOT_FOUND`; `START_FAILED` (retryable, with the backend's reason) when the
-   *   backend refuses or fails the request. Nothing changes on a failure.
+   * @throws `VdiError` `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member changed since `asRead`;
+   *   `START_FAILED` (retryable, with the backend's reason) when the backend refuses or fails the request.
+   *   Nothing changes on a failure.
    */
-  startMember(ref: MemberRef): Promise<PowerChangeResult>;
+  startMember(ref: MemberRef, asRead?: StartFrom): Promise<PowerChangeResult>;
 
   /**
    * Asks the member to stop, keeping its disks. Idempotent: a member already stopped or stopping is `already`.
@@ -246,9 +252,10 @@ export interface DesktopBackend {
    * the member changed meanwhile it reads it again and retries a few times. Idempotent: a member that already
    * presents this claim is not written.
    *
+   * @returns the member's resourceVersion once it presents the claim, for a start conditional on it.
    * @throws `VdiError` `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing.
    */
-  presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<void>;
+  presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<string>;
 
   /**
    * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone),

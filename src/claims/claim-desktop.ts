@@ -10,7 +10,6 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -22,13 +21,13 @@ import {
 import { planWaitlist } from '../waitlist/plan-waitlist.js';
 import { type ClaimantLock, keepClaimantLock, takeClaimantLock } from './claimant-lock.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
+import { failureReason } from './failure-reason.js';
 import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
 import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
-import { isReleasing } from './releasing-mark.js';
-import { startMember } from './start-desktop.js';
+import { holdsStill, startClaimedMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
 export interface ClaimOptions {
@@ -167,8 +166,12 @@ async function claimMember(
     try {
       turn = await takeTurn(ctx, backend, asked, view, lock);
     } finally {
-      // a lock that cannot be deleted now (the apiserver went away) is taken over as stale by the next claim
-      await deleteLeaseAsRead(ctx, lock.lease).catch(() => false);
+      // a lock that cannot be deleted now (the apiserver went away) is taken over as stale by the next claim; a
+      // refusal (no delete right) is the caller's to fix, and is said
+      await deleteLeaseAsRead(ctx, lock.lease).catch((error: unknown) => {
+        if (isVdiError(error) && error.retryable) return false;
+        throw error;
+      });
     }
     if (turn.kind === 'won') {
       const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked);
@@ -354,10 +357,12 @@ async function finishClaim(
   }
   try {
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
-    await backend.presentClaim(member, {
+    const presentedAt = await backend.presentClaim(member, {
       holder: identity,
       claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
     });
+    // the start below is conditional on the member as presented, read before the claim is confirmed
+    member = { ...member, resourceVersion: presentedAt };
   } catch (error) {
     if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
     // a shrink removed the member after the pool was read: the Lease holds nothing, so give it back
@@ -365,7 +370,16 @@ async function finishClaim(
     return undefined;
   }
   if (!(await confirmHeld(ctx, backend, { member, lease, identity }))) return undefined;
-  const startError = start ? await startMember(ctx, backend, member, identity) : undefined;
+  let startError: string | undefined;
+  if (start) {
+    const outcome = await startClaimedMember(ctx, backend, member, { identity, lease });
+    // a release ended the claim after all: take the copy back as above, and claim again
+    if (outcome.kind === 'released') {
+      await confirmHeld(ctx, backend, { member, lease, identity });
+      return undefined;
+    }
+    if (outcome.kind === 'failed') startError = failureReason(outcome.error);
+  }
   // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
   const view = describeDesktop(member, lease);
   return {
@@ -391,10 +405,8 @@ async function confirmHeld(
   claim: { member: MemberFacts; lease: LeaseObject; identity: string },
 ): Promise<boolean> {
   const { member, lease, identity } = claim;
-  // a read that fails leaves the claim as written: as far as anyone can tell it holds, and it goes on
+  if (await holdsStill(ctx, lease)) return true;
   const current = await ctx.cluster.getLease(member.namespace, lease.metadata.name ?? '').catch(() => lease);
-  const session = (read: LeaseObject) => read.metadata.annotations?.[sessionIdAnnotation];
-  if (current && session(current) === session(lease) && !isReleasing(current)) return true;
   if (current?.spec.holderIdentity !== identity) {
     // best-effort: a copy left on a stopped member without a Lease reads as free, and the next claim overwrites it
     await backend.clearPresentation(member, identity).catch(() => false);

@@ -46,8 +46,8 @@ export interface ReleaseMemberOptions {
   /** The member's kind. @defaultValue `'vm'` */
   kind?: DesktopKind;
   /**
-   * Called before each write of the release (the releasing mark, the reset, the Lease delete, the presentation
-   * clear); a throw stops the release there, as a crash would, and a later release finishes it.
+   * Called before each write of the release (the releasing mark, the presentation clear, the reset, the Lease
+   * delete); a throw stops the release there, as a crash would, and a later release finishes it.
    */
   fence?: () => Promise<void>;
 }
@@ -56,8 +56,8 @@ export interface ReleaseMemberOptions {
  * Resets a member and ends its claim: the one release path, used by holders, administrators and the reclaim
  * policy. {@link planRelease} decides. The release first makes the claim its own: it marks the Lease
  * `corral.dev/vdi-releasing` with its resourceVersion as precondition, so a claim or renewal that raced it loses
- * and nothing else is touched. Then a persistent member is stopped (its disks stay), an ephemeral one recreated
- * from its golden VM; then the Lease is deleted; then the member's presentation copy is cleared, best-effort. A
+ * and nothing else is touched. Then the member's presentation copy is cleared, best-effort; then a persistent
+ * member is stopped (its disks stay), an ephemeral one recreated from its golden VM; then the Lease is deleted. A
  * failed step leaves the Lease marked releasing under the same holder, and the next release finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
@@ -76,6 +76,17 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   const action = options.auditAction ?? (force ? 'vdi force-release' : 'vdi release');
   const auditTarget = force ? `${desktopId} (holder ${holder})` : desktopId;
   const fence = options.fence ?? (async () => {});
+  let presentationError: unknown;
+  if (plan.clearPresentation) {
+    await fence();
+    // First, so that a start of this claim read before the releasing mark is refused: it is conditional on the
+    // member as that start read it, and this write changes the member. A copy left on a stopped member without a
+    // Lease reads as free, so the release goes on either way.
+    presentationError = await backend
+      .clearPresentation({ namespace, member }, holder)
+      .then(() => undefined)
+      .catch((error: unknown) => (isVdiError(error, 'CONFLICT') ? undefined : error));
+  }
   let reset: ResetHow;
   await fence();
   try {
@@ -99,15 +110,6 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
       await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
       throw error;
     }
-  }
-  let presentationError: unknown;
-  if (plan.clearPresentation) {
-    await fence();
-    // the claim has ended and a copy left on a stopped member reads as free: the release is done either way
-    presentationError = await backend
-      .clearPresentation({ namespace, member }, holder)
-      .then(() => undefined)
-      .catch((error: unknown) => (isVdiError(error, 'CONFLICT') ? undefined : error));
   }
   await recordAudit(ctx, { action, user: actor, target: auditTarget });
   ctx.events.emit('released', { desktopId, identity: actor, holder, force });

@@ -1,42 +1,78 @@
 import { recordAudit } from '../audit.js';
 import type { VdiContext } from '../context.js';
-import type { DesktopBackend } from '../desktop-backend.js';
+import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { sessionIdAnnotation } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
 import { finishTakeover } from './finish-takeover.js';
 import { type MemberOptions, readHeldMember } from './read-held-member.js';
+import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
 
+// a few rereads are normal while the member's status changes between the read and the start
+const startAttempts = 5;
+
+/** How a start of a claimed member went: accepted, failed, or not made because the claim was released meanwhile. */
+export type StartOutcome = { kind: 'started' } | { kind: 'failed'; error: unknown } | { kind: 'released' };
+
 /**
- * Starts a claimed member and tells it as a `started` or `start-failed` event.
- *
- * @returns why the start failed, or `undefined` when it was accepted.
+ * Whether `lease`'s claim still holds: its Lease has the same session and no release has marked it. A read that
+ * fails leaves the claim as it was last seen: as far as anyone can tell it holds.
  */
-export async function startMember(
-  ctx: VdiContext,
-  backend: DesktopBackend,
-  member: { namespace: string; member: string; desktopId: string },
-  identity: string,
-): Promise<string | undefined> {
-  const failed = await tryStartMember(ctx, backend, member, identity);
-  return failed && failureReason(failed.error);
+export async function holdsStill(ctx: VdiContext, lease: LeaseObject): Promise<boolean> {
+  const current = await ctx.cluster
+    .getLease(lease.metadata.namespace ?? '', lease.metadata.name ?? '')
+    .catch(() => lease);
+  const session = (read: LeaseObject) => read.metadata.annotations?.[sessionIdAnnotation];
+  return current !== undefined && session(current) === session(lease) && !isReleasing(current);
 }
 
-async function tryStartMember(
+/**
+ * Starts a claimed member, conditional on the member as read before the claim's Lease was last found holding, and
+ * tells it as a `started` or `start-failed` event. A release of the claim marks its Lease before it stops the
+ * member, so one that began after that check stops the member after this start, and one that began before it
+ * changed the member: the start is refused, the member read again, then the Lease, and a released claim is not
+ * started for nobody.
+ */
+export async function startClaimedMember(
   ctx: VdiContext,
   backend: DesktopBackend,
-  member: { namespace: string; member: string; desktopId: string },
-  identity: string,
-): Promise<{ error: unknown } | undefined> {
-  try {
-    await backend.startMember({ namespace: member.namespace, member: member.member });
-    ctx.events.emit('started', { desktopId: member.desktopId, identity });
-    return undefined;
-  } catch (error) {
-    ctx.events.emit('start-failed', { desktopId: member.desktopId, identity, error: failureReason(error) });
-    return { error };
+  member: MemberFacts,
+  claim: { identity: string; lease: LeaseObject },
+): Promise<StartOutcome> {
+  const ref = { namespace: member.namespace, member: member.member };
+  const { desktopId } = member;
+  let asRead = member;
+  const failed = (error: unknown): StartOutcome => {
+    ctx.events.emit('start-failed', { desktopId, identity: claim.identity, error: failureReason(error) });
+    return { kind: 'failed', error };
+  };
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await backend.startMember(ref, asRead);
+      ctx.events.emit('started', { desktopId, identity: claim.identity });
+      return { kind: 'started' };
+    } catch (error) {
+      if (!isVdiError(error, 'CONFLICT') || attempt === startAttempts) return failed(error);
+    }
+    try {
+      // the member first, then the claim: the order the conditional start relies on
+      const read = await backend.readMember(ref);
+      if (read === undefined) return failed(memberGone(desktopId));
+      if (!(await holdsStill(ctx, claim.lease))) return { kind: 'released' };
+      asRead = read;
+    } catch (error) {
+      return failed(error);
+    }
   }
+}
+
+function memberGone(desktopId: string): VdiError {
+  return new VdiError('MEMBER_NOT_FOUND', `${desktopId} is gone; its claim reads as resetting.`, {
+    details: { desktopId },
+  });
 }
 
 /**
@@ -55,7 +91,15 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
     // the claim that took it over from an expired claim stopped before the reset: finish it first
     ({ facts, lease } = await finishTakeover(ctx, backend, { facts, lease, actor: identity }));
   }
-  const failed = await tryStartMember(ctx, backend, facts, identity);
+  const outcome = await startHeld(ctx, backend, facts, { identity, lease });
+  if (outcome.kind === 'released') {
+    throw new VdiError(
+      'CLAIM_ENDED',
+      `${desktopId} is being released; release it again to finish, or claim its pool for a desktop.`,
+      { details: { desktopId } },
+    );
+  }
+  const failed = outcome.kind === 'failed' ? outcome : undefined;
   await recordAudit(ctx, {
     action: 'vdi start',
     user: identity,
@@ -75,4 +119,27 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
     (await backend.readMember({ namespace: facts.namespace, member: facts.member })) ?? facts,
     lease,
   );
+}
+
+// A start on a claim checks the claim after reading the member; a desktop without a claim (an administrator's
+// start of a v0.6.0 assignment) has none to check.
+async function startHeld(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  facts: MemberFacts,
+  claim: { identity: string; lease: LeaseObject | undefined },
+): Promise<StartOutcome> {
+  const { lease, identity } = claim;
+  if (lease === undefined) {
+    try {
+      await backend.startMember({ namespace: facts.namespace, member: facts.member });
+      ctx.events.emit('started', { desktopId: facts.desktopId, identity });
+      return { kind: 'started' };
+    } catch (error) {
+      ctx.events.emit('start-failed', { desktopId: facts.desktopId, identity, error: failureReason(error) });
+      return { kind: 'failed', error };
+    }
+  }
+  if (!(await holdsStill(ctx, lease))) return { kind: 'released' };
+  return await startClaimedMember(ctx, backend, facts, { identity, lease });
 }

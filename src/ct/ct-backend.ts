@@ -106,7 +106,7 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
     async presentClaim(facts, claim) {
       checkRef({ namespace: facts.namespace, member: facts.member });
       validateClaimToPresent(claim);
-      await presentCtClaim(ctx, facts, claim, memberNotFound);
+      return await presentCtClaim(ctx, facts, claim, memberNotFound);
     },
 
     async clearPresentation(ref, holder) {

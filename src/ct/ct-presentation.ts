@@ -29,6 +29,7 @@ function presents(metadata: ObjectMeta, claim: ClaimToPresent): boolean {
  * Writes the presentation copy of a claim on the member's Pod (annotation, label-safe label, claim time),
  * conditional on the resourceVersion in `facts`, then on each one read after a conflict.
  *
+ * @returns the Pod's resourceVersion once it presents the claim.
  * @throws `VdiError` `MEMBER_NOT_FOUND` (with `notFound`'s words); `CONFLICT` (retryable) when it kept changing.
  */
 export async function presentCtClaim(
@@ -36,7 +37,7 @@ export async function presentCtClaim(
   facts: MemberFacts,
   claim: ClaimToPresent,
   notFound: (ref: MemberRef) => VdiError,
-): Promise<void> {
+): Promise<string> {
   const ref = { namespace: facts.namespace, member: facts.member };
   let metadata: ObjectMeta = {
     resourceVersion: facts.resourceVersion,
@@ -49,16 +50,16 @@ export async function presentCtClaim(
     },
   };
   for (let attempt = 1; ; attempt += 1) {
-    if (presents(metadata, claim)) return;
+    if (presents(metadata, claim)) return metadata.resourceVersion ?? '';
     try {
-      await ctx.cluster.patchPod(ref.namespace, ref.member, {
+      const written = await ctx.cluster.patchPod(ref.namespace, ref.member, {
         metadata: {
           resourceVersion: metadata.resourceVersion,
           labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
           annotations: { [assignedToKey]: claim.holder, [claimedAtAnnotation]: claim.claimedAt },
         },
       });
-      return;
+      return written.metadata.resourceVersion ?? '';
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw notFound(ref);
       if (!isConflictReason(error, 'Conflict')) throw error;

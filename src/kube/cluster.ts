@@ -8,7 +8,7 @@ import {
   type V1Lease,
 } from '@kubernetes/client-node';
 import type { WebSocket } from 'ws';
-import { isVdiError, VdiError } from '../errors.js';
+import { isVdiError } from '../errors.js';
 import { formatMicroTime } from '../format-time.js';
 import type {
   ConfigMapObject,
@@ -498,10 +498,14 @@ export class KubeCluster implements CacheSources {
     return deleted !== undefined;
   }
 
-  private async changePower(namespace: string, name: string, action: 'start' | 'stop'): Promise<PowerChange> {
-    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachines/${encodeURIComponent(name)}/${action}`;
+  /**
+   * Asks KubeVirt to stop a VM (its disks stay); "not running" is `'already'`. (A start writes the VM's run field,
+   * conditional on the VM as read, so it goes through {@link KubeCluster.patchVm}.)
+   */
+  async stopVm(namespace: string, name: string): Promise<PowerChange> {
+    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachines/${encodeURIComponent(name)}/stop`;
     try {
-      await this.call(action, `${action} VirtualMachine ${namespace}/${name}`, () =>
+      await this.call('stop', `stop VirtualMachine ${namespace}/${name}`, () =>
         rawRequest(this.kubeConfig, 'PUT', path, {}, (bytes) => {
           this.responseBytes += bytes;
         }),
@@ -510,36 +514,10 @@ export class KubeCluster implements CacheSources {
     } catch (error) {
       const failure = apiFailureOf((error as { cause?: unknown }).cause);
       // a Halted VM whose instance is still going down is already being stopped
-      const already =
-        action === 'start'
-          ? /already running/i
-          : /not running|already stopped|Halted only supports manual stop/i;
+      const already = /not running|already stopped|Halted only supports manual stop/i;
       if (failure?.status !== 409 || !already.test(failure.message)) throw error;
-      // KubeVirt answers a start of a stopped VM whose instance is still going down "already running" too
-      if (action === 'start' && (await this.isStopWanted(namespace, name))) {
-        throw new VdiError(
-          'CONFLICT',
-          `Could not start VirtualMachine ${namespace}/${name}: it was stopped and its instance is still going down; start it again once it has stopped.`,
-          { details: { status: 409, reason: 'Conflict' }, cause: error },
-        );
-      }
       return 'already';
     }
-  }
-
-  private async isStopWanted(namespace: string, name: string): Promise<boolean> {
-    const spec = (await this.getVm(namespace, name))?.spec;
-    return spec?.runStrategy === 'Halted' || spec?.running === false;
-  }
-
-  /** Asks KubeVirt to start a VM; "already running" is `'already'`. */
-  startVm(namespace: string, name: string): Promise<PowerChange> {
-    return this.changePower(namespace, name, 'start');
-  }
-
-  /** Asks KubeVirt to stop a VM (its disks stay); "not running" is `'already'`. */
-  stopVm(namespace: string, name: string): Promise<PowerChange> {
-    return this.changePower(namespace, name, 'stop');
   }
 
   // VirtualMachineInstances

@@ -1,9 +1,16 @@
 import { memberNotFoundReason } from '../claims/member-not-found.js';
 import type { VdiContext } from '../context.js';
-import type { DesktopBackend, MemberFacts, MemberRef, PowerChangeResult } from '../desktop-backend.js';
+import type {
+  DesktopBackend,
+  MemberFacts,
+  MemberRef,
+  PowerChangeResult,
+  StartFrom,
+} from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { ephemeralLabel, poolLabel } from '../keys.js';
+import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import {
   validateClaimToPresent,
@@ -43,6 +50,9 @@ function notInPool(vm: VirtualMachine, { namespace, member }: MemberRef, pool?: 
   );
 }
 
+// a few rereads are normal while the VM's status changes
+const startAttempts = 5;
+
 interface RequiredMember {
   vm: VirtualMachine;
   vmi: VirtualMachineInstance | undefined;
@@ -51,8 +61,8 @@ interface RequiredMember {
 
 /**
  * The KubeVirt VM {@link DesktopBackend}: a pool's members are the VirtualMachines labelled
- * `corral.dev/vdi-pool=<pool>`, their facts come from each VM and its VirtualMachineInstance, power goes through
- * KubeVirt's `start`/`stop` subresources, and an ephemeral member is reset by cloning it again from the golden
+ * `corral.dev/vdi-pool=<pool>`, their facts come from each VM and its VirtualMachineInstance, a start writes the
+ * VM's run field (conditional on the VM as read) and a stop goes through KubeVirt's `stop` subresource, and an ephemeral member is reset by cloning it again from the golden
  * VM named in its `corral.dev/vdi-source` annotation.
  *
  * @example
@@ -66,36 +76,57 @@ interface RequiredMember {
 export function createVmBackend(ctx: VdiContext): DesktopBackend {
   const { cluster } = ctx;
 
-  // the run field back to running, conditional on the VM as read, so a stop KubeVirt has not carried out is undone
-  async function undoStop(ref: MemberRef, refused: unknown): Promise<PowerChangeResult> {
-    const [vm, vmi] = await Promise.all([
-      cluster.getVm(ref.namespace, ref.member),
-      cluster.getVmi(ref.namespace, ref.member),
-    ]);
-    if (!vm) throw memberNotFound(ref, refused);
-    const phase = vmi?.status?.phase;
-    const instanceLives = vmi !== undefined && phase !== 'Succeeded' && phase !== 'Failed';
-    if (!asksToStop(vm) || !instanceLives) throw refused;
-    const spec = vm.spec.runStrategy === undefined ? { running: true } : { runStrategy: 'Always' };
+  // Written conditional on the VM as read: a stop (or any change) that lands after the read wins, never the start.
+  async function writeRunField(ref: MemberRef, read: StartFrom): Promise<void> {
     await cluster.patchVm(ref.namespace, ref.member, {
-      metadata: { resourceVersion: vm.metadata.resourceVersion },
-      spec,
+      metadata: { resourceVersion: read.resourceVersion },
+      spec: read.usesLegacyRunField ? { running: true } : { runStrategy: 'Always' },
     });
-    return 'changed';
   }
 
-  async function changePower(ref: MemberRef, action: 'start' | 'stop'): Promise<PowerChangeResult> {
+  async function startVm(ref: MemberRef, asRead: StartFrom | undefined): Promise<PowerChangeResult> {
+    if (asRead) {
+      await writeRunField(ref, asRead).catch((error: unknown) => {
+        // a refusal of KubeVirt's admission can be a 409 too: only a stale resourceVersion is a change
+        if (!isConflictReason(error, 'Conflict')) throw error;
+        throw new VdiError(
+          'CONFLICT',
+          `VM ${ref.namespace}/${ref.member} changed since it was read; read it again before starting it.`,
+          { retryable: true, details: { ...ref, stale: true }, cause: error },
+        );
+      });
+      return 'changed';
+    }
+    for (let attempt = 1; ; attempt += 1) {
+      const vm = await cluster.getVm(ref.namespace, ref.member);
+      if (!vm) throw memberNotFound(ref);
+      if (!asksToStop(vm) && (vm.spec.runStrategy === 'Always' || vm.spec.running === true)) return 'already';
+      const facts = toVmMemberFacts(vm, undefined);
+      try {
+        await writeRunField(ref, facts);
+        return 'changed';
+      } catch (error) {
+        // the VM's status writes bump its resourceVersion too: read it again
+        if (!isConflictReason(error, 'Conflict') || attempt === startAttempts) throw error;
+      }
+    }
+  }
+
+  async function changePower(
+    ref: MemberRef,
+    action: 'start' | 'stop',
+    asRead?: StartFrom,
+  ): Promise<PowerChangeResult> {
     checkRef(ref);
     const desktopId = formatDesktopId({ kind: 'vm', ...ref });
     try {
       if (action === 'stop') return await cluster.stopVm(ref.namespace, ref.member);
-      return await cluster.startVm(ref.namespace, ref.member).catch((error: unknown) => {
-        // KubeVirt refuses to start a VM whose stop it has not carried out yet: ask it to run again instead
-        if (isVdiError(error, 'CONFLICT')) return undoStop(ref, error);
-        throw error;
-      });
+      return await startVm(ref, asRead);
     } catch (error) {
+      // a start written on an old read: the caller reads again and decides
+      if (isVdiError(error, 'CONFLICT') && error.details.stale === true) throw error;
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref, error);
+      if (isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
       // a refused permission is the caller's to grant, not KubeVirt's refusal: it passes unchanged
       if (isVdiError(error, 'FORBIDDEN')) throw error;
       throw new VdiError(
@@ -140,7 +171,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       }
     },
 
-    startMember: (ref) => changePower(ref, 'start'),
+    startMember: (ref, asRead) => changePower(ref, 'start', asRead),
     stopMember: (ref) => changePower(ref, 'stop'),
 
     async resetMember(ref, options = {}) {
@@ -159,7 +190,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     async presentClaim(facts, claim) {
       checkRef({ namespace: facts.namespace, member: facts.member });
       validateClaimToPresent(claim);
-      await presentVmClaim(cluster, facts, claim);
+      return await presentVmClaim(cluster, facts, claim);
     },
 
     async clearPresentation(ref, holder) {

@@ -61,26 +61,27 @@ function presentsHolder(metadata: ObjectMeta, holder: string): boolean {
  * resourceVersion in `facts`, then on each one read after a conflict. A VM that already presents the claim is
  * not written.
  *
+ * @returns the VM's resourceVersion once it presents the claim.
  * @throws `VdiError` `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the VM kept changing.
  */
 export async function presentVmClaim(
   cluster: KubeCluster,
   facts: MemberFacts,
   claim: ClaimToPresent,
-): Promise<void> {
+): Promise<string> {
   const ref = { namespace: facts.namespace, member: facts.member };
   let observed: Observed = facts;
   for (let attempt = 1; ; attempt += 1) {
-    if (presents(observed, claim)) return;
+    if (presents(observed, claim)) return observed.resourceVersion;
     try {
-      await cluster.patchVm(ref.namespace, ref.member, {
+      const written = await cluster.patchVm(ref.namespace, ref.member, {
         metadata: {
           resourceVersion: observed.resourceVersion,
           labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
           annotations: { [assignedToKey]: claim.holder, [claimedAtAnnotation]: claim.claimedAt },
         },
       });
-      return;
+      return written.metadata.resourceVersion ?? '';
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref);
       if (!isConflictReason(error, 'Conflict')) throw error;

@@ -41,7 +41,8 @@ function methodRules(): Map<string, MethodRule> {
     const [, isPrivate, name = ''] = start;
     if (isPrivate || name === 'constructor') return;
     const body = clusterSource.slice(start.index, starts[index + 1]?.index ?? clusterSource.length);
-    const power = /this\.changePower\([^)]*'(start|stop)'\)/.exec(body);
+    // a power change goes to KubeVirt's subresource, named by the call's verb
+    const power = /this\.call\(\s*'(start|stop)'/.exec(body);
     if (power) {
       rules.set(name, {
         group: 'subresources.kubevirt.io',

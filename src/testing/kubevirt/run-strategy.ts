@@ -111,3 +111,21 @@ export function planSubresource(
     { action: 'Start' },
   ]);
 }
+
+/** What KubeVirt's admission does with a write of a VM: let it through, or refuse it with a status and message. */
+export type VmAdmission = { allowed: true } | { allowed: false; status: number; message: string };
+
+/**
+ * Decides a VM create or update as KubeVirt's validating webhook would for a start written as the run field: a
+ * write that makes a VM ask to run when it did not (or a create that asks to run) is refused with the VM's
+ * `fail-start` knob, as the start subresource would refuse it; every other write is let through.
+ */
+export function planVmAdmission(
+  before: VirtualMachine | undefined,
+  after: VirtualMachine,
+  knobs: VmKnobs,
+): VmAdmission {
+  const startsIt = runStrategyOf(after) === 'Always' && (!before || runStrategyOf(before) !== 'Always');
+  if (!startsIt || !knobs.failStart) return { allowed: true };
+  return { allowed: false, ...knobs.failStart };
+}

@@ -1,21 +1,24 @@
 import {
+  AdmissionregistrationV1Api,
   ApiregistrationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
   type V1APIService,
   type V1Service,
+  type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
 import type { VirtualMachine, VirtualMachineClone, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { createCloneReconciler } from './clone-controller.js';
 import { installKubevirtCrds } from './crds.js';
+import { simulatorAnnotations } from './fault-knobs.js';
 import { type Informer, startInformer } from './informer.js';
 import { IpPool, parseIpRange } from './ip-pool.js';
 import { ensureNamespace, kubevirtResources, splitKey, unlessNotFound, upsert } from './kube-calls.js';
 import { startNamespaceScopes } from './namespace-scope.js';
 import { pause } from './pause.js';
-import { startSubresourceServer, subresourceGroup } from './subresource-server.js';
+import { startSubresourceServer, subresourceGroup, vmAdmissionPath } from './subresource-server.js';
 import { createVmReconciler } from './vm-controller.js';
 import { KeyedWorkQueue } from './work-queue.js';
 
@@ -35,7 +38,8 @@ export interface KubevirtSimulatorOptions {
 /** The cluster access the simulator needs: an administrator's configuration and the PEM material for its server. @category testing */
 export interface KubevirtSimulatorCluster {
   kubeConfig: KubeConfig;
-  certificates: { servingCertPem: string; servingKeyPem: string; frontProxyCaPem: string };
+  /** `caPem` signed `servingCertPem`, which names 127.0.0.1: the apiserver checks the webhook with it. */
+  certificates: { caPem: string; servingCertPem: string; servingKeyPem: string; frontProxyCaPem: string };
 }
 
 /** A running KubeVirt simulator. @category testing */
@@ -94,6 +98,83 @@ async function registerAggregatedApi(kubeConfig: KubeConfig, port: number): Prom
         body: { ...apiService, metadata: { ...apiService.metadata, resourceVersion } },
       }),
   );
+}
+
+const webhookName = 'vm-start.sim.kubevirt.corral.dev';
+
+// KubeVirt refuses some VM writes in its validating webhook; the simulator's does it for a start written as the
+// run field of a VM with the fail-start knob. Ignore on failure: VM writes go on while no simulator runs.
+async function registerVmWebhook(kubeConfig: KubeConfig, port: number, caPem: string): Promise<void> {
+  const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  const configuration: V1ValidatingWebhookConfiguration = {
+    metadata: { name: webhookName },
+    webhooks: [
+      {
+        name: webhookName,
+        clientConfig: {
+          url: `https://127.0.0.1:${port}${vmAdmissionPath}`,
+          caBundle: Buffer.from(caPem).toString('base64'),
+        },
+        rules: [
+          {
+            apiGroups: ['kubevirt.io'],
+            apiVersions: ['v1'],
+            operations: ['CREATE', 'UPDATE'],
+            resources: ['virtualmachines'],
+          },
+        ],
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        timeoutSeconds: 5,
+      },
+    ],
+  };
+  await upsert(
+    () => admission.readValidatingWebhookConfiguration({ name: webhookName }),
+    () => admission.createValidatingWebhookConfiguration({ body: configuration }),
+    (_, resourceVersion) =>
+      admission.replaceValidatingWebhookConfiguration({
+        name: webhookName,
+        body: { ...configuration, metadata: { ...configuration.metadata, resourceVersion } },
+      }),
+  );
+}
+
+// The apiserver picks a new webhook up a moment after it is written: until a dry-run start is refused, it may not.
+async function waitUntilAdmitting(kubeConfig: KubeConfig): Promise<void> {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const probe: VirtualMachine = {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachine',
+    metadata: { name: 'webhook-probe', annotations: { [simulatorAnnotations.failStart]: '422 probe' } },
+    spec: { runStrategy: 'Always', template: { spec: { domain: { devices: {} } } } },
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const refused = await custom
+      .createNamespacedCustomObject({
+        ...kubevirtResources.vm,
+        namespace: 'default',
+        body: probe,
+        dryRun: 'All',
+      })
+      .then(
+        () => false,
+        (error: unknown) => {
+          const text = String((error as { body?: unknown }).body ?? error);
+          return text.includes(webhookName) && text.includes('denied the request: probe');
+        },
+      );
+    if (refused) return;
+    if (Date.now() > deadline) {
+      throw new VdiError(
+        'CONTROL_PLANE_FAILED',
+        `The simulator's validating webhook ${webhookName} was not called within 30 s; check that kube-apiserver can reach 127.0.0.1.`,
+      );
+    }
+    await pause(100);
+  }
 }
 
 async function waitUntilRouted(kubeConfig: KubeConfig, proxiedRequests: () => number): Promise<void> {
@@ -160,6 +241,8 @@ export async function startKubevirtSimulator(
     // The aggregator takes seconds to route a new APIService (it rebuilds its OpenAPI first): install meanwhile.
     await installKubevirtCrds(kubeConfig);
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
+    await registerVmWebhook(kubeConfig, server.port, certificates.caPem);
+    await waitUntilAdmitting(kubeConfig);
 
     const restoring = new Set<string>();
     // The queues collect the keys of the first lists and start once the reconcilers have their caches.
@@ -247,6 +330,12 @@ export async function startKubevirtSimulator(
       stopped = true;
       for (const informer of informers) informer.stop();
       await Promise.all(queues.map((queue) => queue.stop()));
+      // a webhook nobody answers would slow every VM write the apiserver still takes
+      await unlessNotFound(
+        kubeConfig
+          .makeApiClient(AdmissionregistrationV1Api)
+          .deleteValidatingWebhookConfiguration({ name: webhookName }),
+      ).catch(() => undefined);
       await server.close();
     },
   };

@@ -7,7 +7,7 @@ import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-type
 import { type ConsoleSubresource, createConsoleServer, isFromFrontProxy } from './console-server.js';
 import { readVmKnobs } from './fault-knobs.js';
 import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
-import { planSubresource, type VmAction } from './run-strategy.js';
+import { planSubresource, planVmAdmission, type VmAction } from './run-strategy.js';
 
 /** The aggregated API group of KubeVirt's VM subresources. */
 export const subresourceGroup = 'subresources.kubevirt.io';
@@ -76,6 +76,14 @@ const actionPath = new RegExp(
 const consolePath = new RegExp(
   `^/apis/${subresourceGroup.replace(/\./g, '\\.')}/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(vnc|console)$`,
 );
+
+/** Where the apiserver sends the VM writes it asks the simulator's validating webhook about. */
+export const vmAdmissionPath = '/validate-virtualmachines';
+
+/** The parts of an `admission.k8s.io/v1` AdmissionReview of a VM write that the webhook reads. */
+interface AdmissionReview {
+  request: { uid: string; object: VirtualMachine; oldObject?: VirtualMachine };
+}
 
 /** Options of {@link startSubresourceServer}. */
 export interface SubresourceServerOptions {
@@ -189,6 +197,24 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
     send(response, code, body);
   };
 
+  // The apiserver calls this webhook itself, without the front-proxy certificate: it only answers a decision.
+  const admit = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const review = JSON.parse(Buffer.concat(chunks).toString('utf8')) as AdmissionReview;
+    const { uid, object, oldObject } = review.request;
+    const decision = planVmAdmission(oldObject, object, readVmKnobs(object.metadata.annotations).knobs);
+    if (!decision.allowed)
+      log(`admission refuses the start of ${object.metadata.namespace}/${object.metadata.name}`);
+    send(response, 200, {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response: decision.allowed
+        ? { uid, allowed: true }
+        : { uid, allowed: false, status: { code: decision.status, message: decision.message } },
+    });
+  };
+
   const server: Server = createServer(
     {
       cert: options.servingCertPem,
@@ -198,9 +224,13 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
       rejectUnauthorized: false,
     },
     (request, response) => {
-      // The body (StartOptions, StopOptions) carries nothing the simulator uses; drain it.
-      request.resume();
-      handle(request, response).catch((error: unknown) => {
+      const admission =
+        request.method === 'POST' &&
+        new URL(request.url ?? '/', 'https://localhost').pathname === vmAdmissionPath;
+      // The body of a subresource call (StartOptions, StopOptions) carries nothing the simulator uses; drain it.
+      if (!admission) request.resume();
+      const answering = admission ? admit(request, response) : handle(request, response);
+      answering.catch((error: unknown) => {
         log(`subresource ${request.method} ${request.url} failed: ${(error as Error).message}`);
         if (!response.headersSent)
           send(response, 500, failureStatus(500, `Internal error occurred: ${(error as Error).message}`));

@@ -24,6 +24,18 @@ class OrderedCluster extends KubeCluster {
   failNextMemberLeaseCreate = false;
   /** Runs once before the next create of a member Lease, as another process acting in between. */
   beforeNextMemberLeaseCreate: (() => Promise<void>) | undefined;
+  /** Runs once after the first read of a member's Lease that follows its presentation write. */
+  afterPresentedLeaseRead: (() => Promise<void>) | undefined;
+
+  override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
+    const lease = await super.getLease(namespace, name);
+    const after = this.afterPresentedLeaseRead;
+    if (after && this.written.has('presentation') && !name.startsWith('corral-vdi-claimant-')) {
+      this.afterPresentedLeaseRead = undefined;
+      await after();
+    }
+    return lease;
+  }
 
   override async createLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const isMemberLease = lease.metadata.labels?.['corral.dev/vdi-member'] !== undefined;
@@ -169,6 +181,36 @@ describe('claims of one identity at once against the real apiserver', () => {
     expect(await kube.listLeases(namespace)).toEqual([]);
     const alice = await claim('alice');
     expect(await holders()).toEqual([[alice.member, 'alice']]);
+  });
+});
+
+describe('a claim racing a release of itself', () => {
+  it('does not start its member for nobody when the release lands between its last read of the claim and the start', async () => {
+    const { namespace, kube, claim } = await setUp('start-after-release', 1);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    let released = '';
+    kube.afterPresentedLeaseRead = async () => {
+      // the claim found its Lease holding; now a release of it (another tab of alice) runs to the end
+      const [lease] = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+      released = lease?.metadata.labels?.['corral.dev/vdi-member'] ?? '';
+      await other.release({ member: released, identity: 'alice' });
+    };
+    const alice = await claim('alice');
+    expect(released).toBe('devpool-1');
+    // whatever the claim returned holds its Lease, and no member runs without one
+    const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+    const sessions = leases.map((lease) => [
+      lease.metadata.labels?.['corral.dev/vdi-member'],
+      lease.metadata.annotations?.['corral.dev/vdi-session-id'],
+    ]);
+    expect(sessions).toContainEqual([alice.member, alice.sessionId]);
+    for (const vm of await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')) {
+      if (vm.spec.runStrategy !== 'Always') continue;
+      expect(
+        sessions.map(([member]) => member),
+        `${vm.metadata.name} runs`,
+      ).toContain(vm.metadata.name);
+    }
   });
 });
 

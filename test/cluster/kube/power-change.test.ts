@@ -1,52 +1,56 @@
 import { describe, expect, it } from 'vitest';
+import type { VdiContext } from '../../../src/context.js';
 import { isVdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
-import { createNamespaceClock, simulatorAnnotations } from '../../../src/testing/kubevirt/index.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createVmBackend } from '../../../src/vm/vm-backend.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
-describe("the kube adapter's start and stop", () => {
-  it('does not take "already running" for a start while the instance of a stopped VM is still going down', async () => {
-    const namespace = await createTestNamespace(cluster(), 'start-stopping');
-    const kube = new KubeCluster(cluster().kubeConfig, { retries: 0 });
-    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
-    const vm = stoppedVm('desk-1');
-    vm.metadata.annotations = { [simulatorAnnotations.stopDelayMs]: '60000' };
-    await kube.createVm(namespace, vm);
-    expect(await kube.startVm(namespace, 'desk-1')).toBe('changed');
-    await waitFor(() => kube.getVmi(namespace, 'desk-1'), {
-      describe: 'the VMI of desk-1 to run',
+async function setUp(prefix: string) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  await createPoolMembers(cluster(), namespace, 'devpool', 1);
+  const kube = new KubeCluster(cluster().kubeConfig, { retries: 0 });
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+  const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+  const backend = createVmBackend(ctx);
+  const ref = { namespace, member: 'devpool-1' };
+  const running = () =>
+    waitFor(() => kube.getVmi(namespace, 'devpool-1'), {
+      describe: 'the VMI of devpool-1 to run',
       until: (vmi) => vmi?.status?.phase === 'Running',
     });
-    expect(await kube.stopVm(namespace, 'desk-1')).toBe('changed');
-    await waitFor(() => kube.getVm(namespace, 'desk-1'), {
-      describe: 'desk-1 to show Stopping',
-      until: (found) => found?.status?.printableStatus === 'Stopping',
-    });
+  return { kube, backend, ref, running };
+}
 
-    const early = await kube.startVm(namespace, 'desk-1').catch((error: unknown) => error);
-    expect(isVdiError(early, 'CONFLICT')).toBe(true);
-    expect((early as Error).message).toMatch(/still going down/);
-
-    await clock.advance(60_000);
-    await waitFor(() => kube.getVmi(namespace, 'desk-1'), {
-      describe: 'the VMI of desk-1 to be gone',
-      until: (vmi) => vmi === undefined,
-    });
-    expect(await kube.startVm(namespace, 'desk-1')).toBe('changed');
+describe("the VM backend's start", () => {
+  it('writes the run field of a stopped VM, and takes a VM that runs and is meant to as already running', async () => {
+    const { backend, ref, running } = await setUp('start-running');
+    expect(await backend.startMember(ref)).toBe('changed');
+    await running();
+    expect(await backend.startMember(ref)).toBe('already');
   });
 
-  it('takes "already running" for a start of a VM that runs and is meant to', async () => {
-    const namespace = await createTestNamespace(cluster(), 'start-running');
-    const kube = new KubeCluster(cluster().kubeConfig, { retries: 0 });
-    await kube.createVm(namespace, stoppedVm('desk-1'));
-    await kube.startVm(namespace, 'desk-1');
-    await waitFor(() => kube.getVmi(namespace, 'desk-1'), {
-      describe: 'the VMI of desk-1 to run',
-      until: (vmi) => vmi?.status?.phase === 'Running',
+  it('refuses a start written on a read older than a stop, and leaves the stop in force', async () => {
+    const { kube, backend, ref, running } = await setUp('start-as-read');
+    await backend.startMember(ref);
+    await running();
+    const before = await backend.readMember(ref);
+    expect(await kube.stopVm(ref.namespace, ref.member)).toBe('changed');
+    const late = await backend.startMember(ref, before).catch((error: unknown) => error);
+    expect(isVdiError(late, 'CONFLICT')).toBe(true);
+    expect((late as Error).message).toMatch(/changed since it was read/);
+    expect((await kube.getVm(ref.namespace, ref.member))?.spec.runStrategy).toBe('Halted');
+    // read after the stop has settled (KubeVirt's status writes change the VM too), the start is taken
+    await waitFor(() => backend.readMember(ref), {
+      describe: 'devpool-1 to stop',
+      until: (facts) => facts?.power === 'stopped' && !facts.previousInstance,
     });
-    expect(await kube.startVm(namespace, 'desk-1')).toBe('already');
+    const after = await backend.readMember(ref);
+    expect(await backend.startMember(ref, after)).toBe('changed');
+    expect((await kube.getVm(ref.namespace, ref.member))?.spec.runStrategy).toBe('Always');
   });
 });

@@ -93,7 +93,7 @@ describe('the spare keeper', () => {
     await waitFor(async () => (await power())[cold.member] === 'Stopped', {
       describe: 'the released member to stop',
     });
-    await kube.startVm(namespace, cold.member);
+    await kube.patchVm(namespace, cold.member, { spec: { runStrategy: 'Always' } });
     await waitFor(async () => (await power())[cold.member] === 'Running', { describe: 'the hand start' });
 
     await setPool(ctx, { name: 'devpool', minReady: 0 });

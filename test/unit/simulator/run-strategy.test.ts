@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { RunStrategy, VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
 import { readVmKnobs } from '../../../src/testing/kubevirt/fault-knobs.js';
-import { planSubresource, runStrategyOf, type VmAction } from '../../../src/testing/kubevirt/run-strategy.js';
+import {
+  planSubresource,
+  planVmAdmission,
+  runStrategyOf,
+  type VmAction,
+} from '../../../src/testing/kubevirt/run-strategy.js';
 
 const noKnobs = readVmKnobs(undefined).knobs;
 
@@ -231,5 +236,27 @@ describe('readVmKnobs', () => {
     });
     expect(reading.problems).toHaveLength(2);
     expect(readVmKnobs({ 'sim.kubevirt.corral.dev/ip': '300.1.1.1' }).knobs.ipAddress).toBeUndefined();
+  });
+});
+
+describe('planVmAdmission', () => {
+  const failing = readVmKnobs({
+    'sim.kubevirt.corral.dev/fail-start': '422 the GPU feature gate is off',
+  }).knobs;
+
+  it('refuses a write that makes a VM with the fail-start knob ask to run, with the knob status and message', () => {
+    const refused = { allowed: false, status: 422, message: 'the GPU feature gate is off' };
+    expect(planVmAdmission(vm('Halted'), vm('Always'), failing)).toEqual(refused);
+    expect(
+      planVmAdmission(vm(undefined, { running: false }), vm(undefined, { running: true }), failing),
+    ).toEqual(refused);
+    expect(planVmAdmission(undefined, vm('Always'), failing)).toEqual(refused);
+  });
+
+  it('lets through every other write: no knob, no start, or a VM that already asks to run', () => {
+    expect(planVmAdmission(vm('Halted'), vm('Always'), noKnobs)).toEqual({ allowed: true });
+    expect(planVmAdmission(vm('Always'), vm('Halted'), failing)).toEqual({ allowed: true });
+    expect(planVmAdmission(vm('Always'), vm('Always'), failing)).toEqual({ allowed: true });
+    expect(planVmAdmission(undefined, vm('Halted'), failing)).toEqual({ allowed: true });
   });
 });
