@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
 import { claimantLeaseName, claimantStaleMs } from '../../../src/claims/claimant-lock.js';
+import { releaseMember } from '../../../src/claims/release-desktop.js';
 import type { VdiContext } from '../../../src/context.js';
 import { VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
@@ -51,7 +52,11 @@ class OrderedCluster extends KubeCluster {
     return created;
   }
 
+  /** Writes of a VM's run field (starts), counted as they are sent. */
+  runFieldWrites = 0;
+
   override async patchVm(...args: Parameters<KubeCluster['patchVm']>) {
+    if (args[2].spec !== undefined) this.runFieldWrites += 1;
     const patched = await super.patchVm(...args);
     this.written.add('presentation');
     return patched;
@@ -198,6 +203,69 @@ describe('a claim racing a release of itself', () => {
     const alice = await claim('alice');
     expect(released).toBe('devpool-1');
     // whatever the claim returned holds its Lease, and no member runs without one
+    const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+    const sessions = leases.map((lease) => [
+      lease.metadata.labels?.['corral.dev/vdi-member'],
+      lease.metadata.annotations?.['corral.dev/vdi-session-id'],
+    ]);
+    expect(sessions).toContainEqual([alice.member, alice.sessionId]);
+    for (const vm of await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')) {
+      if (vm.spec.runStrategy !== 'Always') continue;
+      expect(
+        sessions.map(([member]) => member),
+        `${vm.metadata.name} runs`,
+      ).toContain(vm.metadata.name);
+    }
+  });
+});
+
+/** The adapter of another process whose Lease deletes wait until the test lets them go. */
+class HeldDeleteCluster extends KubeCluster {
+  private reached: () => void = () => {};
+  readonly atDelete = new Promise<void>((resolve) => {
+    this.reached = resolve;
+  });
+  private open: () => void = () => {};
+  private readonly opened = new Promise<void>((resolve) => {
+    this.open = resolve;
+  });
+
+  letDeletesGo(): void {
+    this.open();
+  }
+
+  override async deleteLease(...args: Parameters<KubeCluster['deleteLease']>) {
+    this.reached();
+    await this.opened;
+    return await super.deleteLease(...args);
+  }
+}
+
+describe("a claim racing a release of itself, with the start between the release's reset and its Lease delete", () => {
+  it('has its start refused, because the release changed the member before it reset it', async () => {
+    const { namespace, vdi, kube, claim } = await setUp('start-mid-release', 1);
+    const held = new HeldDeleteCluster(cluster().kubeConfig);
+    const releaseCtx: VdiContext = { ...vdi.context, cluster: held, backends: {} };
+    releaseCtx.backends.vm = createVmBackend(releaseCtx);
+    let releasing: Promise<unknown> | undefined;
+    kube.afterPresentedLeaseRead = async () => {
+      // the claim found its Lease holding; a release of it runs up to its Lease delete (the member stopped)
+      releasing = releaseMember(releaseCtx, {
+        namespace,
+        member: 'devpool-1',
+        actor: 'alice',
+        asAdmin: false,
+      });
+      await held.atDelete;
+    };
+    const claimed = claim('alice');
+    await waitFor(() => kube.runFieldWrites, {
+      describe: "the claim's start to be sent",
+      until: (writes) => writes >= 1,
+    });
+    held.letDeletesGo();
+    await releasing;
+    const alice = await claimed;
     const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
     const sessions = leases.map((lease) => [
       lease.metadata.labels?.['corral.dev/vdi-member'],
