@@ -316,9 +316,12 @@ function checkAnswersAfterReset(
 function checkRest(rest: RestState): Violation[] {
   const violations: Violation[] = [];
   const leaseOf = new Map(rest.leases.filter(isClaim).map((lease) => [lease.member, lease]));
+  // a claim expired by then binds nobody, whatever its member shows: the next claim takes it and writes its copy
+  const expired = (lease: LeaseChange | undefined) => lease !== undefined && !isLiveAt(lease, rest.now);
   for (const vm of rest.vms) {
     if (vm.pool === undefined) continue;
     const lease = leaseOf.get(vm.name);
+    if (expired(lease)) continue;
     // a takeover whose reset is still due is not handed out yet: its holder's next claim or start presents it
     if (lease?.holder === vm.assignedTo || (lease && isResetDue(lease))) continue;
     violations.push({
@@ -330,7 +333,7 @@ function checkRest(rest: RestState): Violation[] {
   }
   const vmNames = new Set(rest.vms.map((vm) => vm.name));
   for (const [member, lease] of leaseOf)
-    if (!vmNames.has(member))
+    if (!vmNames.has(member) && !expired(lease))
       violations.push({
         invariant: 'presentation-at-rest',
         member,

@@ -84,6 +84,8 @@ export type Change = LeaseChange | VmChange | VmiChange | ClockChange;
 export interface RestState {
   leases: LeaseChange[];
   vms: VmChange[];
+  /** The shared clock at rest, in ms: a Lease expired by then binds nobody. */
+  now: number;
 }
 
 /** Everything a storm recorded. */

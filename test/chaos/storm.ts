@@ -266,6 +266,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
         vms: vms
           .filter((vm) => vm.metadata.name !== 'golden')
           .map((vm) => vmChangeOf('ADDED', vm as unknown as WatchedObject, restAt)),
+        now: clock.now().getTime(),
       },
       documentedCodes: readDocumentedCodes(),
     };

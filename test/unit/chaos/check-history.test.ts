@@ -315,6 +315,7 @@ describe('checkHistory', () => {
         lease(1, 'alpha-9', 'cy', 's3'),
       ],
       vms: [vm('alpha-1', 'ana'), vm('alpha-2', 'ana'), vm('alpha-3', 'di'), vm('alpha-4')],
+      now: start,
     };
     const violations = checkHistory(history([], [], rest));
     expect(violations.map((violation) => [violation.invariant, violation.member])).toEqual([
@@ -322,10 +323,15 @@ describe('checkHistory', () => {
       ['presentation-at-rest', 'alpha-3'],
       ['presentation-at-rest', 'alpha-9'],
     ]);
+    // an hour later every claim has expired and binds nobody: what their members show is no violation, but a copy
+    // on a member that never had a Lease still is
+    const later = checkHistory(history([], [], { ...rest, now: start + hour + 1 }));
+    expect(later.map((violation) => violation.member)).toEqual(['alpha-3']);
   });
 
   it('lets a member whose takeover reset is still due show its previous holder at rest', () => {
     const rest: RestState = {
+      now: start,
       leases: [lease(1, 'alpha-1', 'bo', 's2', { resetDue: 's2' })],
       vms: [
         {
