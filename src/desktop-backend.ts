@@ -85,14 +85,18 @@ export interface PresentedClaim {
   label: string | undefined;
   /** When the claim began (RFC 3339). */
   claimedAt: string | undefined;
+  /** The claim's session ID (copies written before it was recorded have none). */
+  sessionId: string | undefined;
 }
 
-/** A claim to show on a member: its holder and when it began. @category backends */
+/** A claim to show on a member: its holder, when it began and its session. @category backends */
 export interface ClaimToPresent {
   /** The holder's exact identity. */
   holder: string;
   /** When the claim began (RFC 3339), normally the Lease's `acquireTime`. */
   claimedAt: string;
+  /** The claim's session ID, so a take-back of this copy leaves a newer claim's copy of the same holder alone. */
+  sessionId: string;
 }
 
 /** The member as a caller read it, for a start conditional on it. @category backends */
@@ -258,13 +262,14 @@ export interface DesktopBackend {
   presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<string>;
 
   /**
-   * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone),
+   * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone), and with
+   * `sessionId` only while it is that session's copy (a newer claim of the same holder keeps its own),
    * conditional on the member's resourceVersion, reading it again on a conflict. Idempotent.
    *
    * @returns whether it removed a copy; `false` when there was none of `holder`'s or the member is gone.
    * @throws `VdiError` `CONFLICT` (retryable) when the member kept changing.
    */
-  clearPresentation(ref: MemberRef, holder: string): Promise<boolean>;
+  clearPresentation(ref: MemberRef, holder: string, sessionId?: string): Promise<boolean>;
 
   /**
    * What connect planning needs about a running member, read and probed now. Reads, never writes.

@@ -150,6 +150,7 @@ export type {
   PresentedClaim,
   ResetHow,
   ResetMemberOptions,
+  StartFrom,
   UsbSupport,
 } from './desktop-backend.js';
 export { defaultDesktopKind } from './desktop-backend.js';

@@ -10,6 +10,7 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
+import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import {
   identitySchema,
@@ -360,6 +361,7 @@ async function finishClaim(
     const presentedAt = await backend.presentClaim(member, {
       holder: identity,
       claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
+      sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
     });
     // the start below is conditional on the member as presented, read before the claim is confirmed
     member = { ...member, resourceVersion: presentedAt };
@@ -409,7 +411,8 @@ async function confirmHeld(
   const current = await ctx.cluster.getLease(member.namespace, lease.metadata.name ?? '').catch(() => lease);
   if (current?.spec.holderIdentity !== identity) {
     // best-effort: a copy left on a stopped member without a Lease reads as free, and the next claim overwrites it
-    await backend.clearPresentation(member, identity).catch(() => false);
+    const sessionId = lease.metadata.annotations?.[sessionIdAnnotation] ?? '';
+    await backend.clearPresentation(member, identity, sessionId).catch(() => false);
   }
   return false;
 }

@@ -311,6 +311,7 @@ export function readClaimMarks(vm: VirtualMachine): ClaimMarks {
       holder: annotations[assignedToKey],
       label: labels[assignedToKey],
       claimedAt: annotations[claimedAtAnnotation],
+      sessionId: annotations[sessionIdAnnotation],
     },
   };
 }

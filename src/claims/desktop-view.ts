@@ -119,7 +119,7 @@ export function describeResetting(input: ResettingInput): DesktopMarks | undefin
     pool: facts?.pool || lease?.metadata.labels?.[leasePoolLabel] || '',
     deleting: false,
     power: 'provisioning',
-    presentation: { holder: undefined, label: undefined, claimedAt: undefined },
+    presentation: { holder: undefined, label: undefined, claimedAt: undefined, sessionId: undefined },
     phase: resettingPhase,
     // only a recreate leaves a claimed member gone
     ephemeral: facts?.ephemeral ?? true,

@@ -141,6 +141,6 @@ function leaseOnly(member: string): ClaimMarks {
     pool: '',
     deleting: false,
     power: 'unknown',
-    presentation: { holder: undefined, label: undefined, claimedAt: undefined },
+    presentation: { holder: undefined, label: undefined, claimedAt: undefined, sessionId: undefined },
   };
 }

@@ -109,10 +109,10 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
       return await presentCtClaim(ctx, facts, claim, memberNotFound);
     },
 
-    async clearPresentation(ref, holder) {
+    async clearPresentation(ref, holder, sessionId) {
       checkRef(ref);
       validateIdentity(holder);
-      return await clearCtPresentation(ctx, ref, holder);
+      return await clearCtPresentation(ctx, ref, holder, sessionId);
     },
 
     async gatherConnectFacts(ref) {

@@ -1,6 +1,12 @@
 import type { MemberDevice, MemberFacts, MemberPower } from '../desktop-backend.js';
 import { formatDesktopId } from '../ids.js';
-import { assignedToKey, claimedAtAnnotation, poolLabel, sourceAnnotation } from '../keys.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  poolLabel,
+  sessionIdAnnotation,
+  sourceAnnotation,
+} from '../keys.js';
 import type { PodObject } from '../kube-objects.js';
 import { isExtendedResource } from './ct-pool-spec.js';
 
@@ -99,6 +105,7 @@ export function toCtMemberFacts(pod: PodObject): MemberFacts {
       holder: annotations[assignedToKey],
       label: labels[assignedToKey],
       claimedAt: annotations[claimedAtAnnotation],
+      sessionId: annotations[sessionIdAnnotation],
     },
     previousInstance: finished,
     usesLegacyRunField: false,

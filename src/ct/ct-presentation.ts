@@ -2,7 +2,7 @@ import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type { ClaimToPresent, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { assignedToKey, claimedAtAnnotation } from '../keys.js';
+import { assignedToKey, claimedAtAnnotation, sessionIdAnnotation } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { ObjectMeta } from '../kube-objects.js';
 
@@ -21,7 +21,8 @@ function presents(metadata: ObjectMeta, claim: ClaimToPresent): boolean {
   return (
     metadata.annotations?.[assignedToKey] === claim.holder &&
     metadata.labels?.[assignedToKey] === sanitizeLabelValue(claim.holder) &&
-    metadata.annotations?.[claimedAtAnnotation] === claim.claimedAt
+    metadata.annotations?.[claimedAtAnnotation] === claim.claimedAt &&
+    metadata.annotations?.[sessionIdAnnotation] === claim.sessionId
   );
 }
 
@@ -47,6 +48,9 @@ export async function presentCtClaim(
       ...(facts.presentation.claimedAt === undefined
         ? {}
         : { [claimedAtAnnotation]: facts.presentation.claimedAt }),
+      ...(facts.presentation.sessionId === undefined
+        ? {}
+        : { [sessionIdAnnotation]: facts.presentation.sessionId }),
     },
   };
   for (let attempt = 1; ; attempt += 1) {
@@ -56,7 +60,11 @@ export async function presentCtClaim(
         metadata: {
           resourceVersion: metadata.resourceVersion,
           labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
-          annotations: { [assignedToKey]: claim.holder, [claimedAtAnnotation]: claim.claimedAt },
+          annotations: {
+            [assignedToKey]: claim.holder,
+            [claimedAtAnnotation]: claim.claimedAt,
+            [sessionIdAnnotation]: claim.sessionId,
+          },
         },
       });
       return written.metadata.resourceVersion ?? '';
@@ -77,16 +85,23 @@ export async function presentCtClaim(
  * @returns whether a copy was removed.
  * @throws `VdiError` `CONFLICT` (retryable) when the Pod kept changing.
  */
-export async function clearCtPresentation(ctx: VdiContext, ref: MemberRef, holder: string): Promise<boolean> {
+export async function clearCtPresentation(
+  ctx: VdiContext,
+  ref: MemberRef,
+  holder: string,
+  sessionId?: string,
+): Promise<boolean> {
   for (let attempt = 1; ; attempt += 1) {
     const pod = await ctx.cluster.getPod(ref.namespace, ref.member);
     if (!pod || pod.metadata.annotations?.[assignedToKey] !== holder) return false;
+    if (sessionId !== undefined && pod.metadata.annotations?.[sessionIdAnnotation] !== sessionId)
+      return false;
     try {
       await ctx.cluster.patchPod(ref.namespace, ref.member, {
         metadata: {
           resourceVersion: pod.metadata.resourceVersion,
           labels: { [assignedToKey]: null },
-          annotations: { [assignedToKey]: null, [claimedAtAnnotation]: null },
+          annotations: { [assignedToKey]: null, [claimedAtAnnotation]: null, [sessionIdAnnotation]: null },
         },
       });
       return true;

@@ -118,7 +118,7 @@ function goneMember(member: string): ClaimMarks {
     pool: '',
     deleting: false,
     power: 'unknown',
-    presentation: { holder: undefined, label: undefined, claimedAt: undefined },
+    presentation: { holder: undefined, label: undefined, claimedAt: undefined, sessionId: undefined },
   };
 }
 

@@ -193,10 +193,10 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       return await presentVmClaim(cluster, facts, claim);
     },
 
-    async clearPresentation(ref, holder) {
+    async clearPresentation(ref, holder, sessionId) {
       checkRef(ref);
       validateIdentity(holder);
-      return await clearVmPresentation(cluster, ref, holder);
+      return await clearVmPresentation(cluster, ref, holder, sessionId);
     },
 
     async gatherConnectFacts(ref, options) {

@@ -1,6 +1,13 @@
 import type { MemberConsole, MemberDevice, MemberFacts, MemberPower } from '../desktop-backend.js';
 import { formatDesktopId } from '../ids.js';
-import { assignedToKey, claimedAtAnnotation, ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  ephemeralLabel,
+  poolLabel,
+  sessionIdAnnotation,
+  sourceAnnotation,
+} from '../keys.js';
 import type { VirtualMachine, VirtualMachineInstance, VmDevices } from '../kubevirt-types.js';
 
 const finishedPhases = new Set(['Succeeded', 'Failed']);
@@ -108,6 +115,7 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
       holder: annotations[assignedToKey],
       label: labels[assignedToKey],
       claimedAt: annotations[claimedAtAnnotation],
+      sessionId: annotations[sessionIdAnnotation],
     },
     previousInstance: finished || (live && (asked === 'stopped' || asked === 'stopping')),
     usesLegacyRunField: typeof vm.spec.running === 'boolean' && vm.spec.runStrategy === undefined,

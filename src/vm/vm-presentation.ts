@@ -1,7 +1,7 @@
 import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { ClaimToPresent, MemberFacts, MemberRef, PresentedClaim } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { assignedToKey, claimedAtAnnotation } from '../keys.js';
+import { assignedToKey, claimedAtAnnotation, sessionIdAnnotation } from '../keys.js';
 import type { KubeCluster } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { ObjectMeta } from '../kube-objects.js';
@@ -37,6 +37,7 @@ function observedOf(metadata: ObjectMeta): Observed {
       holder: metadata.annotations?.[assignedToKey],
       label: metadata.labels?.[assignedToKey],
       claimedAt: metadata.annotations?.[claimedAtAnnotation],
+      sessionId: metadata.annotations?.[sessionIdAnnotation],
     },
   };
 }
@@ -45,7 +46,8 @@ function presents({ presentation }: Observed, claim: ClaimToPresent): boolean {
   return (
     presentation.holder === claim.holder &&
     presentation.label === sanitizeLabelValue(claim.holder) &&
-    presentation.claimedAt === claim.claimedAt
+    presentation.claimedAt === claim.claimedAt &&
+    presentation.sessionId === claim.sessionId
   );
 }
 
@@ -78,7 +80,11 @@ export async function presentVmClaim(
         metadata: {
           resourceVersion: observed.resourceVersion,
           labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
-          annotations: { [assignedToKey]: claim.holder, [claimedAtAnnotation]: claim.claimedAt },
+          annotations: {
+            [assignedToKey]: claim.holder,
+            [claimedAtAnnotation]: claim.claimedAt,
+            [sessionIdAnnotation]: claim.sessionId,
+          },
         },
       });
       return written.metadata.resourceVersion ?? '';
@@ -94,8 +100,8 @@ export async function presentVmClaim(
 }
 
 /**
- * Removes the VM's presentation copy while it still names `holder`, conditional on the resourceVersion read;
- * a newer claim's copy is left alone.
+ * Removes the VM's presentation copy while it still names `holder` (and, with `sessionId`, is that session's),
+ * conditional on the resourceVersion read; a newer claim's copy is left alone.
  *
  * @returns whether a copy was removed.
  * @throws `VdiError` `CONFLICT` (retryable) when the VM kept changing.
@@ -104,16 +110,18 @@ export async function clearVmPresentation(
   cluster: KubeCluster,
   ref: MemberRef,
   holder: string,
+  sessionId?: string,
 ): Promise<boolean> {
   for (let attempt = 1; ; attempt += 1) {
     const vm = await cluster.getVm(ref.namespace, ref.member);
     if (!vm || !presentsHolder(vm.metadata, holder)) return false;
+    if (sessionId !== undefined && vm.metadata.annotations?.[sessionIdAnnotation] !== sessionId) return false;
     try {
       await cluster.patchVm(ref.namespace, ref.member, {
         metadata: {
           resourceVersion: vm.metadata.resourceVersion,
           labels: { [assignedToKey]: null },
-          annotations: { [assignedToKey]: null, [claimedAtAnnotation]: null },
+          annotations: { [assignedToKey]: null, [claimedAtAnnotation]: null, [sessionIdAnnotation]: null },
         },
       });
       return true;

@@ -334,7 +334,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     await waitForPower(vms, namespace, 'devpool-1', 'stopped');
     const stale = (await vms.readMember({ namespace, member: 'devpool-1' })) as MemberFacts;
     await kube.patchVm(namespace, 'devpool-1', { metadata: { annotations: { touched: 'yes' } } });
-    const claim = { holder: 'alice@example.com', claimedAt: '2026-01-02T03:04:05.000000Z' };
+    const claim = { holder: 'alice@example.com', claimedAt: '2026-01-02T03:04:05.000000Z', sessionId: 's-1' };
 
     const patchesBefore = kube.requestCounts.get('patch') ?? 0;
     await vms.presentClaim(stale, claim);
@@ -345,6 +345,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
       holder: 'alice@example.com',
       label: 'alice_example.com',
       claimedAt: claim.claimedAt,
+      sessionId: 's-1',
     });
 
     const patchesAfter = kube.requestCounts.get('patch') ?? 0;
@@ -367,16 +368,24 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
       vm('legacy-1', { ...pool('legacy'), 'corral.dev/vdi-assigned-to': 'carol' }),
     );
     const facts = (await vms.readMember({ namespace, member: 'devpool-1' })) as MemberFacts;
-    await vms.presentClaim(facts, { holder: 'bob', claimedAt: '2026-01-02T03:04:05.000000Z' });
+    await vms.presentClaim(facts, {
+      holder: 'bob',
+      claimedAt: '2026-01-02T03:04:05.000000Z',
+      sessionId: 's-2',
+    });
     const ref = { namespace, member: 'devpool-1' };
 
     expect(await vms.clearPresentation(ref, 'alice')).toBe(false);
     expect((await vms.readMember(ref))?.presentation.holder).toBe('bob');
-    expect(await vms.clearPresentation(ref, 'bob')).toBe(true);
+    // a take-back of an older session of bob's leaves the copy of his newer one
+    expect(await vms.clearPresentation(ref, 'bob', 's-1')).toBe(false);
+    expect((await vms.readMember(ref))?.presentation.sessionId).toBe('s-2');
+    expect(await vms.clearPresentation(ref, 'bob', 's-2')).toBe(true);
     expect((await vms.readMember(ref))?.presentation).toEqual({
       holder: undefined,
       label: undefined,
       claimedAt: undefined,
+      sessionId: undefined,
     });
     expect(await vms.clearPresentation(ref, 'bob')).toBe(false);
     // a v0.6.0 assignment is a label alone
@@ -391,11 +400,19 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     await waitForPower(vms, namespace, 'devpool-1', 'stopped');
     const ref = { namespace, member: 'devpool-1' };
     const facts = (await vms.readMember(ref)) as MemberFacts;
-    await vms.presentClaim(facts, { holder: 'bob', claimedAt: '2026-01-02T03:04:05.000000Z' });
+    await vms.presentClaim(facts, {
+      holder: 'bob',
+      claimedAt: '2026-01-02T03:04:05.000000Z',
+      sessionId: 's-1',
+    });
     kube.busy.add('devpool-1');
 
     const present = await failureOf(
-      vms.presentClaim(facts, { holder: 'alice', claimedAt: '2026-01-02T04:00:00.000000Z' }),
+      vms.presentClaim(facts, {
+        holder: 'alice',
+        claimedAt: '2026-01-02T04:00:00.000000Z',
+        sessionId: 's-2',
+      }),
     );
     expect(present).toMatchObject({ code: 'CONFLICT', retryable: true });
     expect((await vms.readMember(ref))?.presentation.holder).toBe('bob');

@@ -35,7 +35,7 @@ export function member(name: string, shape: MemberShape = {}): MemberFacts {
     devices: [],
     ephemeral: shape.ephemeral ?? false,
     source: 'golden',
-    presentation: { holder: shape.holder, label, claimedAt: undefined },
+    presentation: { holder: shape.holder, label, claimedAt: undefined, sessionId: undefined },
     previousInstance: false,
     usesLegacyRunField: false,
   };

@@ -137,7 +137,7 @@ describe('toVmMemberFacts', () => {
       devices: [],
       ephemeral: false,
       source: undefined,
-      presentation: { holder: undefined, label: undefined, claimedAt: undefined },
+      presentation: { holder: undefined, label: undefined, claimedAt: undefined, sessionId: undefined },
       previousInstance: false,
     });
   });
