@@ -120,6 +120,27 @@ async function setUp(prefix: string, size: number) {
   return { namespace, vdi, kube, ctx, claim, holders };
 }
 
+/** Whatever the claim returned holds its Lease, and no member runs without one. */
+async function expectNoMemberRunsForNobody(
+  kube: KubeCluster,
+  namespace: string,
+  claimed: { member: string; sessionId: string },
+): Promise<void> {
+  const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+  const sessions = leases.map((lease) => [
+    lease.metadata.labels?.['corral.dev/vdi-member'],
+    lease.metadata.annotations?.['corral.dev/vdi-session-id'],
+  ]);
+  expect(sessions).toContainEqual([claimed.member, claimed.sessionId]);
+  for (const vm of await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')) {
+    if (vm.spec.runStrategy !== 'Always') continue;
+    expect(
+      sessions.map(([member]) => member),
+      `${vm.metadata.name} runs`,
+    ).toContain(vm.metadata.name);
+  }
+}
+
 afterEach(() => {
   vi.restoreAllMocks();
 });
@@ -202,20 +223,7 @@ describe('a claim racing a release of itself', () => {
     };
     const alice = await claim('alice');
     expect(released).toBe('devpool-1');
-    // whatever the claim returned holds its Lease, and no member runs without one
-    const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
-    const sessions = leases.map((lease) => [
-      lease.metadata.labels?.['corral.dev/vdi-member'],
-      lease.metadata.annotations?.['corral.dev/vdi-session-id'],
-    ]);
-    expect(sessions).toContainEqual([alice.member, alice.sessionId]);
-    for (const vm of await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')) {
-      if (vm.spec.runStrategy !== 'Always') continue;
-      expect(
-        sessions.map(([member]) => member),
-        `${vm.metadata.name} runs`,
-      ).toContain(vm.metadata.name);
-    }
+    await expectNoMemberRunsForNobody(kube, namespace, alice);
   });
 });
 
@@ -266,19 +274,7 @@ describe("a claim racing a release of itself, with the start between the release
     held.letDeletesGo();
     await releasing;
     const alice = await claimed;
-    const leases = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
-    const sessions = leases.map((lease) => [
-      lease.metadata.labels?.['corral.dev/vdi-member'],
-      lease.metadata.annotations?.['corral.dev/vdi-session-id'],
-    ]);
-    expect(sessions).toContainEqual([alice.member, alice.sessionId]);
-    for (const vm of await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')) {
-      if (vm.spec.runStrategy !== 'Always') continue;
-      expect(
-        sessions.map(([member]) => member),
-        `${vm.metadata.name} runs`,
-      ).toContain(vm.metadata.name);
-    }
+    await expectNoMemberRunsForNobody(kube, namespace, alice);
   });
 });
 
