@@ -32,7 +32,14 @@ import {
   writeClaimLease,
 } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
-import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
+import {
+  isPoolCacheSynced,
+  membersBeingTaken,
+  noteMemberWritten,
+  readPool,
+  takeMember,
+  withOwnClaims,
+} from './pool-reads.js';
 import { isReleasing } from './releasing-mark.js';
 import { startMember } from './start-desktop.js';
 
@@ -120,7 +127,10 @@ export async function claimDesktop(
   }
 }
 
-/** What a claim plans from: the pool as read, the identity's claimant Lease, and how fresh the read is. */
+/**
+ * What a claim plans from: the pool as read, the identity's claimant Lease as read fresh (`undefined` also when a
+ * cached view did not read it), and how fresh the read is.
+ */
 interface ClaimView {
   members: MemberFacts[];
   leases: LeaseObject[];
@@ -137,9 +147,11 @@ interface ClaimAsked {
 }
 
 /**
- * Reads what a claim plans from. A cached read takes the pool from the apiserver's watch cache, shared with the
- * claims of this process, and puts the identity's own claims over it from a small quorum read; a fresh read is a
- * quorum read of the whole pool.
+ * Reads what a claim plans from. A cached read takes the pool from this process's watch caches when they are
+ * synced (the identity's own claims included: this process's writes reach them at once), else from the
+ * apiserver's watch cache with the identity's own claims put over it from a small quorum read; it does not read
+ * the claimant Lease, whose create fails when one exists. A fresh read is a quorum read of the pool and of the
+ * claimant Lease.
  */
 async function readView(
   ctx: VdiContext,
@@ -150,8 +162,10 @@ async function readView(
   const { namespace, pool, identity } = asked;
   const [read, own, claimant] = await Promise.all([
     readPool(ctx, backend, { namespace, pool }, { cached }),
-    cached ? ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity)) : undefined,
-    ctx.cluster.getLease(namespace, claimantLeaseName(pool, identity)),
+    cached && !isPoolCacheSynced(ctx, namespace)
+      ? ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity))
+      : undefined,
+    cached ? undefined : ctx.cluster.getLease(namespace, claimantLeaseName(pool, identity)),
   ]);
   const leases = own ? withOwnClaims(read.leases, own, shortHash(identity)) : read.leases;
   return { members: read.members, leases, claimant, cached };
@@ -281,6 +295,10 @@ async function claimMember(
       } else {
         // lost the race: try another member this view shows free before reading again
         lost.add(target.member);
+        // the process's caches cost no request, and show what its other claims took since the view was read
+        if (view.cached && isPoolCacheSynced(ctx, namespace)) {
+          view = { ...(await readView(ctx, backend, asked, true)), claimant: view.claimant };
+        }
       }
       continue;
     }

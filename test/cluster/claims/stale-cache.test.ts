@@ -89,9 +89,9 @@ describe('a claim planned from a watch cache older than the cluster', () => {
     // planned devpool-1 from the cache, lost its Lease create, took devpool-2 from the same view
     expect(alice.member).toBe('devpool-2');
     expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
-    // its two lists are fresh reads of its own claims, with the view and once it held its claimant Lease (so a
-    // double-click that finished in between is seen): the pool came from the cache
-    expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(2);
+    // its one list is a fresh read of its own claims once it held its claimant Lease (so a double-click that
+    // finished in between is seen): the pool and, with it, the identity's claims came from the synced caches
+    expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(1);
     const leases = await other.context.cluster.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
     expect(leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]).sort()).toEqual([
       ['corral-vdi-devpool-1', 'bob'],
@@ -156,5 +156,62 @@ describe('a fresh read of the pool that was served before a claim of this proces
     // a read that shows the Lease ends it
     await readPool(ctx, backend, target, { cached: false });
     expect(membersBeingTaken(ctx, target)).toEqual(new Set());
+  });
+});
+
+/** The adapter, whose first quorum list of the identity's own claims answers only on `release`. */
+class SlowOwnReadCluster extends KubeCluster {
+  private gate: Promise<void> | undefined;
+  held = false;
+  release: () => void = () => {};
+
+  holdOwnRead(): void {
+    this.gate = new Promise((resolve) => {
+      this.release = resolve;
+    });
+  }
+
+  override async listLeases(namespace: string, labelSelector?: string, options: ListOptions = {}) {
+    const leases = await super.listLeases(namespace, labelSelector, options);
+    const gate = this.gate;
+    if (!options.cached && labelSelector?.includes('corral.dev/vdi-holder-hash') && gate) {
+      this.gate = undefined;
+      this.held = true;
+      await gate;
+    }
+    return leases;
+  }
+}
+
+describe('claims of one process planning from its synced watch caches', () => {
+  it('never race each other for a member, though one of them is slow between its read and its Lease write', async () => {
+    const namespace = await createTestNamespace(cluster(), 'own-race');
+    await createPoolMembers(cluster(), namespace, 'devpool', 3);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new SlowOwnReadCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: ctx.clock });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+    const conflicts: string[] = [];
+    ctx.events.on('claim-conflict', ({ desktopId, identity }) => conflicts.push(`${identity} ${desktopId}`));
+    const claim = (identity: string) =>
+      claimDesktop(ctx, { pool: 'devpool', identity }, { actor: undefined, order: 'lowest' });
+
+    kube.holdOwnRead();
+    const alice = claim('alice');
+    await waitFor(() => kube.held, { describe: "alice's read of her own claims to be held" });
+    // two more claims of the same process finish meanwhile, each reading the cache after the last one's write
+    const bob = await claim('bob');
+    const carol = await claim('carol');
+    kube.release();
+    const members = [(await alice).member, bob.member, carol.member];
+    expect(new Set(members).size).toBe(3);
+    expect(conflicts).toEqual([]);
   });
 });
