@@ -382,8 +382,13 @@ async function finishClaim(
     }));
     start = true;
   } else if (plan.kind === 'create' || plan.kind === 'replace') {
+    // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
+    // freed the member deleted its Lease only after it asked the member to stop.
     const fresh = await backend
-      .readMember({ namespace: member.namespace, member: member.member })
+      .readMember(
+        { namespace: member.namespace, member: member.member },
+        lease.metadata.resourceVersion === undefined ? {} : { seenSince: lease.metadata.resourceVersion },
+      )
       .catch(async (error: unknown) => {
         // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
         await deleteLeaseAsRead(ctx, lease);

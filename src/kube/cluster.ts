@@ -402,6 +402,22 @@ export class KubeCluster implements CacheSources {
     );
   }
 
+  /**
+   * A VM and its VMI as this process's watch caches hold them, when both are synced and have seen resourceVersion
+   * `since` or later (they show every change made before it), and the VM is cached; `undefined` otherwise, with no
+   * request: read them fresh then.
+   */
+  getVmAndVmiSeenSince(
+    namespace: string,
+    name: string,
+    since: string,
+  ): { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined } | undefined {
+    const caches = this.caches.get(namespace);
+    const vm = caches?.vms.getSeenSince(name, since)?.object;
+    const vmi = caches?.vmis.getSeenSince(name, since);
+    return vm && vmi ? { vm, vmi: vmi.object } : undefined;
+  }
+
   /** Lists the VMs of a namespace, or of every namespace, optionally by label selector. */
   async listVms(
     namespace: string | undefined,

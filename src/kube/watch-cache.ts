@@ -153,6 +153,16 @@ export class WatchCache<T extends CachedObject> {
     return [...this.objects.values()].filter((object) => matchesLabels(requirements, object.metadata.labels));
   }
 
+  /**
+   * One cached object by name, when this cache is synced and has seen resourceVersion `since` or later, so it shows
+   * every change to what it caches made before `since` (a watch delivers in order); `undefined` otherwise. The
+   * object is `undefined` when the cache holds none of that name.
+   */
+  getSeenSince(name: string, since: string): { object: T | undefined } | undefined {
+    if (!this.isSyncedNow || isNewerVersion(since, this.lastVersion)) return undefined;
+    return { object: this.objects.get(name) };
+  }
+
   /** Calls `listener` with every change from now on; returns what removes it. */
   onChange(listener: (change: CacheChange<T>) => void): () => void {
     this.listeners.add(listener);

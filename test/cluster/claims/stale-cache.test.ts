@@ -5,6 +5,8 @@ import type { VdiContext } from '../../../src/context.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
 import type { WatchEvent } from '../../../src/kube/watch-stream.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -104,6 +106,51 @@ describe('a claim planned from a watch cache older than the cluster', () => {
       describe: 'the cache to catch up with both claims',
       until: (cached) => cached.length === 2,
     });
+  });
+});
+
+describe('a member won from a watch cache that has not seen the win yet', () => {
+  it("is read fresh, and given back while the previous holder's instance is still going down", async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-down');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const kube = new HeldWatchCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: createTestClock() });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+
+    // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
+    kube.holding = true;
+    expect((await other.assign({ pool: 'devpool', identity: 'bob' })).member).toBe('devpool-1');
+    await waitFor(async () => (await kube.getVmi(namespace, 'devpool-1'))?.status?.phase, {
+      describe: "bob's instance to run",
+      until: (phase) => phase === 'Running',
+    });
+    await other.release({ member: 'devpool-1', identity: 'bob' });
+
+    // the held caches show devpool-1 stopped and free: the claim wins its Lease, then reads it fresh
+    const gets = kube.requestCounts.get('get') ?? 0;
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(alice.member).toBe('devpool-2');
+    expect((kube.requestCounts.get('get') ?? 0) - gets).toBeGreaterThanOrEqual(2);
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+    expect((await kube.getVm(namespace, 'devpool-1'))?.status?.printableStatus).toBe('Stopping');
+    kube.catchUp();
+    await clock.advance(60_000);
   });
 });
 

@@ -79,6 +79,28 @@ describe('the watch caches of a namespace', () => {
     expect(lists(kube)).toBe(3);
   });
 
+  it('answer a VM and its VMI by name without a request only once they have seen the resourceVersion asked for', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-since');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const kube = await cachedCluster(namespace);
+    const other = new KubeCluster(cluster().kubeConfig);
+    const lease = await other.createLease(namespace, claimLease('devpool-1', 'bob'));
+    const since = lease.metadata.resourceVersion ?? '';
+    const gets = () => kube.requestCounts.get('get') ?? 0;
+    const before = gets();
+    // nothing of the VMs or VMIs changed after the Lease: their caches cannot tell they are that recent
+    expect(kube.getVmAndVmiSeenSince(namespace, 'devpool-1', since)).toBeUndefined();
+    await other.startVm(namespace, 'devpool-1');
+    const seen = await waitFor(() => kube.getVmAndVmiSeenSince(namespace, 'devpool-1', since), {
+      describe: 'the VM and VMI caches to see an event after the Lease',
+      until: (found) => found !== undefined && found.vmi !== undefined,
+    });
+    expect(seen?.vm.metadata.name).toBe('devpool-1');
+    expect(seen?.vmi?.metadata.name).toBe('devpool-1');
+    expect(kube.getVmAndVmiSeenSince(namespace, 'devpool-2', since)).toBeUndefined();
+    expect(gets()).toBe(before);
+  });
+
   it('answer only the selectors they hold, and quorum reads always go to the apiserver', async () => {
     const namespace = await createTestNamespace(cluster(), 'cache-select');
     const kube = await cachedCluster(namespace);
