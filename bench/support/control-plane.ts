@@ -9,6 +9,7 @@ import {
 } from '../../src/testing/local-cluster.js';
 
 const entry = fileURLToPath(new URL('./control-plane-process.ts', import.meta.url));
+// the simulator's sources use TypeScript that plain type stripping cannot run, such as parameter properties
 const resolveHook = fileURLToPath(new URL('../../test/faults/support/resolve-ts.ts', import.meta.url));
 
 /** A local control plane running in a child process, and how to stop it. */
@@ -22,7 +23,7 @@ export interface ControlPlaneProcess {
  * simulator's work does not share the measured client's event loop and CPU time, as KubeVirt never does.
  */
 export async function startControlPlaneProcess(): Promise<ControlPlaneProcess> {
-  const child = spawn(process.execPath, ['--import', resolveHook, entry], {
+  const child = spawn(process.execPath, ['--experimental-transform-types', '--import', resolveHook, entry], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = once(child, 'exit');

@@ -243,7 +243,7 @@ async function claimMember(
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: plan again
-      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, asked));
+      const result = renewed && (await finishClaim(ctx, backend, plan, renewed, asked, undefined));
       if (result) return result;
       reads += 1;
       await readAgain();
@@ -302,8 +302,11 @@ async function claimMember(
       }
       continue;
     }
+    // the won member's read does not wait for the claimant Lease's delete: both go out at once
+    const reading = readWonMember(backend, plan, written);
+    reading?.catch(() => {});
     if (await deleteLeaseAsRead(ctx, lock)) {
-      const result = await finishClaim(ctx, backend, plan, written, asked);
+      const result = await finishClaim(ctx, backend, plan, written, asked, reading);
       if (result) return result;
     } else {
       // Another claim of this identity moved the claimant Lease to another member meanwhile: give this one
@@ -359,8 +362,29 @@ function noFreeMember(
 }
 
 /**
- * Resets a taken-over member when due, or reads a newly taken one again, presents the claim and starts the member;
- * `undefined` when the member is gone or its previous instance is still going down, and its Lease was given back.
+ * Reads a member a claim took free or stale again, as {@link finishClaim} checks it; `undefined` when the plan needs
+ * no such read (a renewal, an adoption, or a takeover, whose reset waits for the member itself).
+ */
+function readWonMember(
+  backend: DesktopBackend,
+  plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
+  lease: LeaseObject,
+): Promise<MemberFacts | undefined> | undefined {
+  if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) return undefined;
+  if (plan.kind !== 'create' && plan.kind !== 'replace') return undefined;
+  // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
+  // freed the member deleted its Lease only after it asked the member to stop.
+  const { resourceVersion } = lease.metadata;
+  return backend.readMember(
+    { namespace: plan.member.namespace, member: plan.member.member },
+    resourceVersion === undefined ? {} : { seenSince: resourceVersion },
+  );
+}
+
+/**
+ * Resets a taken-over member when due, or checks a newly taken one as `reading` read it again, presents the claim
+ * and starts the member; `undefined` when the member is gone or its previous instance is still going down, and its
+ * Lease was given back.
  */
 async function finishClaim(
   ctx: VdiContext,
@@ -368,6 +392,7 @@ async function finishClaim(
   plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
   written: LeaseObject,
   asked: ClaimAsked,
+  reading: Promise<MemberFacts | undefined> | undefined,
 ): Promise<ClaimResult | undefined> {
   const { identity } = asked;
   let member = plan.member;
@@ -381,19 +406,12 @@ async function finishClaim(
       actor: asked.actor,
     }));
     start = true;
-  } else if (plan.kind === 'create' || plan.kind === 'replace') {
-    // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
-    // freed the member deleted its Lease only after it asked the member to stop.
-    const fresh = await backend
-      .readMember(
-        { namespace: member.namespace, member: member.member },
-        lease.metadata.resourceVersion === undefined ? {} : { seenSince: lease.metadata.resourceVersion },
-      )
-      .catch(async (error: unknown) => {
-        // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
-        await deleteLeaseAsRead(ctx, lease);
-        throw error;
-      });
+  } else if (reading) {
+    const fresh = await reading.catch(async (error: unknown) => {
+      // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
+      await deleteLeaseAsRead(ctx, lease);
+      throw error;
+    });
     // The view may be older than the Lease this claim won: the last holder's guest may still be going down.
     if (fresh === undefined || isGoingDown(fresh)) {
       await deleteLeaseAsRead(ctx, lease);
