@@ -113,8 +113,9 @@ export interface ClaimFollowUp {
 export function planClaim(input: PlanClaimInput): ClaimPlan {
   const { members, identity, now } = input;
   const leaseByName = new Map(input.leases.map((lease) => [lease.metadata.name, lease]));
-  // natural order, so what a plan picks never depends on the order a list (a cached one, say) came in
-  const entries = sortNaturally(members).map((member) => {
+  // Picks go by natural order, so what a plan picks never depends on the order a list (a cached one, say) came in;
+  // each pick selects from its candidates rather than sorting the whole pool.
+  const entries = members.map((member) => {
     const lease = leaseByName.get(leaseNameFor(member.member));
     return {
       member,
@@ -126,7 +127,9 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND', goingDown: 0 };
 
   // a claim being released is the release's: it is neither renewed nor handed out until the Lease goes
-  const held = entries.find((entry) => entry.state.kind === 'held-by-caller' && !isReleasing(entry.lease));
+  const held = lowest(
+    entries.filter((entry) => entry.state.kind === 'held-by-caller' && !isReleasing(entry.lease)),
+  );
   if (held?.lease) {
     const { member, lease } = held;
     return { kind: 'renew', member, lease, ...followUp(member), resetDue: isResetDue(lease) };
@@ -140,14 +143,14 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   );
   if (preferred) return planTake(preferred, identity);
   const excluded = (entry: PlanEntry) => input.exclude?.has(entry.member.member) ?? false;
-  const adoptable = entries.find((entry) => isAdoptable(entry) && !excluded(entry));
+  const adoptable = lowest(entries.filter((entry) => isAdoptable(entry) && !excluded(entry)));
   if (adoptable) return planTake(adoptable, identity);
   const unheld = entries.filter((entry) => isClaimable(entry.claim) && !excluded(entry));
   const open = unheld.filter((entry) => !isGoingDown(entry.member));
   // a member already running (a warm spare) is handed out before one that must start
   const warm = open.filter((entry) => entry.member.power === 'running');
   const pick = warm.length > 0 ? warm : open;
-  const chosen = input.order === 'random' ? pick[randomIndex(input.random, pick.length)] : pick[0];
+  const chosen = selectNth(pick, input.order === 'random' ? randomIndex(input.random, pick.length) : 0);
   if (chosen === undefined) {
     return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
   }
@@ -231,6 +234,37 @@ function randomIndex(random: () => number, length: number): number {
   return Math.floor(value * length);
 }
 
-function sortNaturally(members: readonly MemberFacts[]): MemberFacts[] {
-  return [...members].sort((left, right) => compareNatural(left.member, right.member));
+function compareEntries(left: PlanEntry, right: PlanEntry): number {
+  return compareNatural(left.member.member, right.member.member);
+}
+
+function lowest(entries: readonly PlanEntry[]): PlanEntry | undefined {
+  let found: PlanEntry | undefined;
+  for (const entry of entries) if (found === undefined || compareEntries(entry, found) < 0) found = entry;
+  return found;
+}
+
+/**
+ * The entry at `index` of `entries` in natural order, found without sorting them all (a quickselect: a claim
+ * plans over the whole pool, and sorting it each time made a storm's planning grow with the pool's size squared).
+ */
+function selectNth(entries: readonly PlanEntry[], index: number): PlanEntry | undefined {
+  let candidates = entries;
+  let wanted = index;
+  while (candidates.length > 1) {
+    const pivot = candidates[candidates.length >> 1] as PlanEntry;
+    const below: PlanEntry[] = [];
+    const above: PlanEntry[] = [];
+    for (const entry of candidates) {
+      if (entry === pivot) continue;
+      (compareEntries(entry, pivot) < 0 ? below : above).push(entry);
+    }
+    if (wanted < below.length) candidates = below;
+    else if (wanted === below.length) return pivot;
+    else {
+      wanted -= below.length + 1;
+      candidates = above;
+    }
+  }
+  return wanted === 0 ? candidates[0] : undefined;
 }
