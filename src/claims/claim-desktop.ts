@@ -263,9 +263,12 @@ async function claimMember(
         // A claim of this identity that finished after the view was read let go of the claimant Lease, so only a
         // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
         const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
+        const planned = view.leases;
         view.leases = withOwnClaims(view.leases, own, shortHash(identity));
+        // no claim of the identity in the view or the fresh list: the plan stands, and planning again is spared
+        const same = own.length === 0 && view.leases.length === planned.length;
         // a held member is renewed; one that is being made again is waited for, not doubled
-        if (planFrom(view.leases).kind !== plan.kind) return { lock, held: true };
+        if (!same && planFrom(view.leases).kind !== plan.kind) return { lock, held: true };
       }
       return {
         lock,
