@@ -26,6 +26,7 @@ import { createSessionEngine } from '../src/sessions/session-engine.js';
 import { createTestClock, type TestClock } from '../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
 import { type ControlPlaneProcess, startControlPlaneProcess } from './support/control-plane.js';
+import { postClaimsFromChild } from './support/http-claims.js';
 import {
   type Cost,
   findApiserverPid,
@@ -390,18 +391,13 @@ describe('the claim path', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const viaBroker = await measure([vdi.context.cluster], apiserverPid, async () => {
-      await inParallel(brokerClaims, concurrency, async (index) => {
-        const response = await fetch(`${url}/api/vdi/pools/vm/${brokerNamespace}/${pool}/claim`, {
-          method: 'POST',
-          headers: {
-            [tailscaleLoginHeader]: `user-${index + 1}@example.com`,
-            'content-type': 'application/json',
-          },
-          body: '{}',
-        });
-        expect(response.status).toBe(200);
-        await response.arrayBuffer();
+      const outcome = await postClaimsFromChild({
+        url: `${url}/api/vdi/pools/vm/${brokerNamespace}/${pool}/claim`,
+        count: brokerClaims,
+        limit: concurrency,
+        header: tailscaleLoginHeader,
       });
+      expect(outcome).toEqual({ statuses: { 200: brokerClaims }, failures: [] });
     });
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
