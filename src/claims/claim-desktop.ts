@@ -19,7 +19,7 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { planWaitlist } from '../waitlist/plan-waitlist.js';
+import { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
@@ -193,14 +193,13 @@ async function claimMember(
     const claiming = view.claimant?.metadata.annotations?.[claimingAnnotation];
     const prefer = claiming !== undefined && !lost.has(claiming) ? claiming : undefined;
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
-    // the waitlist's hook: free members held for earlier waiters are not this claim's to take
-    const waitlist = planWaitlist({
-      kind: backend.kind,
-      members: view.members,
-      leases: view.leases,
-      identity,
-      now: ctx.clock.now(),
-    });
+    // the waitlist's hook: free members held for earlier waiters are not this claim's to take; without a live
+    // waiter none are, and its plan over the whole pool is spared
+    const now = ctx.clock.now();
+    const waitlist =
+      splitWaiterLeases(view.leases, backend.kind, now).live.length === 0
+        ? { reserved: new Set<string>(), queue: [] }
+        : planWaitlist({ kind: backend.kind, members: view.members, leases: view.leases, identity, now });
     const planFrom = (leases: LeaseObject[]) =>
       planClaim({
         members: view.members,
