@@ -113,12 +113,13 @@ export interface ClaimFollowUp {
 export function planClaim(input: PlanClaimInput): ClaimPlan {
   const { members, identity, now } = input;
   const leaseByName = new Map(input.leases.map((lease) => [lease.metadata.name, lease]));
-  // Picks go by natural order, so what a plan picks never depends on the order a list (a cached one, say) came in;
-  // each pick selects from its candidates rather than sorting the whole pool.
+  // natural order, so what a plan picks never depends on the order a list (a cached one, say) came in
+  const ranks = rankNaturally(members.map((member) => member.member));
   const entries = members.map((member) => {
     const lease = leaseByName.get(leaseNameFor(member.member));
     return {
       member,
+      rank: ranks.get(member.member) ?? 0,
       lease,
       state: classifyPoolMember({ member, lease, identity, now }),
       claim: classifyMemberClaim({ member, lease, now }),
@@ -150,7 +151,8 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   // a member already running (a warm spare) is handed out before one that must start
   const warm = open.filter((entry) => entry.member.power === 'running');
   const pick = warm.length > 0 ? warm : open;
-  const chosen = selectNth(pick, input.order === 'random' ? randomIndex(input.random, pick.length) : 0);
+  pick.sort((left, right) => left.rank - right.rank);
+  const chosen = input.order === 'random' ? pick[randomIndex(input.random, pick.length)] : pick[0];
   if (chosen === undefined) {
     return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
   }
@@ -187,6 +189,8 @@ export function isGoingDown(member: Pick<MemberFacts, 'power' | 'previousInstanc
 
 interface PlanEntry {
   member: MemberFacts;
+  /** The member's place among the pool's names in natural order. */
+  rank: number;
   lease: LeaseObject | undefined;
   state: ReturnType<typeof classifyPoolMember>;
 }
@@ -234,37 +238,29 @@ function randomIndex(random: () => number, length: number): number {
   return Math.floor(value * length);
 }
 
-function compareEntries(left: PlanEntry, right: PlanEntry): number {
-  return compareNatural(left.member.member, right.member.member);
-}
-
 function lowest(entries: readonly PlanEntry[]): PlanEntry | undefined {
   let found: PlanEntry | undefined;
-  for (const entry of entries) if (found === undefined || compareEntries(entry, found) < 0) found = entry;
+  for (const entry of entries) if (found === undefined || entry.rank < found.rank) found = entry;
   return found;
 }
 
+// a few pools' orders, each under the key of its set of names
+const maxRankedPools = 16;
+const rankedPools = new Map<string, Map<string, number>>();
+
 /**
- * The entry at `index` of `entries` in natural order, found without sorting them all (a quickselect: a claim
- * plans over the whole pool, and sorting it each time made a storm's planning grow with the pool's size squared).
+ * Each name's place in natural order. A claim plans over its whole pool on every try, and comparing names
+ * naturally costs string splitting on every comparison, so the order of a set of names is kept once worked out:
+ * a pool's names seldom change while its members are claimed.
  */
-function selectNth(entries: readonly PlanEntry[], index: number): PlanEntry | undefined {
-  let candidates = entries;
-  let wanted = index;
-  while (candidates.length > 1) {
-    const pivot = candidates[candidates.length >> 1] as PlanEntry;
-    const below: PlanEntry[] = [];
-    const above: PlanEntry[] = [];
-    for (const entry of candidates) {
-      if (entry === pivot) continue;
-      (compareEntries(entry, pivot) < 0 ? below : above).push(entry);
-    }
-    if (wanted < below.length) candidates = below;
-    else if (wanted === below.length) return pivot;
-    else {
-      wanted -= below.length + 1;
-      candidates = above;
-    }
+function rankNaturally(names: readonly string[]): Map<string, number> {
+  // member names hold no `/`, so the joined sorted names tell one set from another
+  const key = [...names].sort().join('/');
+  let ranks = rankedPools.get(key);
+  if (ranks === undefined) {
+    ranks = new Map([...names].sort(compareNatural).map((name, index) => [name, index]));
+    if (rankedPools.size >= maxRankedPools) rankedPools.clear();
+    rankedPools.set(key, ranks);
   }
-  return wanted === 0 ? candidates[0] : undefined;
+  return ranks;
 }
