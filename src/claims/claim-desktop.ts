@@ -261,7 +261,11 @@ async function claimMember(
       if (!heldAlong) {
         // A claim of this identity that finished after the view was read let go of the claimant Lease, so only a
         // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
-        const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
+        // Such a claim wrote its member's Lease before it let go of the claimant Lease, and so before this claim took
+        // it: a list not older than this claim's write shows it, from a watch cache, without a quorum read.
+        const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
+          notOlderThan: lock.metadata.resourceVersion ?? '',
+        });
         const planned = view.leases;
         view.leases = withOwnClaims(view.leases, own, shortHash(identity));
         // no claim of the identity in the view or the fresh list: the plan stands, and planning again is spared

@@ -163,6 +163,15 @@ export class WatchCache<T extends CachedObject> {
     return { object: this.objects.get(name) };
   }
 
+  /**
+   * {@link WatchCache.list}, but only when this cache has seen resourceVersion `since` or later, so the answer shows
+   * every change made before `since`; `undefined` otherwise.
+   */
+  listSeenSince(labelSelector: string | undefined, since: string): T[] | undefined {
+    if (isNewerVersion(since, this.lastVersion)) return undefined;
+    return this.list(labelSelector);
+  }
+
   /** Calls `listener` with every change from now on; returns what removes it. */
   onChange(listener: (change: CacheChange<T>) => void): () => void {
     this.listeners.add(listener);

@@ -109,6 +109,41 @@ describe('a claim planned from a watch cache older than the cluster', () => {
   });
 });
 
+describe("a claim planned from a watch cache that has not seen the identity's claim of a moment ago", () => {
+  it('renews that claim, with its session, and takes no second member', async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-own');
+    await createPoolMembers(cluster(), namespace, 'devpool', 3);
+    // another process: a broker replica without this one's cache
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new HeldWatchCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: ctx.clock });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+
+    kube.holding = true;
+    const first = await other.claim({ pool: 'devpool', identity: 'alice' });
+    // the cache shows no claim of alice's: the view offers her a free member
+    expect(await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool', { cached: true })).toEqual([]);
+    const again = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(again).toMatchObject({ member: first.member, sessionId: first.sessionId, retried: true });
+    const leases = await other.context.cluster.listLeases(namespace);
+    expect(leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity])).toEqual([
+      [`corral-vdi-${first.member}`, 'alice'],
+    ]);
+    kube.catchUp();
+  });
+});
+
 describe('a member won from a watch cache that has not seen the win yet', () => {
   it("is read fresh, and given back while the previous holder's instance is still going down", async () => {
     const namespace = await createTestNamespace(cluster(), 'stale-down');

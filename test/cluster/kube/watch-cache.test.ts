@@ -101,6 +101,31 @@ describe('the watch caches of a namespace', () => {
     expect(gets()).toBe(before);
   });
 
+  it('answer a list not older than a resourceVersion without a request once they have seen it, else ask the apiserver', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-not-older');
+    const kube = await cachedCluster(namespace);
+    const other = new KubeCluster(cluster().kubeConfig);
+    const selector = `${leasePoolLabel}=devpool`;
+    const bobs = await other.createLease(namespace, claimLease('devpool-1', 'bob'));
+    const since = bobs.metadata.resourceVersion ?? '';
+    // without a cache the apiserver answers, from its own watch cache, and shows it
+    expect(holders(await other.listLeases(namespace, selector, { notOlderThan: since }))).toEqual([
+      ['corral-vdi-devpool-1', 'bob'],
+    ]);
+    await waitFor(() => kube.cachesOf(namespace)?.leases.listSeenSince(selector, since), {
+      describe: "the cache to see bob's Lease",
+      until: (seen) => seen !== undefined,
+    });
+    const before = lists(kube);
+    expect(holders(await kube.listLeases(namespace, selector, { notOlderThan: since }))).toEqual([
+      ['corral-vdi-devpool-1', 'bob'],
+    ]);
+    expect(lists(kube)).toBe(before);
+    // a version the cache has not seen yet goes to the apiserver
+    const later = String(BigInt(kube.cachesOf(namespace)?.leases.resourceVersion() ?? '0') + 1n);
+    expect(kube.cachesOf(namespace)?.leases.listSeenSince(selector, later)).toBeUndefined();
+  });
+
   it('answer only the selectors they hold, and quorum reads always go to the apiserver', async () => {
     const namespace = await createTestNamespace(cluster(), 'cache-select');
     const kube = await cachedCluster(namespace);
