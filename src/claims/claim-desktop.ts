@@ -129,7 +129,7 @@ export async function claimDesktop(
 
 /**
  * What a claim plans from: the pool as read, the identity's claimant Lease as read fresh (`undefined` also when a
- * cached view did not read it), and how fresh the read is.
+ * view from the synced caches did not read it), and how fresh the read is.
  */
 interface ClaimView {
   members: MemberFacts[];
@@ -148,10 +148,10 @@ interface ClaimAsked {
 
 /**
  * Reads what a claim plans from. A cached read takes the pool from this process's watch caches when they are
- * synced (the identity's own claims included: this process's writes reach them at once), else from the
- * apiserver's watch cache with the identity's own claims put over it from a small quorum read; it does not read
- * the claimant Lease, whose create fails when one exists. A fresh read is a quorum read of the pool and of the
- * claimant Lease.
+ * synced (the identity's own claims included: this process's writes reach them at once) and does not read the
+ * claimant Lease, whose create fails when one exists; without them, from the apiserver's watch cache with the
+ * identity's own claims put over it from a small quorum read, and the claimant Lease read fresh. A fresh read is
+ * a quorum read of the pool and of the claimant Lease.
  */
 async function readView(
   ctx: VdiContext,
@@ -160,12 +160,11 @@ async function readView(
   cached: boolean,
 ): Promise<ClaimView> {
   const { namespace, pool, identity } = asked;
+  const local = cached && isPoolCacheSynced(ctx, namespace);
   const [read, own, claimant] = await Promise.all([
     readPool(ctx, backend, { namespace, pool }, { cached }),
-    cached && !isPoolCacheSynced(ctx, namespace)
-      ? ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity))
-      : undefined,
-    cached ? undefined : ctx.cluster.getLease(namespace, claimantLeaseName(pool, identity)),
+    cached && !local ? ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity)) : undefined,
+    local ? undefined : ctx.cluster.getLease(namespace, claimantLeaseName(pool, identity)),
   ]);
   const leases = own ? withOwnClaims(read.leases, own, shortHash(identity)) : read.leases;
   return { members: read.members, leases, claimant, cached };
