@@ -259,9 +259,9 @@ async function claimMember(
       pointedAt = lock.metadata.resourceVersion;
       if (!heldAlong) {
         // A claim of this identity that finished after the view was read let go of the claimant Lease, so only a
-        // fresh read of the own claims shows the member it won; while this claim holds the Lease none can finish.
-        // Such a claim wrote its member's Lease before it let go of the claimant Lease, and so before this claim took
-        // it: a list not older than this claim's write shows it, from a watch cache, without a quorum read.
+        // read of the own claims made since shows the member it won; while this claim holds the Lease none can
+        // finish. It wrote that member's Lease before it let go, and so before this claim's write: a list not older
+        // than this write shows it, from a watch cache, without a quorum read.
         const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
           notOlderThan: lock.metadata.resourceVersion ?? '',
         });
