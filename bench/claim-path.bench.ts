@@ -2,7 +2,8 @@
 // local control plane, with client requests, response bytes and apiserver CPU per claim. The SDK runs with its
 // watch caches synced, as `broker serve` does; P3 also runs without them. Prints one table and
 // writes bench/results/latest.json (not committed). Sizes: BENCH_STORM_SIZES (50,200,800), BENCH_STORM_REPEATS (1),
-// BENCH_CONCURRENCY (50), BENCH_CLAIMANTS (500), BENCH_CONTENDED_MEMBERS (100), BENCH_RECLAIM_DESKTOPS (2000), BENCH_BROKER_CLAIMS (200).
+// BENCH_CONCURRENCY (50), BENCH_CLAIMANTS (500), BENCH_CONTENDED_MEMBERS (100), BENCH_RECLAIM_DESKTOPS (2000),
+// BENCH_BROKER_CLAIMS (200).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
