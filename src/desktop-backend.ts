@@ -210,12 +210,14 @@ export interface DesktopBackend {
   listMembers(namespace: string, pool?: string, options?: { cached?: boolean }): Promise<MemberFacts[]>;
 
   /**
-   * One member's facts, read fresh. Reads, never writes.
+   * One member's facts, read fresh. Reads, never writes. With `seenSince` (a resourceVersion), a backend may answer
+   * from this process's watch caches instead, but only when they have seen that resourceVersion or a later one, so
+   * the answer shows every change made before it; otherwise it reads fresh.
    *
    * @returns `undefined` when there is no member object of that name (404).
    * @throws `VdiError` `INVALID_INPUT` when the object exists but belongs to no pool.
    */
-  readMember(ref: MemberRef): Promise<MemberFacts | undefined>;
+  readMember(ref: MemberRef, options?: { seenSince?: string }): Promise<MemberFacts | undefined>;
 
   /**
    * Asks the member to run. Idempotent: a member already running or starting is `already`. Returns once the

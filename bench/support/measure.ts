@@ -41,12 +41,14 @@ export function cpuMsOf(pid: number | undefined): number {
   return ((utime + stime) * 1000) / ticksPerSecond;
 }
 
-/** What one measured run cost: wall time, client requests and response bytes, apiserver CPU. */
+/** What one measured run cost: wall time, client requests and response bytes, apiserver and client CPU. */
 export interface Cost {
   ms: number;
   requests: number;
   bytes: number;
   apiserverCpuMs: number;
+  /** CPU time of this process (the measured client), user plus system. */
+  clientCpuMs: number;
 }
 
 /** Measures `run` on the adapters whose requests it makes, and the apiserver's CPU meanwhile. */
@@ -58,14 +60,17 @@ export async function measure(
   const requestsBefore = clusters.reduce((sum, cluster) => sum + cluster.requestTotal, 0);
   const bytesBefore = clusters.reduce((sum, cluster) => sum + cluster.responseBytes, 0);
   const cpuBefore = cpuMsOf(apiserverPid);
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   await run();
   const ms = performance.now() - started;
+  const client = process.cpuUsage(clientBefore);
   return {
     ms,
     requests: clusters.reduce((sum, cluster) => sum + cluster.requestTotal, 0) - requestsBefore,
     bytes: clusters.reduce((sum, cluster) => sum + cluster.responseBytes, 0) - bytesBefore,
     apiserverCpuMs: cpuMsOf(apiserverPid) - cpuBefore,
+    clientCpuMs: (client.user + client.system) / 1000,
   };
 }
 

@@ -84,6 +84,19 @@ export function parseListenAddress(listen: string): { host: string; port: number
   return { host, port };
 }
 
+/**
+ * Gives a broker's HTTP server its keep-alive settings: idle connections stay open for 65 s, longer than the
+ * idle timeout of the proxies a broker sits behind (often 60 s), so the proxy, not the broker, closes an idle
+ * connection. With Node's 5 s a client or proxy could send its next request on a connection the broker was
+ * closing at that moment, and that request failed with a reset instead of an answer.
+ */
+export function keepBrokerConnectionsAlive(server: Server): Server {
+  server.keepAliveTimeout = 65_000;
+  // must outlast the keep-alive timeout, or Node cuts a kept-alive connection that is sending its next headers
+  server.headersTimeout = 66_000;
+  return server;
+}
+
 // Binds a server to `listen` and answers its base URL.
 async function listenOn(server: Server, listen: string): Promise<string> {
   const { host, port } = parseListenAddress(listen);
@@ -181,14 +194,16 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
   const page = desktopsPage === undefined ? undefined : createDesktopsPage(desktopsPage);
   // a standalone broker reads its namespaces from watch caches; /readyz waits on broker.vdi.waitForCacheSync()
   const broker = createBroker({ caches: true, ...brokerOptions });
-  const server = createServer((req, res) =>
-    broker.handleNode(
-      req,
-      res,
-      page &&
-        (() => {
-          if (!page(req, res)) writeNodeResponse(res, answerFailure('NOT_FOUND', 'Not found.'));
-        }),
+  const server = keepBrokerConnectionsAlive(
+    createServer((req, res) =>
+      broker.handleNode(
+        req,
+        res,
+        page &&
+          (() => {
+            if (!page(req, res)) writeNodeResponse(res, answerFailure('NOT_FOUND', 'Not found.'));
+          }),
+      ),
     ),
   );
   server.on('upgrade', (req, socket, head: Buffer) => {

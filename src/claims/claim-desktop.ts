@@ -19,7 +19,7 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { planWaitlist } from '../waitlist/plan-waitlist.js';
+import { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 import { type ClaimantLock, keepClaimantLock, takeClaimantLock } from './claimant-lock.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
@@ -27,7 +27,14 @@ import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
 import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
-import { membersBeingTaken, noteMemberWritten, readPool, takeMember, withOwnClaims } from './pool-reads.js';
+import {
+  isPoolCacheSynced,
+  membersBeingTaken,
+  noteMemberWritten,
+  readPool,
+  takeMember,
+  withOwnClaims,
+} from './pool-reads.js';
 import { holdsStill, startClaimedMember } from './start-desktop.js';
 
 /** Options of {@link ClaimsService.claim}. @category claims */
@@ -131,7 +138,13 @@ interface ClaimAsked {
 
 /** How a claim's turn under the claimant Lease ended. */
 type LockedTurn =
-  | { kind: 'won'; plan: Exclude<ClaimPlan, { kind: 'refuse' }>; lease: LeaseObject }
+  | {
+      kind: 'won';
+      plan: Exclude<ClaimPlan, { kind: 'refuse' }>;
+      lease: LeaseObject;
+      /** The won member read again, started as the turn ends, so it goes out with the claimant Lease's delete. */
+      reading: Promise<MemberFacts | undefined> | undefined;
+    }
   | { kind: 'refused'; plan: Extract<ClaimPlan, { kind: 'refuse' }>; waiters: number; passedOver: boolean }
   // the claimant Lease was taken over from this claim: it wrote nothing, and tries again
   | { kind: 'overtaken' };
@@ -175,7 +188,7 @@ async function claimMember(
       });
     }
     if (turn.kind === 'won') {
-      const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked);
+      const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked, turn.reading);
       if (result) return result;
     } else if (turn.kind === 'refused') {
       const { plan } = turn;
@@ -227,28 +240,36 @@ async function takeTurn(
   taken: ClaimantLock,
 ): Promise<LockedTurn> {
   const { namespace, pool, identity, order } = asked;
-  const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity));
-  const leases = withOwnClaims(view.leases, own, shortHash(identity));
+  // Every claim of the identity that finished wrote its member's Lease before it deleted the claimant Lease, so
+  // before this claim created it: a list not older than that write shows them all, from a watch cache.
+  const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
+    notOlderThan: taken.lease.metadata.resourceVersion ?? '',
+  });
+  // the process's synced caches cost no request, and show what its other claims took while this one waited
+  const current =
+    view.cached && isPoolCacheSynced(ctx, namespace) ? await readView(ctx, backend, asked, true) : view;
+  let leases = withOwnClaims(current.leases, own, shortHash(identity));
+  let { members } = current;
   // members this turn lost a race for: it tries others before reading again
   const lost = new Set<string>();
   let lock: ClaimantLock | undefined = taken;
   for (;;) {
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
     // the waitlist's hook: free members held for earlier waiters are not this claim's to take
-    const waitlist = planWaitlist({
-      kind: backend.kind,
-      members: view.members,
-      leases,
-      identity,
-      now: ctx.clock.now(),
-    });
+    // the waitlist's hook: free members held for earlier waiters are not this claim's to take; without a live
+    // waiter none are, and its plan over the whole pool is spared
+    const now = ctx.clock.now();
+    const waitlist =
+      splitWaiterLeases(leases, backend.kind, now).live.length === 0
+        ? { reserved: new Set<string>(), queue: [] }
+        : planWaitlist({ kind: backend.kind, members, leases, identity, now });
     const plan = planClaim({
-      members: view.members,
+      members,
       leases,
       identity,
       order,
       random: Math.random,
-      now: ctx.clock.now(),
+      now,
       exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
     });
     if (plan.kind === 'refuse') {
@@ -258,7 +279,7 @@ async function takeTurn(
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: read again
-      return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
+      return renewed ? { kind: 'won', plan, lease: renewed, reading: undefined } : { kind: 'overtaken' };
     }
     // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over
     lock = await keepClaimantLock(ctx, lock);
@@ -268,9 +289,15 @@ async function takeTurn(
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
     );
     noteMemberWritten(ctx, target);
-    if (written) return { kind: 'won', plan, lease: written };
+    if (written) return { kind: 'won', plan, lease: written, reading: readWonMember(backend, plan, written) };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);
+    // the process's caches cost no request, and show what its other claims took since the view was read
+    if (view.cached && isPoolCacheSynced(ctx, namespace)) {
+      const again = await readView(ctx, backend, asked, true);
+      members = again.members;
+      leases = withOwnClaims(again.leases, own, shortHash(identity));
+    }
   }
 }
 
@@ -318,6 +345,29 @@ function noFreeMember(
 }
 
 /**
+ * Reads a member a claim took free or stale again, as {@link finishClaim} checks it; `undefined` when the plan needs
+ * no such read (a renewal, an adoption, or a takeover, whose reset waits for the member itself).
+ */
+function readWonMember(
+  backend: DesktopBackend,
+  plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
+  lease: LeaseObject,
+): Promise<MemberFacts | undefined> | undefined {
+  if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) return undefined;
+  if (plan.kind !== 'create' && plan.kind !== 'replace') return undefined;
+  // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
+  // freed the member deleted its Lease only after it asked the member to stop.
+  const { resourceVersion } = lease.metadata;
+  const read = backend.readMember(
+    { namespace: plan.member.namespace, member: plan.member.member },
+    resourceVersion === undefined ? {} : { seenSince: resourceVersion },
+  );
+  // awaited in finishClaim; a failure before then is not an unhandled rejection
+  read.catch(() => {});
+  return read;
+}
+
+/**
  * Resets a taken-over member when due, or reads a newly taken one again, presents the claim and starts the member;
  * `undefined` when the member is gone or its previous instance is still going down, and its Lease was given back.
  */
@@ -327,6 +377,7 @@ async function finishClaim(
   plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
   written: LeaseObject,
   asked: ClaimAsked,
+  reading: Promise<MemberFacts | undefined> | undefined,
 ): Promise<ClaimResult | undefined> {
   const { identity } = asked;
   let member = plan.member;
@@ -340,14 +391,12 @@ async function finishClaim(
       actor: asked.actor,
     }));
     start = true;
-  } else if (plan.kind === 'create' || plan.kind === 'replace') {
-    const fresh = await backend
-      .readMember({ namespace: member.namespace, member: member.member })
-      .catch(async (error: unknown) => {
-        // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
-        await deleteLeaseAsRead(ctx, lease);
-        throw error;
-      });
+  } else if (reading) {
+    const fresh = await reading.catch(async (error: unknown) => {
+      // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
+      await deleteLeaseAsRead(ctx, lease);
+      throw error;
+    });
     // The view may be older than the Lease this claim won: the last holder's guest may still be going down.
     if (fresh === undefined || isGoingDown(fresh)) {
       await deleteLeaseAsRead(ctx, lease);

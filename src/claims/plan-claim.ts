@@ -109,10 +109,12 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   const { members, identity, now } = input;
   const leaseByName = new Map(input.leases.map((lease) => [lease.metadata.name, lease]));
   // natural order, so what a plan picks never depends on the order a list (a cached one, say) came in
-  const entries = sortNaturally(members).map((member) => {
+  const ranks = rankNaturally(members.map((member) => member.member));
+  const entries = members.map((member) => {
     const lease = leaseByName.get(leaseNameFor(member.member));
     return {
       member,
+      rank: ranks.get(member.member) ?? 0,
       lease,
       state: classifyPoolMember({ member, lease, identity, now }),
       claim: classifyMemberClaim({ member, lease, now }),
@@ -121,7 +123,9 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND', goingDown: 0 };
 
   // a claim being released is the release's: it is neither renewed nor handed out until the Lease goes
-  const held = entries.find((entry) => entry.state.kind === 'held-by-caller' && !isReleasing(entry.lease));
+  const held = lowest(
+    entries.filter((entry) => entry.state.kind === 'held-by-caller' && !isReleasing(entry.lease)),
+  );
   if (held?.lease) {
     const { member, lease } = held;
     return { kind: 'renew', member, lease, ...followUp(member), resetDue: isResetDue(lease) };
@@ -129,13 +133,14 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   const resetting = findResetting(input, entries);
   if (resetting !== undefined) return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: 0, resetting };
   const excluded = (entry: PlanEntry) => input.exclude?.has(entry.member.member) ?? false;
-  const adoptable = entries.find((entry) => isAdoptable(entry) && !excluded(entry));
+  const adoptable = lowest(entries.filter((entry) => isAdoptable(entry) && !excluded(entry)));
   if (adoptable) return planTake(adoptable, identity);
   const unheld = entries.filter((entry) => isClaimable(entry.claim) && !excluded(entry));
   const open = unheld.filter((entry) => !isGoingDown(entry.member));
   // a member already running (a warm spare) is handed out before one that must start
   const warm = open.filter((entry) => entry.member.power === 'running');
   const pick = warm.length > 0 ? warm : open;
+  pick.sort((left, right) => left.rank - right.rank);
   const chosen = input.order === 'random' ? pick[randomIndex(input.random, pick.length)] : pick[0];
   if (chosen === undefined) {
     return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
@@ -173,6 +178,8 @@ export function isGoingDown(member: Pick<MemberFacts, 'power' | 'previousInstanc
 
 interface PlanEntry {
   member: MemberFacts;
+  /** The member's place among the pool's names in natural order. */
+  rank: number;
   lease: LeaseObject | undefined;
   state: ReturnType<typeof classifyPoolMember>;
 }
@@ -220,6 +227,29 @@ function randomIndex(random: () => number, length: number): number {
   return Math.floor(value * length);
 }
 
-function sortNaturally(members: readonly MemberFacts[]): MemberFacts[] {
-  return [...members].sort((left, right) => compareNatural(left.member, right.member));
+function lowest(entries: readonly PlanEntry[]): PlanEntry | undefined {
+  let found: PlanEntry | undefined;
+  for (const entry of entries) if (found === undefined || entry.rank < found.rank) found = entry;
+  return found;
+}
+
+// a few pools' orders, each under the key of its set of names
+const maxRankedPools = 16;
+const rankedPools = new Map<string, Map<string, number>>();
+
+/**
+ * Each name's place in natural order. A claim plans over its whole pool on every try, and comparing names
+ * naturally costs string splitting on every comparison, so the order of a set of names is kept once worked out:
+ * a pool's names seldom change while its members are claimed.
+ */
+function rankNaturally(names: readonly string[]): Map<string, number> {
+  // member names hold no `/`, so the joined sorted names tell one set from another
+  const key = [...names].sort().join('/');
+  let ranks = rankedPools.get(key);
+  if (ranks === undefined) {
+    ranks = new Map([...names].sort(compareNatural).map((name, index) => [name, index]));
+    if (rankedPools.size >= maxRankedPools) rankedPools.clear();
+    rankedPools.set(key, ranks);
+  }
+  return ranks;
 }

@@ -50,6 +50,15 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
 }
 
 /**
+ * Whether this process's watch caches of `namespace` are synced, so a cached read of its claim Leases and members
+ * costs no request and already holds every write of this process.
+ */
+export function isPoolCacheSynced(ctx: VdiContext, namespace: string): boolean {
+  const caches = ctx.cluster.cachesOf(namespace);
+  return caches !== undefined && Object.values(caches).every((cache) => cache.isSynced());
+}
+
+/**
  * How a claim reads a pool: `cached` from this process's watch caches of the namespace when they run and are
  * synced (no request at all), else from the apiserver's watch cache; or fresh (a quorum read). Either cached view
  * may lag other processes' claims: the Lease create that follows decides, so a lag costs a lost race, never a

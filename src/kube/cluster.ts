@@ -55,10 +55,19 @@ export interface DeletePreconditions {
  */
 export interface ListOptions {
   cached?: boolean;
+  /**
+   * A resourceVersion the answer must not be older than: it then shows every change made before that version.
+   * Answered from this process's synced watch cache when it has seen that version, else by the apiserver from its
+   * own watch cache once that has caught up, without a quorum read of etcd (the process's caches answer it only
+   * in `listLeases`).
+   */
+  notOlderThan?: string;
 }
 
-// resourceVersion 0 lets the apiserver answer from its watch cache instead of a quorum read of etcd
+// resourceVersion 0 lets the apiserver answer from its watch cache instead of a quorum read of etcd; any other
+// value asks for an answer not older than it, which the apiserver serves from its watch cache too
 function listVersion(options: ListOptions): { resourceVersion?: string } {
+  if (options.notOlderThan !== undefined) return { resourceVersion: options.notOlderThan };
   return options.cached ? { resourceVersion: '0' } : {};
 }
 
@@ -312,7 +321,13 @@ export class KubeCluster implements CacheSources {
     labelSelector?: string,
     options: ListOptions = {},
   ): Promise<LeaseObject[]> {
-    const cached = options.cached ? this.caches.get(namespace)?.leases.list(labelSelector) : undefined;
+    const leases = this.caches.get(namespace)?.leases;
+    const cached =
+      options.notOlderThan !== undefined
+        ? leases?.listSeenSince(labelSelector, options.notOlderThan)
+        : options.cached
+          ? leases?.list(labelSelector)
+          : undefined;
     if (cached) return cached;
     const list = await this.call('list', `list Leases in ${namespace}`, () =>
       this.coordination.listNamespacedLease({
@@ -400,6 +415,22 @@ export class KubeCluster implements CacheSources {
     return await this.getOrUndefined('get', `read VirtualMachine ${namespace}/${name}`, () =>
       this.custom.getNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachines', namespace, name }),
     );
+  }
+
+  /**
+   * A VM and its VMI as this process's watch caches hold them, when both are synced and have seen resourceVersion
+   * `since` or later (they show every change made before it), and the VM is cached; `undefined` otherwise, with no
+   * request: read them fresh then.
+   */
+  getVmAndVmiSeenSince(
+    namespace: string,
+    name: string,
+    since: string,
+  ): { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined } | undefined {
+    const caches = this.caches.get(namespace);
+    const vm = caches?.vms.getSeenSince(name, since)?.object;
+    const vmi = caches?.vmis.getSeenSince(name, since);
+    return vm && vmi ? { vm, vmi: vmi.object } : undefined;
   }
 
   /** Lists the VMs of a namespace, or of every namespace, optionally by label selector. */

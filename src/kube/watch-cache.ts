@@ -153,6 +153,25 @@ export class WatchCache<T extends CachedObject> {
     return [...this.objects.values()].filter((object) => matchesLabels(requirements, object.metadata.labels));
   }
 
+  /**
+   * One cached object by name, when this cache is synced and has seen resourceVersion `since` or later, so it shows
+   * every change to what it caches made before `since` (a watch delivers in order); `undefined` otherwise. The
+   * object is `undefined` when the cache holds none of that name.
+   */
+  getSeenSince(name: string, since: string): { object: T | undefined } | undefined {
+    if (!this.isSyncedNow || isNewerVersion(since, this.lastVersion)) return undefined;
+    return { object: this.objects.get(name) };
+  }
+
+  /**
+   * {@link WatchCache.list}, but only when this cache has seen resourceVersion `since` or later, so the answer shows
+   * every change made before `since`; `undefined` otherwise.
+   */
+  listSeenSince(labelSelector: string | undefined, since: string): T[] | undefined {
+    if (isNewerVersion(since, this.lastVersion)) return undefined;
+    return this.list(labelSelector);
+  }
+
   /** Calls `listener` with every change from now on; returns what removes it. */
   onChange(listener: (change: CacheChange<T>) => void): () => void {
     this.listeners.add(listener);

@@ -162,7 +162,14 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       return vms.map((vm) => toVmMemberFacts(vm, vmiByName.get(vm.metadata.name)));
     },
 
-    async readMember(ref) {
+    async readMember(ref, options = {}) {
+      checkRef(ref);
+      const seen =
+        options.seenSince === undefined
+          ? undefined
+          : cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, options.seenSince);
+      // a VM the cache holds carries the pool label; one it lacks may have lost it, which a fresh read tells
+      if (seen) return toVmMemberFacts(seen.vm, seen.vmi);
       try {
         return (await requireMember(ref)).facts;
       } catch (error) {

@@ -5,6 +5,8 @@ import type { VdiContext } from '../../../src/context.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
 import type { WatchEvent } from '../../../src/kube/watch-stream.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -89,8 +91,8 @@ describe('a claim planned from a watch cache older than the cluster', () => {
     // planned devpool-1 from the cache, lost its Lease create, took devpool-2 from the same view
     expect(alice.member).toBe('devpool-2');
     expect(conflicts).toEqual([`alice vm/${namespace}/devpool-1`]);
-    // its one list is the fresh read of its own claims once it held its claimant Lease (so a double-click that
-    // finished before is seen): the pool came from the cache
+    // its one list is the read of its own claims under its claimant Lease, not older than that Lease's write (the
+    // held cache has not seen it, so the apiserver answers): the pool came from the synced caches
     expect((kube.requestCounts.get('list') ?? 0) - lists).toBe(1);
     const leases = await other.context.cluster.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
     expect(leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]).sort()).toEqual([
@@ -104,6 +106,86 @@ describe('a claim planned from a watch cache older than the cluster', () => {
       describe: 'the cache to catch up with both claims',
       until: (cached) => cached.length === 2,
     });
+  });
+});
+
+describe("a claim planned from a watch cache that has not seen the identity's claim of a moment ago", () => {
+  it('renews that claim, with its session, and takes no second member', async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-own');
+    await createPoolMembers(cluster(), namespace, 'devpool', 3);
+    // another process: a broker replica without this one's cache
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new HeldWatchCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: ctx.clock });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+
+    kube.holding = true;
+    const first = await other.claim({ pool: 'devpool', identity: 'alice' });
+    // the cache shows no claim of alice's: the view offers her a free member
+    expect(await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool', { cached: true })).toEqual([]);
+    const again = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(again).toMatchObject({ member: first.member, sessionId: first.sessionId, retried: true });
+    const leases = await other.context.cluster.listLeases(namespace);
+    expect(leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity])).toEqual([
+      [`corral-vdi-${first.member}`, 'alice'],
+    ]);
+    kube.catchUp();
+  });
+});
+
+describe('a member won from a watch cache that has not seen the win yet', () => {
+  it("is read fresh, and given back while the previous holder's instance is still going down", async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-down');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const kube = new HeldWatchCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: createTestClock() });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+
+    // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
+    kube.holding = true;
+    expect((await other.assign({ pool: 'devpool', identity: 'bob' })).member).toBe('devpool-1');
+    await waitFor(async () => (await kube.getVmi(namespace, 'devpool-1'))?.status?.phase, {
+      describe: "bob's instance to run",
+      until: (phase) => phase === 'Running',
+    });
+    await other.release({ member: 'devpool-1', identity: 'bob' });
+
+    // the held caches show devpool-1 stopped and free: the claim wins its Lease, then reads it fresh
+    const gets = kube.requestCounts.get('get') ?? 0;
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(alice.member).toBe('devpool-2');
+    expect((kube.requestCounts.get('get') ?? 0) - gets).toBeGreaterThanOrEqual(2);
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+    expect((await kube.getVm(namespace, 'devpool-1'))?.status?.printableStatus).toBe('Stopping');
+    kube.catchUp();
+    await clock.advance(60_000);
   });
 });
 
@@ -156,5 +238,62 @@ describe('a fresh read of the pool that was served before a claim of this proces
     // a read that shows the Lease ends it
     await readPool(ctx, backend, target, { cached: false });
     expect(membersBeingTaken(ctx, target)).toEqual(new Set());
+  });
+});
+
+/** The adapter, whose first quorum list of the identity's own claims answers only on `release`. */
+class SlowOwnReadCluster extends KubeCluster {
+  private gate: Promise<void> | undefined;
+  held = false;
+  release: () => void = () => {};
+
+  holdOwnRead(): void {
+    this.gate = new Promise((resolve) => {
+      this.release = resolve;
+    });
+  }
+
+  override async listLeases(namespace: string, labelSelector?: string, options: ListOptions = {}) {
+    const leases = await super.listLeases(namespace, labelSelector, options);
+    const gate = this.gate;
+    if (!options.cached && labelSelector?.includes('corral.dev/vdi-holder-hash') && gate) {
+      this.gate = undefined;
+      this.held = true;
+      await gate;
+    }
+    return leases;
+  }
+}
+
+describe('claims of one process planning from its synced watch caches', () => {
+  it('never race each other for a member, though one of them is slow between its read and its Lease write', async () => {
+    const namespace = await createTestNamespace(cluster(), 'own-race');
+    await createPoolMembers(cluster(), namespace, 'devpool', 3);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new SlowOwnReadCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the members to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: ctx.clock });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+    const conflicts: string[] = [];
+    ctx.events.on('claim-conflict', ({ desktopId, identity }) => conflicts.push(`${identity} ${desktopId}`));
+    const claim = (identity: string) =>
+      claimDesktop(ctx, { pool: 'devpool', identity }, { actor: undefined, order: 'lowest' });
+
+    kube.holdOwnRead();
+    const alice = claim('alice');
+    await waitFor(() => kube.held, { describe: "alice's read of her own claims to be held" });
+    // two more claims of the same process finish meanwhile, each reading the cache after the last one's write
+    const bob = await claim('bob');
+    const carol = await claim('carol');
+    kube.release();
+    const members = [(await alice).member, bob.member, carol.member];
+    expect(new Set(members).size).toBe(3);
+    expect(conflicts).toEqual([]);
   });
 });

@@ -79,6 +79,53 @@ describe('the watch caches of a namespace', () => {
     expect(lists(kube)).toBe(3);
   });
 
+  it('answer a VM and its VMI by name without a request only once they have seen the resourceVersion asked for', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-since');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const kube = await cachedCluster(namespace);
+    const other = new KubeCluster(cluster().kubeConfig);
+    const lease = await other.createLease(namespace, claimLease('devpool-1', 'bob'));
+    const since = lease.metadata.resourceVersion ?? '';
+    const gets = () => kube.requestCounts.get('get') ?? 0;
+    const before = gets();
+    // nothing of the VMs or VMIs changed after the Lease: their caches cannot tell they are that recent
+    expect(kube.getVmAndVmiSeenSince(namespace, 'devpool-1', since)).toBeUndefined();
+    await other.patchVm(namespace, 'devpool-1', { spec: { runStrategy: 'Always' } });
+    const seen = await waitFor(() => kube.getVmAndVmiSeenSince(namespace, 'devpool-1', since), {
+      describe: 'the VM and VMI caches to see an event after the Lease',
+      until: (found) => found !== undefined && found.vmi !== undefined,
+    });
+    expect(seen?.vm.metadata.name).toBe('devpool-1');
+    expect(seen?.vmi?.metadata.name).toBe('devpool-1');
+    expect(kube.getVmAndVmiSeenSince(namespace, 'devpool-2', since)).toBeUndefined();
+    expect(gets()).toBe(before);
+  });
+
+  it('answer a list not older than a resourceVersion without a request once they have seen it, else ask the apiserver', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-not-older');
+    const kube = await cachedCluster(namespace);
+    const other = new KubeCluster(cluster().kubeConfig);
+    const selector = `${leasePoolLabel}=devpool`;
+    const bobs = await other.createLease(namespace, claimLease('devpool-1', 'bob'));
+    const since = bobs.metadata.resourceVersion ?? '';
+    // without a cache the apiserver answers, from its own watch cache, and shows it
+    expect(holders(await other.listLeases(namespace, selector, { notOlderThan: since }))).toEqual([
+      ['corral-vdi-devpool-1', 'bob'],
+    ]);
+    await waitFor(() => kube.cachesOf(namespace)?.leases.listSeenSince(selector, since), {
+      describe: "the cache to see bob's Lease",
+      until: (seen) => seen !== undefined,
+    });
+    const before = lists(kube);
+    expect(holders(await kube.listLeases(namespace, selector, { notOlderThan: since }))).toEqual([
+      ['corral-vdi-devpool-1', 'bob'],
+    ]);
+    expect(lists(kube)).toBe(before);
+    // a version the cache has not seen yet goes to the apiserver
+    const later = String(BigInt(kube.cachesOf(namespace)?.leases.resourceVersion() ?? '0') + 1n);
+    expect(kube.cachesOf(namespace)?.leases.listSeenSince(selector, later)).toBeUndefined();
+  });
+
   it('answer only the selectors they hold, and quorum reads always go to the apiserver', async () => {
     const namespace = await createTestNamespace(cluster(), 'cache-select');
     const kube = await cachedCluster(namespace);

@@ -191,6 +191,22 @@ describe('planClaim', () => {
     }
   });
 
+  it('picks the member at the random index of the free members in natural order, whatever their listed order', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 60 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (numbers, random) => {
+          const pool: Pool = numbers.map((number) => [`devpool-${number}`, {}]);
+          const natural = [...numbers].sort((left, right) => left - right);
+          const expected = `devpool-${natural[Math.floor(random * natural.length)]}`;
+          expect(brief(plan(pool, { order: 'random', random: () => random }))).toBe(`create ${expected}`);
+          expect(brief(plan(pool, { order: 'lowest' }))).toBe(`create devpool-${natural[0]}`);
+        },
+      ),
+    );
+  });
+
   it('passes over a free member whose previous instance is still going down, and counts it in a refusal', () => {
     const members = [
       { ...member('devpool-1'), power: 'stopping' as const, previousInstance: true },
