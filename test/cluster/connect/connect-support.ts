@@ -52,6 +52,11 @@ export async function waitForRunningVmi(
     describe: `the VMI of ${member} to run with an address`,
     until: (found) => found?.status?.phase === 'Running' && !!found.status.interfaces?.[0]?.ipAddress,
   });
+  // KubeVirt shows the VM's own status a moment after its instance's: a VM without one yet reads as unknown
+  await waitFor(() => kube.getVm(namespace, member), {
+    describe: `VM ${member} to show Running`,
+    until: (found) => found?.status?.printableStatus === 'Running',
+  });
   return vmi as VirtualMachineInstance;
 }
 
