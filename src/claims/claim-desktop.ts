@@ -175,17 +175,20 @@ async function claimMember(
         { retryable: true, details: { namespace, pool } },
       );
     }
-    const lock = await takeClaimantLock(ctx, asked);
+    // the turn writes the claimant Lease again when it runs long: the one to delete is the last one written
+    const held: { lock: ClaimantLock | undefined } = { lock: await takeClaimantLock(ctx, asked) };
     let turn: LockedTurn;
     try {
-      turn = await takeTurn(ctx, backend, asked, view, lock);
+      turn = await takeTurn(ctx, backend, asked, view, held);
     } finally {
       // a lock that cannot be deleted now (the apiserver went away) is taken over as stale by the next claim; a
       // refusal (no delete right) is the caller's to fix, and is said
-      await deleteLeaseAsRead(ctx, lock.lease).catch((error: unknown) => {
-        if (isVdiError(error) && error.retryable) return false;
-        throw error;
-      });
+      if (held.lock) {
+        await deleteLeaseAsRead(ctx, held.lock.lease).catch((error: unknown) => {
+          if (isVdiError(error) && error.retryable) return false;
+          throw error;
+        });
+      }
     }
     if (turn.kind === 'won') {
       const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked, turn.reading);
@@ -237,25 +240,25 @@ async function takeTurn(
   backend: DesktopBackend,
   asked: ClaimAsked,
   view: ClaimView,
-  taken: ClaimantLock,
+  held: { lock: ClaimantLock | undefined },
 ): Promise<LockedTurn> {
   const { namespace, pool, identity, order } = asked;
   // Every claim of the identity that finished wrote its member's Lease before it deleted the claimant Lease, so
   // before this claim created it: a list not older than that write shows them all, from a watch cache.
   const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
-    notOlderThan: taken.lease.metadata.resourceVersion ?? '',
+    notOlderThan: held.lock?.lease.metadata.resourceVersion ?? '',
   });
-  // the process's synced caches cost no request, and show what its other claims took while this one waited
-  const current =
-    view.cached && isPoolCacheSynced(ctx, namespace) ? await readView(ctx, backend, asked, true) : view;
-  let leases = withOwnClaims(current.leases, own, shortHash(identity));
-  let { members } = current;
+  // the process's synced caches cost no request, and show what its other claims took since the view was read
+  const viewNow = async () => {
+    const current =
+      view.cached && isPoolCacheSynced(ctx, namespace) ? await readView(ctx, backend, asked, true) : view;
+    return { members: current.members, leases: withOwnClaims(current.leases, own, shortHash(identity)) };
+  };
+  let { members, leases } = await viewNow();
   // members this turn lost a race for: it tries others before reading again
   const lost = new Set<string>();
-  let lock: ClaimantLock | undefined = taken;
   for (;;) {
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
-    // the waitlist's hook: free members held for earlier waiters are not this claim's to take
     // the waitlist's hook: free members held for earlier waiters are not this claim's to take; without a live
     // waiter none are, and its plan over the whole pool is spared
     const now = ctx.clock.now();
@@ -282,8 +285,8 @@ async function takeTurn(
       return renewed ? { kind: 'won', plan, lease: renewed, reading: undefined } : { kind: 'overtaken' };
     }
     // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over
-    lock = await keepClaimantLock(ctx, lock);
-    if (!lock) return { kind: 'overtaken' };
+    held.lock = held.lock && (await keepClaimantLock(ctx, held.lock));
+    if (!held.lock) return { kind: 'overtaken' };
     const target = { kind: backend.kind, namespace, pool, member: plan.member.member, identity };
     const written = await takeMember(ctx, target, () =>
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
@@ -292,12 +295,7 @@ async function takeTurn(
     if (written) return { kind: 'won', plan, lease: written, reading: readWonMember(backend, plan, written) };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);
-    // the process's caches cost no request, and show what its other claims took since the view was read
-    if (view.cached && isPoolCacheSynced(ctx, namespace)) {
-      const again = await readView(ctx, backend, asked, true);
-      members = again.members;
-      leases = withOwnClaims(again.leases, own, shortHash(identity));
-    }
+    ({ members, leases } = await viewNow());
   }
 }
 

@@ -8,7 +8,7 @@ import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
 import { resizePool } from '../../../src/pools/pool-service.js';
-import { createTestClock } from '../../../src/testing/test-clock.js';
+import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
@@ -25,6 +25,16 @@ class OrderedCluster extends KubeCluster {
   failNextMemberLeaseCreate = false;
   /** Runs once before the next create of a member Lease, as another process acting in between. */
   beforeNextMemberLeaseCreate: (() => Promise<void>) | undefined;
+  /** Runs once before the next list of an identity's own claims, as a slow apiserver would make it wait. */
+  beforeOwnClaimsList: (() => Promise<void>) | undefined;
+
+  override async listLeases(...args: Parameters<KubeCluster['listLeases']>) {
+    const before = args[1]?.includes('corral.dev/vdi-holder-hash') ? this.beforeOwnClaimsList : undefined;
+    if (before) this.beforeOwnClaimsList = undefined;
+    await before?.();
+    return await super.listLeases(...args);
+  }
+
   /** Runs once after the first read of a member's Lease that follows its presentation write. */
   afterPresentedLeaseRead: (() => Promise<void>) | undefined;
 
@@ -194,6 +204,21 @@ describe('claims of one identity at once against the real apiserver', () => {
     const started = performance.now();
     const alice = await claim('alice');
     expect(performance.now() - started).toBeGreaterThanOrEqual(claimantStaleMs);
+    expect(await holders()).toEqual([[alice.member, 'alice']]);
+    expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
+      `corral-vdi-${alice.member}`,
+    ]);
+  });
+
+  it('deletes the claimant Lease it wrote again during a long turn, leaving none behind', async () => {
+    const { namespace, kube, ctx, claim, holders } = await setUp('long-turn', 2);
+    // the turn outlasts the bound after which it writes the claimant Lease again before its member's Lease, and
+    // time moves on meanwhile, so that write changes the Lease
+    kube.beforeOwnClaimsList = () =>
+      new Promise<void>((resolve) => {
+        setTimeout(resolve, claimantStaleMs / 4 + 200);
+      }).then(() => (ctx.clock as TestClock).advance(1_000));
+    const alice = await claim('alice');
     expect(await holders()).toEqual([[alice.member, 'alice']]);
     expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
       `corral-vdi-${alice.member}`,
