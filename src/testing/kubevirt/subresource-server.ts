@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
+import { createApiserverFacingServer } from '../apiserver-facing-server.js';
 import { type ConsoleSubresource, createConsoleServer, isFromFrontProxy } from './console-server.js';
 import { readVmKnobs } from './fault-knobs.js';
 import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
@@ -215,14 +216,8 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
     });
   };
 
-  const server: Server = createServer(
-    {
-      cert: options.servingCertPem,
-      key: options.servingKeyPem,
-      ca: options.frontProxyCaPem,
-      requestCert: true,
-      rejectUnauthorized: false,
-    },
+  const server: Server = createApiserverFacingServer(
+    { certPem: options.servingCertPem, keyPem: options.servingKeyPem, clientCaPem: options.frontProxyCaPem },
     (request, response) => {
       const admission =
         request.method === 'POST' &&

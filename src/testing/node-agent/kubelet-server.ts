@@ -1,10 +1,11 @@
 import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { createApiserverFacingServer } from '../apiserver-facing-server.js';
 import type { LocalProcess, TerminalSize } from './local-process.js';
 import type { ContainerRecord, LogLine, PodSandbox } from './pod-sandbox.js';
 import {
@@ -275,14 +276,8 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
     handleProtocols: (offered) => chooseStreamProtocol(offered) ?? false,
   });
 
-  const server: Server = createServer(
-    {
-      cert: options.servingCertPem,
-      key: options.servingKeyPem,
-      ca: options.caPem,
-      requestCert: true,
-      rejectUnauthorized: false,
-    },
+  const server: Server = createApiserverFacingServer(
+    { certPem: options.servingCertPem, keyPem: options.servingKeyPem, clientCaPem: options.caPem },
     (request: IncomingMessage, response: ServerResponse) => {
       const url = new URL(request.url ?? '/', 'https://127.0.0.1');
       try {
