@@ -367,7 +367,8 @@ function readWonMember(
 
 /**
  * Resets a taken-over member when due, or reads a newly taken one again, presents the claim and starts the member;
- * `undefined` when the member is gone or its previous instance is still going down, and its Lease was given back.
+ * `undefined` when the member is gone or being deleted or its previous instance is still going down, and its Lease
+ * was given back.
  */
 async function finishClaim(
   ctx: VdiContext,
@@ -395,8 +396,9 @@ async function finishClaim(
       await deleteLeaseAsRead(ctx, lease);
       throw error;
     });
-    // The view may be older than the Lease this claim won: the last holder's guest may still be going down.
-    if (fresh === undefined || isGoingDown(fresh)) {
+    // The view may be older than the Lease this claim won: the last holder's guest may still be going down, or
+    // the member may be being deleted (KubeVirt shows `Terminating` only a moment later).
+    if (fresh === undefined || fresh.deleting || isGoingDown(fresh)) {
       await deleteLeaseAsRead(ctx, lease);
       return undefined;
     }
@@ -457,7 +459,7 @@ async function confirmHeld(
   if (await holdsStill(ctx, lease)) return true;
   const current = await ctx.cluster.getLease(member.namespace, lease.metadata.name ?? '').catch(() => lease);
   if (current?.spec.holderIdentity !== identity) {
-    // best-effort: a copy left on a stopped member without a Lease reads as free, and the next claim overwrites it
+    // best-effort: a copy left on a stopped member without a Lease reads as free, and the next pass removes it
     const sessionId = lease.metadata.annotations?.[sessionIdAnnotation] ?? '';
     await backend.clearPresentation(member, identity, sessionId).catch(() => false);
   }

@@ -1,3 +1,4 @@
+import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
 import { membersBeingTaken, readPool } from '../../../src/claims/pool-reads.js';
@@ -6,6 +7,7 @@ import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
 import type { WatchEvent } from '../../../src/kube/watch-stream.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { mergePatch } from '../../../src/testing/kubevirt/kube-calls.js';
 import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -186,6 +188,57 @@ describe('a member won from a watch cache that has not seen the win yet', () => 
     expect((await kube.getVm(namespace, 'devpool-1'))?.status?.printableStatus).toBe('Stopping');
     kube.catchUp();
     await clock.advance(60_000);
+  });
+});
+
+function pauseControllers(namespace: string, paused: 'true' | null) {
+  return cluster()
+    .kubeConfig.makeApiClient(CoreV1Api)
+    .patchNamespace(
+      { name: namespace, body: { metadata: { annotations: { [simulatorAnnotations.paused]: paused } } } },
+      mergePatch,
+    );
+}
+
+describe('a member won from a watch cache that has not seen its deletion', () => {
+  it('is read fresh, and given back while it is being deleted', async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-deleting');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new HeldWatchCluster(cluster().kubeConfig);
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the member to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    kube.startCaches([namespace], { clock: createTestClock() });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+
+    // another process deletes devpool-1; a finalizer keeps it in its deletion, which the held caches do not show,
+    // and KubeVirt has not written `Terminating` yet (its controllers are paused), so the member still reads Stopped
+    kube.holding = true;
+    await pauseControllers(namespace, 'true');
+    const finalizer = 'test.corral.dev/hold';
+    await other.context.cluster.patchVm(namespace, 'devpool-1', { metadata: { finalizers: [finalizer] } });
+    await other.context.cluster.deleteVm(namespace, 'devpool-1');
+    try {
+      const claiming = claimDesktop(
+        ctx,
+        { pool: 'devpool', identity: 'alice' },
+        { actor: undefined, order: 'lowest' },
+      );
+      await expect(claiming).rejects.toMatchObject({ code: 'NO_FREE_MEMBER' });
+      expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+      const vm = await kube.getVm(namespace, 'devpool-1');
+      expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+      expect(vm?.spec.runStrategy).not.toBe('Always');
+    } finally {
+      kube.catchUp();
+      await pauseControllers(namespace, null);
+      await other.context.cluster.patchVm(namespace, 'devpool-1', { metadata: { finalizers: null } });
+    }
   });
 });
 
