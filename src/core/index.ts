@@ -170,6 +170,8 @@ export type { ConsoleOpenFacts, ConsoleOpenPlan } from '../sessions/plan-console
 export { planConsoleOpen } from '../sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from '../sessions/plan-console-stream.js';
 export { planConsoleStream } from '../sessions/plan-console-stream.js';
+export type { LeftCopy } from '../sessions/plan-copy-sweep.js';
+export { planCopySweep } from '../sessions/plan-copy-sweep.js';
 export type {
   ReclaimPlan,
   ReclaimPolicy,

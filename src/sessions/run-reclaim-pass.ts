@@ -19,6 +19,7 @@ import type { PoolSettings } from '../pools/pool-settings.js';
 import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
 import type { ConsoleTracker } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
+import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
 import type { ReclaimPolicy } from './plan-reclaim.js';
 import {
   claimKeyOf,
@@ -51,6 +52,8 @@ export interface SessionPassResult {
   resumed: number;
   /** Reclaims and resumed releases that failed; their claims stay and the next pass tries again. */
   failed: number;
+  /** Presentation copies removed because their claims had ended (a claim's take-back of its copy failed). */
+  cleared: number;
   /** Lists and writes that failed; the next pass tries again. Failed reclaims are in the audit log instead. */
   errors: VdiError[];
 }
@@ -96,6 +99,7 @@ export async function runReclaimPass(ctx: VdiContext, setup: ReclaimPassSetup): 
     warned: 0,
     resumed: 0,
     failed: 0,
+    cleared: 0,
     errors: [],
   };
   // the first refusal stops every later write of the pass, and is reported once
@@ -162,13 +166,21 @@ async function passOverNamespace(
     setup.poolSettings.set(namespace, settings);
     plan = planReclaimPass({ ...input, settings });
   }
+  // only the kinds the claims name are listed; a claim that names none may be of any kind
+  const kinds = new Set(leases.map(claimKindOf));
+  const needed = plan.needsMembers
+    ? setup.backends.filter((backend) => kinds.has(backend.kind) || kinds.has(undefined))
+    : [];
+  // the watch caches hold the VMs and their instances, not Pods: with them the VM members cost no request
+  const fromCaches = cached
+    ? setup.backends.filter((backend) => backend.kind === 'vm' && !needed.includes(backend))
+    : [];
+  const listed = (
+    await Promise.all(
+      [...needed, ...fromCaches].map((backend) => backend.listMembers(namespace, undefined, { cached })),
+    )
+  ).flat();
   if (plan.needsMembers) {
-    // only the kinds the claims name are listed; a claim that names none may be of any kind
-    const kinds = new Set(leases.map(claimKindOf));
-    const backends = setup.backends.filter((backend) => kinds.has(backend.kind) || kinds.has(undefined));
-    const listed = (
-      await Promise.all(backends.map((backend) => backend.listMembers(namespace, undefined, { cached })))
-    ).flat();
     plan = planReclaimPass({
       ...input,
       settings,
@@ -196,6 +208,26 @@ async function passOverNamespace(
       : resume(ctx, setup, namespace, step, result)
     ).catch(collect),
   );
+  await forEachBounded(planCopySweep(leases, listed), writeConcurrency, (copy) =>
+    clearLeftCopy(ctx, setup, copy, result).catch(collect),
+  );
+}
+
+/** Removes a copy whose claim ended, once a read of the member's Lease after the members' list confirms it. */
+async function clearLeftCopy(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  { facts, holder, sessionId }: LeftCopy,
+  result: SessionPassResult,
+): Promise<void> {
+  const backend = setup.backends.find((candidate) => candidate.kind === facts.kind);
+  if (!backend) return;
+  const { namespace, member } = facts;
+  // the Leases were listed before the members: a claim that wrote its Lease and then its copy in between shows here
+  const lease = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+  if (lease?.spec.holderIdentity === holder) return;
+  await setup.fence?.();
+  if (await backend.clearPresentation({ namespace, member }, holder, sessionId)) result.cleared += 1;
 }
 
 /**
