@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { KubeCluster } from '../../src/kube/cluster.js';
-import type { VirtualMachine } from '../../src/kubevirt-types.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../../src/kubevirt-types.js';
 import {
   connectLocalCluster,
   type LocalCluster,
@@ -10,6 +10,7 @@ import {
   type StartLocalClusterOptions,
   startLocalCluster,
 } from '../../src/testing/local-cluster.js';
+import { waitFor } from '../../src/testing/wait-for.js';
 import type { SharedClusterAnswer } from './global-setup.js';
 
 let shared: Promise<LocalClusterAccess> | undefined;
@@ -91,4 +92,24 @@ export async function createPoolMembers(
     names.map((name) => kube.createVm(namespace, stoppedVm(name, { 'corral.dev/vdi-pool': pool }))),
   );
   return names;
+}
+
+/**
+ * Waits for the member's VMI to run with an address, and for its VM to show Running: KubeVirt shows the VM's own
+ * status a moment after its instance's, and connect and the consoles read both.
+ */
+export async function waitForRunningVmi(
+  kube: KubeCluster,
+  namespace: string,
+  member: string,
+): Promise<VirtualMachineInstance> {
+  const vmi = await waitFor(() => kube.getVmi(namespace, member), {
+    describe: `the VMI of ${member} to run with an address`,
+    until: (found) => found?.status?.phase === 'Running' && !!found.status.interfaces?.[0]?.ipAddress,
+  });
+  await waitFor(() => kube.getVm(namespace, member), {
+    describe: `VM ${member} to show Running`,
+    until: (found) => found?.status?.printableStatus === 'Running',
+  });
+  return vmi as VirtualMachineInstance;
 }

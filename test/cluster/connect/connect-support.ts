@@ -1,7 +1,7 @@
 import type { VdiContext } from '../../../src/context.js';
 import { leaseMemberLabel, leasePoolLabel, poolLabel } from '../../../src/keys.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
-import type { VirtualMachineInstance, VmDevices } from '../../../src/kubevirt-types.js';
+import type { VmDevices } from '../../../src/kubevirt-types.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createTestNamespace } from '../../support/cluster.js';
 
@@ -40,24 +40,6 @@ export async function createClaimLease(
     },
     spec: { holderIdentity: holder, acquireTime: now, renewTime: now, leaseDurationSeconds: 3600 },
   });
-}
-
-/** Waits for the simulator to bring the member's VMI to Running with an address. */
-export async function waitForRunningVmi(
-  kube: KubeCluster,
-  namespace: string,
-  member: string,
-): Promise<VirtualMachineInstance> {
-  const vmi = await waitFor(() => kube.getVmi(namespace, member), {
-    describe: `the VMI of ${member} to run with an address`,
-    until: (found) => found?.status?.phase === 'Running' && !!found.status.interfaces?.[0]?.ipAddress,
-  });
-  // KubeVirt shows the VM's own status a moment after its instance's: a VM without one yet reads as unknown
-  await waitFor(() => kube.getVm(namespace, member), {
-    describe: `VM ${member} to show Running`,
-    until: (found) => found?.status?.printableStatus === 'Running',
-  });
-  return vmi as VirtualMachineInstance;
 }
 
 /** Waits until the member has no VMI any more. */

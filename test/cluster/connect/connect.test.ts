@@ -4,14 +4,8 @@ import { connect } from '../../../src/connect-planner/connect.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
-import { useSharedCluster } from '../../support/cluster.js';
-import {
-  createClaimLease,
-  createMember,
-  createNamespace,
-  waitForNoVmi,
-  waitForRunningVmi,
-} from './connect-support.js';
+import { useSharedCluster, waitForRunningVmi } from '../../support/cluster.js';
+import { createClaimLease, createMember, createNamespace, waitForNoVmi } from './connect-support.js';
 
 const cluster = useSharedCluster();
 

@@ -9,13 +9,13 @@ import { createTestClock } from '../../../src/testing/test-clock.js';
 import { type RedirectUsbOptions, redirectUsb } from '../../../src/usb/redirect-usb.js';
 import { usbSecurityNotice } from '../../../src/usb/security-notice.js';
 import { createVdi } from '../../../src/vdi.js';
-import { useSharedCluster } from '../../support/cluster.js';
+import { useSharedCluster, waitForRunningVmi } from '../../support/cluster.js';
 import {
   createFakeCommands,
   type FakeCommands,
   fakeBehaviours,
 } from '../../unit/connect-planner/fake-commands.js';
-import { createClaimLease, createMember, createNamespace, waitForRunningVmi } from './connect-support.js';
+import { createClaimLease, createMember, createNamespace } from './connect-support.js';
 
 // virtctl and usbredirect cannot be installed where these tests run. Small shell scripts named virtctl and
 // usbredirect stand in for them on the PATH (see fake-commands.ts): they record their arguments and print,

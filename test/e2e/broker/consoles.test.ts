@@ -9,7 +9,12 @@ import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
 import { admin, type RunningBroker, startBroker } from './broker-support.js';
 
@@ -35,10 +40,7 @@ async function setUp(size = 1, options: Parameters<typeof startBroker>[3] = {}) 
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
   const member: string = claim.body.member;
-  await waitFor(() => api.vdi.context.cluster.getVmi(namespace, member), {
-    describe: `the VMI of ${member} runs`,
-    until: (vmi) => vmi?.status?.phase === 'Running',
-  });
+  await waitForRunningVmi(api.vdi.context.cluster, namespace, member);
   const consolePath = (protocol: string, of = member) =>
     `/api/vdi/desktops/vm/${namespace}/${of}/console/${protocol}`;
   return { namespace, members, member, clock, api, consolePath };

@@ -3,7 +3,12 @@ import { WebSocket } from 'ws';
 import { idleWarnedAnnotation, inputAtAnnotation } from '../../../src/keys.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
 import { type RunningBroker, startBroker } from './broker-support.js';
 
@@ -31,10 +36,7 @@ async function setUp() {
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
   const member: string = claim.body.member;
-  await waitFor(() => api.vdi.context.cluster.getVmi(namespace, member), {
-    describe: `the VMI of ${member} runs`,
-    until: (vmi) => vmi?.status?.phase === 'Running',
-  });
+  await waitForRunningVmi(api.vdi.context.cluster, namespace, member);
   const lease = () => api.vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`);
   return { namespace, member, clock, api, lease };
 }

@@ -2,7 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 import { type RunningBroker, startBroker } from './broker-support.js';
 
 const cluster = useSharedCluster();
@@ -89,10 +94,7 @@ describe("the broker's metrics", () => {
       leases.replaceLease(namespace, { ...held, metadata: { ...held.metadata, resourceVersion: '1' } }),
     ).rejects.toMatchObject({ code: 'CONFLICT' });
 
-    await waitFor(() => api.vdi.context.cluster.getVmi(namespace, member), {
-      describe: `the VMI of ${member} runs`,
-      until: (vmi) => vmi?.status?.phase === 'Running',
-    });
+    await waitForRunningVmi(api.vdi.context.cluster, namespace, member);
     const socket = await openConsole(
       api,
       `/api/vdi/desktops/vm/${namespace}/${member}/console/serial`,

@@ -4,8 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
-import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, waitForRunningVmi } from '../../support/cluster.js';
 import { connectRfb, createByteReader, type RfbClient } from '../../support/rfb-client.js';
 import { cliEnv, collectOutput, startCli, useCliCluster } from '../cli/cli-support.js';
 
@@ -66,10 +65,7 @@ describe('corral-vdi broker serve with consoles', () => {
     });
     expect(claim.status).toBe(200);
     const kube = new KubeCluster(cluster().kubeConfig);
-    await waitFor(() => kube.getVmi(namespace, member), {
-      describe: `the VMI of ${member} runs`,
-      until: (vmi) => vmi?.status?.phase === 'Running',
-    });
+    await waitForRunningVmi(kube, namespace, member);
     const path = `/api/vdi/desktops/vm/${namespace}/${member}/console/vnc`;
     const refused = await new Promise<number>((resolve, reject) => {
       const socket = new WebSocket(`${url.replace('http', 'ws')}${path}`, {

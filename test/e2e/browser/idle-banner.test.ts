@@ -5,7 +5,12 @@ import { inputAtAnnotation } from '../../../src/keys.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
 import {
   alice,
@@ -46,10 +51,7 @@ describe('the idle banner of the Desktops page', () => {
       headers: { 'Tailscale-User-Login': alice },
     });
     const { member } = (await claimed.json()) as { member: string };
-    await waitFor(() => kube.getVmi(namespace, member), {
-      describe: `the VMI of ${member} runs`,
-      until: (vmi) => vmi?.status?.phase === 'Running',
-    });
+    await waitForRunningVmi(kube, namespace, member);
     const socket = new WebSocket(
       `${server.url.replace('http', 'ws')}/api/vdi/desktops/vm/${namespace}/${member}/console/vnc`,
       { headers: { 'Tailscale-User-Login': alice }, perMessageDeflate: false },

@@ -5,8 +5,7 @@ import { beforeAll, expect } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
-import { waitFor } from '../../../src/testing/wait-for.js';
-import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { createTestNamespace, useSharedCluster, waitForRunningVmi } from '../../support/cluster.js';
 
 /** The built bin, as npm links it: the tests run what users run. */
 export const cliPath = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
@@ -194,9 +193,6 @@ export async function waitForVmiAddress(
   member: string,
 ): Promise<string> {
   const kube = new KubeCluster(cluster.kubeConfig);
-  const vmi = await waitFor(() => kube.getVmi(namespace, member), {
-    describe: `the VMI of ${namespace}/${member} to run with an address`,
-    until: (found) => found?.status?.phase === 'Running' && !!found.status.interfaces?.[0]?.ipAddress,
-  });
+  const vmi = await waitForRunningVmi(kube, namespace, member);
   return vmi?.status?.interfaces?.[0]?.ipAddress ?? '';
 }
