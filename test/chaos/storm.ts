@@ -222,8 +222,8 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     log(`chaos: drivers done, ${operations} operations, ${calls.length} calls`);
 
     // At rest: slow guests finish stopping, one engine pass runs, and every change so far has been received. The
-    // pass is judged a stalled-release bound later, so it finishes any release that failed half way (as the docs
-    // say the next pass does), as a settled cluster would have.
+    // pass is judged a stalled-release bound later, so it finishes any release that failed half way and removes the
+    // copies claims left behind (as the docs say the next pass does), as a settled cluster would have.
     const restNow = await advanceSharedClock(kubeConfig, namespace, slowStopMs * 2 + releaseStalledAfterMs);
     await waitFor(() => clock.now(), {
       describe: 'the shared clock to reach the rest time',
@@ -233,9 +233,12 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
       describe: 'every slow guest to finish stopping',
       until: (vms) => vms.every((vm) => vm.status?.printableStatus !== 'Stopping'),
     });
+    // with the watch caches, as `broker serve` runs it: the pass then always looks at the members' copies
+    vdi.startCaches([namespace]);
+    await vdi.waitForCacheSync();
     const engine = vdi.createSessionEngine({ namespaces: [namespace] });
     const passStarted = Date.now();
-    const pass = await engine.runPass();
+    const pass = await engine.runPass().finally(() => vdi.stopCaches());
     calls.push({
       kind: 'call',
       proc: -1,
