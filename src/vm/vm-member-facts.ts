@@ -117,7 +117,8 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
       claimedAt: annotations[claimedAtAnnotation],
       sessionId: annotations[sessionIdAnnotation],
     },
-    previousInstance: finished || (live && (asked === 'stopped' || asked === 'stopping')),
+    // a VM asked to stop whose instance lives is going down, whatever status KubeVirt has written yet
+    previousInstance: finished || (live && (asked === 'stopped' || asked === 'stopping' || asksToStop(vm))),
     usesLegacyRunField: typeof vm.spec.running === 'boolean' && vm.spec.runStrategy === undefined,
   };
 }

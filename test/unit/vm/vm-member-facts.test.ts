@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { classifyMember } from '../../../src/claims/classify-member.js';
+import { isGoingDown } from '../../../src/claims/plan-claim.js';
 import type { MemberPower } from '../../../src/desktop-backend.js';
 import type {
   RunStrategy,
@@ -184,6 +185,17 @@ describe('toVmMemberFacts', () => {
     });
     const legacy = vm('Running', { runStrategy: undefined, running: false });
     expect(toVmMemberFacts(legacy, vmi('Running'))).toMatchObject({ power: 'stopping' });
+  });
+
+  it('counts an instance of a member asked to stop as a previous one, whatever KubeVirt shows yet', () => {
+    // a stop landed while the start was still provisioning: the instance is scheduled, the VM asks to halt
+    for (const status of ['Provisioning', 'Starting', 'WaitingForVolumeBinding', 'Unknown', undefined]) {
+      const facts = toVmMemberFacts(vm(status), vmi('Scheduled'));
+      expect(facts.previousInstance, `${status}`).toBe(true);
+      expect(isGoingDown(facts), `${status}`).toBe(true);
+    }
+    // a new member still provisioning its disks without an instance is not going down
+    expect(isGoingDown(toVmMemberFacts(vm('Provisioning'), undefined))).toBe(false);
   });
 
   it('marks a member being deleted, and one still on the v0.6.0 run field', () => {
