@@ -142,8 +142,6 @@ type LockedTurn =
       kind: 'won';
       plan: Exclude<ClaimPlan, { kind: 'refuse' }>;
       lease: LeaseObject;
-      /** The won member read again, started as the turn ends, so it goes out with the claimant Lease's delete. */
-      reading: Promise<MemberFacts | undefined> | undefined;
     }
   | { kind: 'refused'; plan: Extract<ClaimPlan, { kind: 'refuse' }>; waiters: number; passedOver: boolean }
   // the claimant Lease was taken over from this claim: it wrote nothing, and tries again
@@ -191,7 +189,7 @@ async function claimMember(
       }
     }
     if (turn.kind === 'won') {
-      const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked, turn.reading);
+      const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked);
       if (result) return result;
     } else if (turn.kind === 'refused') {
       const { plan } = turn;
@@ -282,7 +280,7 @@ async function takeTurn(
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease);
       // released or changed meanwhile: read again
-      return renewed ? { kind: 'won', plan, lease: renewed, reading: undefined } : { kind: 'overtaken' };
+      return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
     // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over
     held.lock = held.lock && (await keepClaimantLock(ctx, held.lock));
@@ -292,7 +290,7 @@ async function takeTurn(
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
     );
     noteMemberWritten(ctx, target);
-    if (written) return { kind: 'won', plan, lease: written, reading: readWonMember(backend, plan, written) };
+    if (written) return { kind: 'won', plan, lease: written };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);
     ({ members, leases } = await viewNow());
@@ -356,13 +354,10 @@ function readWonMember(
   // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
   // freed the member deleted its Lease only after it asked the member to stop.
   const { resourceVersion } = lease.metadata;
-  const read = backend.readMember(
+  return backend.readMember(
     { namespace: plan.member.namespace, member: plan.member.member },
     resourceVersion === undefined ? {} : { seenSince: resourceVersion },
   );
-  // awaited in finishClaim; a failure before then is not an unhandled rejection
-  read.catch(() => {});
-  return read;
 }
 
 /**
@@ -376,12 +371,14 @@ async function finishClaim(
   plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
   written: LeaseObject,
   asked: ClaimAsked,
-  reading: Promise<MemberFacts | undefined> | undefined,
 ): Promise<ClaimResult | undefined> {
   const { identity } = asked;
   let member = plan.member;
   let lease = written;
   let start = plan.start;
+  // read after the claimant Lease's delete: by then the watch caches have most often seen the won Lease's version,
+  // and answer without a request
+  const reading = readWonMember(backend, plan, written);
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) {
     // The previous holder's guest may still run: the new holder gets the member only once it is reset.
     ({ facts: member, lease } = await finishTakeover(ctx, backend, {
