@@ -427,19 +427,21 @@ export class KubeCluster implements CacheSources {
   }
 
   /**
-   * A VM and its VMI as this process's watch caches hold them, when both are synced and have seen resourceVersion
-   * `since` or later (they show every change made before it), and the VM is cached; `undefined` otherwise, with no
-   * request: read them fresh then.
+   * A VM and its VMI as this process's watch caches hold them, each only when its cache is synced and has seen
+   * resourceVersion `since` or later (it shows every change to it made before then); `undefined` for one whose cache
+   * cannot tell yet, with no request: read that one fresh. `object` is `undefined` when the cache holds none of
+   * that name.
    */
   getVmAndVmiSeenSince(
     namespace: string,
     name: string,
     since: string,
-  ): { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined } | undefined {
+  ): {
+    vm: { object: VirtualMachine | undefined } | undefined;
+    vmi: { object: VirtualMachineInstance | undefined } | undefined;
+  } {
     const caches = this.caches.get(namespace);
-    const vm = caches?.vms.getSeenSince(name, since)?.object;
-    const vmi = caches?.vmis.getSeenSince(name, since);
-    return vm && vmi ? { vm, vmi: vmi.object } : undefined;
+    return { vm: caches?.vms.getSeenSince(name, since), vmi: caches?.vmis.getSeenSince(name, since) };
   }
 
   /** Lists the VMs of a namespace, or of every namespace, optionally by label selector. */

@@ -164,12 +164,16 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
 
     async readMember(ref, options = {}) {
       checkRef(ref);
-      const seen =
-        options.seenSince === undefined
-          ? undefined
-          : cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, options.seenSince);
-      // a VM the cache holds carries the pool label; one it lacks may have lost it, which a fresh read tells
-      if (seen) return toVmMemberFacts(seen.vm, seen.vmi);
+      if (options.seenSince !== undefined) {
+        // each of the two from its cache when that has seen the version, else fresh: a storm moves the VMs' cache
+        // on quickly, the VMIs' one only as instances start and stop
+        const seen = cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, options.seenSince);
+        // a VM the cache holds carries the pool label; one it lacks may have lost it, which a fresh read tells
+        if (seen.vm?.object && seen.vmi) return toVmMemberFacts(seen.vm.object, seen.vmi.object);
+        if (seen.vm?.object) {
+          return toVmMemberFacts(seen.vm.object, await cluster.getVmi(ref.namespace, ref.member));
+        }
+      }
       try {
         return (await requireMember(ref)).facts;
       } catch (error) {
