@@ -350,3 +350,50 @@ describe('claims of one process planning from its synced watch caches', () => {
     expect(conflicts).toEqual([]);
   });
 });
+
+describe('a won member read from watch caches of which only the VMs have seen the win', () => {
+  it('takes the VM from its cache and reads only the VMI fresh', async () => {
+    const namespace = await createTestNamespace(cluster(), 'seen-vm');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = new KubeCluster(cluster().kubeConfig);
+    kube.startCaches([namespace], { clock: createTestClock() });
+    stopped.push(kube);
+    await kube.waitForCacheSync();
+    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    const backend = createVmBackend(ctx);
+    const ref = { namespace, member: 'devpool-1' };
+    const gets = () => kube.requestCounts.get('get') ?? 0;
+
+    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+      describe: 'the member to report Stopped',
+      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    });
+    // the win: any Lease write after which nothing of the member changed
+    const won = await other.context.cluster.createLease(namespace, {
+      metadata: { name: 'corral-vdi-devpool-1', labels: { 'corral.dev/vdi-pool': 'devpool' } },
+      spec: { holderIdentity: 'bob' },
+    });
+    const since = won.metadata.resourceVersion ?? '';
+    // neither cache has seen a change after the win: both are read fresh
+    let before = gets();
+    expect((await backend.readMember(ref, { seenSince: since }))?.member).toBe('devpool-1');
+    expect(gets() - before).toBe(2);
+
+    // a later change of the VM moves its cache past the win; no instance changed, so the VMIs' cache cannot tell
+    const later = await other.context.cluster.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { 'example.com/note': 'seen' } },
+    });
+    await waitFor(
+      () => kube.getVmAndVmiSeenSince(namespace, 'devpool-1', later.metadata.resourceVersion ?? ''),
+      {
+        describe: "the VMs' cache to see the change",
+        until: (seen) => seen.vm?.object !== undefined,
+      },
+    );
+    before = gets();
+    const facts = await backend.readMember(ref, { seenSince: since });
+    expect(facts?.resourceVersion).toBe(later.metadata.resourceVersion);
+    expect(gets() - before).toBe(1);
+  });
+});
