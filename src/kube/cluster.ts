@@ -57,19 +57,12 @@ export interface ListOptions {
   cached?: boolean;
   /**
    * A resourceVersion the answer must not be older than: it then shows every change made before that version.
-   * Answered from this process's synced watch cache once it has seen that version (waiting for it at most
-   * {@link cacheCatchUpMs}), else by the apiserver from its own watch cache once that has caught up, without a
-   * quorum read of etcd (the process's caches answer it only in `listLeases`).
+   * Answered from this process's synced watch cache when it has seen that version, else by the apiserver from its
+   * own watch cache once that has caught up, without a quorum read of etcd (the process's caches answer it only
+   * in `listLeases`).
    */
   notOlderThan?: string;
 }
-
-/**
- * How long a list not older than a resourceVersion waits for this process's synced watch cache to see it before it
- * asks the apiserver: the event of a write this process just made usually arrives within milliseconds, and a
- * request it spares is apiserver work that a claim storm is bound by.
- */
-export const cacheCatchUpMs = 250;
 
 // resourceVersion 0 lets the apiserver answer from its watch cache instead of a quorum read of etcd; any other
 // value asks for an answer not older than it, which the apiserver serves from its watch cache too
@@ -329,8 +322,6 @@ export class KubeCluster implements CacheSources {
     options: ListOptions = {},
   ): Promise<LeaseObject[]> {
     const leases = this.caches.get(namespace)?.leases;
-    if (options.notOlderThan !== undefined && leases?.isSynced())
-      await leases.seen(options.notOlderThan, cacheCatchUpMs);
     const cached =
       options.notOlderThan !== undefined
         ? leases?.listSeenSince(labelSelector, options.notOlderThan)

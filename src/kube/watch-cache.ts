@@ -110,8 +110,6 @@ export class WatchCache<T extends CachedObject> {
   private isSyncedNow = false;
   private failure: VdiError | undefined;
   private readonly waiters = new Set<{ resolve: () => void; reject: (error: VdiError) => void }>();
-  // callers of seen(), each woken by the version that reaches theirs
-  private readonly versionWaiters = new Set<{ since: string; wake: (seen: boolean) => void }>();
 
   private readonly source: WatchCacheSource<T>;
   private readonly options: WatchCacheOptions;
@@ -174,36 +172,6 @@ export class WatchCache<T extends CachedObject> {
     return this.list(labelSelector);
   }
 
-  /**
-   * Resolves `true` once this cache is synced and has seen resourceVersion `since` or later (so
-   * {@link WatchCache.listSeenSince} answers), `false` when `timeoutMs` passes first or the cache stops. A process
-   * waits here for the event of its own write rather than asking the apiserver.
-   */
-  seen(since: string, timeoutMs: number): Promise<boolean> {
-    if (this.hasSeen(since)) return Promise.resolve(true);
-    if (this.stopping.signal.aborted) return Promise.resolve(false);
-    return new Promise((resolve) => {
-      const waiter = {
-        since,
-        wake: (seen: boolean) => {
-          clearTimeout(timer);
-          this.versionWaiters.delete(waiter);
-          resolve(seen);
-        },
-      };
-      const timer = setTimeout(() => waiter.wake(false), timeoutMs);
-      this.versionWaiters.add(waiter);
-    });
-  }
-
-  private hasSeen(since: string): boolean {
-    return this.isSyncedNow && !isNewerVersion(since, this.lastVersion);
-  }
-
-  private wakeVersionWaiters(): void {
-    for (const waiter of this.versionWaiters) if (this.hasSeen(waiter.since)) waiter.wake(true);
-  }
-
   /** Calls `listener` with every change from now on; returns what removes it. */
   onChange(listener: (change: CacheChange<T>) => void): () => void {
     this.listeners.add(listener);
@@ -225,7 +193,6 @@ export class WatchCache<T extends CachedObject> {
   stop(): void {
     this.stopping.abort();
     this.isSyncedNow = false;
-    for (const waiter of this.versionWaiters) waiter.wake(false);
   }
 
   private emit(change: CacheChange<T>): void {
@@ -287,7 +254,6 @@ export class WatchCache<T extends CachedObject> {
     this.lastVersion = object.metadata?.resourceVersion ?? this.lastVersion;
     if (event.type === 'ADDED' || event.type === 'MODIFIED') this.keep(object);
     else if (event.type === 'DELETED') this.drop(object);
-    this.wakeVersionWaiters();
   }
 
   private async round(): Promise<WatchEnd> {
@@ -312,7 +278,6 @@ export class WatchCache<T extends CachedObject> {
     this.failure = undefined;
     for (const waiter of this.waiters) waiter.resolve();
     this.waiters.clear();
-    this.wakeVersionWaiters();
   }
 
   private noteFailure(error: VdiError): void {

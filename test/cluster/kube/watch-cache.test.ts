@@ -2,9 +2,8 @@ import { AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-n
 import { afterEach, describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
 import { leaseMemberLabel, leasePoolLabel } from '../../../src/keys.js';
-import { cacheCatchUpMs, KubeCluster } from '../../../src/kube/cluster.js';
-import { type CacheSources, startNamespaceCaches, type WatchFrom } from '../../../src/kube/cluster-caches.js';
-import type { WatchEvent } from '../../../src/kube/watch-stream.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import { type CacheSources, startNamespaceCaches } from '../../../src/kube/cluster-caches.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -37,20 +36,6 @@ async function cachedCluster(namespace: string, kube = new KubeCluster(cluster()
 }
 
 const lists = (kube: KubeCluster) => kube.requestCounts.get('list') ?? 0;
-
-/** The adapter, whose Lease watch delivers each event `eventDelayMs` late (in order): its cache lags for real. */
-class SlowLeaseWatch extends KubeCluster {
-  eventDelayMs = 0;
-
-  override watchLeases(namespace: string, labelSelector: string, from: WatchFrom) {
-    return super.watchLeases(namespace, labelSelector, {
-      ...from,
-      onEvent: (event: WatchEvent) => {
-        setTimeout(() => from.onEvent(event), this.eventDelayMs);
-      },
-    });
-  }
-}
 const holders = (leases: LeaseObject[]) =>
   leases.map((lease) => [lease.metadata.name, lease.spec.holderIdentity]).sort();
 
@@ -146,35 +131,6 @@ describe('the watch caches of a namespace', () => {
     // a version the cache has not seen yet goes to the apiserver
     const later = String(BigInt(kube.cachesOf(namespace)?.leases.resourceVersion() ?? '0') + 1n);
     expect(kube.cachesOf(namespace)?.leases.listSeenSince(selector, later)).toBeUndefined();
-  });
-
-  it('wait a moment for the event of a fresh write before a list not older than it asks the apiserver', async () => {
-    const namespace = await createTestNamespace(cluster(), 'cache-catch-up');
-    const kube = new SlowLeaseWatch(cluster().kubeConfig);
-    await cachedCluster(namespace, kube);
-    const other = new KubeCluster(cluster().kubeConfig);
-    const selector = `${leasePoolLabel}=devpool`;
-
-    // the event comes within the wait: the cache answers
-    kube.eventDelayMs = 100;
-    const bobs = await other.createLease(namespace, claimLease('devpool-1', 'bob'));
-    let before = lists(kube);
-    const seen = kube.listLeases(namespace, selector, { notOlderThan: bobs.metadata.resourceVersion ?? '' });
-    expect(holders(await seen)).toEqual([['corral-vdi-devpool-1', 'bob']]);
-    expect(lists(kube)).toBe(before);
-
-    // the event comes after the wait: the apiserver answers
-    kube.eventDelayMs = 10 * cacheCatchUpMs;
-    const alices = await other.createLease(namespace, claimLease('devpool-2', 'alice'));
-    before = lists(kube);
-    const asked = kube.listLeases(namespace, selector, {
-      notOlderThan: alices.metadata.resourceVersion ?? '',
-    });
-    expect(holders(await asked)).toEqual([
-      ['corral-vdi-devpool-1', 'bob'],
-      ['corral-vdi-devpool-2', 'alice'],
-    ]);
-    expect(lists(kube)).toBe(before + 1);
   });
 
   it('answer only the selectors they hold, and quorum reads always go to the apiserver', async () => {
