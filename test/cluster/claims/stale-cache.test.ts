@@ -56,22 +56,42 @@ afterEach(() => {
   for (const kube of stopped.splice(0)) kube.stopCaches();
 });
 
+/**
+ * A namespace with `size` members of pool `devpool` reporting Stopped, another process's SDK on it, and a context
+ * of that process whose adapter is `kube`, its watch caches synced. With `namespaceClock` the SDK's clock is also
+ * the simulator's for the namespace.
+ */
+async function setUpCached<K extends KubeCluster>(
+  prefix: string,
+  size: number,
+  kube: K,
+  options: { namespaceClock?: boolean } = {},
+) {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  await createPoolMembers(cluster(), namespace, 'devpool', size);
+  const clock = options.namespaceClock
+    ? await createNamespaceClock(cluster().kubeConfig, namespace)
+    : createTestClock();
+  const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+  await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
+    describe: 'the members to report Stopped',
+    until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+  });
+  const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+  ctx.backends.vm = createVmBackend(ctx);
+  kube.startCaches([namespace], { clock: createTestClock() });
+  stopped.push(kube);
+  await kube.waitForCacheSync();
+  return { namespace, clock, other, kube, ctx };
+}
+
 describe('a claim planned from a watch cache older than the cluster', () => {
   it("loses the Lease create for the member another process took since, takes another, and leaves the winner's Lease alone", async () => {
-    const namespace = await createTestNamespace(cluster(), 'stale-cache');
-    await createPoolMembers(cluster(), namespace, 'devpool', 2);
-    // another process: a broker replica without this one's cache
-    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
-    const kube = new HeldWatchCluster(cluster().kubeConfig);
-    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-      describe: 'the members to report Stopped',
-      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-    });
-    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
-    ctx.backends.vm = createVmBackend(ctx);
-    kube.startCaches([namespace], { clock: ctx.clock });
-    stopped.push(kube);
-    await kube.waitForCacheSync();
+    const { namespace, other, kube, ctx } = await setUpCached(
+      'stale-cache',
+      2,
+      new HeldWatchCluster(cluster().kubeConfig),
+    );
     const conflicts: string[] = [];
     ctx.events.on('claim-conflict', ({ desktopId, identity }) => conflicts.push(`${identity} ${desktopId}`));
 
@@ -113,20 +133,11 @@ describe('a claim planned from a watch cache older than the cluster', () => {
 
 describe("a claim planned from a watch cache that has not seen the identity's claim of a moment ago", () => {
   it('renews that claim, with its session, and takes no second member', async () => {
-    const namespace = await createTestNamespace(cluster(), 'stale-own');
-    await createPoolMembers(cluster(), namespace, 'devpool', 3);
-    // another process: a broker replica without this one's cache
-    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
-    const kube = new HeldWatchCluster(cluster().kubeConfig);
-    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-      describe: 'the members to report Stopped',
-      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-    });
-    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
-    ctx.backends.vm = createVmBackend(ctx);
-    kube.startCaches([namespace], { clock: ctx.clock });
-    stopped.push(kube);
-    await kube.waitForCacheSync();
+    const { namespace, other, kube, ctx } = await setUpCached(
+      'stale-own',
+      3,
+      new HeldWatchCluster(cluster().kubeConfig),
+    );
 
     kube.holding = true;
     const first = await other.claim({ pool: 'devpool', identity: 'alice' });
@@ -148,23 +159,15 @@ describe("a claim planned from a watch cache that has not seen the identity's cl
 
 describe('a member won from a watch cache that has not seen the win yet', () => {
   it("is read fresh, and given back while the previous holder's instance is still going down", async () => {
-    const namespace = await createTestNamespace(cluster(), 'stale-down');
-    await createPoolMembers(cluster(), namespace, 'devpool', 2);
-    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
-    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
-    const kube = new HeldWatchCluster(cluster().kubeConfig);
-    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-      describe: 'the members to report Stopped',
-      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-    });
+    const { namespace, clock, other, kube, ctx } = await setUpCached(
+      'stale-down',
+      2,
+      new HeldWatchCluster(cluster().kubeConfig),
+      { namespaceClock: true },
+    );
     await kube.patchVm(namespace, 'devpool-1', {
       metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
     });
-    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
-    ctx.backends.vm = createVmBackend(ctx);
-    kube.startCaches([namespace], { clock: createTestClock() });
-    stopped.push(kube);
-    await kube.waitForCacheSync();
 
     // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
     kube.holding = true;
@@ -202,19 +205,11 @@ function pauseControllers(namespace: string, paused: 'true' | null) {
 
 describe('a member won from a watch cache that has not seen its deletion', () => {
   it('is read fresh, and given back while it is being deleted', async () => {
-    const namespace = await createTestNamespace(cluster(), 'stale-deleting');
-    await createPoolMembers(cluster(), namespace, 'devpool', 1);
-    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
-    const kube = new HeldWatchCluster(cluster().kubeConfig);
-    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-      describe: 'the member to report Stopped',
-      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-    });
-    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
-    ctx.backends.vm = createVmBackend(ctx);
-    kube.startCaches([namespace], { clock: createTestClock() });
-    stopped.push(kube);
-    await kube.waitForCacheSync();
+    const { namespace, other, kube, ctx } = await setUpCached(
+      'stale-deleting',
+      1,
+      new HeldWatchCluster(cluster().kubeConfig),
+    );
 
     // another process deletes devpool-1; a finalizer keeps it in its deletion, which the held caches do not show,
     // and KubeVirt has not written `Terminating` yet (its controllers are paused), so the member still reads Stopped
@@ -320,19 +315,7 @@ class SlowOwnReadCluster extends KubeCluster {
 
 describe('claims of one process planning from its synced watch caches', () => {
   it('never race each other for a member, though one of them is slow between its read and its Lease write', async () => {
-    const namespace = await createTestNamespace(cluster(), 'own-race');
-    await createPoolMembers(cluster(), namespace, 'devpool', 3);
-    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
-    const kube = new SlowOwnReadCluster(cluster().kubeConfig);
-    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-      describe: 'the members to report Stopped',
-      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-    });
-    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
-    ctx.backends.vm = createVmBackend(ctx);
-    kube.startCaches([namespace], { clock: ctx.clock });
-    stopped.push(kube);
-    await kube.waitForCacheSync();
+    const { kube, ctx } = await setUpCached('own-race', 3, new SlowOwnReadCluster(cluster().kubeConfig));
     const conflicts: string[] = [];
     ctx.events.on('claim-conflict', ({ desktopId, identity }) => conflicts.push(`${identity} ${desktopId}`));
     const claim = (identity: string) =>
@@ -353,22 +336,14 @@ describe('claims of one process planning from its synced watch caches', () => {
 
 describe('a won member read from watch caches of which only the VMs have seen the win', () => {
   it('takes the VM from its cache and reads only the VMI fresh', async () => {
-    const namespace = await createTestNamespace(cluster(), 'seen-vm');
-    await createPoolMembers(cluster(), namespace, 'devpool', 1);
-    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
-    const kube = new KubeCluster(cluster().kubeConfig);
-    kube.startCaches([namespace], { clock: createTestClock() });
-    stopped.push(kube);
-    await kube.waitForCacheSync();
-    const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
+    const { namespace, other, kube, ctx } = await setUpCached(
+      'seen-vm',
+      1,
+      new KubeCluster(cluster().kubeConfig),
+    );
     const backend = createVmBackend(ctx);
     const ref = { namespace, member: 'devpool-1' };
     const gets = () => kube.requestCounts.get('get') ?? 0;
-
-    await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-      describe: 'the member to report Stopped',
-      until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-    });
     // the win: any Lease write after which nothing of the member changed
     const won = await other.context.cluster.createLease(namespace, {
       metadata: { name: 'corral-vdi-devpool-1', labels: { 'corral.dev/vdi-pool': 'devpool' } },
