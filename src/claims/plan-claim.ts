@@ -50,7 +50,8 @@ export interface PlanClaimInput {
  *   or recreated when ephemeral) and started again before the new holder gets it, as its previous guest may still
  *   run.
  * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user;
- *   `goingDown` counts the unheld members passed over because their previous instance still exists. Also
+ *   `goingDown` counts the unheld members passed over because their previous instance still exists, and the
+ *   members whose claim is being released (`corral.dev/vdi-releasing`): both are free in a moment. Also
  *   `NO_FREE_MEMBER` with `resetting` when the identity's live claim is of a member not listed or being deleted
  *   (a recreate under way, or a list older than a grow): that is its desktop, so it gets no second one.
  *
@@ -143,7 +144,13 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   pick.sort((left, right) => left.rank - right.rank);
   const chosen = input.order === 'random' ? pick[randomIndex(input.random, pick.length)] : pick[0];
   if (chosen === undefined) {
-    return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: unheld.length - open.length };
+    // a claim being released is as good as a member going down: free in a moment
+    const released = entries.filter((entry) => entry.lease && isReleasing(entry.lease) && !excluded(entry));
+    return {
+      kind: 'refuse',
+      code: 'NO_FREE_MEMBER',
+      goingDown: unheld.length - open.length + released.length,
+    };
   }
   return planTake(chosen, identity);
 }

@@ -222,6 +222,24 @@ describe('planClaim', () => {
     });
   });
 
+  it('counts a member whose claim is being released as going down, so a claim waits for it rather than refuse', () => {
+    const members = [member('devpool-1', { holder: 'bob' }), member('devpool-2', { holder: 'alice' })];
+    const alices = leaseOf('devpool-2', { holder: 'alice', sessionId: 'a', releasing: 'a' });
+    const leases = [leaseOf('devpool-1', { holder: 'bob', sessionId: 'b', releasing: 'b' }), alices];
+    const input = { identity: 'alice', order: 'lowest' as const, random: () => 0, now };
+    expect(planClaim({ ...input, members, leases })).toEqual({
+      kind: 'refuse',
+      code: 'NO_FREE_MEMBER',
+      goingDown: 2,
+    });
+    // a live claim of another identity is not going anywhere
+    expect(
+      planClaim({ ...input, members, leases: [leaseOf('devpool-1', { holder: 'bob' }), alices] }),
+    ).toMatchObject({
+      goingDown: 1,
+    });
+  });
+
   it('gives no second member to an identity whose live claim is of a member gone or being deleted', () => {
     const input = { identity: 'alice', order: 'lowest' as const, random: () => 0, now };
     const free = member('devpool-1');
