@@ -1,4 +1,3 @@
-import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
 import { membersBeingTaken, readPool } from '../../../src/claims/pool-reads.js';
@@ -7,8 +6,7 @@ import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
 import type { WatchEvent } from '../../../src/kube/watch-stream.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
-import { mergePatch } from '../../../src/testing/kubevirt/kube-calls.js';
-import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
+import { createNamespaceClock, setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -194,15 +192,6 @@ describe('a member won from a watch cache that has not seen the win yet', () => 
   });
 });
 
-function pauseControllers(namespace: string, paused: 'true' | null) {
-  return cluster()
-    .kubeConfig.makeApiClient(CoreV1Api)
-    .patchNamespace(
-      { name: namespace, body: { metadata: { annotations: { [simulatorAnnotations.paused]: paused } } } },
-      mergePatch,
-    );
-}
-
 describe('a member won from a watch cache that has not seen its deletion', () => {
   it('is read fresh, and given back while it is being deleted', async () => {
     const { namespace, other, kube, ctx } = await setUpCached(
@@ -214,7 +203,7 @@ describe('a member won from a watch cache that has not seen its deletion', () =>
     // another process deletes devpool-1; a finalizer keeps it in its deletion, which the held caches do not show,
     // and KubeVirt has not written `Terminating` yet (its controllers are paused), so the member still reads Stopped
     kube.holding = true;
-    await pauseControllers(namespace, 'true');
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const finalizer = 'test.corral.dev/hold';
     await other.context.cluster.patchVm(namespace, 'devpool-1', { metadata: { finalizers: [finalizer] } });
     await other.context.cluster.deleteVm(namespace, 'devpool-1');
@@ -231,7 +220,7 @@ describe('a member won from a watch cache that has not seen its deletion', () =>
       expect(vm?.spec.runStrategy).not.toBe('Always');
     } finally {
       kube.catchUp();
-      await pauseControllers(namespace, null);
+      await setSimulatorPaused(cluster().kubeConfig, namespace, false);
       await other.context.cluster.patchVm(namespace, 'devpool-1', { metadata: { finalizers: null } });
     }
   });
