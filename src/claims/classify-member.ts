@@ -120,6 +120,12 @@ export function classifyPoolMember(facts: PoolMemberFacts): MemberClassification
   return tellCaller(classifyMemberClaim({ member, lease, now }), member.member, identity);
 }
 
+/** {@link classifyPoolMember} from the member's claim as {@link classifyMemberClaim} already told it. */
+export function tellPoolMember(claim: ClaimLiveness, member: string, identity: string): MemberClassification {
+  checkIdentity(identity);
+  return tellCaller(claim, member, identity);
+}
+
 function checkIdentity(identity: string): void {
   if (identity === '') {
     throw new VdiError(

@@ -22,6 +22,20 @@ const keptMemberLength = maxSubdomainLength - leaseNamePrefix.length - 1 - short
  * @category claims
  */
 export function leaseNameFor(member: string): string {
+  let name = namedLeases.get(member);
+  if (name === undefined) {
+    name = nameLease(member);
+    if (namedLeases.size >= maxNamedLeases) namedLeases.clear();
+    namedLeases.set(member, name);
+  }
+  return name;
+}
+
+// a claim plans over its whole pool and names every member's Lease each time: the names of a few pools are kept
+const maxNamedLeases = 10_000;
+const namedLeases = new Map<string, string>();
+
+function nameLease(member: string): string {
   if (!isValidVmName(member)) {
     throw new VdiError(
       'INVALID_INPUT',

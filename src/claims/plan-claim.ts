@@ -4,7 +4,7 @@ import { leaseMemberLabel, leaseNamePrefix } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { compareNatural } from '../member-names.js';
 import { classifyLease, classifyMemberClaim, isClaimable } from './claim-liveness.js';
-import { classifyPoolMember } from './classify-member.js';
+import { type MemberClassification, tellPoolMember } from './classify-member.js';
 import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
@@ -113,12 +113,13 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   const ranks = rankNaturally(members.map((member) => member.member));
   const entries = members.map((member) => {
     const lease = leaseByName.get(leaseNameFor(member.member));
+    const claim = classifyMemberClaim({ member, lease, now });
     return {
       member,
       rank: ranks.get(member.member) ?? 0,
       lease,
-      state: classifyPoolMember({ member, lease, identity, now }),
-      claim: classifyMemberClaim({ member, lease, now }),
+      state: tellPoolMember(claim, member.member, identity),
+      claim,
     };
   });
   if (entries.length === 0) return { kind: 'refuse', code: 'POOL_NOT_FOUND', goingDown: 0 };
@@ -157,18 +158,19 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
 
 // The member of the identity's live claim (not being released) whose member is not listed, or is being deleted.
 function findResetting(input: PlanClaimInput, entries: readonly PlanEntry[]): string | undefined {
-  const listed = new Set(
-    entries.filter((entry) => !entry.member.deleting).map((entry) => leaseNameFor(entry.member.member)),
-  );
   // only claims of members count: a waiter's Lease of the pool is held by the identity too
-  const lease = input.leases.find(
+  const live = input.leases.filter(
     (candidate) =>
-      (candidate.metadata.name ?? '').startsWith(leaseNamePrefix) &&
-      !listed.has(candidate.metadata.name ?? '') &&
       candidate.spec.holderIdentity === input.identity &&
+      (candidate.metadata.name ?? '').startsWith(leaseNamePrefix) &&
       !isReleasing(candidate) &&
       classifyLease(candidate, input.now).kind === 'held',
   );
+  if (live.length === 0) return undefined;
+  const listed = new Set(
+    entries.filter((entry) => !entry.member.deleting).map((entry) => leaseNameFor(entry.member.member)),
+  );
+  const lease = live.find((candidate) => !listed.has(candidate.metadata.name ?? ''));
   if (lease === undefined) return undefined;
   return lease.metadata.labels?.[leaseMemberLabel] ?? memberFromLeaseName(lease.metadata.name ?? '') ?? '';
 }
@@ -188,7 +190,7 @@ interface PlanEntry {
   /** The member's place among the pool's names in natural order. */
   rank: number;
   lease: LeaseObject | undefined;
-  state: ReturnType<typeof classifyPoolMember>;
+  state: MemberClassification;
 }
 
 function isAdoptable(entry: PlanEntry): boolean {

@@ -90,6 +90,8 @@ export type CacheChange<T> = { type: 'added' | 'modified' | 'deleted'; object: T
 
 // enough for every deletion between two resyncs of a busy namespace; the oldest are forgotten first
 const maxTombstones = 10_000;
+// the selectors of a few pools, beside the identities' own ones that come and go
+const maxKeptAnswers = 16;
 
 /**
  * One resource of one namespace, listed once and then kept up by a watch with bookmarks: restarted from the last
@@ -110,6 +112,9 @@ export class WatchCache<T extends CachedObject> {
   private isSyncedNow = false;
   private failure: VdiError | undefined;
   private readonly waiters = new Set<{ resolve: () => void; reject: (error: VdiError) => void }>();
+  // a storm of claims lists the same pool many times between two changes: a few selectors' answers are kept till one
+  private changes = 0;
+  private readonly answers = new Map<string, { changes: number; objects: T[] }>();
 
   private readonly source: WatchCacheSource<T>;
   private readonly options: WatchCacheOptions;
@@ -148,9 +153,23 @@ export class WatchCache<T extends CachedObject> {
    */
   list(labelSelector?: string): T[] | undefined {
     if (!this.isSyncedNow) return undefined;
-    const requirements = parseLabelSelector(labelSelector ?? '');
+    const key = labelSelector ?? '';
+    const kept = this.answers.get(key);
+    if (kept?.changes === this.changes) {
+      // the most recently asked last, so the oldest is forgotten first
+      this.answers.delete(key);
+      this.answers.set(key, kept);
+      return [...kept.objects];
+    }
+    const requirements = parseLabelSelector(key);
     if (!requirements || !isWithinSelector(requirements, this.selector)) return undefined;
-    return [...this.objects.values()].filter((object) => matchesLabels(requirements, object.metadata.labels));
+    const objects = [...this.objects.values()].filter((object) =>
+      matchesLabels(requirements, object.metadata.labels),
+    );
+    this.answers.delete(key);
+    if (this.answers.size >= maxKeptAnswers) this.answers.delete(this.answers.keys().next().value as string);
+    this.answers.set(key, { changes: this.changes, objects });
+    return [...objects];
   }
 
   /**
@@ -206,6 +225,7 @@ export class WatchCache<T extends CachedObject> {
     // resourceVersions grow across the cluster, so this also orders a new object after the one it replaced
     if (known && !isNewerVersion(resourceVersion, known.metadata.resourceVersion)) return;
     this.objects.set(name, object);
+    this.changes += 1;
     this.emit({ type: known ? 'modified' : 'added', object });
   }
 
@@ -218,6 +238,7 @@ export class WatchCache<T extends CachedObject> {
     const known = this.objects.get(name);
     if (!known || known.metadata.uid !== uid) return;
     this.objects.delete(name);
+    this.changes += 1;
     this.emit({ type: 'deleted', object: known });
   }
 

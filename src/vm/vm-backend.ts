@@ -53,6 +53,21 @@ function notInPool(vm: VirtualMachine, { namespace, member }: MemberRef, pool?: 
 // a few rereads are normal while the VM's status changes
 const startAttempts = 5;
 
+// A watch cache hands out the same objects until they change, and a claim storm lists the pool once per claim:
+// each VM's facts are worked out once per pair of objects.
+const listedFacts = new WeakMap<
+  VirtualMachine,
+  { vmi: VirtualMachineInstance | undefined; facts: MemberFacts }
+>();
+
+function factsOfListed(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): MemberFacts {
+  const known = listedFacts.get(vm);
+  if (known !== undefined && known.vmi === vmi) return known.facts;
+  const facts = toVmMemberFacts(vm, vmi);
+  listedFacts.set(vm, { vmi, facts });
+  return facts;
+}
+
 interface RequiredMember {
   vm: VirtualMachine;
   vmi: VirtualMachineInstance | undefined;
@@ -159,7 +174,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         cluster.listVmis(namespace, options),
       ]);
       const vmiByName = new Map(vmis.map((vmi) => [vmi.metadata.name, vmi]));
-      return vms.map((vm) => toVmMemberFacts(vm, vmiByName.get(vm.metadata.name)));
+      return vms.map((vm) => factsOfListed(vm, vmiByName.get(vm.metadata.name)));
     },
 
     async readMember(ref, options = {}) {

@@ -182,6 +182,27 @@ describe('the watch caches of a namespace', () => {
     ]);
   });
 
+  it('answer a list asked again with nothing changed from what they kept, and a change in the very next list', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-kept');
+    const kube = await cachedCluster(namespace);
+    const alices = await kube.createLease(namespace, claimLease('devpool-1', 'alice'));
+    const cached = () => kube.listLeases(namespace, `${leasePoolLabel}=devpool`, { cached: true });
+    const first = await cached();
+    // a caller that changes its answer does not change the next one
+    first.pop();
+    const again = await cached();
+    expect(holders(again)).toEqual([['corral-vdi-devpool-1', 'alice']]);
+    expect(again).not.toBe(first);
+    await kube.createLease(namespace, claimLease('devpool-2', 'bob'));
+    expect(holders(await cached())).toEqual([
+      ['corral-vdi-devpool-1', 'alice'],
+      ['corral-vdi-devpool-2', 'bob'],
+    ]);
+    await kube.deleteLease(namespace, 'corral-vdi-devpool-1', { uid: alices.metadata.uid ?? '' });
+    expect(holders(await cached())).toEqual([['corral-vdi-devpool-2', 'bob']]);
+    expect(lists(kube)).toBe(3);
+  });
+
   it('back off after a refused watch, reject the sync with FORBIDDEN, and sync once the watch is granted', async () => {
     const namespace = await createTestNamespace(cluster(), 'cache-rbac');
     const missing = {
