@@ -87,6 +87,8 @@ export interface PresentedClaim {
   claimedAt: string | undefined;
   /** The claim's session ID (copies written before it was recorded have none). */
   sessionId: string | undefined;
+  /** The session a release ended on this member last (see {@link DesktopBackend.sealRelease}). */
+  releasedSession?: string | undefined;
 }
 
 /** A claim to show on a member: its holder, when it began and its session. @category backends */
@@ -97,7 +99,21 @@ export interface ClaimToPresent {
   claimedAt: string;
   /** The claim's session ID, so a take-back of this copy leaves a newer claim's copy of the same holder alone. */
   sessionId: string;
+  /** Start the member in the same write, where the backend can ({@link PresentOutcome} says whether it did). */
+  start?: boolean;
 }
+
+/**
+ * How a presentation write went. `sealed`: the write was conditional on the member carrying no release of this
+ * claim's session ({@link DesktopBackend.sealRelease}), so a release that began before it was seen, and one that
+ * begins after it resets the member after this write; the claim need not read its Lease again. `released`: a
+ * release of the claim's session had written the member first; nothing was written.
+ *
+ * @category backends
+ */
+export type PresentOutcome =
+  | { kind: 'presented'; resourceVersion: string; started: boolean; sealed: boolean }
+  | { kind: 'released' };
 
 /** The member as a caller read it, for a start conditional on it. @category backends */
 export type StartFrom = Pick<MemberFacts, 'resourceVersion' | 'usesLegacyRunField'>;
@@ -258,10 +274,21 @@ export interface DesktopBackend {
    * the member changed meanwhile it reads it again and retries a few times. Idempotent: a member that already
    * presents this claim is not written.
    *
-   * @returns the member's resourceVersion once it presents the claim, for a start conditional on it.
+   * @returns the member's resourceVersion once it presents the claim, for a start conditional on it, and whether
+   *   the write also started the member and was sealed against the claim's release (see {@link PresentOutcome}).
    * @throws `VdiError` `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing.
    */
-  presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<string>;
+  presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<PresentOutcome>;
+
+  /**
+   * A release's first write to a member it resets in place: removes `holder`'s presentation copy and records
+   * `sessionId` as released on the member, writing even when there is no copy, so that a presentation of that
+   * session conditional on an older read is refused and one on a newer read sees the record. Backends whose
+   * presentation is never {@link PresentOutcome} `sealed` leave it out, and a release clears their copy instead.
+   *
+   * @throws `VdiError` `CONFLICT` (retryable) when the member kept changing.
+   */
+  sealRelease?(ref: MemberRef, holder: string, sessionId: string): Promise<void>;
 
   /**
    * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone), and with

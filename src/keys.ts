@@ -20,6 +20,11 @@ export const leaseMemberLabel = 'corral.dev/vdi-member';
 export const leaseHolderLabel = 'corral.dev/vdi-holder-hash';
 /** Annotation on the Lease with the claim's session ID; it changes with every claim. @category keys */
 export const sessionIdAnnotation = 'corral.dev/vdi-session-id';
+/**
+ * VM annotation a release writes before it resets a persistent member: the session it ended, so that a claim of
+ * that session whose presentation comes later is refused. @category keys
+ */
+export const releasedSessionAnnotation = 'corral.dev/vdi-released-session';
 /** Lease annotation: start of the current or last connected period. @category keys */
 export const connectedAtAnnotation = 'corral.dev/vdi-connected-at';
 /** Lease annotation: end of the last connected period. @category keys */

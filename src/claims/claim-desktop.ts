@@ -7,6 +7,7 @@ import {
   type DesktopKind,
   defaultDesktopKind,
   type MemberFacts,
+  type PresentOutcome,
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
@@ -402,24 +403,34 @@ async function finishClaim(
     member = fresh;
     start = fresh.power !== 'running';
   }
+  const claim = {
+    holder: identity,
+    claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
+    sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+  };
+  let presented: PresentOutcome;
   try {
     // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
-    const presentedAt = await backend.presentClaim(member, {
-      holder: identity,
-      claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
-      sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+    presented = await backend.presentClaim(member, { ...claim, start }).catch((error: unknown) => {
+      // a start the cluster refuses must not cost the presentation: write that alone, and start as below
+      if (!start || isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
+      return backend.presentClaim(member, claim);
     });
-    // the start below is conditional on the member as presented, read before the claim is confirmed
-    member = { ...member, resourceVersion: presentedAt };
   } catch (error) {
     if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
     // a shrink removed the member after the pool was read: the Lease holds nothing, so give it back
     await deleteLeaseAsRead(ctx, lease);
     return undefined;
   }
-  if (!(await confirmHeld(ctx, backend, { member, lease, identity }))) return undefined;
+  // a release of this claim wrote the member first: nothing was written, and the claim goes on with another
+  if (presented.kind === 'released') return undefined;
+  // the start below is conditional on the member as presented, read before the claim is confirmed
+  member = { ...member, resourceVersion: presented.resourceVersion };
+  if (!presented.sealed && !(await confirmHeld(ctx, backend, { member, lease, identity }))) return undefined;
   let startError: string | undefined;
-  if (start) {
+  if (presented.started) {
+    ctx.events.emit('started', { desktopId: member.desktopId, identity });
+  } else if (start) {
     const outcome = await startClaimedMember(ctx, backend, member, { identity, lease });
     // a release ended the claim after all: take the copy back as above, and claim again
     if (outcome.kind === 'released') {

@@ -56,12 +56,15 @@ export interface ReleaseMemberOptions {
  * Resets a member and ends its claim: the one release path, used by holders, administrators and the reclaim
  * policy. {@link planRelease} decides. The release first makes the claim its own: it marks the Lease
  * `corral.dev/vdi-releasing` with its resourceVersion as precondition, so a claim or renewal that raced it loses
- * and nothing else is touched. Then the member's presentation copy is cleared, best-effort; then a persistent
- * member is stopped (its disks stay), an ephemeral one recreated from its golden VM; then the Lease is deleted. A
- * failed step leaves the Lease marked releasing under the same holder, and the next release finishes it.
+ * and nothing else is touched. Then a persistent VM member's copy is removed and the claim's session recorded as
+ * released on it (a write even without a copy, which a presentation of that claim racing the release meets), or
+ * another member's copy is cleared, best-effort; then a persistent member is stopped (its disks stay), an
+ * ephemeral one recreated from its golden VM; then the Lease is deleted. A failed step leaves the Lease marked
+ * releasing under the same holder, and the next release finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
- *   `MEMBER_NOT_FOUND`.
+ *   `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing while its release was recorded;
+ *   `FORBIDDEN` naming the permission when the caller may not patch it.
  */
 export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptions): Promise<ReleaseResult> {
   const { member, actor } = options;
@@ -77,7 +80,18 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   const auditTarget = force ? `${desktopId} (holder ${holder})` : desktopId;
   const fence = options.fence ?? (async () => {});
   let presentationError: unknown;
-  if (plan.clearPresentation) {
+  const session = sessionOf(plan, lease);
+  if (plan.clearPresentation && session && backend.sealRelease) {
+    await fence();
+    // First, and always a write: a presentation of this claim read before it is refused, and one read after it
+    // sees the session released, so the claim neither presents itself nor starts the member (see PresentOutcome)
+    try {
+      await backend.sealRelease({ namespace, member }, holder, session);
+    } catch (error) {
+      await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
+      throw error;
+    }
+  } else if (plan.clearPresentation) {
     await fence();
     // First, so that a start of this claim read before the releasing mark is refused: it is conditional on the
     // member as that start read it, and this write changes the member. A copy left on a stopped member without a
@@ -93,7 +107,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     reset = await backend.resetMember({ namespace, member, pool: plan.pool });
   } catch (error) {
     // a concurrent release of the same claim may have ended it meanwhile: answer as a repeated release would
-    await refuseIfEnded(ctx, backend, { ...options, namespace, expectedSessionId: sessionOf(plan, lease) });
+    await refuseIfEnded(ctx, backend, { ...options, namespace, expectedSessionId: session });
     const failed = new VdiError(
       plan.how === 'recreate' ? 'RECREATE_FAILED' : 'STOP_FAILED',
       `Could not ${plan.how} ${desktopId}, so it stays claimed by ${holder}, marked releasing: ${failureReason(error)} Release it again once the cause is fixed.`,

@@ -106,7 +106,9 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
     async presentClaim(facts, claim) {
       checkRef({ namespace: facts.namespace, member: facts.member });
       validateClaimToPresent(claim);
-      return await presentCtClaim(ctx, facts, claim, memberNotFound);
+      // a container member is made again by its release, which leaves no record: its claim checks its Lease
+      const resourceVersion = await presentCtClaim(ctx, facts, claim, memberNotFound);
+      return { kind: 'presented', resourceVersion, started: false, sealed: false };
     },
 
     async clearPresentation(ref, holder, sessionId) {

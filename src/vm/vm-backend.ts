@@ -22,7 +22,7 @@ import {
 import { recreateVmMember } from './recreate-vm-member.js';
 import { gatherVmConnectFacts } from './vm-connect-facts.js';
 import { asksToStop, toVmMemberFacts } from './vm-member-facts.js';
-import { clearVmPresentation, presentVmClaim } from './vm-presentation.js';
+import { clearVmPresentation, presentVmClaim, sealVmRelease } from './vm-presentation.js';
 import { checkVmUsbSupport } from './vm-usb-support.js';
 
 // the seam is reachable from every service, so it refuses malformed names before any request goes out
@@ -223,6 +223,12 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       checkRef(ref);
       validateIdentity(holder);
       return await clearVmPresentation(cluster, ref, holder, sessionId);
+    },
+
+    async sealRelease(ref, holder, sessionId) {
+      checkRef(ref);
+      validateIdentity(holder);
+      await sealVmRelease(cluster, ref, holder, sessionId);
     },
 
     async gatherConnectFacts(ref, options) {

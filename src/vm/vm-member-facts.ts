@@ -5,6 +5,7 @@ import {
   claimedAtAnnotation,
   ephemeralLabel,
   poolLabel,
+  releasedSessionAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
 } from '../keys.js';
@@ -116,6 +117,7 @@ export function toVmMemberFacts(vm: VirtualMachine, vmi: VirtualMachineInstance 
       label: labels[assignedToKey],
       claimedAt: annotations[claimedAtAnnotation],
       sessionId: annotations[sessionIdAnnotation],
+      releasedSession: annotations[releasedSessionAnnotation],
     },
     // a VM asked to stop whose instance lives is going down, whatever status KubeVirt has written yet
     previousInstance: finished || (live && (asked === 'stopped' || asked === 'stopping' || asksToStop(vm))),

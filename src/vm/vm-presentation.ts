@@ -1,10 +1,22 @@
 import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
-import type { ClaimToPresent, MemberFacts, MemberRef, PresentedClaim } from '../desktop-backend.js';
+import type {
+  ClaimToPresent,
+  MemberFacts,
+  MemberRef,
+  PresentedClaim,
+  PresentOutcome,
+} from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { assignedToKey, claimedAtAnnotation, sessionIdAnnotation } from '../keys.js';
+import {
+  assignedToKey,
+  claimedAtAnnotation,
+  releasedSessionAnnotation,
+  sessionIdAnnotation,
+} from '../keys.js';
 import type { KubeCluster } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { ObjectMeta } from '../kube-objects.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
 
 // a VM's status writes bump its resourceVersion too, so a few rereads are normal while it starts or stops
 const attempts = 5;
@@ -17,28 +29,38 @@ function memberNotFound({ namespace, member }: MemberRef): VdiError {
   );
 }
 
-function keptChanging({ namespace, member }: MemberRef, cause: unknown): VdiError {
+function keptChanging(
+  { namespace, member }: MemberRef,
+  cause: unknown,
+  writing = "its claim's presentation",
+): VdiError {
   return new VdiError(
     'CONFLICT',
-    `VM ${namespace}/${member} kept changing while its claim's presentation was written; try again.`,
+    `VM ${namespace}/${member} kept changing while ${writing} was written; try again.`,
     { retryable: true, details: { namespace, member }, cause },
   );
 }
 
 interface Observed {
+  uid: string;
   resourceVersion: string;
   presentation: PresentedClaim;
+  usesLegacyRunField: boolean;
 }
 
-function observedOf(metadata: ObjectMeta): Observed {
+function observedOf(vm: VirtualMachine): Observed {
+  const { metadata } = vm;
   return {
+    uid: metadata.uid ?? '',
     resourceVersion: metadata.resourceVersion ?? '',
     presentation: {
       holder: metadata.annotations?.[assignedToKey],
       label: metadata.labels?.[assignedToKey],
       claimedAt: metadata.annotations?.[claimedAtAnnotation],
       sessionId: metadata.annotations?.[sessionIdAnnotation],
+      releasedSession: metadata.annotations?.[releasedSessionAnnotation],
     },
+    usesLegacyRunField: typeof vm.spec.running === 'boolean' && vm.spec.runStrategy === undefined,
   };
 }
 
@@ -61,20 +83,29 @@ function presentsHolder(metadata: ObjectMeta, holder: string): boolean {
 /**
  * Writes the VM's presentation copy of a claim (annotation, label-safe label, claim time), conditional on the
  * resourceVersion in `facts`, then on each one read after a conflict. A VM that already presents the claim is
- * not written.
+ * not written. A persistent member is sealed against the claim's release: one that wrote the member first
+ * ({@link sealVmRelease}) either changed it since `facts` were read, so the write is refused and the record is
+ * read, or is in `facts`; then nothing is written. Such a write also starts the member when `claim.start` asks.
+ * An ephemeral member is made again by its release, which carries no record, so its claim checks its Lease.
  *
- * @returns the VM's resourceVersion once it presents the claim.
  * @throws `VdiError` `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the VM kept changing.
  */
 export async function presentVmClaim(
   cluster: KubeCluster,
   facts: MemberFacts,
   claim: ClaimToPresent,
-): Promise<string> {
+): Promise<PresentOutcome> {
   const ref = { namespace: facts.namespace, member: facts.member };
   let observed: Observed = facts;
   for (let attempt = 1; ; attempt += 1) {
-    if (presents(observed, claim)) return observed.resourceVersion;
+    // a member made again since it was planned carries no release record
+    const sealed = !facts.ephemeral && observed.uid === facts.uid;
+    const released = observed.presentation.releasedSession;
+    if (sealed && released !== undefined && released === claim.sessionId) return { kind: 'released' };
+    const start = sealed && claim.start === true;
+    if (presents(observed, claim) && !start) {
+      return { kind: 'presented', resourceVersion: observed.resourceVersion, started: false, sealed };
+    }
     try {
       const written = await cluster.patchVm(ref.namespace, ref.member, {
         metadata: {
@@ -86,15 +117,63 @@ export async function presentVmClaim(
             [sessionIdAnnotation]: claim.sessionId,
           },
         },
+        ...(start
+          ? { spec: observed.usesLegacyRunField ? { running: true } : { runStrategy: 'Always' } }
+          : {}),
       });
-      return written.metadata.resourceVersion ?? '';
+      return {
+        kind: 'presented',
+        resourceVersion: written.metadata.resourceVersion ?? '',
+        started: start,
+        sealed,
+      };
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref);
       if (!isConflictReason(error, 'Conflict')) throw error;
       if (attempt === attempts) throw keptChanging(ref, error);
       const vm = await cluster.getVm(ref.namespace, ref.member);
       if (!vm) throw memberNotFound(ref);
-      observed = observedOf(vm.metadata);
+      observed = observedOf(vm);
+    }
+  }
+}
+
+/**
+ * A release's first write to a persistent member: removes `holder`'s copy (any session of it) and records
+ * `sessionId` as released, conditional on the resourceVersion read, writing even when there is no copy. A VM that
+ * is gone, or already records the session with no copy left, is not written.
+ *
+ * @throws `VdiError` `CONFLICT` (retryable) when the VM kept changing.
+ */
+export async function sealVmRelease(
+  cluster: KubeCluster,
+  ref: MemberRef,
+  holder: string,
+  sessionId: string,
+): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    const vm = await cluster.getVm(ref.namespace, ref.member);
+    if (!vm) return;
+    const copy = presentsHolder(vm.metadata, holder);
+    if (!copy && vm.metadata.annotations?.[releasedSessionAnnotation] === sessionId) return;
+    try {
+      await cluster.patchVm(ref.namespace, ref.member, {
+        metadata: {
+          resourceVersion: vm.metadata.resourceVersion,
+          ...(copy ? { labels: { [assignedToKey]: null } } : {}),
+          annotations: {
+            [releasedSessionAnnotation]: sessionId,
+            ...(copy
+              ? { [assignedToKey]: null, [claimedAtAnnotation]: null, [sessionIdAnnotation]: null }
+              : {}),
+          },
+        },
+      });
+      return;
+    } catch (error) {
+      if (isVdiError(error, 'NOT_FOUND')) return;
+      if (!isConflictReason(error, 'Conflict')) throw error;
+      if (attempt === attempts) throw keptChanging(ref, error, "its claim's release");
     }
   }
 }

@@ -64,10 +64,22 @@ class OrderedCluster extends KubeCluster {
 
   /** Writes of a VM's run field (starts), counted as they are sent. */
   runFieldWrites = 0;
+  /** Presentation writes the apiserver refused as written on an older read. */
+  refusedPresentations = 0;
+  /** Runs once before the next presentation write of a claim, as another process acting in between. */
+  beforeNextPresentation: (() => Promise<void>) | undefined;
 
   override async patchVm(...args: Parameters<KubeCluster['patchVm']>) {
+    const { metadata } = args[2] as { metadata?: { annotations?: Record<string, string | null> } };
+    const presenting = metadata?.annotations?.['corral.dev/vdi-session-id'];
+    const before = presenting ? this.beforeNextPresentation : undefined;
+    if (before) this.beforeNextPresentation = undefined;
+    await before?.();
     if (args[2].spec !== undefined) this.runFieldWrites += 1;
-    const patched = await super.patchVm(...args);
+    const patched = await super.patchVm(...args).catch((error: unknown) => {
+      if (presenting) this.refusedPresentations += 1;
+      throw error;
+    });
     this.written.add('presentation');
     return patched;
   }
@@ -76,7 +88,13 @@ class OrderedCluster extends KubeCluster {
     return this.failReadsAfter !== undefined && this.written.has(this.failReadsAfter);
   }
 
+  /** Runs once before the next read of a VM that follows a member Lease write. */
+  beforeNextVmRead: (() => Promise<void>) | undefined;
+
   override async getVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
+    const before = this.written.has('lease') ? this.beforeNextVmRead : undefined;
+    if (before) this.beforeNextVmRead = undefined;
+    await before?.();
     if (this.readsFail) throw new VdiError('FORBIDDEN', 'no get on VMs');
     return await super.getVm(namespace, name);
   }
@@ -235,23 +253,6 @@ describe('claims of one identity at once against the real apiserver', () => {
   });
 });
 
-describe('a claim racing a release of itself', () => {
-  it('does not start its member for nobody when the release lands between its last read of the claim and the start', async () => {
-    const { namespace, kube, claim } = await setUp('start-after-release', 1);
-    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
-    let released = '';
-    kube.afterPresentedLeaseRead = async () => {
-      // the claim found its Lease holding; now a release of it (another tab of alice) runs to the end
-      const [lease] = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
-      released = lease?.metadata.labels?.['corral.dev/vdi-member'] ?? '';
-      await other.release({ member: released, identity: 'alice' });
-    };
-    const alice = await claim('alice');
-    expect(released).toBe('devpool-1');
-    await expectNoMemberRunsForNobody(kube, namespace, alice);
-  });
-});
-
 /** The adapter of another process whose Lease deletes wait until the test lets them go. */
 class HeldDeleteCluster extends KubeCluster {
   private reached: () => void = () => {};
@@ -274,15 +275,52 @@ class HeldDeleteCluster extends KubeCluster {
   }
 }
 
-describe("a claim racing a release of itself, with the start between the release's reset and its Lease delete", () => {
-  it('has its start refused, because the release changed the member before it reset it', async () => {
-    const { namespace, vdi, kube, claim } = await setUp('start-mid-release', 1);
+describe('a claim racing a release of itself', () => {
+  it('neither presents itself nor starts its member when the release ran to the end between its read of the member and its write', async () => {
+    const { namespace, kube, claim } = await setUp('start-after-release', 1);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const sessions: string[] = [];
+    kube.beforeNextPresentation = async () => {
+      // the claim read its member; now a release of it (another tab of alice) runs to the end
+      const [lease] = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+      sessions.push(lease?.metadata.annotations?.['corral.dev/vdi-session-id'] ?? '');
+      await other.release({ member: 'devpool-1', identity: 'alice' });
+    };
+    const alice = await claim('alice');
+    // the first claim's write was refused, and it took the member again with a session of its own
+    expect(kube.refusedPresentations).toBe(1);
+    expect(sessions).toHaveLength(1);
+    expect(alice.sessionId).not.toBe(sessions[0]);
+    await expectNoMemberRunsForNobody(kube, namespace, alice);
+    const vm = await kube.getVm(namespace, 'devpool-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(alice.sessionId);
+  });
+
+  it('writes nothing when the release ran to the end between its Lease write and its read of the member', async () => {
+    const { namespace, kube, claim } = await setUp('read-after-release', 1);
+    const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    let releasedSession = '';
+    kube.beforeNextVmRead = async () => {
+      const [lease] = await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool');
+      releasedSession = lease?.metadata.annotations?.['corral.dev/vdi-session-id'] ?? '';
+      await other.release({ member: 'devpool-1', identity: 'alice' });
+    };
+    const alice = await claim('alice');
+    // the member the claim read carried the release's record of its session: it did not even try to write
+    expect(releasedSession).not.toBe('');
+    expect(kube.refusedPresentations).toBe(0);
+    expect(alice.sessionId).not.toBe(releasedSession);
+    await expectNoMemberRunsForNobody(kube, namespace, alice);
+  });
+
+  it('is refused when the release, held before its Lease delete, wrote its record on a member without a copy', async () => {
+    const { namespace, vdi, kube, claim } = await setUp('present-mid-release', 1);
     const held = new HeldDeleteCluster(cluster().kubeConfig);
     const releaseCtx: VdiContext = { ...vdi.context, cluster: held, backends: {} };
     releaseCtx.backends.vm = createVmBackend(releaseCtx);
     let releasing: Promise<unknown> | undefined;
-    kube.afterPresentedLeaseRead = async () => {
-      // the claim found its Lease holding; a release of it runs up to its Lease delete (the member stopped)
+    kube.beforeNextPresentation = async () => {
+      // a release of the claim runs up to its Lease delete: the member carries no copy yet, and is stopped
       releasing = releaseMember(releaseCtx, {
         namespace,
         member: 'devpool-1',
@@ -292,9 +330,9 @@ describe("a claim racing a release of itself, with the start between the release
       await held.atDelete;
     };
     const claimed = claim('alice');
-    await waitFor(() => kube.runFieldWrites, {
-      describe: "the claim's start to be sent",
-      until: (writes) => writes >= 1,
+    await waitFor(() => kube.refusedPresentations, {
+      describe: "the claim's presentation to be refused",
+      until: (refused) => refused >= 1,
     });
     held.letDeletesGo();
     await releasing;

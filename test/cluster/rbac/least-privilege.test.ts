@@ -463,8 +463,15 @@ const expected: Record<string, string[]> = {
   'watch leases.coordination.k8s.io': ['watch caches'],
   'watch virtualmachines.kubevirt.io': ['watch caches'],
   'watch virtualmachineinstances.kubevirt.io': ['watch caches'],
-  // the pass removes the copy the release without patch left behind
-  'patch virtualmachines.kubevirt.io': ['claim', 'assign', 'start', 'session pass (renew)'],
+  // a release records itself on the member before it resets it, so that a racing claim cannot start it for nobody
+  'patch virtualmachines.kubevirt.io': [
+    'claim',
+    'assign',
+    'start',
+    'release',
+    'unassign',
+    'session pass (reclaim)',
+  ],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
   'get virtualmachineinstances.kubevirt.io': [
     'claim',
