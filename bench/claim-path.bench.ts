@@ -27,7 +27,7 @@ import { createSessionEngine } from '../src/sessions/session-engine.js';
 import { createTestClock, type TestClock } from '../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
 import { type ControlPlaneProcess, startControlPlaneProcess } from './support/control-plane.js';
-import { postClaimsFromChild } from './support/http-claims.js';
+import { startClaimsChild } from './support/http-claims.js';
 import {
   type Cost,
   findApiserverPid,
@@ -407,14 +407,14 @@ describe('the claim path', () => {
     const server: Server = keepBrokerConnectionsAlive(createServer(broker.handleNode));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const client = await startClaimsChild({
+      url: `${url}/api/vdi/pools/vm/${brokerNamespace}/${pool}/claim`,
+      count: brokerClaims,
+      limit: concurrency,
+      header: tailscaleLoginHeader,
+    });
     const viaBroker = await measure([vdi.context.cluster], apiserverPid, async () => {
-      const outcome = await postClaimsFromChild({
-        url: `${url}/api/vdi/pools/vm/${brokerNamespace}/${pool}/claim`,
-        count: brokerClaims,
-        limit: concurrency,
-        header: tailscaleLoginHeader,
-      });
-      expect(outcome).toEqual({ statuses: { 200: brokerClaims }, failures: [] });
+      expect(await client.run()).toEqual({ statuses: { 200: brokerClaims }, failures: [] });
     });
     await new Promise<void>((resolve) => {
       server.close(() => resolve());

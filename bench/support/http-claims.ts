@@ -29,28 +29,46 @@ async function worker() {
     }
   }
 }
+// started and loaded, the client waits for the parent's word, so its start-up is not timed
+process.stdout.write('ready\\n');
+await new Promise((resolve) => process.stdin.once('data', resolve));
 await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
 process.stdout.write(JSON.stringify({ statuses, failures }));
+process.stdin.destroy();
 `;
 
 /**
- * POSTs `count` claims to `url`, `limit` at a time, from a process of its own, as a broker's clients are: the
- * measured process then runs only the broker, as the SDK row runs only the SDK.
+ * Starts a process of its own that POSTs `count` claims to `url`, `limit` at a time, as a broker's clients are:
+ * the measured process then runs only the broker, as the SDK row runs only the SDK. Resolves once the process is
+ * up, so that its start-up is not timed; `run` sends the claims and resolves with what they answered.
  */
-export async function postClaimsFromChild(options: {
+export async function startClaimsChild(options: {
   url: string;
   count: number;
   limit: number;
   header: string;
-}): Promise<HttpClaimsOutcome> {
+}): Promise<{ run: () => Promise<HttpClaimsOutcome> }> {
   const child = spawn(process.execPath, ['--input-type=module', '-e', clientCode, JSON.stringify(options)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    output += chunk;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+      if (output.startsWith('ready\n')) resolve();
+    });
+    exited.then((code) =>
+      reject(new Error(`the HTTP client process ended with code ${code} before it was up`)),
+    );
   });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`the HTTP client process ended with code ${code}`);
-  return JSON.parse(output) as HttpClaimsOutcome;
+  await ready;
+  return {
+    run: async () => {
+      child.stdin.write('go');
+      const code = await exited;
+      if (code !== 0) throw new Error(`the HTTP client process ended with code ${code}`);
+      return JSON.parse(output.slice('ready\n'.length)) as HttpClaimsOutcome;
+    },
+  };
 }
