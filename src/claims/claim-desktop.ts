@@ -179,20 +179,16 @@ async function claimMember(
     let turn: LockedTurn;
     try {
       turn = await takeTurn(ctx, backend, asked, view, held);
-    } finally {
-      // a lock that cannot be deleted now (the apiserver went away) is taken over as stale by the next claim; a
-      // refusal (no delete right) is the caller's to fix, and is said
-      if (held.lock) {
-        await deleteLeaseAsRead(ctx, held.lock.lease).catch((error: unknown) => {
-          if (isVdiError(error) && error.retryable) return false;
-          throw error;
-        });
-      }
+    } catch (error) {
+      await giveBackLock(ctx, held.lock);
+      throw error;
     }
+    const unlocking = giveBackLock(ctx, held.lock);
     if (turn.kind === 'won') {
-      const result = await finishClaim(ctx, backend, turn.plan, turn.lease, asked);
+      const result = await finishClaim(ctx, backend, turn, asked, unlocking);
       if (result) return result;
-    } else if (turn.kind === 'refused') {
+    } else await unlocking;
+    if (turn.kind === 'refused') {
       const { plan } = turn;
       // a cached read may lag, and members passed over may have come free: only a fresh read refuses
       if (view.cached || turn.passedOver) {
@@ -214,6 +210,18 @@ async function claimMember(
     reads += 1;
     view = await readView(ctx, backend, asked, false);
   }
+}
+
+/**
+ * Deletes the claimant Lease a turn held. One that cannot be deleted now (the apiserver went away) is taken over as
+ * stale by the next claim; a refusal (no delete right) is the caller's to fix, and is said.
+ */
+async function giveBackLock(ctx: VdiContext, lock: ClaimantLock | undefined): Promise<void> {
+  if (!lock) return;
+  await deleteLeaseAsRead(ctx, lock.lease).catch((error: unknown) => {
+    if (isVdiError(error) && error.retryable) return false;
+    throw error;
+  });
 }
 
 /**
@@ -257,6 +265,11 @@ async function takeTurn(
   // members this turn lost a race for: it tries others before reading again
   const lost = new Set<string>();
   for (;;) {
+    // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over; before the
+    // plan, so that nothing is awaited between the pick and its note among the members being taken, which the
+    // process's other claims pass over
+    held.lock = held.lock && (await keepClaimantLock(ctx, held.lock));
+    if (!held.lock) return { kind: 'overtaken' };
     const takenHere = membersBeingTaken(ctx, { namespace, pool });
     // the waitlist's hook: free members held for earlier waiters are not this claim's to take; without a live
     // waiter none are, and its plan over the whole pool is spared
@@ -283,9 +296,6 @@ async function takeTurn(
       // released or changed meanwhile: read again
       return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
-    // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over
-    held.lock = held.lock && (await keepClaimantLock(ctx, held.lock));
-    if (!held.lock) return { kind: 'overtaken' };
     const target = { kind: backend.kind, namespace, pool, member: plan.member.member, identity };
     const written = await takeMember(ctx, target, () =>
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
@@ -349,15 +359,17 @@ function readWonMember(
   backend: DesktopBackend,
   plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
   lease: LeaseObject,
+  unlocking: Promise<void>,
 ): Promise<MemberFacts | undefined> | undefined {
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) return undefined;
   if (plan.kind !== 'create' && plan.kind !== 'replace') return undefined;
   // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
-  // freed the member deleted its Lease only after it asked the member to stop.
+  // freed the member deleted its Lease only after it asked the member to stop. They are looked at once the
+  // claimant Lease's delete is answered: by then they have most often seen the win.
   const { resourceVersion } = lease.metadata;
   return backend.readMember(
     { namespace: plan.member.namespace, member: plan.member.member },
-    resourceVersion === undefined ? {} : { seenSince: resourceVersion },
+    resourceVersion === undefined ? {} : { seenSince: resourceVersion, cachesAfter: unlocking },
   );
 }
 
@@ -369,17 +381,22 @@ function readWonMember(
 async function finishClaim(
   ctx: VdiContext,
   backend: DesktopBackend,
-  plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
-  written: LeaseObject,
+  won: Extract<LockedTurn, { kind: 'won' }>,
   asked: ClaimAsked,
+  unlocking: Promise<void>,
 ): Promise<ClaimResult | undefined> {
   const { identity } = asked;
+  const { plan, lease: written } = won;
   let member = plan.member;
   let lease = written;
   let start = plan.start;
-  // read after the claimant Lease's delete: by then the watch caches have most often seen the won Lease's version,
-  // and answer without a request
-  const reading = readWonMember(backend, plan, written);
+  // the member is read while the claimant Lease is deleted
+  const reading = readWonMember(backend, plan, written, unlocking);
+  // a claimant Lease that may not be deleted is said before the claim writes anything more, as it was won
+  await unlocking.catch(async (error: unknown) => {
+    await reading?.catch(() => undefined);
+    throw error;
+  });
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) {
     // The previous holder's guest may still run: the new holder gets the member only once it is reset.
     ({ facts: member, lease } = await finishTakeover(ctx, backend, {

@@ -179,15 +179,21 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
 
     async readMember(ref, options = {}) {
       checkRef(ref);
-      if (options.seenSince !== undefined) {
+      const since = options.seenSince;
+      if (since !== undefined) {
         // each of the two from its cache when that has seen the version, else fresh: a storm moves the VMs' cache
-        // on quickly, the VMIs' one only as instances start and stop
-        const seen = cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, options.seenSince);
+        // on quickly, the VMIs' one only as instances start and stop, so the VMI is asked for at once
+        const seenVmi = cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, since).vmi;
+        const vmi = seenVmi ? Promise.resolve(seenVmi.object) : cluster.getVmi(ref.namespace, ref.member);
+        // awaited below; a failure meanwhile is not an unhandled one
+        vmi.catch(() => {});
+        await options.cachesAfter?.catch(() => {});
+        const seenVm = cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, since).vm?.object;
         // a VM the cache holds carries the pool label; one it lacks may have lost it, which a fresh read tells
-        if (seen.vm?.object && seen.vmi) return toVmMemberFacts(seen.vm.object, seen.vmi.object);
-        if (seen.vm?.object) {
-          return toVmMemberFacts(seen.vm.object, await cluster.getVmi(ref.namespace, ref.member));
-        }
+        const vm = seenVm ?? (await cluster.getVm(ref.namespace, ref.member));
+        if (!vm) return undefined;
+        if (!vm.metadata.labels?.[poolLabel]) throw notInPool(vm, ref);
+        return toVmMemberFacts(vm, await vmi);
       }
       try {
         return (await requireMember(ref)).facts;
