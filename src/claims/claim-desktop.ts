@@ -392,6 +392,8 @@ async function finishClaim(
   let start = plan.start;
   // the member is read while the claimant Lease is deleted
   const reading = readWonMember(backend, plan, written, unlocking);
+  // awaited below, after the claimant Lease's delete: a failure meanwhile is not an unhandled one
+  reading?.catch(() => undefined);
   // a claimant Lease that may not be deleted is said before the claim writes anything more, as it was won
   await unlocking.catch(async (error: unknown) => {
     await reading?.catch(() => undefined);

@@ -35,6 +35,16 @@ class OrderedCluster extends KubeCluster {
     return await super.listLeases(...args);
   }
 
+  /** Runs once before the next delete of a claimant Lease, as a slow apiserver would make it wait. */
+  beforeNextClaimantDelete: (() => Promise<void>) | undefined;
+
+  override async deleteLease(...args: Parameters<KubeCluster['deleteLease']>) {
+    const before = args[1].startsWith('corral-vdi-claimant-') ? this.beforeNextClaimantDelete : undefined;
+    if (before) this.beforeNextClaimantDelete = undefined;
+    await before?.();
+    return await super.deleteLease(...args);
+  }
+
   /** Runs once after the first read of a member's Lease that follows its presentation write. */
   afterPresentedLeaseRead: (() => Promise<void>) | undefined;
 
@@ -375,6 +385,30 @@ describe('a claim that did its work', () => {
     const { namespace, kube, claim, holders } = await setUp('readwon', 1);
     kube.failReadsAfter = 'lease';
     await expect(claim('alice')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    expect(await holders()).toEqual([]);
+    expect(await kube.listLeases(namespace)).toEqual([]);
+  });
+
+  it('fails as cleanly when that read fails before the claimant Lease is deleted, leaving no failure unhandled', async () => {
+    const { namespace, kube, ctx, claim, holders } = await setUp('readwon-early', 1);
+    const vm = createVmBackend(ctx);
+    // a backend that reads the member at once, without waiting for the caches, as the container one does
+    ctx.backends.vm = {
+      ...vm,
+      readMember: async () => {
+        throw new VdiError('FORBIDDEN', 'pods "c-1" is forbidden: cannot get');
+      },
+    };
+    kube.beforeNextClaimantDelete = () => new Promise((resolve) => setTimeout(resolve, 200));
+    const unhandled: unknown[] = [];
+    const note = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', note);
+    try {
+      await expect(claim('alice')).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    } finally {
+      process.off('unhandledRejection', note);
+    }
+    expect(unhandled).toEqual([]);
     expect(await holders()).toEqual([]);
     expect(await kube.listLeases(namespace)).toEqual([]);
   });
