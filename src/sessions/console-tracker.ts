@@ -44,7 +44,7 @@ export interface OpenConsoleOptions {
   kind: ConsoleKind;
 }
 
-/** One open console. Close it when its connection ends; closing twice does nothing. @category sessions */
+/** One open console. Close it when its connection ends; a second close resolves with the first. @category sessions */
 export interface ConsoleHandle {
   /** `vm/<namespace>/<member>`. */
   readonly desktopId: string;
@@ -308,7 +308,17 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     }
     keepBeating();
     const opened = entry;
-    let closed = false;
+    const closeOnce = async () => {
+      // a console of a claim that ended, or that this engine already forgot, changes nothing
+      if (tracked.get(key) !== opened) return;
+      opened.open -= 1;
+      if (opened.open > 0) return;
+      opened.disconnectedAt = ctx.clock.now();
+      opened.version += 1;
+      // a failed write stays pending; the next pass writes it
+      await syncMarks(namespace, member, opened).catch(() => undefined);
+    };
+    let closing: Promise<void> | undefined;
     return keepLive(
       key,
       {
@@ -317,17 +327,10 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
         kind,
         openedAt: now,
         ended: controller.signal,
-        async close() {
-          if (closed) return;
-          closed = true;
-          // a console of a claim that ended, or that this engine already forgot, changes nothing
-          if (tracked.get(key) !== opened) return;
-          opened.open -= 1;
-          if (opened.open > 0) return;
-          opened.disconnectedAt = ctx.clock.now();
-          opened.version += 1;
-          // a failed write stays pending; the next pass writes it
-          await syncMarks(namespace, member, opened).catch(() => undefined);
+        // every call resolves when the one close is recorded, so a host closing on two socket events waits for it
+        close: () => {
+          closing ??= closeOnce();
+          return closing;
         },
       },
       controller,

@@ -196,7 +196,7 @@ function newReplicaId(): string {
  * });
  * engine.start();
  * const handle = await engine.openConsole({ member: 'devpool-1', identity: 'alice@example.com', kind: 'vnc' });
- * // an upgraded socket may end or fail without a close; closing the handle twice does nothing
+ * // an upgraded socket may end or fail without a close; closing the handle again waits for the first close
  * for (const event of ['end', 'error', 'close']) socket.once(event, () => void handle.close());
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` for bad options.

@@ -6,7 +6,6 @@ import { isVdiError, VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
-import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';

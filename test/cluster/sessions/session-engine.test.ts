@@ -175,6 +175,20 @@ describe('the session engine against a real apiserver', () => {
     );
   });
 
+  it('resolves a second close of a handle only once the first has recorded the disconnect', async () => {
+    const setup = await setUp();
+    const [member = ''] = setup.claimed;
+    const engine = setup.engine();
+    const handle = await engine.openConsole({ member, identity: 'user-1@example.com', kind: 'vnc' });
+    // a host closes on both 'error' and 'close' of one socket, and reads the desktop after the second
+    const first = handle.close();
+    await handle.close();
+    expect((await leaseOf(setup, member))?.metadata.annotations?.[disconnectedAtAnnotation]).toBe(
+      setup.clock.now().toISOString(),
+    );
+    await first;
+  });
+
   it('never reclaims by grace a desktop that never had a console', async () => {
     const setup = await setUp();
     const engine = setup.engine();
