@@ -121,7 +121,8 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
           ? await takeRemovalLease(ctx, { namespace, pool: name, member }, lease)
           : undefined;
         if (written) taken.set(member, written);
-        else if (removable) lost.push(member);
+        // unforced, a member that cannot be taken is in use, also one the pool's read showed as being deleted
+        else if (removable || !force) lost.push(member);
       });
       if (lost.length > 0 && !force) {
         for (const lease of taken.values()) await deleteLeaseAsRead(ctx, lease);

@@ -1,4 +1,4 @@
-import { type ClaimFacts, classifyClaim, isClaimable } from '../claims/claim-liveness.js';
+import { type ClaimFacts, classifyClaim, classifyLease, isClaimable } from '../claims/claim-liveness.js';
 import { removalHolder } from '../keys.js';
 import { nextMemberNames } from '../member-names.js';
 import { isFreeMember, type PoolView } from './pool-view.js';
@@ -118,8 +118,9 @@ export function planResize(input: ResizeInput): ResizePlan {
 
 /**
  * The last check before a shrink or a pool delete takes one member's Lease to remove it: only a member nobody
- * holds, or one a removal holds (`corral-vdi/resize`, perhaps left by one that died), is removed. The Lease
- * write that follows is conditional, so a claim landing after this check makes it lose and the member stays.
+ * holds, or one a removal holds (`corral-vdi/resize`, perhaps left by one that died), is removed. A member already
+ * being deleted is judged by its Lease alone. The Lease write that follows is conditional, so a claim landing
+ * after this check makes it lose and the member stays.
  *
  * @example
  * ```ts
@@ -130,7 +131,15 @@ export function planResize(input: ResizeInput): ResizePlan {
  * @category pools
  */
 export function planMemberRemoval(facts: ClaimFacts): { kind: 'remove' } | { kind: 'skip' } {
-  const claim = classifyClaim(facts);
+  const { lease, now } = facts;
+  const found = classifyClaim(facts);
+  // a member already being deleted may be a reset making it again for the live claim on its Lease
+  const claim =
+    found.kind !== 'deleting'
+      ? found
+      : lease === undefined
+        ? { kind: 'free' as const }
+        : classifyLease(lease, now);
   const removable = isClaimable(claim) || (claim.kind === 'held' && claim.holder === removalHolder);
   return removable ? { kind: 'remove' } : { kind: 'skip' };
 }

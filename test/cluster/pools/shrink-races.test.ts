@@ -128,6 +128,44 @@ describe('a shrink or pool delete racing a claim, against the real apiserver', (
     expect(await leases()).toEqual([]);
   });
 
+  it('refuses a pool delete while a claimed member is being deleted (a reset making it again), and keeps the claim', async () => {
+    const { namespace, kube, ctx, claim, leases } = await setUp('deletereset', 2);
+    const alice = await claim('alice');
+    // KubeVirt's finalizer keeps a deleted VM until its instance is gone; a reset deletes and makes it again
+    await kube.patchVm(namespace, alice.member, { metadata: { finalizers: ['corral.dev/test-hold'] } });
+    await kube.deleteVm(namespace, alice.member);
+    await waitFor(async () => (await kube.getVm(namespace, alice.member))?.metadata.deletionTimestamp, {
+      describe: `${alice.member} to show its deletion`,
+    });
+    const refused = await deletePool(ctx, { name: 'devpool' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await kube.patchVm(namespace, alice.member, { metadata: { finalizers: null } });
+    expect(isVdiError(refused, 'POOL_IN_USE')).toBe(true);
+    expect((refused as VdiError).message).toContain(`${alice.member} (alice)`);
+    expect(await leases()).toEqual([[`corral-vdi-${alice.member}`, 'alice']]);
+  });
+
+  it('deletes a free member that is already being deleted with the rest of the pool', async () => {
+    const { namespace, kube, ctx, members, leases } = await setUp('deletegoing', 2);
+    await kube.patchVm(namespace, 'devpool-2', { metadata: { finalizers: ['corral.dev/test-hold'] } });
+    await kube.deleteVm(namespace, 'devpool-2');
+    await waitFor(async () => (await kube.getVm(namespace, 'devpool-2'))?.metadata.deletionTimestamp, {
+      describe: 'devpool-2 to show its deletion',
+    });
+    const deleted = await deletePool(ctx, { name: 'devpool' });
+    await kube.patchVm(namespace, 'devpool-2', { metadata: { finalizers: null } });
+    expect(deleted).toMatchObject({ members: ['devpool-1', 'devpool-2'], forced: false });
+    await waitFor(
+      async () => (await members()).length === 0 && (await kube.listVms(namespace)).length === 0,
+      {
+        describe: 'both members to be gone',
+      },
+    );
+    expect(await leases()).toEqual([]);
+  });
+
   it('drops the Lease a shrink that died after deleting its member left, on the next resize', async () => {
     const { kube, ctx, claim, members, leases } = await setUp('shrinkgone', 3);
     kube.failNextLeaseDelete = true;
