@@ -38,7 +38,7 @@ import {
   sizesFromEnv,
 } from './support/measure.js';
 import { SlowCloneCluster, timePoolCreate } from './support/pool-create-timing.js';
-import { createNamespace, seedClaimedDesktops, seedMembers } from './support/seed.js';
+import { createNamespace, seedClaimedDesktops, seedMembers, waitForSettledVms } from './support/seed.js';
 
 const stormSizes = sizesFromEnv('BENCH_STORM_SIZES', [50, 200, 800]);
 // floor and storm alternate this many times per size, and the run with the median ratio is reported
@@ -158,17 +158,21 @@ async function runStorm(size: number) {
   const seeder = new KubeCluster(kubeConfig());
   const floorMembers = await seedMembers(seeder, floorNamespace, pool, size);
   await seedMembers(seeder, stormNamespace, pool, size);
+  // each run starts once the simulator has finished with the seeding and with the run before it
+  await waitForSettledVms(seeder, [floorNamespace, stormNamespace]);
   const floorKube = new KubeCluster(kubeConfig());
   const floor = await measure([floorKube], apiserverPid, () =>
     bareClaims(floorKube, floorNamespace, floorMembers, concurrency),
   );
   const vdi = await cachedVdi(stormNamespace);
+  await waitForSettledVms(seeder, [floorNamespace, stormNamespace]);
   let outcome = { claimed: 0, refused: 0 };
   const storm = await measure([vdi.context.cluster], apiserverPid, async () => {
     outcome = await claimAll(vdi, stormNamespace, size, concurrency);
   });
   vdi.stopCaches();
   expect(outcome).toEqual({ claimed: size, refused: 0 });
+  await waitForSettledVms(seeder, [stormNamespace]);
   return { floor, storm };
 }
 

@@ -59,3 +59,27 @@ export async function seedClaimedDesktops(
     });
   });
 }
+
+const settlePollMs = 200;
+const settleTimeoutMs = 180_000;
+
+/**
+ * Waits until the simulated KubeVirt has caught up with every VM of `namespaces` (each shows Stopped or Running as
+ * its run strategy asks), so that a measured run does not pay for the tail of the work before it.
+ */
+export async function waitForSettledVms(kube: KubeCluster, namespaces: readonly string[]): Promise<void> {
+  const deadline = performance.now() + settleTimeoutMs;
+  for (;;) {
+    const vms = (await Promise.all(namespaces.map((namespace) => kube.listVms(namespace)))).flat();
+    const pending = vms.filter(
+      (vm) => vm.status?.printableStatus !== (vm.spec.runStrategy === 'Always' ? 'Running' : 'Stopped'),
+    );
+    if (pending.length === 0) return;
+    if (performance.now() > deadline) {
+      throw new Error(
+        `${pending.length} VMs of ${namespaces.join(', ')} never settled, such as ${pending[0]?.metadata.name}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, settlePollMs));
+  }
+}
