@@ -203,6 +203,14 @@ export interface OpenConsoleStreamOptions {
   maxPayload: number;
 }
 
+/** One pool's members as a backend's caches hold them: see {@link DesktopBackend.followMembers}. @category backends */
+export interface MemberFollower {
+  /** The names of the pool's members now. */
+  names(): string[];
+  /** A member's facts now; `undefined` when it is not (or no longer) a member of the pool. */
+  member(name: string): MemberFacts | undefined;
+}
+
 /**
  * What differs between desktop kinds, behind one seam. Services pick the backend by a member's `kind` and never
  * see KubeVirt or Pod objects. The claim (a Lease) is not the backend's: it is the same for every kind, and a
@@ -224,6 +232,18 @@ export interface DesktopBackend {
    * from its watch cache, a moment behind the latest writes: for planning that a precondition checks afterwards.
    */
   listMembers(namespace: string, pool?: string, options?: { cached?: boolean }): Promise<MemberFacts[]>;
+
+  /**
+   * Follows one pool's members in this process's synced watch caches of `namespace`: `onChange` hears the name of
+   * every member (or object that may be one) that changed, and the answer reads members from the caches without a
+   * request, for as long as those caches run. `undefined` when no synced caches of `namespace` run. A backend without
+   * caches leaves it out, and its claims plan from {@link DesktopBackend.listMembers}.
+   */
+  followMembers?(
+    namespace: string,
+    pool: string,
+    onChange: (member: string) => void,
+  ): MemberFollower | undefined;
 
   /**
    * One member's facts, read fresh. Reads, never writes. With `seenSince` (a resourceVersion), a backend may answer

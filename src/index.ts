@@ -142,6 +142,7 @@ export type {
   MemberConsole,
   MemberDevice,
   MemberFacts as BackendMemberFacts,
+  MemberFollower,
   MemberPower,
   MemberRef,
   OpenConsoleStreamOptions,

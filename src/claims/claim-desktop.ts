@@ -32,6 +32,7 @@ import {
   isPoolCacheSynced,
   membersBeingTaken,
   noteMemberWritten,
+  poolIndexOf,
   readPool,
   takeMember,
   withOwnClaims,
@@ -162,12 +163,15 @@ async function claimMember(
   asked: ClaimAsked,
 ): Promise<ClaimResult> {
   const { namespace, pool } = asked;
-  let view = await readView(ctx, backend, asked, true);
+  // with the process's caches synced, a turn plans from them as they are then: nothing is read before it
+  let view: ClaimView | undefined = isPoolCacheSynced(ctx, namespace)
+    ? undefined
+    : await readView(ctx, backend, asked, true);
   let waits = 0;
   // Every fresh read follows members passed over, a lost race or a member given back, so they are bounded by the
   // pool's size.
   for (let reads = 1; ; ) {
-    if (reads > view.members.length + 2) {
+    if (view && reads > view.members.length + 2) {
       throw new VdiError(
         'CLAIM_CHANGED',
         `The claims of pool "${pool}" kept changing while claiming; try again.`,
@@ -191,7 +195,7 @@ async function claimMember(
     if (turn.kind === 'refused') {
       const { plan } = turn;
       // a cached read may lag, and members passed over may have come free: only a fresh read refuses
-      if (view.cached || turn.passedOver) {
+      if (view === undefined || view.cached || turn.passedOver) {
         reads += 1;
         view = await readView(ctx, backend, asked, false);
         continue;
@@ -246,7 +250,7 @@ async function takeTurn(
   ctx: VdiContext,
   backend: DesktopBackend,
   asked: ClaimAsked,
-  view: ClaimView,
+  view: ClaimView | undefined,
   held: { lock: ClaimantLock | undefined },
 ): Promise<LockedTurn> {
   const { namespace, pool, identity, order } = asked;
@@ -255,13 +259,15 @@ async function takeTurn(
   const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
     notOlderThan: held.lock?.lease.metadata.resourceVersion ?? '',
   });
-  // the process's synced caches cost no request, and show what its other claims took since the view was read
-  const viewNow = async () => {
-    const current =
-      view.cached && isPoolCacheSynced(ctx, namespace) ? await readView(ctx, backend, asked, true) : view;
-    return { members: current.members, leases: withOwnClaims(current.leases, own, shortHash(identity)) };
+  const holderHash = shortHash(identity);
+  // The process's synced caches cost no request, and show what its other claims took since the view was read;
+  // their index of the pool gives a claim in random order the few members that can matter to it, at once.
+  const fromCaches = () => view === undefined || (view.cached && isPoolCacheSynced(ctx, namespace));
+  const excerptNow = (exclude: ReadonlySet<string>, now: Date) => {
+    const index =
+      order === 'random' && fromCaches() ? poolIndexOf(ctx, backend, { namespace, pool }) : undefined;
+    return index?.excerpt({ identity, own, exclude, now, random: Math.random });
   };
-  let { members, leases } = await viewNow();
   // members this turn lost a race for: it tries others before reading again
   const lost = new Set<string>();
   for (;;) {
@@ -270,10 +276,19 @@ async function takeTurn(
     // process's other claims pass over
     held.lock = held.lock && (await keepClaimantLock(ctx, held.lock));
     if (!held.lock) return { kind: 'overtaken' };
-    const takenHere = membersBeingTaken(ctx, { namespace, pool });
+    let takenHere = membersBeingTaken(ctx, { namespace, pool });
+    let now = ctx.clock.now();
+    let current = excerptNow(new Set([...lost, ...takenHere]), now);
+    if (current === undefined) {
+      current = view !== undefined && !fromCaches() ? view : await readView(ctx, backend, asked, true);
+      // what the process's other claims took while this one read
+      takenHere = membersBeingTaken(ctx, { namespace, pool });
+      now = ctx.clock.now();
+    }
+    const members = current.members;
+    const leases = withOwnClaims(current.leases, own, holderHash);
     // the waitlist's hook: free members held for earlier waiters are not this claim's to take; without a live
     // waiter none are, and its plan over the whole pool is spared
-    const now = ctx.clock.now();
     const waitlist =
       splitWaiterLeases(leases, backend.kind, now).live.length === 0
         ? { reserved: new Set<string>(), queue: [] }
@@ -304,7 +319,6 @@ async function takeTurn(
     if (written) return { kind: 'won', plan, lease: written };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);
-    ({ members, leases } = await viewNow());
   }
 }
 

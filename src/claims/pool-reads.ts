@@ -2,6 +2,9 @@ import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
 import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { waiterLabel } from '../waitlist/waitlist-keys.js';
+import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
+import { PoolClaimIndex } from './pool-index.js';
 
 /** A pool as one read saw it: its members and their claim Leases. */
 export interface PoolRead {
@@ -56,6 +59,72 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
 export function isPoolCacheSynced(ctx: VdiContext, namespace: string): boolean {
   const caches = ctx.cluster.cachesOf(namespace);
   return caches !== undefined && Object.values(caches).every((cache) => cache.isSynced());
+}
+
+/** A pool's claim index, and the pool's waiter Leases, whose plan needs the whole pool. */
+interface IndexedPool {
+  index: PoolClaimIndex;
+  waiters: Set<string>;
+}
+
+// per set of caches, so caches started again build their indexes again
+const indexes = new WeakMap<object, Map<string, IndexedPool>>();
+
+/**
+ * The claim index of a pool ({@link PoolClaimIndex}), kept up to date from this process's synced watch caches of
+ * its namespace; `undefined` without them, for a backend that does not follow its members, or while the pool has
+ * waiters, whose queue is planned over the whole pool.
+ */
+export function poolIndexOf(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  target: { namespace: string; pool: string },
+): PoolClaimIndex | undefined {
+  const { namespace, pool } = target;
+  const caches = ctx.cluster.cachesOf(namespace);
+  if (caches === undefined || !isPoolCacheSynced(ctx, namespace)) return undefined;
+  let byPool = indexes.get(caches);
+  if (byPool === undefined) {
+    byPool = new Map();
+    indexes.set(caches, byPool);
+  }
+  const key = `${backend.kind}/${pool}`;
+  let indexed = byPool.get(key);
+  if (indexed === undefined) {
+    // the index is made once both feeds are subscribed, and they tell it nothing before: it reads all it starts from
+    let index: PoolClaimIndex | undefined;
+    const follower = backend.followMembers?.(namespace, pool, (member) => index?.changed(member));
+    if (follower === undefined) return undefined;
+    const { leases } = caches;
+    const ofPool = (lease: LeaseObject) => lease.metadata.labels?.[leasePoolLabel] === pool;
+    const waiters = new Set(
+      (leases.list(`${leasePoolLabel}=${pool}`) ?? [])
+        .filter((lease) => lease.metadata.labels?.[waiterLabel] !== undefined)
+        .map((lease) => lease.metadata.name ?? ''),
+    );
+    leases.onChange(({ type, object }) => {
+      if (!ofPool(object)) return;
+      const name = object.metadata.name ?? '';
+      if (object.metadata.labels?.[waiterLabel] !== undefined) {
+        if (type === 'deleted') waiters.delete(name);
+        else waiters.add(name);
+        return;
+      }
+      const member = memberFromLeaseName(name);
+      if (member !== undefined) index?.changed(member);
+    });
+    index = new PoolClaimIndex({
+      names: follower.names,
+      member: follower.member,
+      lease(member) {
+        const lease = leases.get(leaseNameFor(member));
+        return lease && ofPool(lease) ? lease : undefined;
+      },
+    });
+    indexed = { index, waiters };
+    byPool.set(key, indexed);
+  }
+  return indexed.waiters.size === 0 ? indexed.index : undefined;
 }
 
 /**

@@ -172,6 +172,11 @@ export class WatchCache<T extends CachedObject> {
     return [...objects];
   }
 
+  /** One cached object by name, as this cache last saw it (do not change it); `undefined` when it holds none. */
+  get(name: string): T | undefined {
+    return this.objects.get(name);
+  }
+
   /**
    * One cached object by name, when this cache is synced and has seen resourceVersion `since` or later, so it shows
    * every change to what it caches made before `since` (a watch delivers in order); `undefined` otherwise. The

@@ -177,6 +177,24 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       return vms.map((vm) => factsOfListed(vm, vmiByName.get(vm.metadata.name)));
     },
 
+    followMembers(namespace, pool, onChange) {
+      const caches = cluster.cachesOf(namespace);
+      if (!caches?.vms.isSynced() || !caches.vmis.isSynced()) return undefined;
+      const { vms, vmis } = caches;
+      const tell = ({ object }: { object: { metadata: { name?: string } } }) =>
+        onChange(object.metadata.name ?? '');
+      vms.onChange(tell);
+      vmis.onChange(tell);
+      return {
+        names: () => (vms.list(`${poolLabel}=${pool}`) ?? []).map((vm) => vm.metadata.name ?? ''),
+        member(name) {
+          const vm = vms.get(name);
+          if (vm?.metadata.labels?.[poolLabel] !== pool) return undefined;
+          return factsOfListed(vm, vmis.get(name));
+        },
+      };
+    },
+
     async readMember(ref, options = {}) {
       checkRef(ref);
       const since = options.seenSince;

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
-import { membersBeingTaken, readPool } from '../../../src/claims/pool-reads.js';
+import { membersBeingTaken, poolIndexOf, readPool } from '../../../src/claims/pool-reads.js';
 import type { VdiContext } from '../../../src/context.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
@@ -359,5 +359,74 @@ describe('a won member read from watch caches of which only the VMs have seen th
     const facts = await backend.readMember(ref, { seenSince: since });
     expect(facts?.resourceVersion).toBe(later.metadata.resourceVersion);
     expect(gets() - before).toBe(1);
+  });
+});
+
+describe("claims in random order planned from the pool's index in the process's caches", () => {
+  it('lose their Lease creates cleanly to claims the caches have not seen, and never make two holders', async () => {
+    const { namespace, other, kube, ctx } = await setUpCached(
+      'index-stale',
+      6,
+      new HeldWatchCluster(cluster().kubeConfig),
+    );
+    const backend = ctx.backends.vm as NonNullable<typeof ctx.backends.vm>;
+    const conflicts: string[] = [];
+    ctx.events.on('claim-conflict', ({ desktopId }) => conflicts.push(desktopId.split('/')[2] ?? ''));
+    expect(poolIndexOf(ctx, backend, { namespace, pool: 'devpool' })).toBeDefined();
+
+    // another process takes three members, which the held caches never show to this one
+    kube.holding = true;
+    const theirs = await Promise.all(
+      ['bob', 'carol', 'dave'].map(async (identity) => {
+        const claim = await other.assign({ pool: 'devpool', identity });
+        return [claim.member, await kube.getLease(namespace, `corral-vdi-${claim.member}`)] as const;
+      }),
+    );
+    const ours = await Promise.allSettled(
+      ['erin', 'frank', 'grace', 'heidi', 'ivan', 'judy'].map((identity) =>
+        claimDesktop(ctx, { pool: 'devpool', identity }, { actor: undefined, order: 'random' }),
+      ),
+    );
+    const won = ours.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value.member] : []));
+    const refused = ours.flatMap((outcome) =>
+      outcome.status === 'rejected' ? [(outcome.reason as { code?: string }).code] : [],
+    );
+    expect(refused).toEqual(['NO_FREE_MEMBER', 'NO_FREE_MEMBER', 'NO_FREE_MEMBER']);
+    const taken = theirs.map(([member]) => member);
+    expect(new Set([...won, ...taken]).size).toBe(6);
+    // every lost create was for a member the other process holds, whose Lease is as it wrote it
+    for (const member of conflicts) expect(taken).toContain(member);
+    for (const [member, lease] of theirs)
+      expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toEqual(lease);
+    const holders = (await kube.listLeases(namespace, 'corral.dev/vdi-pool=devpool')).map(
+      (lease) => lease.spec.holderIdentity,
+    );
+    expect(holders).toHaveLength(6);
+    expect(new Set(holders).size).toBe(6);
+    kube.catchUp();
+  });
+
+  it('follows the caches: members claimed and given back elsewhere leave and rejoin the open ones', async () => {
+    const { namespace, other, kube, ctx } = await setUpCached(
+      'index-follow',
+      2,
+      new KubeCluster(cluster().kubeConfig),
+    );
+    const backend = ctx.backends.vm as NonNullable<typeof ctx.backends.vm>;
+    const openNow = () =>
+      poolIndexOf(ctx, backend, { namespace, pool: 'devpool' })
+        ?.excerpt({ identity: 'alice', own: [], exclude: new Set(), now: ctx.clock.now(), random: () => 0 })
+        ?.members.map((member) => member.member)
+        .sort();
+    expect(openNow()).toEqual(['devpool-1', 'devpool-2']);
+    const bob = await other.assign({ pool: 'devpool', identity: 'bob' });
+    await waitFor(openNow, { describe: "the index to see bob's claim", until: (open) => open?.length === 1 });
+    expect(openNow()).not.toContain(bob.member);
+    await other.release({ member: bob.member, identity: 'bob' });
+    await waitFor(openNow, {
+      describe: "the index to see bob's member stopped and free again",
+      until: (open) => open?.length === 2,
+    });
+    expect(kube.isCaching(namespace)).toBe(true);
   });
 });
