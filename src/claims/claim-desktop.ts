@@ -123,6 +123,9 @@ export async function claimDesktop(
   }
 }
 
+// how long a turn waits for the process's Lease cache to see its claimant Lease before it lists its own claims
+const ownClaimsCacheWaitMs = 250;
+
 /** What a claim plans from: the pool as read, and how fresh the read is. */
 interface ClaimView {
   members: MemberFacts[];
@@ -255,9 +258,11 @@ async function takeTurn(
 ): Promise<LockedTurn> {
   const { namespace, pool, identity, order } = asked;
   // Every claim of the identity that finished wrote its member's Lease before it deleted the claimant Lease, so
-  // before this claim created it: a list not older than that write shows them all, from a watch cache.
+  // before this claim created it: a list not older than that write shows them all, from a watch cache. The
+  // process's Lease cache sees the claimant write's own event a moment later; the apiserver answers if it does not.
   const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
     notOlderThan: held.lock?.lease.metadata.resourceVersion ?? '',
+    cacheWaitMs: ownClaimsCacheWaitMs,
   });
   const holderHash = shortHash(identity);
   // The process's synced caches cost no request, and show what its other claims took since the view was read;

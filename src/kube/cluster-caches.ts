@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { VdiError } from '../errors.js';
-import { leasePoolLabel, poolLabel } from '../keys.js';
+import { poolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import type { Sleep } from './retry.js';
@@ -19,10 +19,10 @@ export interface WatchFrom {
 
 /** The adapter's list and watch calls the caches are made of, each counted like every other request. */
 export interface CacheSources {
-  /** Lists a namespace's Leases by label selector, with the list's resourceVersion. */
-  listLeasesToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<LeaseObject>>;
-  /** Watches a namespace's Leases by label selector; resolves once the watch is open. */
-  watchLeases(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
+  /** Lists a namespace's Leases, with the list's resourceVersion. */
+  listLeasesToWatch(namespace: string): Promise<ListedObjects<LeaseObject>>;
+  /** Watches a namespace's Leases; resolves once the watch is open. */
+  watchLeases(namespace: string, from: WatchFrom): Promise<OpenWatch>;
   /** Lists a namespace's VMs by label selector, with the list's resourceVersion. */
   listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>>;
   /** Watches a namespace's VMs by label selector; resolves once the watch is open. */
@@ -33,7 +33,7 @@ export interface CacheSources {
   watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch>;
 }
 
-/** What the caches of one namespace hold: the claim Leases, the pool members' VMs and every VMI. */
+/** What the caches of one namespace hold: its Leases, the pool members' VMs and every VMI. */
 export interface NamespaceCaches {
   leases: WatchCache<LeaseObject>;
   vms: WatchCache<VirtualMachine>;
@@ -90,12 +90,12 @@ export function startNamespaceCaches(
     signal,
   });
   return {
+    // every Lease, not the claims alone: a claim waits for its claimant Lease's own event here (see claims.md)
     leases: cacheOf<LeaseObject>({
-      describe: `claim Leases in ${namespace}`,
-      labelSelector: leasePoolLabel,
-      list: () => sources.listLeasesToWatch(namespace, leasePoolLabel),
-      watch: (version, onEvent, signal) =>
-        sources.watchLeases(namespace, leasePoolLabel, from(version, onEvent, signal)),
+      describe: `Leases in ${namespace}`,
+      labelSelector: undefined,
+      list: () => sources.listLeasesToWatch(namespace),
+      watch: (version, onEvent, signal) => sources.watchLeases(namespace, from(version, onEvent, signal)),
     }),
     vms: cacheOf<VirtualMachine>({
       describe: `pool VirtualMachines in ${namespace}`,

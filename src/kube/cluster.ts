@@ -62,6 +62,11 @@ export interface ListOptions {
    * in `listLeases`).
    */
   notOlderThan?: string;
+  /**
+   * With `notOlderThan`: how long to wait for this process's synced cache to see that version (its own write's event
+   * is on the way) before asking the apiserver; only in `listLeases`. @defaultValue 0
+   */
+  cacheWaitMs?: number;
 }
 
 // resourceVersion 0 lets the apiserver answer from its watch cache instead of a quorum read of etcd; any other
@@ -322,6 +327,8 @@ export class KubeCluster implements CacheSources {
     options: ListOptions = {},
   ): Promise<LeaseObject[]> {
     const leases = this.caches.get(namespace)?.leases;
+    if (options.notOlderThan !== undefined && options.cacheWaitMs)
+      await leases?.seen(options.notOlderThan, options.cacheWaitMs);
     const cached =
       options.notOlderThan !== undefined
         ? leases?.listSeenSince(labelSelector, options.notOlderThan)
@@ -388,20 +395,20 @@ export class KubeCluster implements CacheSources {
     return deleted !== undefined;
   }
 
-  /** Lists a namespace's Leases by label selector with the list's resourceVersion, where a watch of them starts. */
-  async listLeasesToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<LeaseObject>> {
+  /** Lists a namespace's Leases with the list's resourceVersion, where a watch of them starts. */
+  async listLeasesToWatch(namespace: string): Promise<ListedObjects<LeaseObject>> {
     const list = await this.call('list', `list Leases in ${namespace}`, () =>
-      this.coordination.listNamespacedLease({ namespace, labelSelector }),
+      this.coordination.listNamespacedLease({ namespace }),
     );
     return { items: list.items.map(leaseFromApi), resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
-  /** Watches a namespace's Leases by label selector; resolves once the watch is open, with its end. */
-  watchLeases(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch> {
+  /** Watches a namespace's Leases; resolves once the watch is open, with its end. */
+  watchLeases(namespace: string, from: WatchFrom): Promise<OpenWatch> {
     const doing = `watch Leases in ${namespace}`;
     return this.call('watch', doing, () =>
       this.openWatch(
-        `${collectionPath({ ...leaseApi }, namespace)}${watchQuery(labelSelector, from)}`,
+        `${collectionPath({ ...leaseApi }, namespace)}${watchQuery(undefined, from)}`,
         from,
         (object) => leaseFromApi(object as V1Lease),
       ),

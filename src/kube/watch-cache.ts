@@ -115,6 +115,8 @@ export class WatchCache<T extends CachedObject> {
   // a storm of claims lists the same pool many times between two changes: a few selectors' answers are kept till one
   private changes = 0;
   private readonly answers = new Map<string, { changes: number; objects: T[] }>();
+  // readers waiting for this cache to see a resourceVersion, each with what ends its wait
+  private readonly versionWaiters = new Map<string, Set<() => void>>();
 
   private readonly source: WatchCacheSource<T>;
   private readonly options: WatchCacheOptions;
@@ -196,6 +198,28 @@ export class WatchCache<T extends CachedObject> {
     return this.list(labelSelector);
   }
 
+  /**
+   * Resolves once this synced cache has seen resourceVersion `since` or a later one (an event or a bookmark), or
+   * after `waitMs`, whichever is first; {@link WatchCache.listSeenSince} then tells which. At once when not synced.
+   */
+  async seen(since: string, waitMs: number): Promise<void> {
+    if (!this.isSyncedNow || !isNewerVersion(since, this.lastVersion)) return;
+    const waiting = this.versionWaiters.get(since) ?? new Set();
+    this.versionWaiters.set(since, waiting);
+    // a real timer, not the restart backoff's sleep: this bounds a wait for an event on its way
+    await new Promise<void>((resolve) => {
+      const end = () => {
+        clearTimeout(timer);
+        waiting.delete(end);
+        if (waiting.size === 0 && this.versionWaiters.get(since) === waiting)
+          this.versionWaiters.delete(since);
+        resolve();
+      };
+      const timer = setTimeout(end, waitMs);
+      waiting.add(end);
+    });
+  }
+
   /** Calls `listener` with every change from now on; returns what removes it. */
   onChange(listener: (change: CacheChange<T>) => void): () => void {
     this.listeners.add(listener);
@@ -261,6 +285,7 @@ export class WatchCache<T extends CachedObject> {
       this.drop(object);
     }
     this.lastVersion = listed.resourceVersion;
+    this.endSeenWaits();
     this.listedAtMs = this.options.clock.now().getTime();
     this.owesList = false;
   }
@@ -278,6 +303,7 @@ export class WatchCache<T extends CachedObject> {
       return;
     }
     this.lastVersion = object.metadata?.resourceVersion ?? this.lastVersion;
+    this.endSeenWaits();
     if (event.type === 'ADDED' || event.type === 'MODIFIED') this.keep(object);
     else if (event.type === 'DELETED') this.drop(object);
   }
@@ -296,6 +322,13 @@ export class WatchCache<T extends CachedObject> {
     await watch.ended;
     if (ended.failed) throw ended.failed;
     return ended.expired ? 'expired' : 'closed';
+  }
+
+  private endSeenWaits(): void {
+    for (const [since, waiting] of this.versionWaiters) {
+      if (isNewerVersion(since, this.lastVersion)) continue;
+      for (const end of [...waiting]) end();
+    }
   }
 
   private markSynced(): void {

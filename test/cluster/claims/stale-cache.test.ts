@@ -30,8 +30,8 @@ class HeldWatchCluster extends KubeCluster {
     };
   }
 
-  override watchLeases(namespace: string, labelSelector: string, from: WatchFrom) {
-    return super.watchLeases(namespace, labelSelector, this.hold(from));
+  override watchLeases(namespace: string, from: WatchFrom) {
+    return super.watchLeases(namespace, this.hold(from));
   }
 
   override watchVms(namespace: string, labelSelector: string, from: WatchFrom) {

@@ -133,6 +133,33 @@ describe('the watch caches of a namespace', () => {
     expect(kube.cachesOf(namespace)?.leases.listSeenSince(selector, later)).toBeUndefined();
   });
 
+  it("wait a moment for the event of this process's own write before a list not older than it, and ask the apiserver after that", async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-own-event');
+    const kube = await cachedCluster(namespace);
+    const selector = `${leasePoolLabel}=devpool`;
+    // a Lease of no pool, as a claimant Lease is: only its own event moves the cache past its version
+    const now = new Date().toISOString();
+    const written = await kube.createLease(namespace, {
+      metadata: { name: 'corral-vdi-claimant-test' },
+      spec: { holderIdentity: 'alice', acquireTime: now, renewTime: now },
+    });
+    const since = written.metadata.resourceVersion ?? '';
+    const before = lists(kube);
+    expect(await kube.listLeases(namespace, selector, { notOlderThan: since, cacheWaitMs: 30_000 })).toEqual(
+      [],
+    );
+    expect(lists(kube)).toBe(before);
+    // a write in another namespace makes no event here: the wait ends at its bound, and the apiserver answers
+    const elsewhere = await createTestNamespace(cluster(), 'cache-elsewhere');
+    const far = await kube.createLease(elsewhere, claimLease('devpool-1', 'bob'));
+    const answer = await kube.listLeases(namespace, selector, {
+      notOlderThan: far.metadata.resourceVersion ?? '',
+      cacheWaitMs: 50,
+    });
+    expect(answer).toEqual([]);
+    expect(lists(kube)).toBe(before + 1);
+  });
+
   it('answer only the selectors they hold, and quorum reads always go to the apiserver', async () => {
     const namespace = await createTestNamespace(cluster(), 'cache-select');
     const kube = await cachedCluster(namespace);
@@ -140,9 +167,11 @@ describe('the watch caches of a namespace', () => {
     await kube.listLeases(namespace, `${leasePoolLabel}=devpool,${leaseMemberLabel}=devpool-1`, {
       cached: true,
     });
-    expect(lists(kube)).toBe(before);
-    // every Lease of the namespace is wider than the claim Leases the cache holds
+    // the Lease cache holds every Lease of the namespace
     await kube.listLeases(namespace, undefined, { cached: true });
+    expect(lists(kube)).toBe(before);
+    // every VM of the namespace is wider than the pool members the VM cache holds
+    await kube.listVms(namespace, undefined, { cached: true });
     await kube.listLeases(namespace, `${leasePoolLabel} in (devpool)`, { cached: true });
     await kube.listLeases(namespace, `${leasePoolLabel}=devpool`);
     expect(lists(kube)).toBe(before + 3);
@@ -236,7 +265,7 @@ describe('the watch caches of a namespace', () => {
       const refused = await kube.waitForCacheSync().catch((error: unknown) => error);
       expect(isVdiError(refused, 'FORBIDDEN')).toBe(true);
       expect((refused as Error).message).toContain('cannot watch resource "leases"');
-      expect(failures).toEqual([`claim Leases in ${namespace}: FORBIDDEN`]);
+      expect(failures).toEqual([`Leases in ${namespace}: FORBIDDEN`]);
       // unsynced, a cached list goes to the apiserver
       const before = lists(kube);
       await kube.listLeases(namespace, leasePoolLabel, { cached: true });
@@ -268,14 +297,14 @@ describe('the watch caches of a namespace', () => {
     const listed: Promise<unknown>[] = [];
     const watched: string[] = [];
     const sources: CacheSources = {
-      listLeasesToWatch: (ns, selector) => {
-        const list = listHeld.then(() => kube.listLeasesToWatch(ns, selector));
+      listLeasesToWatch: (ns) => {
+        const list = listHeld.then(() => kube.listLeasesToWatch(ns));
         listed.push(list);
         return list;
       },
-      watchLeases: (ns, selector, from) => {
+      watchLeases: (ns, from) => {
         watched.push('leases');
-        return kube.watchLeases(ns, selector, from);
+        return kube.watchLeases(ns, from);
       },
       listVmsToWatch: (ns, selector) => {
         const list = listHeld.then(() => kube.listVmsToWatch(ns, selector));
