@@ -395,6 +395,8 @@ describe('the claim path', () => {
     });
     vdi.startCaches([sdkNamespace, brokerNamespace]);
     await vdi.waitForCacheSync();
+    // each run starts once the simulator has finished with the seeding and with the run before it, as in P1
+    await waitForSettledVms(seeder, [sdkNamespace, brokerNamespace]);
     const sdk = await measure([vdi.context.cluster], apiserverPid, async () => {
       expect(await claimAll(vdi, sdkNamespace, brokerClaims, concurrency)).toEqual({
         claimed: brokerClaims,
@@ -417,6 +419,7 @@ describe('the claim path', () => {
       limit: concurrency,
       header: tailscaleLoginHeader,
     });
+    await waitForSettledVms(seeder, [sdkNamespace, brokerNamespace]);
     const viaBroker = await measure([vdi.context.cluster], apiserverPid, async () => {
       expect(await client.run()).toEqual({ statuses: { 200: brokerClaims }, failures: [] });
     });
