@@ -456,8 +456,10 @@ async function finishClaim(
     });
   } catch (error) {
     if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
-    // a shrink removed the member after the pool was read: the Lease holds nothing, so give it back
-    await deleteLeaseAsRead(ctx, lease);
+    // A member this claim took free is gone (a shrink removed it after the pool was read): the Lease holds nothing,
+    // so give it back. The identity's own claim (a renewal, or a takeover whose reset makes the member again) stays:
+    // the member comes back, and the next read finds it resetting.
+    if (isFreshTake(plan)) await deleteLeaseAsRead(ctx, lease);
     return undefined;
   }
   // a release of this claim wrote the member first: nothing was written, and the claim goes on with another
@@ -489,6 +491,12 @@ async function finishClaim(
     lease,
     ...(startError === undefined ? {} : { startError }),
   };
+}
+
+/** Whether a plan took a member nobody held: a free one, a claim that bound nobody, or the identity's adoption. */
+function isFreshTake(plan: Exclude<ClaimPlan, { kind: 'refuse' }>): boolean {
+  if (plan.resetDue) return false;
+  return plan.kind === 'create' || plan.kind === 'adopt' || (plan.kind === 'replace' && !plan.reset);
 }
 
 /**

@@ -12,7 +12,12 @@ import { createTestClock, type TestClock } from '../../../src/testing/test-clock
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  stoppedVm,
+  useSharedCluster,
+} from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
@@ -367,6 +372,28 @@ describe('a claim racing a shrink', () => {
     expect((await kube.listLeases(namespace)).map((lease) => lease.metadata.name)).toEqual([
       'corral-vdi-devpool-1',
     ]);
+  });
+});
+
+describe("a claim renewing the identity's claim while its member is made again", () => {
+  it('keeps the claim when the member is deleted under its presentation write, and renews it once the member is back', async () => {
+    const { namespace, kube, claim, holders } = await setUp('renew-remade', 2);
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    const first = await claim('alice');
+    // as a second reset of a takeover does: the member's VM deleted and cloned again under the same name
+    const other = new KubeCluster(cluster().kubeConfig);
+    kube.beforeNextPresentation = async () => {
+      await other.deleteVm(namespace, first.member);
+      await waitFor(async () => (await other.getVm(namespace, first.member)) === undefined, {
+        describe: `${first.member} to be gone`,
+      });
+      setTimeout(() => {
+        void other.createVm(namespace, stoppedVm(first.member, { 'corral.dev/vdi-pool': 'devpool' }));
+      }, 300);
+    };
+    const again = await claim('alice');
+    expect(again).toMatchObject({ member: first.member, sessionId: first.sessionId, retried: true });
+    expect(await holders()).toEqual([[first.member, 'alice']]);
   });
 });
 
