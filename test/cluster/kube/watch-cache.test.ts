@@ -83,6 +83,11 @@ describe('the watch caches of a namespace', () => {
     const namespace = await createTestNamespace(cluster(), 'cache-since');
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
     const kube = await cachedCluster(namespace);
+    // the simulator writes the new VM's status a moment after its create: the Lease comes after that write
+    await waitFor(() => kube.listVms(namespace, `${leasePoolLabel}=devpool`, { cached: true }), {
+      describe: 'the cached VM to show Stopped',
+      until: (vms) => vms[0]?.status?.printableStatus === 'Stopped',
+    });
     const other = new KubeCluster(cluster().kubeConfig);
     const lease = await other.createLease(namespace, claimLease('devpool-1', 'bob'));
     const since = lease.metadata.resourceVersion ?? '';
