@@ -27,7 +27,8 @@ export interface FinishedTakeover {
  * Resets a member that a claim took over from an expired claim (its Lease carries the reset-due mark): stops it,
  * or recreates it when ephemeral, records `vdi reclaim (expired)`, waits a while for the previous instance to go,
  * then clears the mark. While the previous instance is still there the mark stays, so the member is not handed out. Run by the claim that took it over, and by its holder's next claim or start when the
- * first one stopped before the reset: each step can be run again.
+ * first one stopped before the reset: each step can be run again. It reads the Lease first, and resets nothing when
+ * another claim of the holder has cleared the mark since (or the claim is no longer the same).
  *
  * @throws {@link VdiError} `STOP_FAILED` or `RECREATE_FAILED` (retryable) when the reset fails, and
  *   `STOP_FAILED` (retryable) when the previous instance is still going down after the wait: the claim and its
@@ -40,6 +41,15 @@ export async function finishTakeover(
 ): Promise<FinishedTakeover> {
   const { facts, lease, actor } = taken;
   const { namespace, member, pool, desktopId } = facts;
+  // Another claim of the holder may have finished this reset since this one read the Lease, and handed the member
+  // out: it is not reset twice. A claim that is no longer this one's is not reset at all.
+  const current = await ctx.cluster.getLease(namespace, lease.metadata.name ?? '');
+  if (current === undefined || session(current) !== session(lease) || isReleasing(current)) {
+    throw claimChanged(desktopId);
+  }
+  if (!isResetDue(current)) {
+    return { facts: (await backend.readMember({ namespace, member })) ?? facts, lease: current };
+  }
   try {
     await backend.resetMember({ namespace, member, pool });
   } catch (error) {
@@ -90,12 +100,19 @@ async function clearMark(ctx: VdiContext, lease: LeaseObject, desktopId: string)
     // a renewal or a console mark moved it on: read it again, unless it is no longer this claim or a release
     // owns it now (a start after that would run the member for nobody)
     const read = await ctx.cluster.getLease(lease.metadata.namespace ?? '', lease.metadata.name ?? '');
-    const session = (object: LeaseObject) => object.metadata.annotations?.[sessionIdAnnotation];
     if (read === undefined || session(read) !== session(lease) || isReleasing(read)) break;
     if (!isResetDue(read)) return read;
     current = read;
   }
-  throw new VdiError(
+  throw claimChanged(desktopId);
+}
+
+function session(lease: LeaseObject): string | undefined {
+  return lease.metadata.annotations?.[sessionIdAnnotation];
+}
+
+function claimChanged(desktopId: string): VdiError {
+  return new VdiError(
     'CLAIM_CHANGED',
     `The claim on ${desktopId} changed while its member was reset; read the desktop again before deciding.`,
     { retryable: true, details: { desktopId } },

@@ -397,6 +397,29 @@ describe("a claim renewing the identity's claim while its member is made again",
   });
 });
 
+describe("a second claim of the identity finishing a takeover's reset", () => {
+  it('leaves the member alone once the first one finished the reset and cleared the mark meanwhile', async () => {
+    const { namespace, kube, claim } = await setUp('reset-once', 1);
+    const first = await claim('alice');
+    const leaseName = `corral-vdi-${first.member}`;
+    const other = new KubeCluster(cluster().kubeConfig);
+    // as a takeover leaves it before its reset: the Lease carries the reset-due mark of its session
+    const read = (await other.getLease(namespace, leaseName)) as LeaseObject;
+    const marked = { ...read.metadata.annotations, 'corral.dev/vdi-reset-due': first.sessionId };
+    await other.replaceLease(namespace, { ...read, metadata: { ...read.metadata, annotations: marked } });
+    // the first claim finishes the reset and clears the mark while the second gives its claimant Lease back
+    kube.beforeNextClaimantDelete = async () => {
+      const current = (await other.getLease(namespace, leaseName)) as LeaseObject;
+      const { 'corral.dev/vdi-reset-due': _cleared, ...annotations } = current.metadata.annotations ?? {};
+      await other.replaceLease(namespace, { ...current, metadata: { ...current.metadata, annotations } });
+    };
+    const stops = vi.spyOn(kube, 'stopVm');
+    const again = await claim('alice');
+    expect(again).toMatchObject({ member: first.member, sessionId: first.sessionId, retried: true });
+    expect(stops).not.toHaveBeenCalled();
+  });
+});
+
 describe('a claim that did its work', () => {
   it('reports the desktop it holds even when reading the member back fails', async () => {
     const { kube, claim, holders } = await setUp('readback', 1);
