@@ -48,7 +48,7 @@ export interface PlanClaimInput {
  * - `replace`: `member`'s Lease expired or names nobody; replace it conditional on `resourceVersion`, counting
  *   one more transition. Taking over another identity's expired claim sets `reset`: the member is reset (stopped,
  *   or recreated when ephemeral) and started again before the new holder gets it, as its previous guest may still
- *   run.
+ *   run. So does taking over any claim still marked reset-due (a takeover that expired before its reset ran).
  * - `refuse`: `POOL_NOT_FOUND` when the pool has no member, `NO_FREE_MEMBER` when every member has a user;
  *   `goingDown` counts the unheld members passed over because their previous instance still exists, and the
  *   members whose claim is being released (`corral.dev/vdi-releasing`): both are free in a moment. Also
@@ -205,11 +205,13 @@ function planTake(chosen: PlanEntry, identity: string): Exclude<ClaimPlan, { kin
   if (chosen.lease === undefined)
     return { kind: 'create', member: chosen.member, ...followUp(chosen.member) };
   const { state } = chosen;
+  // another identity's guest may still run on it; or the expired claim was a takeover whose reset never ran
   const reset =
-    state.kind === 'stale' &&
-    state.reason === 'expired' &&
-    state.previousHolder !== undefined &&
-    state.previousHolder !== identity;
+    (state.kind === 'stale' &&
+      state.reason === 'expired' &&
+      state.previousHolder !== undefined &&
+      state.previousHolder !== identity) ||
+    isResetDue(chosen.lease);
   return {
     kind: 'replace',
     member: chosen.member,

@@ -276,6 +276,21 @@ describe('planClaim', () => {
     expect(taken({})).toMatchObject({ kind: 'replace', reset: false });
   });
 
+  it('resets a member whose expired claim was itself a takeover still waiting for its reset, whoever held it', () => {
+    // the identity's own takeover expired before its reset ran: the guest of the holder before may still run
+    const marked = leaseOf('devpool-1', { holder: 'alice', sessionId: 's', expired: true });
+    marked.metadata.annotations = { ...marked.metadata.annotations, 'corral.dev/vdi-reset-due': 's' };
+    const result = planClaim({
+      members: [member('devpool-1', { power: 'running', holder: 'bob' })],
+      leases: [marked],
+      identity: 'alice',
+      order: 'lowest',
+      random: () => 0,
+      now,
+    });
+    expect(result).toMatchObject({ kind: 'replace', reset: true });
+  });
+
   it('tells a renewal that the reset of its takeover is still due', () => {
     const marked = leaseOf('devpool-1', { holder: 'alice', sessionId: 's' });
     marked.metadata.annotations = { ...marked.metadata.annotations, 'corral.dev/vdi-reset-due': 's' };
