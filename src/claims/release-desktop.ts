@@ -59,7 +59,8 @@ export interface ReleaseMemberOptions {
  * and nothing else is touched. Then a persistent VM member's copy is removed and the claim's session recorded as
  * released on it (a write even without a copy, which a presentation of that claim racing the release meets), or
  * another member's copy is cleared, best-effort; then a persistent member is stopped (its disks stay), an
- * ephemeral one recreated from its golden VM; then the Lease is deleted. A failed step leaves the Lease marked
+ * ephemeral one recreated from its golden VM; then the Lease is deleted. A desktop without a Lease (a v0.6.0 or
+ * orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from taking it meanwhile. A failed step leaves the Lease marked
  * releasing under the same holder, and the next release finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
@@ -91,15 +92,12 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
       await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
       throw error;
     }
-  } else if (plan.clearPresentation) {
+  } else if (plan.clearPresentation && plan.lease) {
     await fence();
     // First, so that a start of this claim read before the releasing mark is refused: it is conditional on the
     // member as that start read it, and this write changes the member. A copy left on a stopped member without a
     // Lease reads as free, so the release goes on either way.
-    presentationError = await backend
-      .clearPresentation({ namespace, member }, holder)
-      .then(() => undefined)
-      .catch((error: unknown) => (isVdiError(error, 'CONFLICT') ? undefined : error));
+    presentationError = await clearCopy(backend, { namespace, member }, holder);
   }
   let reset: ResetHow;
   await fence();
@@ -115,6 +113,11 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     );
     await recordAudit(ctx, { action, user: actor, target: auditTarget, error: failed });
     throw failed;
+  }
+  if (plan.clearPresentation && !plan.lease) {
+    await fence();
+    // Without a Lease only the copy keeps the member taken while its guest runs: it goes once the stop is asked for
+    presentationError = await clearCopy(backend, { namespace, member }, holder);
   }
   if (lease) {
     await fence();
@@ -137,6 +140,18 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
 }
 
 type ResetPlan = Extract<ReleasePlan, { kind: 'reset' }>;
+
+/** Clears the holder's copy, best-effort: the error, unless it is none or a copy that changed meanwhile. */
+async function clearCopy(
+  backend: DesktopBackend,
+  ref: { namespace: string; member: string },
+  holder: string,
+): Promise<unknown> {
+  return await backend
+    .clearPresentation(ref, holder)
+    .then(() => undefined)
+    .catch((error: unknown) => (isVdiError(error, 'CONFLICT') ? undefined : error));
+}
 
 function sessionOf(plan: ResetPlan, lease: LeaseObject | undefined): string | undefined {
   return plan.lease === undefined ? undefined : (lease?.metadata.annotations?.[sessionIdAnnotation] ?? '');

@@ -8,7 +8,12 @@ import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
@@ -249,5 +254,32 @@ describe('a claim that a release ends while it presents itself', () => {
     const vm = await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1');
     expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe(lease?.spec.holderIdentity);
     expect(lease?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(claimed.sessionId);
+  });
+});
+
+describe('a release of a desktop whose Lease is gone', () => {
+  it('leaves it showing its holder until it is stopped, so no claim takes it while the guest still runs', async () => {
+    const setup = await setUp('orphan-release');
+    const alice = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    await waitForRunningVmi(setup.vdi.context.cluster, setup.namespace, alice.member);
+    // alice's Lease deleted by hand: her guest runs on, and the member names her (an orphan)
+    const lease = (await readLease(setup)) as LeaseObject;
+    await setup.vdi.context.cluster.deleteLease(setup.namespace, lease.metadata.name ?? '', {
+      uid: lease.metadata.uid ?? '',
+    });
+    let claimed: PromiseSettledResult<unknown> | undefined;
+    setup.kube.before('stopVm', async () => {
+      [claimed] = await Promise.allSettled([setup.vdi.claim({ pool: 'devpool', identity: 'cy' })]);
+    });
+    await releaseMember(setup.ctx, {
+      namespace: setup.namespace,
+      member: 'devpool-1',
+      actor: 'admin',
+      asAdmin: true,
+    });
+    expect(codeOf(claimed as PromiseSettledResult<unknown>)).toBe('NO_FREE_MEMBER');
+    const vm = await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(vm?.spec.runStrategy).toBe('Halted');
   });
 });
