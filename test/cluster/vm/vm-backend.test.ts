@@ -281,7 +281,8 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
   it('times out a slow clone by the injected clock, and a second reset waits for the same clone to finish', async () => {
     const { namespace, clock, kube, vms } = await setUp('vm-reset-slow');
     await createEphemeralPool(kube, namespace, ['eph-1']);
-    kube.faults['eph-1'] = { [simulatorAnnotations.phaseDelayMs]: '1500' };
+    // long enough that a loaded machine still sees the clone unfinished when the clock moves past the timeout
+    kube.faults['eph-1'] = { [simulatorAnnotations.phaseDelayMs]: '3000' };
     const ref = { namespace, member: 'eph-1', pool: 'eph' };
 
     const first = failureOf(vms.resetMember(ref, { timeoutMs: 60_000 }));
