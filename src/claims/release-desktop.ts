@@ -60,8 +60,8 @@ export interface ReleaseMemberOptions {
  * released on it (a write even without a copy, which a presentation of that claim racing the release meets), or
  * another member's copy is cleared, best-effort; then a persistent member is stopped (its disks stay), an
  * ephemeral one recreated from its golden VM; then the Lease is deleted. A desktop without a Lease (a v0.6.0 or
- * orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from taking it meanwhile. A failed step leaves the Lease marked
- * releasing under the same holder, and the next release finishes it.
+ * orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from taking it meanwhile.
+ * A failed step leaves the Lease marked releasing under the same holder, and the next release finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
  *   `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing while its release was recorded;
