@@ -248,16 +248,14 @@ export interface DesktopBackend {
   /**
    * One member's facts, read fresh. Reads, never writes. With `seenSince` (a resourceVersion), a backend may answer
    * from this process's watch caches instead, but only when they have seen that resourceVersion or a later one, so
-   * the answer shows every change made before it; otherwise it reads fresh. With `cachesAfter` too, it asks at
-   * once what no cache has seen yet that it reads anyway, and looks at the caches that may catch up once that
-   * promise settles (the caller's own write in flight).
+   * the answer shows every change made before it; otherwise it reads fresh.
    *
    * @returns `undefined` when there is no member object of that name (404).
    * @throws `VdiError` `INVALID_INPUT` when the object exists but belongs to no pool.
    */
   readMember(
     ref: MemberRef,
-    options?: { seenSince?: string; cachesAfter?: Promise<unknown> },
+    options?: { seenSince?: string },
   ): Promise<MemberFacts | undefined>;
 
   /**

@@ -191,8 +191,16 @@ async function claimMember(
       throw error;
     }
     const unlocking = giveBackLock(ctx, held.lock);
+    // awaited below; a failure meanwhile is not an unhandled one
+    unlocking.catch(() => undefined);
     if (turn.kind === 'won') {
-      const result = await finishClaim(ctx, backend, turn, asked, unlocking);
+      // the claimant Lease is deleted while the claim finishes: the member's Lease already holds the claim
+      const result = await finishClaim(ctx, backend, turn, asked).catch(async (error: unknown) => {
+        await unlocking.catch(() => undefined);
+        throw error;
+      });
+      // a claimant Lease that may not be deleted is said, though the claim holds: the caller's retry renews it
+      await unlocking;
       if (result) return result;
     } else await unlocking;
     if (turn.kind === 'refused') {
@@ -378,17 +386,15 @@ function readWonMember(
   backend: DesktopBackend,
   plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
   lease: LeaseObject,
-  unlocking: Promise<void>,
 ): Promise<MemberFacts | undefined> | undefined {
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) return undefined;
   if (plan.kind !== 'create' && plan.kind !== 'replace') return undefined;
   // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
-  // freed the member deleted its Lease only after it asked the member to stop. They are looked at once the
-  // claimant Lease's delete is answered: by then they have most often seen the win.
+  // freed the member deleted its Lease only after it asked the member to stop.
   const { resourceVersion } = lease.metadata;
   return backend.readMember(
     { namespace: plan.member.namespace, member: plan.member.member },
-    resourceVersion === undefined ? {} : { seenSince: resourceVersion, cachesAfter: unlocking },
+    resourceVersion === undefined ? {} : { seenSince: resourceVersion },
   );
 }
 
@@ -402,22 +408,13 @@ async function finishClaim(
   backend: DesktopBackend,
   won: Extract<LockedTurn, { kind: 'won' }>,
   asked: ClaimAsked,
-  unlocking: Promise<void>,
 ): Promise<ClaimResult | undefined> {
   const { identity } = asked;
   const { plan, lease: written } = won;
   let member = plan.member;
   let lease = written;
   let start = plan.start;
-  // the member is read while the claimant Lease is deleted
-  const reading = readWonMember(backend, plan, written, unlocking);
-  // awaited below, after the claimant Lease's delete: a failure meanwhile is not an unhandled one
-  reading?.catch(() => undefined);
-  // a claimant Lease that may not be deleted is said before the claim writes anything more, as it was won
-  await unlocking.catch(async (error: unknown) => {
-    await reading?.catch(() => undefined);
-    throw error;
-  });
+  const reading = readWonMember(backend, plan, written);
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) {
     // The previous holder's guest may still run: the new holder gets the member only once it is reset.
     ({ facts: member, lease } = await finishTakeover(ctx, backend, {

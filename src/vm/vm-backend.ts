@@ -199,19 +199,17 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       checkRef(ref);
       const since = options.seenSince;
       if (since !== undefined) {
-        // each of the two from its cache when that has seen the version, else fresh: a storm moves the VMs' cache
-        // on quickly, the VMIs' one only as instances start and stop, so the VMI is asked for at once
+        // Each of the two from its cache when that has seen the version, else fresh. The VMIs' cache moves on only
+        // as instances start and stop, so a VMI it has not seen is asked for at once; the VMs' cache, which a busy
+        // namespace moves on quickly, is looked at again once that answer is in.
         const seenVmi = cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, since).vmi;
-        const vmi = seenVmi ? Promise.resolve(seenVmi.object) : cluster.getVmi(ref.namespace, ref.member);
-        // awaited below; a failure meanwhile is not an unhandled one
-        vmi.catch(() => {});
-        await options.cachesAfter?.catch(() => {});
+        const vmi = seenVmi ? seenVmi.object : await cluster.getVmi(ref.namespace, ref.member);
         const seenVm = cluster.getVmAndVmiSeenSince(ref.namespace, ref.member, since).vm?.object;
         // a VM the cache holds carries the pool label; one it lacks may have lost it, which a fresh read tells
         const vm = seenVm ?? (await cluster.getVm(ref.namespace, ref.member));
         if (!vm) return undefined;
         if (!vm.metadata.labels?.[poolLabel]) throw notInPool(vm, ref);
-        return toVmMemberFacts(vm, await vmi);
+        return toVmMemberFacts(vm, vmi);
       }
       try {
         return (await requireMember(ref)).facts;

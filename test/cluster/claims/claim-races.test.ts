@@ -53,7 +53,13 @@ class OrderedCluster extends KubeCluster {
   /** Runs once after the first read of a member's Lease that follows its presentation write. */
   afterPresentedLeaseRead: (() => Promise<void>) | undefined;
 
+  /** Runs once before the next read of a member's Lease, as another process acting in between. */
+  beforeNextMemberLeaseRead: (() => Promise<void>) | undefined;
+
   override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
+    const before = name.startsWith('corral-vdi-claimant-') ? undefined : this.beforeNextMemberLeaseRead;
+    if (before) this.beforeNextMemberLeaseRead = undefined;
+    await before?.();
     const lease = await super.getLease(namespace, name);
     const after = this.afterPresentedLeaseRead;
     if (after && this.written.has('presentation') && !name.startsWith('corral-vdi-claimant-')) {
@@ -407,8 +413,8 @@ describe("a second claim of the identity finishing a takeover's reset", () => {
     const read = (await other.getLease(namespace, leaseName)) as LeaseObject;
     const marked = { ...read.metadata.annotations, 'corral.dev/vdi-reset-due': first.sessionId };
     await other.replaceLease(namespace, { ...read, metadata: { ...read.metadata, annotations: marked } });
-    // the first claim finishes the reset and clears the mark while the second gives its claimant Lease back
-    kube.beforeNextClaimantDelete = async () => {
+    // the first claim finishes the reset and clears the mark after the second planned its own reset
+    kube.beforeNextMemberLeaseRead = async () => {
       const current = (await other.getLease(namespace, leaseName)) as LeaseObject;
       const { 'corral.dev/vdi-reset-due': _cleared, ...annotations } = current.metadata.annotations ?? {};
       await other.replaceLease(namespace, { ...current, metadata: { ...current.metadata, annotations } });
