@@ -101,6 +101,11 @@ export interface ClaimToPresent {
   sessionId: string;
   /** Start the member in the same write, where the backend can ({@link PresentOutcome} says whether it did). */
   start?: boolean;
+  /**
+   * Write only on the member exactly as in the facts: one that changed since is not read again, and the outcome
+   * is `changed`, with nothing written.
+   */
+  exact?: boolean;
 }
 
 /**
@@ -113,7 +118,9 @@ export interface ClaimToPresent {
  */
 export type PresentOutcome =
   | { kind: 'presented'; resourceVersion: string; started: boolean; sealed: boolean }
-  | { kind: 'released' };
+  | { kind: 'released' }
+  // only for a claim to present `exact`ly: the member changed since the facts
+  | { kind: 'changed' };
 
 /** The member as a caller read it, for a start conditional on it. @category backends */
 export type StartFrom = Pick<MemberFacts, 'resourceVersion' | 'usesLegacyRunField'>;
@@ -246,6 +253,16 @@ export interface DesktopBackend {
   ): MemberFollower | undefined;
 
   /**
+   * One member's facts from this process's watch caches, without a request, when the caches hold together on their
+   * own: the member object's and its instance's caches are synced, and the instance's has seen the object's
+   * resourceVersion. An instance is made only when its member object asks it to run, so while the object keeps
+   * that resourceVersion, no instance other than those shown can be from before it, and a write conditional on it
+   * that succeeds proves the facts held when it was made. `undefined` when the caches cannot tell. A backend
+   * without watch caches leaves it out.
+   */
+  cachedMember?(ref: MemberRef): MemberFacts | undefined;
+
+  /**
    * One member's facts, read fresh. Reads, never writes. With `seenSince` (a resourceVersion), a backend may answer
    * from this process's watch caches instead, but only when they have seen that resourceVersion or a later one, so
    * the answer shows every change made before it; otherwise it reads fresh.
@@ -253,10 +270,7 @@ export interface DesktopBackend {
    * @returns `undefined` when there is no member object of that name (404).
    * @throws `VdiError` `INVALID_INPUT` when the object exists but belongs to no pool.
    */
-  readMember(
-    ref: MemberRef,
-    options?: { seenSince?: string },
-  ): Promise<MemberFacts | undefined>;
+  readMember(ref: MemberRef, options?: { seenSince?: string }): Promise<MemberFacts | undefined>;
 
   /**
    * Asks the member to run. Idempotent: a member already running or starting is `already`. Returns once the
@@ -294,8 +308,8 @@ export interface DesktopBackend {
 
   /**
    * Writes the presentation copy of a claim on the member, conditional on the resourceVersion in `facts`; when
-   * the member changed meanwhile it reads it again and retries a few times. Idempotent: a member that already
-   * presents this claim is not written.
+   * the member changed meanwhile it reads it again and retries a few times (or, for a claim to present `exact`ly,
+   * answers `changed`). Idempotent: a member that already presents this claim is not written.
    *
    * @returns the member's resourceVersion once it presents the claim, for a start conditional on it, and whether
    *   the write also started the member and was sealed against the claim's release (see {@link PresentOutcome}).

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { recordAudit } from '../audit.js';
 import { backendFor, type VdiContext } from '../context.js';
 import {
+  type ClaimToPresent,
   type DesktopBackend,
   type DesktopKind,
   defaultDesktopKind,
@@ -379,23 +380,58 @@ function noFreeMember(
 }
 
 /**
- * Reads a member a claim took free or stale again, as {@link finishClaim} checks it; `undefined` when the plan needs
- * no such read (a renewal, an adoption, or a takeover, whose reset waits for the member itself).
+ * Reads a member a claim took free or stale again, as {@link finishClaim} checks it, from caches that have seen the
+ * won Lease's resourceVersion where they have: they show every change before the win, and the release that freed
+ * the member deleted its Lease only after it asked the member to stop.
  */
 function readWonMember(
   backend: DesktopBackend,
   plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
   lease: LeaseObject,
-): Promise<MemberFacts | undefined> | undefined {
-  if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) return undefined;
-  if (plan.kind !== 'create' && plan.kind !== 'replace') return undefined;
-  // Caches that have seen the won Lease's resourceVersion show every change before the win: the release that
-  // freed the member deleted its Lease only after it asked the member to stop.
+): Promise<MemberFacts | undefined> {
   const { resourceVersion } = lease.metadata;
   return backend.readMember(
     { namespace: plan.member.namespace, member: plan.member.member },
     resourceVersion === undefined ? {} : { seenSince: resourceVersion },
   );
+}
+
+/** The presentation of a claim as its Lease records it. */
+function claimOf(ctx: VdiContext, identity: string, lease: LeaseObject): ClaimToPresent {
+  return {
+    holder: identity,
+    claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
+    sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+  };
+}
+
+/**
+ * Writes a claim's presentation on its member, starting it when asked; a start the cluster refuses is left out so
+ * that it does not cost the presentation. `undefined` when the member is gone: a Lease the claim took free is then
+ * given back.
+ */
+async function presentMember(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
+  lease: LeaseObject,
+  member: MemberFacts,
+  claim: ClaimToPresent,
+): Promise<PresentOutcome | undefined> {
+  try {
+    // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
+    return await backend.presentClaim(member, claim).catch((error: unknown) => {
+      if (!claim.start || isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
+      return backend.presentClaim(member, { ...claim, start: false });
+    });
+  } catch (error) {
+    if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
+    // A member this claim took free is gone (a shrink removed it after the pool was read): the Lease holds nothing,
+    // so give it back. The identity's own claim (a renewal, or a takeover whose reset makes the member again) stays:
+    // the member comes back, and the next read finds it resetting.
+    if (isFreshTake(plan)) await deleteLeaseAsRead(ctx, lease);
+    return undefined;
+  }
 }
 
 /**
@@ -414,7 +450,7 @@ async function finishClaim(
   let member = plan.member;
   let lease = written;
   let start = plan.start;
-  const reading = readWonMember(backend, plan, written);
+  let presented: PresentOutcome | undefined;
   if ((plan.kind === 'replace' && plan.reset) || plan.resetDue) {
     // The previous holder's guest may still run: the new holder gets the member only once it is reset.
     ({ facts: member, lease } = await finishTakeover(ctx, backend, {
@@ -423,44 +459,44 @@ async function finishClaim(
       actor: asked.actor,
     }));
     start = true;
-  } else if (reading) {
-    const fresh = await reading.catch(async (error: unknown) => {
-      // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
-      await deleteLeaseAsRead(ctx, lease);
-      throw error;
-    });
-    // The view may be older than the Lease this claim won: the last holder's guest may still be going down, or
-    // the member may be being deleted (KubeVirt shows `Terminating` only a moment later).
-    if (fresh === undefined || fresh.deleting || isGoingDown(fresh)) {
-      await deleteLeaseAsRead(ctx, lease);
-      return undefined;
+  } else if (plan.kind === 'create' || plan.kind === 'replace') {
+    // A member taken free is presented at once when the process's caches show it ready and hold together: the
+    // write is conditional on the member as they show it, so it lands only if that is still how it is.
+    const cached = backend.cachedMember?.(plan.member);
+    if (cached && !cached.deleting && !isGoingDown(cached)) {
+      const toPresent = { ...claimOf(ctx, identity, lease), start: cached.power !== 'running', exact: true };
+      const outcome = await presentMember(ctx, backend, plan, lease, cached, toPresent);
+      if (outcome === undefined) return undefined;
+      if (outcome.kind !== 'changed') {
+        presented = outcome;
+        member = cached;
+        start = toPresent.start;
+      }
     }
-    member = fresh;
-    start = fresh.power !== 'running';
+    if (presented === undefined) {
+      const fresh = await readWonMember(backend, plan, lease).catch(async (error: unknown) => {
+        // unable to tell whether the member is ready, the claim gives it back rather than hold it and fail
+        await deleteLeaseAsRead(ctx, lease);
+        throw error;
+      });
+      // The view may be older than the Lease this claim won: the last holder's guest may still be going down, or
+      // the member may be being deleted (KubeVirt shows `Terminating` only a moment later).
+      if (fresh === undefined || fresh.deleting || isGoingDown(fresh)) {
+        await deleteLeaseAsRead(ctx, lease);
+        return undefined;
+      }
+      member = fresh;
+      start = fresh.power !== 'running';
+    }
   }
-  const claim = {
-    holder: identity,
-    claimedAt: lease.spec.acquireTime ?? ctx.clock.now().toISOString(),
-    sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
-  };
-  let presented: PresentOutcome;
-  try {
-    // The claim already holds; a failure here keeps it, and the holder's retry repairs the member.
-    presented = await backend.presentClaim(member, { ...claim, start }).catch((error: unknown) => {
-      // a start the cluster refuses must not cost the presentation: write that alone, and start as below
-      if (!start || isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
-      return backend.presentClaim(member, claim);
-    });
-  } catch (error) {
-    if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
-    // A member this claim took free is gone (a shrink removed it after the pool was read): the Lease holds nothing,
-    // so give it back. The identity's own claim (a renewal, or a takeover whose reset makes the member again) stays:
-    // the member comes back, and the next read finds it resetting.
-    if (isFreshTake(plan)) await deleteLeaseAsRead(ctx, lease);
-    return undefined;
-  }
+  presented ??= await presentMember(ctx, backend, plan, lease, member, {
+    ...claimOf(ctx, identity, lease),
+    start,
+  });
+  if (presented === undefined) return undefined;
   // a release of this claim wrote the member first: nothing was written, and the claim goes on with another
-  if (presented.kind === 'released') return undefined;
+  // (`changed` answers only a claim presented exactly, above)
+  if (presented.kind !== 'presented') return undefined;
   // the start below is conditional on the member as presented, read before the claim is confirmed
   member = { ...member, resourceVersion: presented.resourceVersion };
   if (!presented.sealed && !(await confirmHeld(ctx, backend, { member, lease, identity }))) return undefined;

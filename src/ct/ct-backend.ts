@@ -108,6 +108,7 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
       validateClaimToPresent(claim);
       // a container member is made again by its release, which leaves no record: its claim checks its Lease
       const resourceVersion = await presentCtClaim(ctx, facts, claim, memberNotFound);
+      if (resourceVersion === undefined) return { kind: 'changed' };
       return { kind: 'presented', resourceVersion, started: false, sealed: false };
     },
 

@@ -28,9 +28,11 @@ function presents(metadata: ObjectMeta, claim: ClaimToPresent): boolean {
 
 /**
  * Writes the presentation copy of a claim on the member's Pod (annotation, label-safe label, claim time),
- * conditional on the resourceVersion in `facts`, then on each one read after a conflict.
+ * conditional on the resourceVersion in `facts`, then on each one read after a conflict (none for a claim to
+ * present `exact`ly).
  *
- * @returns the Pod's resourceVersion once it presents the claim.
+ * @returns the Pod's resourceVersion once it presents the claim; `undefined` when an `exact` write met a changed
+ *   Pod.
  * @throws `VdiError` `MEMBER_NOT_FOUND` (with `notFound`'s words); `CONFLICT` (retryable) when it kept changing.
  */
 export async function presentCtClaim(
@@ -38,7 +40,7 @@ export async function presentCtClaim(
   facts: MemberFacts,
   claim: ClaimToPresent,
   notFound: (ref: MemberRef) => VdiError,
-): Promise<string> {
+): Promise<string | undefined> {
   const ref = { namespace: facts.namespace, member: facts.member };
   let metadata: ObjectMeta = {
     resourceVersion: facts.resourceVersion,
@@ -71,6 +73,7 @@ export async function presentCtClaim(
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw notFound(ref);
       if (!isConflictReason(error, 'Conflict')) throw error;
+      if (claim.exact) return undefined;
       if (attempt === attempts) throw keptChanging(ref, error);
       const pod = await ctx.cluster.getPod(ref.namespace, ref.member);
       if (!pod) throw notFound(ref);

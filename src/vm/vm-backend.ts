@@ -195,6 +195,17 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       };
     },
 
+    cachedMember(ref) {
+      checkRef(ref);
+      const caches = cluster.cachesOf(ref.namespace);
+      if (!caches?.vms.isSynced() || !caches.vmis.isSynced()) return undefined;
+      const vm = caches.vms.get(ref.member);
+      const { resourceVersion } = vm?.metadata ?? {};
+      if (!vm?.metadata.labels?.[poolLabel] || resourceVersion === undefined) return undefined;
+      const vmi = caches.vmis.getSeenSince(ref.member, resourceVersion);
+      return vmi ? factsOfListed(vm, vmi.object) : undefined;
+    },
+
     async readMember(ref, options = {}) {
       checkRef(ref);
       const since = options.seenSince;

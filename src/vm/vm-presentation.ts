@@ -130,6 +130,7 @@ export async function presentVmClaim(
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw memberNotFound(ref);
       if (!isConflictReason(error, 'Conflict')) throw error;
+      if (claim.exact) return { kind: 'changed' };
       if (attempt === attempts) throw keptChanging(ref, error);
       const vm = await cluster.getVm(ref.namespace, ref.member);
       if (!vm) throw memberNotFound(ref);

@@ -57,16 +57,22 @@ afterEach(() => {
 /**
  * A namespace with `size` members of pool `devpool` reporting Stopped, another process's SDK on it, and a context
  * of that process whose adapter is `kube`, its watch caches synced. With `namespaceClock` the SDK's clock is also
- * the simulator's for the namespace.
+ * the simulator's for the namespace; with `stopDelayOfFirst` devpool-1's guest takes a minute to shut down, set
+ * before the caches start, so that they hold together on it.
  */
 async function setUpCached<K extends KubeCluster>(
   prefix: string,
   size: number,
   kube: K,
-  options: { namespaceClock?: boolean } = {},
+  options: { namespaceClock?: boolean; stopDelayOfFirst?: boolean } = {},
 ) {
   const namespace = await createTestNamespace(cluster(), prefix);
   await createPoolMembers(cluster(), namespace, 'devpool', size);
+  if (options.stopDelayOfFirst) {
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+  }
   const clock = options.namespaceClock
     ? await createNamespaceClock(cluster().kubeConfig, namespace)
     : createTestClock();
@@ -187,6 +193,70 @@ describe('a member won from a watch cache that has not seen the win yet', () => 
     expect((kube.requestCounts.get('get') ?? 0) - gets).toBeGreaterThanOrEqual(2);
     expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
     expect((await kube.getVm(namespace, 'devpool-1'))?.status?.printableStatus).toBe('Stopping');
+    kube.catchUp();
+    await clock.advance(60_000);
+  });
+});
+
+describe('a member won free whose watch caches hold together and show it ready', () => {
+  it('is presented and started at once, on the member as the caches show it, without reading it', async () => {
+    const { namespace, kube, ctx } = await setUpCached(
+      'cached-ready',
+      1,
+      new KubeCluster(cluster().kubeConfig),
+    );
+    const backend = ctx.backends.vm as NonNullable<typeof ctx.backends.vm>;
+    const cached = backend.cachedMember?.({ namespace, member: 'devpool-1' });
+    expect(cached).toMatchObject({ member: 'devpool-1', power: 'stopped', previousInstance: false });
+    const gets = kube.requestCounts.get('get') ?? 0;
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'random' },
+    );
+    expect(alice).toMatchObject({ member: 'devpool-1', owner: 'alice', warm: false });
+    expect((kube.requestCounts.get('get') ?? 0) - gets).toBe(0);
+    const vm = await kube.getVm(namespace, 'devpool-1');
+    expect(vm?.spec.runStrategy).toBe('Always');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe('alice');
+  });
+});
+
+describe('a member won from watch caches that hold together but lag the cluster', () => {
+  it("is not presented on what they show: the write meets the changed member, which is read fresh and given back while the previous holder's instance is still going down", async () => {
+    const { namespace, clock, other, kube, ctx } = await setUpCached(
+      'stale-exact',
+      2,
+      new HeldWatchCluster(cluster().kubeConfig),
+      { namespaceClock: true, stopDelayOfFirst: true },
+    );
+    const backend = ctx.backends.vm as NonNullable<typeof ctx.backends.vm>;
+
+    // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
+    kube.holding = true;
+    expect((await other.assign({ pool: 'devpool', identity: 'bob' })).member).toBe('devpool-1');
+    await waitFor(async () => (await kube.getVmi(namespace, 'devpool-1'))?.status?.phase, {
+      describe: "bob's instance to run",
+      until: (phase) => phase === 'Running',
+    });
+    await other.release({ member: 'devpool-1', identity: 'bob' });
+    // the held caches still show devpool-1 stopped, free and ready, and hold together
+    expect(backend.cachedMember?.({ namespace, member: 'devpool-1' })).toMatchObject({
+      power: 'stopped',
+      previousInstance: false,
+    });
+
+    const alice = await claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'alice' },
+      { actor: undefined, order: 'lowest' },
+    );
+    expect(alice.member).toBe('devpool-2');
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+    const vm = await kube.getVm(namespace, 'devpool-1');
+    expect(vm?.status?.printableStatus).toBe('Stopping');
+    expect(vm?.spec.runStrategy).not.toBe('Always');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
     kube.catchUp();
     await clock.advance(60_000);
   });

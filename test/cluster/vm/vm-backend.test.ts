@@ -337,6 +337,14 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     await kube.patchVm(namespace, 'devpool-1', { metadata: { annotations: { touched: 'yes' } } });
     const claim = { holder: 'alice@example.com', claimedAt: '2026-01-02T03:04:05.000000Z', sessionId: 's-1' };
 
+    // asked to write exactly on the facts given, it writes nothing on a member that changed since
+    const exactBefore = kube.requestCounts.get('patch') ?? 0;
+    expect(await vms.presentClaim(stale, { ...claim, exact: true })).toEqual({ kind: 'changed' });
+    expect((kube.requestCounts.get('patch') ?? 0) - exactBefore).toBe(1);
+    expect(
+      (await kube.getVm(namespace, 'devpool-1'))?.metadata.annotations?.['corral.dev/vdi-assigned-to'],
+    ).toBe(undefined);
+
     const patchesBefore = kube.requestCounts.get('patch') ?? 0;
     await vms.presentClaim(stale, claim);
     // the first write met the stale resourceVersion, the second one went through
