@@ -424,6 +424,8 @@ async function runBrokerAndSdk(brokerFirst: boolean) {
     namespace: brokerNamespace,
     audit: new MemoryAuditSink(),
   });
+  // the caches start on settled members, as P1's do: a broker's caches that ran a while have caught up with them
+  await waitForSettledVms(seeder, [sdkNamespace, brokerNamespace]);
   vdi.startCaches([sdkNamespace, brokerNamespace]);
   await vdi.waitForCacheSync();
   const broker = createBroker({
