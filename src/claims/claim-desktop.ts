@@ -463,7 +463,7 @@ async function finishClaim(
     // A member taken free is presented at once when the process's caches show it ready and hold together: the
     // write is conditional on the member as they show it, so it lands only if that is still how it is.
     const cached = backend.cachedMember?.(plan.member);
-    if (cached && !cached.deleting && !isGoingDown(cached)) {
+    if (cached && cached.pool === plan.member.pool && !cached.deleting && !isGoingDown(cached)) {
       const toPresent = { ...claimOf(ctx, identity, lease), start: cached.power !== 'running', exact: true };
       const outcome = await presentMember(ctx, backend, plan, lease, cached, toPresent);
       if (outcome === undefined) return undefined;
