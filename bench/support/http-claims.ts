@@ -4,6 +4,8 @@ import { spawn } from 'node:child_process';
 export interface HttpClaimsOutcome {
   statuses: Record<string, number>;
   failures: string[];
+  /** How long each answered POST took, from its sending to its answer's end, as the client saw it. */
+  waitedMs: number[];
 }
 
 // Plain JavaScript for the child: `count` POSTs, `limit` at a time, each as its own user.
@@ -25,15 +27,18 @@ function send(target, method, headers) {
 }
 const statuses = {};
 const failures = [];
+const waitedMs = [];
 let next = 0;
 async function worker() {
   while (next < count) {
     const index = next++;
     try {
+      const sentAt = performance.now();
       const status = await send(url, 'POST', {
         [header]: 'user-' + (index + 1) + '@example.com',
         'content-type': 'application/json',
       });
+      waitedMs.push(performance.now() - sentAt);
       statuses[status] = (statuses[status] ?? 0) + 1;
     } catch (error) {
       statuses.error = (statuses.error ?? 0) + 1;
@@ -49,7 +54,7 @@ for (let round = 0; round < 2; round += 1) {
 process.stdout.write('ready\\n');
 await new Promise((resolve) => process.stdin.once('data', resolve));
 await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
-process.stdout.write(JSON.stringify({ statuses, failures }));
+process.stdout.write(JSON.stringify({ statuses, failures, waitedMs }));
 agent.destroy();
 process.stdin.destroy();
 `;
