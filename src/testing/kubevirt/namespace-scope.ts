@@ -1,4 +1,5 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { makeKeepAliveClient } from '../../kube/connections.js';
 import { readNamespaceKnobs } from './fault-knobs.js';
 import { startInformer } from './informer.js';
 import { unlessNotFound } from './kube-calls.js';
@@ -28,7 +29,7 @@ export async function startNamespaceScopes(options: {
   log: (line: string) => void;
 }): Promise<NamespaceScopes> {
   const { kubeConfig, log } = options;
-  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
   const reported = new Map<string, string>();
   const informer = await startInformer({
     kubeConfig,

@@ -3,6 +3,7 @@ import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { createApiserverFacingServer } from '../apiserver-facing-server.js';
 import { type ConsoleSubresource, createConsoleServer, isFromFrontProxy } from './console-server.js';
@@ -133,7 +134,7 @@ function refusal(code: number, message: string, name: string): Record<string, un
  */
 export async function startSubresourceServer(options: SubresourceServerOptions): Promise<SubresourceServer> {
   const { log } = options;
-  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const api = makeKeepAliveClient(options.kubeConfig, CustomObjectsApi);
   const consoles = createConsoleServer({ kubeConfig: options.kubeConfig, log });
   let proxied = 0;
 
