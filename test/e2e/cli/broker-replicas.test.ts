@@ -205,9 +205,11 @@ describe('three broker serve replicas with --leader-elect', () => {
     // the bound is a lease duration and a retry period (docs/scaling.md); one more period is for a busy machine
     expect(takeoverMs).toBeLessThanOrEqual(leaseDurationMs + 2 * retryPeriodMs);
 
+    // each reclaim recreates its member from a clone, as in the case below
     await waitFor(pool.claimLeases, {
       describe: 'every claim to end',
       until: (leases) => leases.length === 0,
+      timeoutMs: 60_000,
     });
     const free = await waitFor(() => pool.vdi.listPools(), {
       describe: 'the pool to show its members free again',

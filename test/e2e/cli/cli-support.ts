@@ -84,8 +84,11 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = cliEn
 /** Everything a background process printed so far (stdout and stderr), and a wait for what it prints next. */
 export interface OutputLog {
   text(): string;
-  /** Resolves with the output once `pattern` matches all of it so far; rejects if the process exits first. */
-  waitFor(pattern: RegExp): Promise<string>;
+  /**
+   * Resolves with the output once `pattern` matches all of it so far; rejects if the process exits first, or after
+   * `timeoutMs` (60 s), naming the pattern, so a line that never comes fails its own step, not the whole test.
+   */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
 }
 
 /** Collects a background process's output from its start, so nothing printed early is missed. */
@@ -100,17 +103,23 @@ export function collectOutput(child: ChildProcess): OutputLog {
   child.stderr?.on('data', onData);
   return {
     text: () => seen,
-    waitFor: (pattern) =>
+    waitFor: (pattern, timeoutMs = 60_000) =>
       new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          if (waiting.delete(check))
+            reject(new Error(`printed nothing matching ${pattern} in ${timeoutMs} ms:\n${seen}`));
+        }, timeoutMs);
         const check = () => {
           if (!pattern.test(seen)) return;
           waiting.delete(check);
+          clearTimeout(timer);
           resolve(seen);
         };
         waiting.add(check);
         child.once('exit', (code) => {
-          if (waiting.delete(check))
-            reject(new Error(`exited with ${code} before printing ${pattern}:\n${seen}`));
+          if (!waiting.delete(check)) return;
+          clearTimeout(timer);
+          reject(new Error(`exited with ${code} before printing ${pattern}:\n${seen}`));
         });
         check();
       }),
