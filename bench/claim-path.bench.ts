@@ -41,8 +41,8 @@ import { SlowCloneCluster, timePoolCreate } from './support/pool-create-timing.j
 import { createNamespace, seedClaimedDesktops, seedMembers, waitForSettledVms } from './support/seed.js';
 
 const stormSizes = sizesFromEnv('BENCH_STORM_SIZES', [50, 200, 800]);
-// P1's floor and storm alternate this many times per size, and P5's two runs, and the run with the median ratio is
-// reported: one run of a few seconds on a shared two-core machine moves a ratio by a fifth
+// P1's floor and storm alternate this many times per size, and the run with the median ratio is reported: one run
+// of a few seconds on a shared two-core machine moves a ratio by a fifth
 const repeats = sizeFromEnv('BENCH_REPEATS', 3);
 // P5's runs are a few seconds each and swing further, so it takes the median of more of them
 const brokerRepeats = sizeFromEnv('BENCH_BROKER_REPEATS', 5);
