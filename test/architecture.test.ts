@@ -221,15 +221,6 @@ describe('the layers', () => {
   it('have no import cycle anywhere, testing/ included', () => {
     expect(importCycles(files)).toEqual([]);
   });
-
-  // client-node's own API clients open a TLS connection per request; the simulator's did, and took a third of
-  // the control plane's CPU in handshakes
-  it('make API clients only through the kept-alive connections of kube/connections.ts, testing/ included', () => {
-    const perRequestClients = [...files]
-      .filter(([, source]) => /\.makeApiClient\s*\(/.test(withoutComments(source)))
-      .map(([file]) => file);
-    expect(perRequestClients).toEqual([]);
-  });
 });
 
 describe('the architecture check itself', () => {

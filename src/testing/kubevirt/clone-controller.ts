@@ -1,5 +1,4 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../kubevirt-types.js';
 import {
   buildCloneTarget,
@@ -90,7 +89,7 @@ function statusForPhase(
  */
 export function createCloneReconciler(options: CloneControllerOptions): (key: string) => Promise<void> {
   const { kubeConfig, clones, vms, restoring, wakeVm, log } = options;
-  const api = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   // When this process saw each clone enter its phase; phase delays count from there.
   const entered = new Map<string, { phase: string; at: number }>();
   // The restore each unfinished clone holds on its target, to release it if the clone is deleted.

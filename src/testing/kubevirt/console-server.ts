@@ -3,7 +3,6 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { VirtualMachineInstance } from '../../kubevirt-types.js';
 import { simulatorAnnotations } from './fault-knobs.js';
 import { kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
@@ -55,7 +54,7 @@ function refuseUpgrade(socket: Duplex, code: number, reason: string, message: st
  */
 export function createConsoleServer(options: ConsoleServerOptions): ConsoleServer {
   const { log } = options;
-  const api = makeKeepAliveClient(options.kubeConfig, CustomObjectsApi);
+  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const sockets = new WebSocketServer({
     noServer: true,
     maxPayload: maxClientMessageBytes,

@@ -7,7 +7,6 @@ import {
   type V1CustomResourceValidation,
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import { unlessNotFound, upsert } from './kube-calls.js';
 import { pause } from './pause.js';
 
@@ -132,7 +131,7 @@ function isEstablished(crd: V1CustomResourceDefinition | undefined): boolean {
  * @category testing
  */
 export async function installKubevirtCrds(kubeConfig: KubeConfig): Promise<void> {
-  const api = makeKeepAliveClient(kubeConfig, ApiextensionsV1Api);
+  const api = kubeConfig.makeApiClient(ApiextensionsV1Api);
   await Promise.all(
     kubevirtCrds.map(async (body) => {
       const name = body.metadata?.name ?? '';

@@ -1,5 +1,4 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { ObjectMeta } from '../../kube-objects.js';
 import { pause } from './pause.js';
 
@@ -72,14 +71,11 @@ export async function startInformer<T extends CachedObject>(
       ? `/api/v1/${resource}`
       : `/apis/${resource.group}/${resource.version}/${resource.plural}`;
   const listPage = (page: { limit: number; _continue: string | undefined }) => {
-    const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
     if (resource === 'namespaces') return core.listNamespace(page);
     if (resource === 'nodes') return core.listNode(page);
     if (resource === 'pods') return core.listPodForAllNamespaces(page);
-    return makeKeepAliveClient(kubeConfig, CustomObjectsApi).listClusterCustomObject({
-      ...resource,
-      ...page,
-    });
+    return kubeConfig.makeApiClient(CustomObjectsApi).listClusterCustomObject({ ...resource, ...page });
   };
   const objects = new Map<string, T>();
   // UIDs known to be deleted: an answer to a write that raced the delete must not bring the object back.

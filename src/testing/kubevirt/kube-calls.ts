@@ -7,7 +7,6 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { CachedObject, Informer, ResourceRef } from './informer.js';
 
 /** Where KubeVirt's resources live, as client-node's custom-object calls take them. */
@@ -92,7 +91,7 @@ export async function writeStatus<T extends CachedObject>(
 /** Creates the namespace `name`, or leaves it when it exists. */
 export async function ensureNamespace(kubeConfig: KubeConfig, name: string): Promise<void> {
   try {
-    await makeKeepAliveClient(kubeConfig, CoreV1Api).createNamespace({ body: { metadata: { name } } });
+    await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
   } catch (error) {
     if (httpStatusOf(error) !== 409) throw error;
   }

@@ -1,7 +1,6 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.js';
 import { VdiError } from '../../errors.js';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import { simulatorAnnotations } from './fault-knobs.js';
 import { mergePatch } from './kube-calls.js';
 
@@ -17,10 +16,9 @@ export interface NamespaceClock extends Clock {
 }
 
 function annotate(kubeConfig: KubeConfig, namespace: string, annotations: Record<string, string | null>) {
-  return makeKeepAliveClient(kubeConfig, CoreV1Api).patchNamespace(
-    { name: namespace, body: { metadata: { annotations } } },
-    mergePatch,
-  );
+  return kubeConfig
+    .makeApiClient(CoreV1Api)
+    .patchNamespace({ name: namespace, body: { metadata: { annotations } } }, mergePatch);
 }
 
 function timeOf(time: Date | string): number {

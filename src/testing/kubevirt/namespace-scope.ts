@@ -1,5 +1,4 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import { readNamespaceKnobs } from './fault-knobs.js';
 import { startInformer } from './informer.js';
 import { unlessNotFound } from './kube-calls.js';
@@ -29,7 +28,7 @@ export async function startNamespaceScopes(options: {
   log: (line: string) => void;
 }): Promise<NamespaceScopes> {
   const { kubeConfig, log } = options;
-  const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
   const reported = new Map<string, string>();
   const informer = await startInformer({
     kubeConfig,

@@ -1,6 +1,5 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { NodeObject } from '../../kube-objects.js';
 import type { PermittedHostDevices } from '../../kubevirt-types.js';
 import { ensureNamespace, httpStatusOf, kubevirtResources, unlessNotFound, upsert } from './kube-calls.js';
@@ -33,7 +32,7 @@ export async function createSimulatedNode(
   options: SimulatedNodeOptions,
 ): Promise<NodeObject> {
   if (!options.name.trim()) throw new VdiError('INVALID_INPUT', 'createSimulatedNode needs a node name.');
-  const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
   const { name } = options;
   const labels = { 'kubernetes.io/hostname': name, ...options.labels };
   // The node agent writes addresses into every Node's status: read again when it wrote first.
@@ -82,7 +81,7 @@ export async function setPermittedHostDevices(
   kubeConfig: KubeConfig,
   permitted: PermittedHostDevices,
 ): Promise<void> {
-  const custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   await ensureNamespace(kubeConfig, kubevirtCrRef.namespace);
   const ref = { ...kubevirtResources.kubevirt, ...kubevirtCrRef };
   type KubevirtCr = { metadata: Record<string, unknown>; spec?: { configuration?: Record<string, unknown> } };

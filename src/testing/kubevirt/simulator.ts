@@ -9,7 +9,6 @@ import {
   type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { VirtualMachine, VirtualMachineClone, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { createCloneReconciler } from './clone-controller.js';
 import { installKubevirtCrds } from './crds.js';
@@ -58,8 +57,8 @@ const serviceRef = { namespace: 'kubevirt', name: 'virt-api' } as const;
 const apiServiceName = `v1.${subresourceGroup}`;
 
 async function registerAggregatedApi(kubeConfig: KubeConfig, port: number): Promise<void> {
-  const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
-  const registration = makeKeepAliveClient(kubeConfig, ApiregistrationV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const registration = kubeConfig.makeApiClient(ApiregistrationV1Api);
   await ensureNamespace(kubeConfig, serviceRef.namespace);
   const service: V1Service = {
     metadata: { name: serviceRef.name, namespace: serviceRef.namespace },
@@ -106,7 +105,7 @@ const webhookName = 'vm-start.sim.kubevirt.corral.dev';
 // KubeVirt refuses some VM writes in its validating webhook; the simulator's does it for a start written as the
 // run field of a VM with the fail-start knob. Ignore on failure: VM writes go on while no simulator runs.
 async function registerVmWebhook(kubeConfig: KubeConfig, port: number, caPem: string): Promise<void> {
-  const admission = makeKeepAliveClient(kubeConfig, AdmissionregistrationV1Api);
+  const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
   const configuration: V1ValidatingWebhookConfiguration = {
     metadata: { name: webhookName },
     webhooks: [
@@ -144,7 +143,7 @@ async function registerVmWebhook(kubeConfig: KubeConfig, port: number, caPem: st
 
 // The apiserver picks a new webhook up a moment after it is written: until a dry-run start is refused, it may not.
 async function waitUntilAdmitting(kubeConfig: KubeConfig): Promise<void> {
-  const custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const probe: VirtualMachine = {
     apiVersion: 'kubevirt.io/v1',
     kind: 'VirtualMachine',
@@ -179,8 +178,8 @@ async function waitUntilAdmitting(kubeConfig: KubeConfig): Promise<void> {
 }
 
 async function waitUntilRouted(kubeConfig: KubeConfig, proxiedRequests: () => number): Promise<void> {
-  const registration = makeKeepAliveClient(kubeConfig, ApiregistrationV1Api);
-  const custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+  const registration = kubeConfig.makeApiClient(ApiregistrationV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const deadline = Date.now() + 60_000;
   for (;;) {
     const apiService = await unlessNotFound(registration.readAPIService({ name: apiServiceName }));
@@ -333,9 +332,9 @@ export async function startKubevirtSimulator(
       await Promise.all(queues.map((queue) => queue.stop()));
       // a webhook nobody answers would slow every VM write the apiserver still takes
       await unlessNotFound(
-        makeKeepAliveClient(kubeConfig, AdmissionregistrationV1Api).deleteValidatingWebhookConfiguration({
-          name: webhookName,
-        }),
+        kubeConfig
+          .makeApiClient(AdmissionregistrationV1Api)
+          .deleteValidatingWebhookConfiguration({ name: webhookName }),
       ).catch(() => undefined);
       await server.close();
     },

@@ -3,7 +3,6 @@ import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { createApiserverFacingServer } from '../apiserver-facing-server.js';
 import { type ConsoleSubresource, createConsoleServer, isFromFrontProxy } from './console-server.js';
@@ -134,7 +133,7 @@ function refusal(code: number, message: string, name: string): Record<string, un
  */
 export async function startSubresourceServer(options: SubresourceServerOptions): Promise<SubresourceServer> {
   const { log } = options;
-  const api = makeKeepAliveClient(options.kubeConfig, CustomObjectsApi);
+  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
   const consoles = createConsoleServer({ kubeConfig: options.kubeConfig, log });
   let proxied = 0;
 

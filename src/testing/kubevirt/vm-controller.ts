@@ -1,5 +1,4 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { readVmKnobs } from './fault-knobs.js';
 import type { Informer } from './informer.js';
@@ -40,7 +39,7 @@ function isOwnedBy(vmi: VirtualMachineInstance, name: string): boolean {
  */
 export function createVmReconciler(options: VmControllerOptions): (key: string) => Promise<void> {
   const { kubeConfig, vms, vmis, ips, log } = options;
-  const api = makeKeepAliveClient(kubeConfig, CustomObjectsApi);
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const timers = new Map<string, { startDueAt: number | undefined; stopDueAt: number | undefined }>();
   const reported = new Map<string, string>();
 

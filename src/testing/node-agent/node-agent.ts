@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import { type Informer, startInformer } from '../kubevirt/informer.js';
 import { IpPool, parseIpRange } from '../kubevirt/ip-pool.js';
 import { mergePatch, splitKey } from '../kubevirt/kube-calls.js';
@@ -82,7 +81,7 @@ export async function startNodeAgent(
   const log = options.log ?? (() => {});
   const nodeName = options.nodeName?.trim() || 'sim-node-1';
   const ips = new IpPool(parseIpRange(options.podIpRange ?? '127.2.0.0/16'));
-  const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
   const dataDir = mkdtempSync(join(tmpdir(), 'corral-vdi-pods-'));
   const stoppers: Array<() => void> = [];
   const podQueue = new KeyedWorkQueue(16, log);

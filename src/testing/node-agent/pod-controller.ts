@@ -6,7 +6,6 @@ import {
   type V1ObjectMeta,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { makeKeepAliveClient } from '../../kube/connections.js';
 import type { Informer } from '../kubevirt/informer.js';
 import type { IpPool } from '../kubevirt/ip-pool.js';
 import { httpStatusOf, mergePatch, splitKey } from '../kubevirt/kube-calls.js';
@@ -82,7 +81,7 @@ function viewsOf(sandbox: PodSandbox): ContainerView[] {
  */
 export function createPodController(options: PodControllerOptions): PodController {
   const { kubeConfig, pods, nodes, ips, log } = options;
-  const core = makeKeepAliveClient(kubeConfig, CoreV1Api);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
   const runs = new Map<string, PodRun>();
   // Bindings sent but not yet seen in the cache, so two Pods never take the same last device.
   const assumed = new Map<string, { uid: string; nodeName: string }>();
