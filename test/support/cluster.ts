@@ -79,7 +79,10 @@ export function stoppedVm(name: string, labels: Record<string, string> = {}): Vi
   };
 }
 
-/** Creates `size` pool members `<pool>-1 … <pool>-N` directly, as a pool create would leave them. */
+/**
+ * Creates `size` pool members `<pool>-1 … <pool>-N` directly, as a pool create would leave them, and waits for the
+ * simulator to show each one Stopped: until then its power is unknown, which a keeper or a claim rightly leaves be.
+ */
 export async function createPoolMembers(
   cluster: LocalClusterAccess,
   namespace: string,
@@ -89,7 +92,13 @@ export async function createPoolMembers(
   const kube = new KubeCluster(cluster.kubeConfig);
   const names = Array.from({ length: size }, (_, index) => `${pool}-${index + 1}`);
   await Promise.all(
-    names.map((name) => kube.createVm(namespace, stoppedVm(name, { 'corral.dev/vdi-pool': pool }))),
+    names.map(async (name) => {
+      await kube.createVm(namespace, stoppedVm(name, { 'corral.dev/vdi-pool': pool }));
+      await waitFor(() => kube.getVm(namespace, name), {
+        describe: `VM ${name} to show Stopped`,
+        until: (found) => found?.status?.printableStatus === 'Stopped',
+      });
+    }),
   );
   return names;
 }
