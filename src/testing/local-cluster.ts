@@ -352,7 +352,8 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     for (const child of children) child.kill('SIGCONT');
     for (const child of [...children].reverse()) await stopProcess(child);
     process.removeListener('exit', killNow);
-    reaper?.kill('SIGKILL');
+    // waited for, so that nothing of the cluster runs once stop resolves
+    if (reaper) await killProcess(reaper);
     rmSync(dir, { recursive: true, force: true });
   };
 
