@@ -71,10 +71,6 @@ async function setUp(prefix: string, size: number) {
   await createPoolMembers(cluster(), namespace, 'devpool', size);
   const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
   const kube = new LaggingCluster(cluster().kubeConfig);
-  await waitFor(
-    async () => (await kube.listVms(namespace)).every((vm) => vm.status?.printableStatus === 'Stopped'),
-    { describe: 'the members to report Stopped' },
-  );
   const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
   ctx.backends.vm = createVmBackend(ctx);
   const conflicts: string[] = [];

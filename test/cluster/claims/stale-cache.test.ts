@@ -77,10 +77,6 @@ async function setUpCached<K extends KubeCluster>(
     ? await createNamespaceClock(cluster().kubeConfig, namespace)
     : createTestClock();
   const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
-  await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-    describe: 'the members to report Stopped',
-    until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-  });
   const ctx: VdiContext = { ...other.context, cluster: kube, backends: {} };
   ctx.backends.vm = createVmBackend(ctx);
   kube.startCaches([namespace], { clock: createTestClock() });

@@ -26,10 +26,6 @@ async function setUp(prefix: string, members: number) {
       metadata: { annotations: { [simulatorAnnotations.failStart]: 'held back by the test' } },
     });
   }
-  await waitFor(() => kube.listVms(namespace, 'corral.dev/vdi-pool=devpool'), {
-    describe: 'the members to report Stopped',
-    until: (vms) => vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
-  });
   return { namespace, vdi, kube };
 }
 

@@ -60,9 +60,6 @@ async function setUp(prefix: string, size: number) {
     );
   const annotation = async (member: string, key: string) =>
     (await kube.getVm(namespace, member))?.metadata.annotations?.[key];
-  await waitFor(async () => Object.values(await power()).every((status) => status === 'Stopped'), {
-    describe: 'the members to report Stopped',
-  });
   return { namespace, clock, vdi, ctx: vdi.context, kube, power, annotation };
 }
 

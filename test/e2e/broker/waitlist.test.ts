@@ -25,10 +25,6 @@ async function setUp() {
   const clock = createTestClock(new Date());
   const api = await startBroker(cluster(), namespace, clock);
   running.push(api);
-  const kube = api.vdi.context.cluster;
-  await waitFor(async () => (await kube.getVm(namespace, member))?.status?.printableStatus === 'Stopped', {
-    describe: `${member} to report Stopped`,
-  });
   return { namespace, member, clock, api };
 }
 
