@@ -10,6 +10,8 @@ interface DevClusterState {
   pid: number;
   server: string;
   kubeconfig: string;
+  /** The control plane's data folder, removed once it has stopped. */
+  dataDir: string;
   startedAt: string;
 }
 
@@ -41,6 +43,7 @@ export async function serveDevCluster(kubeconfigPath: string): Promise<void> {
     pid: process.pid,
     server: cluster.server,
     kubeconfig: kubeconfigPath,
+    dataDir: cluster.connection.dataDir,
     startedAt: new Date().toISOString(),
   };
   writeFileSync(statePath(), JSON.stringify(state));

@@ -29,6 +29,7 @@ describe('corral-vdi dev-cluster', () => {
       pid: number;
       server: string;
       kubeconfig: string;
+      dataDir: string;
       startedAt: string;
     }>(up);
     expect(state).toMatchObject({
@@ -38,6 +39,7 @@ describe('corral-vdi dev-cluster', () => {
       server: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+$/),
     });
     expect(existsSync(kubeconfig)).toBe(true);
+    expect(existsSync(state.dataDir)).toBe(true);
 
     const listed = await runCli(['pool', 'list'], { ...env, KUBECONFIG: kubeconfig });
     expect(listed).toEqual({ code: 0, stdout: 'no pools in namespace corral-vms\n', stderr: '' });
@@ -61,6 +63,7 @@ describe('corral-vdi dev-cluster', () => {
     const down = await runCli(['dev-cluster', 'down'], env);
     expect(down).toEqual({ code: 0, stdout: `local control plane stopped (pid ${state.pid})\n`, stderr: '' });
     expect(jsonOf(await runCli(['dev-cluster', 'status', '-o', 'json'], env))).toEqual({ running: false });
+    expect(existsSync(state.dataDir)).toBe(false);
     const gone = await runCli(['pool', 'list'], { ...env, KUBECONFIG: kubeconfig });
     expect(gone.code).toBe(1);
   });
