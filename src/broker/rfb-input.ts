@@ -15,6 +15,10 @@ export interface RfbInputScan {
  * A stream it cannot follow (RFB 3.3, another security type, an unknown message type) is taken as all input from
  * there on, so a desktop is never reclaimed as idle because its protocol was not understood.
  *
+ * It keeps at most the first 12 bytes of a message, enough to tell its type and length, and passes over the
+ * rest (a ClientCutText's text, SetEncodings' list) as it arrives: its work is linear in the bytes pushed and its
+ * memory constant, however the stream is split.
+ *
  * @category broker
  */
 export interface RfbInputParser {
@@ -24,7 +28,7 @@ export interface RfbInputParser {
   readonly lost: boolean;
 }
 
-type Phase = 'version' | 'security' | 'auth' | 'init' | 'messages' | 'lost';
+type Phase = 'version' | 'security' | 'init' | 'messages' | 'lost';
 
 // the fixed length of each client message type that has one, type byte included
 const fixedLengths = new Map<number, number>([
@@ -36,35 +40,45 @@ const fixedLengths = new Map<number, number>([
   [250, 4], // xvp
 ]);
 
-/**
- * The length of the client message at the start of `buffer`, or `undefined` until enough of it arrived to tell;
- * `-1` for a type it does not know.
- */
-function messageLength(buffer: Uint8Array): number | undefined {
-  const type = buffer[0];
-  if (type === undefined) return undefined;
+// how many first bytes of a message of each variable-length type tell its length
+const headLengths = new Map<number, number>([
+  [2, 4], // SetEncodings: a u16 count of 4-byte encodings
+  [6, 8], // ClientCutText: a u32 length of text
+  [248, 9], // ClientFence: flags, then a u8 length of payload
+  [251, 7], // SetDesktopSize: a u8 count of 16-byte screens
+  [255, 2], // QEMU client messages: the subtype
+]);
+
+const versionLength = 12;
+
+/** How many first bytes of the message starting with `type` tell its length; `-1` for a type it does not know. */
+function headLength(type: number): number {
+  if (fixedLengths.has(type)) return 1;
+  return headLengths.get(type) ?? -1;
+}
+
+/** The whole length of a message from its head (of {@link headLength} bytes); `-1` for one it does not know. */
+function messageLength(head: Uint8Array): number {
+  const type = head[0] ?? -1;
   const fixed = fixedLengths.get(type);
   if (fixed !== undefined) return fixed;
-  const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
   switch (type) {
-    case 2: // SetEncodings: a u16 count of 4-byte encodings
-      return buffer.length < 4 ? undefined : 4 + 4 * view.getUint16(2);
-    case 6: // ClientCutText: a u32 length of text (a negative one is extended clipboard, its size the absolute value)
-      return buffer.length < 8 ? undefined : 8 + Math.abs(view.getInt32(4));
-    case 248: // ClientFence: flags, then a u8 length of payload
-      return buffer.length < 9 ? undefined : 9 + (buffer[8] ?? 0);
-    case 251: // SetDesktopSize: a u8 count of 16-byte screens
-      return buffer.length < 7 ? undefined : 8 + 16 * (buffer[6] ?? 0);
-    case 255: // QEMU client messages: only the extended key event (subtype 0) is known
-      if (buffer.length < 2) return undefined;
-      return buffer[1] === 0 ? 12 : -1;
-    default:
-      return -1;
+    case 2:
+      return 4 + 4 * view.getUint16(2);
+    case 6: // a negative length is the extended clipboard, its size the absolute value
+      return 8 + Math.abs(view.getInt32(4));
+    case 248:
+      return 9 + (head[8] ?? 0);
+    case 251:
+      return 8 + 16 * (head[6] ?? 0);
+    default: // 255: only the extended key event (subtype 0) is known
+      return head[1] === 0 ? 12 : -1;
   }
 }
 
-function isInput(buffer: Uint8Array): boolean {
-  return buffer[0] === 4 || buffer[0] === 5 || (buffer[0] === 255 && buffer[1] === 0);
+function isInput(head: Uint8Array): boolean {
+  return head[0] === 4 || head[0] === 5 || (head[0] === 255 && head[1] === 0);
 }
 
 /**
@@ -81,56 +95,59 @@ function isInput(buffer: Uint8Array): boolean {
  */
 export function createRfbInputParser(): RfbInputParser {
   let phase: Phase = 'version';
-  let pending: Uint8Array = new Uint8Array(0);
+  // the first bytes of the current step, gathered across pushes
+  const head = new Uint8Array(versionLength);
+  let held = 0;
+  // bytes of the current step still to pass over, and whether it is an input message once they have passed
+  let skip = 0;
+  let inputWhenSkipped = false;
 
-  // read through a function: the checks above narrow phase where a step may still change it
+  // read through a function: the checks below narrow phase where a step may still change it
   const isLost = () => phase === 'lost';
 
-  function take(length: number): Uint8Array | undefined {
-    if (pending.length < length) return undefined;
-    const head = pending.subarray(0, length);
-    pending = pending.subarray(length);
-    return head;
+  // How many head bytes the current step needs; -1 when a message's type is unknown.
+  function wanted(): number {
+    switch (phase) {
+      case 'version':
+        return versionLength;
+      case 'messages':
+        return held === 0 ? 1 : headLength(head[0] ?? -1);
+      default:
+        return 1;
+    }
   }
 
-  function step(scan: RfbInputScan): boolean {
+  // Acts on a complete head; answers whether it completed an input message.
+  function advance(): boolean {
+    const bytes = head.subarray(0, held);
+    held = 0;
     switch (phase) {
       case 'version': {
-        const version = take(12);
-        if (!version) return false;
-        const text = new TextDecoder('latin1').decode(version);
+        const text = String.fromCharCode(...bytes);
         // 3.3 lets the server pick the security type, which the client's half does not show
         phase = text === 'RFB 003.008\n' || text === 'RFB 003.007\n' ? 'security' : 'lost';
-        return true;
+        return false;
       }
-      case 'security': {
-        const chosen = take(1);
-        if (!chosen) return false;
-        phase = chosen[0] === 1 ? 'init' : chosen[0] === 2 ? 'auth' : 'lost';
-        return true;
-      }
-      case 'auth':
-        if (!take(16)) return false;
-        phase = 'init';
-        return true;
+      case 'security':
+        // VNC authentication: the client's 16-byte response comes before ClientInit
+        if (bytes[0] === 2) skip = 16;
+        phase = bytes[0] === 1 || bytes[0] === 2 ? 'init' : 'lost';
+        return false;
       case 'init':
-        if (!take(1)) return false;
         phase = 'messages';
-        return true;
-      case 'messages': {
-        const length = messageLength(pending);
-        if (length === undefined) return false;
+        return false;
+      default: {
+        const length = messageLength(bytes);
         if (length < 0) {
           phase = 'lost';
-          return true;
+          // still held, so the push counts the message it cannot place
+          held = bytes.length;
+          return false;
         }
-        const message = take(length);
-        if (!message) return false;
-        if (isInput(message)) scan.input += 1;
-        return true;
+        skip = length - bytes.length;
+        inputWhenSkipped = skip > 0 && isInput(bytes);
+        return skip === 0 && isInput(bytes);
       }
-      case 'lost':
-        return false;
     }
   }
 
@@ -138,17 +155,37 @@ export function createRfbInputParser(): RfbInputParser {
     push(bytes) {
       const scan = { input: 0 };
       if (phase === 'lost') return { input: bytes.length > 0 ? 1 : 0 };
-      const joined = new Uint8Array(pending.length + bytes.length);
-      joined.set(pending);
-      joined.set(bytes, pending.length);
-      pending = joined;
-      while (step(scan)) {
-        if (isLost()) {
-          // what is left of this push is a message the parser cannot place: count it
-          if (pending.length > 0) scan.input += 1;
-          pending = new Uint8Array(0);
+      let at = 0;
+      for (;;) {
+        if (skip > 0) {
+          if (at === bytes.length) break;
+          const passed = Math.min(skip, bytes.length - at);
+          skip -= passed;
+          at += passed;
+          if (skip === 0 && inputWhenSkipped) scan.input += 1;
+          continue;
+        }
+        const want = wanted();
+        if (want < 0) {
+          phase = 'lost';
           break;
         }
+        if (held < want) {
+          if (at === bytes.length) break;
+          const taken = Math.min(want - held, bytes.length - at);
+          head.set(bytes.subarray(at, at + taken), held);
+          held += taken;
+          at += taken;
+          // asked again: a message's type byte tells how much more of its head there is
+          continue;
+        }
+        if (advance()) scan.input += 1;
+        if (isLost()) break;
+      }
+      if (isLost()) {
+        // what is left of this push, the unknown message's head included, is a message the parser cannot place
+        if (held > 0 || at < bytes.length) scan.input += 1;
+        held = 0;
       }
       return scan;
     },
