@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Puts etcd and kube-apiserver into the corral-vdi binary cache, building kube-apiserver from
-# Debian's kubernetes source package when it is not there yet. Safe to interrupt and rerun:
-# a binary is moved into the cache only after it was built completely.
+# Puts kube-apiserver and etcd into the corral-vdi binary cache, building them from the Go module proxy when they
+# are not there yet: kube-apiserver from k8s.io/kubernetes and etcd from go.etcd.io/etcd/server/v3, each in a build
+# module of its own. Safe to interrupt and rerun: a binary is moved into the cache only once it was built whole.
+# CORRAL_KUBERNETES_VERSION picks another release of the served ones (a folder of its own in the cache).
 set -euo pipefail
 
-k8s_version=v1.20.2
+k8s_version=${CORRAL_KUBERNETES_VERSION:-v1.37.2}
+# The etcd release each Kubernetes minor version is built and tested with upstream.
+case "$k8s_version" in
+v1.37.* | v1.36.*) etcd_version=v3.7.3 ;;
+v1.3[4-5].*) etcd_version=v3.6.16 ;;
+*)
+  printf '[control-plane] Kubernetes %s is not one this script builds; use v1.34.x to v1.37.x\n' "$k8s_version" >&2
+  exit 1
+  ;;
+esac
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/corral-vdi"
 bin_dir="$cache_root/bin/$k8s_version"
-work_dir="$cache_root/build"
+work_dir="$cache_root/build/$k8s_version"
 
 say() { printf '[control-plane] %s\n' "$*" >&2; }
 retry='run "bash scripts/build-control-plane.sh" again'
@@ -20,75 +30,80 @@ if [ -x "$bin_dir/kube-apiserver" ] && [ -x "$bin_dir/etcd" ]; then
   exit 0
 fi
 
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-
-step='apt install'
-need_packages=()
-for pair in etcd:etcd-server go:golang-go rsync:rsync dpkg-source:dpkg-dev; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || need_packages+=("${pair#*:}")
-done
-reflect2_src=/usr/share/gocode/src/github.com/modern-go/reflect2
-[ -d "$reflect2_src" ] || need_packages+=(golang-github-modern-go-reflect2-dev)
-
-src_list=/etc/apt/sources.list.d/corral-vdi-src.sources
-if [ ! -f "$src_list" ]; then
-  step='deb-src entry'
-  say "adding a deb-src entry for Debian's kubernetes source package"
-  as_root tee "$src_list" >/dev/null <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  as_root apt-get update -qq
+step='finding Go'
+# Go's own installer puts it here, off the PATH of non-login shells
+command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null 2>&1; then
+  say "step '$step' failed: Go 1.26 or newer is needed to build the control plane (https://go.dev/doc/install); $retry"
+  exit 1
 fi
-if [ ${#need_packages[@]} -gt 0 ]; then
-  # it names its failed step itself
-  bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${need_packages[@]}" || exit 1
-fi
+# Kubernetes 1.37 needs Go 1.26; an older go fetches that toolchain through the module proxy.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-auto} GOFLAGS=-mod=mod CGO_ENABLED=0
 
-mkdir -p "$bin_dir" "$work_dir"
-ln -sf "$(command -v etcd)" "$bin_dir/etcd.partial" && mv -f "$bin_dir/etcd.partial" "$bin_dir/etcd"
-
-if [ ! -x "$bin_dir/kube-apiserver" ]; then
-  cd "$work_dir"
-  tree=$(find . -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
-  if [ -z "$tree" ] || [ ! -f "$tree/.corral-extracted" ]; then
-    rm -rf ./kubernetes-*/
-    step='kubernetes source download'
-    say "downloading Debian's kubernetes source package (about 34 MB)"
-    apt-get source --download-only kubernetes >/dev/null 2>&1 || apt-get source --download-only kubernetes
-    dsc=$(ls kubernetes_*.dsc | head -n 1)
-    step='kubernetes source unpack'
-    say "unpacking $dsc"
-    dpkg-source --no-check -x "$dsc" >/dev/null
-    tree=$(find . -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
-    touch "$tree/.corral-extracted"
-  fi
-  tree=$(cd "$tree" && pwd)
-  # reflect2 1.0.1 panics under Go >= 1.18 on the first custom-resource create; 1.0.2 replaces it whole.
-  vendored_reflect2="$tree/vendor/github.com/modern-go/reflect2"
-  rm -f "$vendored_reflect2"/*.go "$vendored_reflect2"/*.s
-  cp "$reflect2_src"/*.go "$reflect2_src"/*.s "$vendored_reflect2/"
-  gopath="$work_dir/gopath"
-  mkdir -p "$gopath/src/k8s.io"
-  ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
-  # A failed generator run leaves a 0-byte binary behind that breaks the next build.
-  rm -rf "$tree/_output"
-  step='kube-apiserver build'
-  say "building kube-apiserver $k8s_version with $(go version | cut -d' ' -f3) (about 5 minutes on 2 cores)"
-  (cd "$gopath/src/k8s.io/kubernetes" && GOPATH="$gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS= \
-    make WHAT=cmd/kube-apiserver >"$work_dir/build.log" 2>&1) || {
-    tail -n 40 "$work_dir/build.log" >&2
-    say "step 'kube-apiserver build' failed; the full log is $work_dir/build.log; $retry"
+# Builds one command of one module into the cache: $1 binary name, $2 module folder, $3 package, $4 what, then
+# linker flags.
+build_into_cache() {
+  local name=$1 module_dir=$2 package=$3 what=$4
+  shift 4
+  step="$name build"
+  say "building $what with $(go version | cut -d' ' -f3) (several minutes on 2 cores, once)"
+  (cd "$module_dir" && go build -trimpath -ldflags="-s -w $*" -o "$bin_dir/$name.partial" "$package" \
+    >"$module_dir/build.log" 2>&1) || {
+    tail -n 40 "$module_dir/build.log" >&2
+    say "step '$step' failed; the full log is $module_dir/build.log; $retry"
     exit 1
   }
-  built="$tree/_output/bin/kube-apiserver"
-  [ -s "$built" ] || { say "step 'kube-apiserver build' wrote no kube-apiserver; $retry"; exit 1; }
-  cp "$built" "$bin_dir/kube-apiserver.partial"
-  mv -f "$bin_dir/kube-apiserver.partial" "$bin_dir/kube-apiserver"
-  rm -rf "$tree/_output"
+  mv -f "$bin_dir/$name.partial" "$bin_dir/$name"
+}
+
+mkdir -p "$bin_dir" "$work_dir/kube-apiserver" "$work_dir/etcd"
+
+if [ ! -x "$bin_dir/kube-apiserver" ]; then
+  module_dir="$work_dir/kube-apiserver"
+  step='kubernetes module download'
+  say "downloading k8s.io/kubernetes $k8s_version from the Go module proxy"
+  (cd "$module_dir" && go mod download -json "k8s.io/kubernetes@$k8s_version" >"$module_dir/download.json")
+  upstream_mod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p' "$module_dir/download.json")
+  # k8s.io/kubernetes points its staging modules at folders its zip lacks; the published v0.x.y are the same code.
+  staging_version="v0.${k8s_version#v1.}"
+  {
+    printf 'module corral.dev/control-plane/kube-apiserver\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\n' "$k8s_version"
+    sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/.*#\1#p' "$upstream_mod" |
+      while read -r staging; do printf 'replace %s => %s %s\n' "$staging" "$staging" "$staging_version"; done
+  } >"$module_dir/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >"$module_dir/tools.go"
+  step='kube-apiserver dependencies'
+  say "resolving kube-apiserver's dependencies (staging modules at $staging_version)"
+  (cd "$module_dir" && go mod tidy >"$module_dir/tidy.log" 2>&1) || {
+    tail -n 20 "$module_dir/tidy.log" >&2
+    false
+  }
+  # what /version reports, as a release build stamps it
+  minor=${k8s_version#v1.}
+  minor=${minor%%.*}
+  version_flags=()
+  for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    version_flags+=("-X $package.gitVersion=$k8s_version" "-X $package.gitMajor=1" "-X $package.gitMinor=$minor"
+      "-X $package.gitTreeState=clean")
+  done
+  build_into_cache kube-apiserver "$module_dir" k8s.io/kubernetes/cmd/kube-apiserver "kube-apiserver $k8s_version" \
+    "${version_flags[@]}"
+fi
+
+if [ ! -x "$bin_dir/etcd" ]; then
+  module_dir="$work_dir/etcd"
+  printf 'module corral.dev/control-plane/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' \
+    "$etcd_version" >"$module_dir/go.mod"
+  # etcd's own main is a thin wrapper of etcdmain; its module is not published, the server's is.
+  printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' \
+    >"$module_dir/main.go"
+  step='etcd dependencies'
+  say "resolving etcd $etcd_version's dependencies from the Go module proxy"
+  (cd "$module_dir" && go mod tidy >"$module_dir/tidy.log" 2>&1) || {
+    tail -n 20 "$module_dir/tidy.log" >&2
+    false
+  }
+  build_into_cache etcd "$module_dir" . "etcd $etcd_version"
 fi
 
 say "binaries ready in $bin_dir"

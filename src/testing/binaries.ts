@@ -5,8 +5,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VdiError } from '../errors.js';
 
-/** The Kubernetes version the cached binaries are built from. @category testing */
-export const localKubernetesVersion = 'v1.20.2';
+/**
+ * The Kubernetes release whose kube-apiserver the local control plane runs unless `CORRAL_KUBERNETES_VERSION`
+ * names another (v1.34.x to v1.37.x are built). @category testing
+ */
+export const localKubernetesVersion = 'v1.37.2';
+
+/** The Kubernetes release the binaries are looked for and built at: `CORRAL_KUBERNETES_VERSION` or the default. @category testing */
+export function selectedKubernetesVersion(): string {
+  return process.env.CORRAL_KUBERNETES_VERSION || localKubernetesVersion;
+}
 
 /** Where the control-plane binaries were found. @category testing */
 export interface ControlPlaneBinaries {
@@ -34,7 +42,7 @@ function isExecutable(path: string): boolean {
 /** The folder of cached control-plane binaries: `$XDG_CACHE_HOME/corral-vdi/bin/<version>` (default `~/.cache`). @category testing */
 export function controlPlaneCacheDir(): string {
   const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(cacheHome, 'corral-vdi', 'bin', localKubernetesVersion);
+  return join(cacheHome, 'corral-vdi', 'bin', selectedKubernetesVersion());
 }
 
 function buildScriptPath(): string {
@@ -54,8 +62,9 @@ function buildScriptPath(): string {
 
 /**
  * Finds etcd and kube-apiserver: in `KUBEBUILDER_ASSETS` when it names a folder that has both, else in the
- * cache, else builds them into the cache (Debian's etcd-server and kube-apiserver from Debian's kubernetes
- * source package; a few minutes the first time, needs root or sudo for apt).
+ * cache, else builds them into the cache from the Go module proxy (kube-apiserver of
+ * {@link selectedKubernetesVersion} and the etcd release it is tested with; needs Go 1.26 and about ten minutes on
+ * two cores the first time).
  *
  * @throws `VdiError` `CONTROL_PLANE_FAILED` when the build fails; the message names its log.
  * @category testing
