@@ -155,11 +155,16 @@ const maxCutTextBytes = 1 << 20;
  * Starts one client's RFB 3.8 conversation (RFC 6143): version, security type 1 (None), ServerInit, then
  * SetPixelFormat, SetEncodings (ignored: every update is raw), FramebufferUpdateRequest, KeyEvent,
  * PointerEvent and ClientCutText (ignored). A non-incremental request is answered at once; an incremental one
- * when the screen changes.
+ * when the screen changes. It keeps at most one message's first 20 bytes and passes over the ignored lists and
+ * texts as they arrive, so its work follows the bytes received however they are split.
  */
 export function createRfbSession(options: RfbSessionOptions): RfbSession {
   let stage: 'version' | 'security' | 'init' | 'normal' = 'version';
-  let pending = Buffer.alloc(0);
+  // the first bytes of the current step, gathered across chunks: the whole of every message that is read
+  const head = Buffer.alloc(20);
+  let held = 0;
+  // bytes of an ignored message still to pass over
+  let skip = 0;
   let format = serverPixelFormat;
   let waiting: { x: number; y: number; width: number; height: number } | undefined;
 
@@ -174,30 +179,31 @@ export function createRfbSession(options: RfbSessionOptions): RfbSession {
       : { x: 0, y: 0, width: screen.width, height: screen.height };
   };
 
-  // The length of the client message at the head of `bytes`, or undefined until enough of it arrived.
-  function messageLength(bytes: Buffer): number | undefined {
-    const type = bytes.readUInt8(0);
+  // How many first bytes of the message starting with `type` are read; the rest of 2 and 6 is passed over.
+  function headLength(type: number): number {
     switch (type) {
       case 0:
         return 20;
       case 2:
-        return bytes.length < 4 ? undefined : 4 + 4 * bytes.readUInt16BE(2);
+        return 4;
       case 3:
         return 10;
       case 4:
         return 8;
       case 5:
         return 6;
-      case 6: {
-        if (bytes.length < 8) return undefined;
-        const length = bytes.readUInt32BE(4);
-        if (length > maxCutTextBytes)
-          throw new RfbProtocolError(`ClientCutText of ${length} bytes is over ${maxCutTextBytes}`);
-        return 8 + length;
-      }
+      case 6:
+        return 8;
       default:
         throw new RfbProtocolError(`client message type ${type} is not RFB 3.8`);
     }
+  }
+
+  // How many head bytes the current step needs.
+  function wanted(): number {
+    if (stage === 'version') return 12;
+    if (stage !== 'normal' || held === 0) return 1;
+    return headLength(head.readUInt8(0));
   }
 
   function handle(message: Buffer): Buffer[] {
@@ -236,46 +242,67 @@ export function createRfbSession(options: RfbSessionOptions): RfbSession {
     }
   }
 
-  function take(length: number): Buffer | undefined {
-    if (pending.length < length) return undefined;
-    const head = pending.subarray(0, length);
-    pending = pending.subarray(length);
-    return head;
+  // Acts on a complete head; answers what to send back.
+  function advance(bytes: Buffer): Buffer[] {
+    switch (stage) {
+      case 'version':
+        if (!/^RFB 003\.00[78]\n$/.test(bytes.toString('latin1')))
+          throw new RfbProtocolError(
+            `protocol version ${JSON.stringify(bytes.toString('latin1'))} is not 3.7 or 3.8`,
+          );
+        stage = 'security';
+        return [Buffer.from([1, 1])];
+      case 'security':
+        if (bytes[0] !== 1) throw new RfbProtocolError(`security type ${bytes[0]} was not offered`);
+        stage = 'init';
+        return [Buffer.alloc(4)];
+      case 'init': {
+        stage = 'normal';
+        const screen = options.screen();
+        return [encodeServerInit(screen.width, screen.height, options.name)];
+      }
+      case 'normal':
+        if (bytes.readUInt8(0) === 2) {
+          skip = 4 * bytes.readUInt16BE(2);
+          return [];
+        }
+        if (bytes.readUInt8(0) === 6) {
+          const length = bytes.readUInt32BE(4);
+          if (length > maxCutTextBytes)
+            throw new RfbProtocolError(`ClientCutText of ${length} bytes is over ${maxCutTextBytes}`);
+          skip = length;
+          return [];
+        }
+        return handle(bytes);
+    }
   }
 
   return {
     greeting: () => Buffer.from('RFB 003.008\n', 'latin1'),
     receive(chunk) {
-      pending = Buffer.concat([pending, chunk]);
       const out: Buffer[] = [];
+      let at = 0;
       for (;;) {
-        if (stage === 'version') {
-          const version = take(12);
-          if (!version) return out;
-          if (!/^RFB 003\.00[78]\n$/.test(version.toString('latin1')))
-            throw new RfbProtocolError(
-              `protocol version ${JSON.stringify(version.toString('latin1'))} is not 3.7 or 3.8`,
-            );
-          stage = 'security';
-          out.push(Buffer.from([1, 1]));
-        } else if (stage === 'security') {
-          const choice = take(1);
-          if (!choice) return out;
-          if (choice[0] !== 1) throw new RfbProtocolError(`security type ${choice[0]} was not offered`);
-          stage = 'init';
-          out.push(Buffer.alloc(4));
-        } else if (stage === 'init') {
-          if (!take(1)) return out;
-          stage = 'normal';
-          const screen = options.screen();
-          out.push(encodeServerInit(screen.width, screen.height, options.name));
-        } else {
-          if (pending.length === 0) return out;
-          const length = messageLength(pending);
-          const message = length === undefined ? undefined : take(length);
-          if (!message) return out;
-          out.push(...handle(message));
+        if (skip > 0) {
+          if (at === chunk.length) return out;
+          const passed = Math.min(skip, chunk.length - at);
+          skip -= passed;
+          at += passed;
+          continue;
         }
+        const want = wanted();
+        if (held < want) {
+          if (at === chunk.length) return out;
+          const taken = Math.min(want - held, chunk.length - at);
+          head.set(chunk.subarray(at, at + taken), held);
+          held += taken;
+          at += taken;
+          // asked again: a message's type byte tells how much more of it there is
+          continue;
+        }
+        const bytes = head.subarray(0, held);
+        held = 0;
+        out.push(...advance(bytes));
       }
     },
     changed() {
