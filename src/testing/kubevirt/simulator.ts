@@ -10,6 +10,11 @@ import {
 } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
 import type { VirtualMachine, VirtualMachineClone, VirtualMachineInstance } from '../../kubevirt-types.js';
+import {
+  registerKubevirtWebhooks,
+  unregisterKubevirtWebhooks,
+  waitUntilKubevirtWebhooksAdmit,
+} from './admission-webhook.js';
 import { createCloneReconciler } from './clone-controller.js';
 import { installKubevirtCrds } from './crds.js';
 import { simulatorAnnotations } from './fault-knobs.js';
@@ -242,7 +247,9 @@ export async function startKubevirtSimulator(
     await installKubevirtCrds(kubeConfig);
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
     await registerVmWebhook(kubeConfig, server.port, certificates.caPem);
+    await registerKubevirtWebhooks(kubeConfig, `https://127.0.0.1:${server.port}`, certificates.caPem);
     await waitUntilAdmitting(kubeConfig);
+    await waitUntilKubevirtWebhooksAdmit(kubeConfig);
 
     const restoring = new Set<string>();
     // The queues collect the keys of the first lists and start once the reconcilers have their caches.
@@ -317,6 +324,7 @@ export async function startKubevirtSimulator(
   } catch (error) {
     for (const informer of informers) informer.stop();
     await Promise.all(queues.map((queue) => queue.stop()));
+    await unregisterKubevirtWebhooks(kubeConfig).catch(() => undefined);
     await server.close();
     throw error;
   }
@@ -336,6 +344,7 @@ export async function startKubevirtSimulator(
           .makeApiClient(AdmissionregistrationV1Api)
           .deleteValidatingWebhookConfiguration({ name: webhookName }),
       ).catch(() => undefined);
+      await unregisterKubevirtWebhooks(kubeConfig).catch(() => undefined);
       await server.close();
     },
   };

@@ -5,6 +5,7 @@ import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
 import { createApiserverFacingServer } from '../apiserver-facing-server.js';
+import { answerKubevirtAdmission, isKubevirtAdmission } from './admission-webhook.js';
 import { type ConsoleSubresource, createConsoleServer, isFromFrontProxy } from './console-server.js';
 import { readVmKnobs } from './fault-knobs.js';
 import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
@@ -222,9 +223,14 @@ export async function startSubresourceServer(options: SubresourceServerOptions):
       const admission =
         request.method === 'POST' &&
         new URL(request.url ?? '/', 'https://localhost').pathname === vmAdmissionPath;
+      const kubevirtAdmission = isKubevirtAdmission(request);
       // The body of a subresource call (StartOptions, StopOptions) carries nothing the simulator uses; drain it.
-      if (!admission) request.resume();
-      const answering = admission ? admit(request, response) : handle(request, response);
+      if (!admission && !kubevirtAdmission) request.resume();
+      const answering = admission
+        ? admit(request, response)
+        : kubevirtAdmission
+          ? answerKubevirtAdmission(request, response, log)
+          : handle(request, response);
       answering.catch((error: unknown) => {
         log(`subresource ${request.method} ${request.url} failed: ${(error as Error).message}`);
         if (!response.headersSent)
