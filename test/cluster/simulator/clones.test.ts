@@ -141,11 +141,6 @@ describe('the VirtualMachineClone controller', () => {
       { source: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'nowhere' } },
       'does not exist',
     ],
-    [
-      'a target named like its source',
-      { target: { apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name: 'golden' } },
-      'equal to source',
-    ],
     ['a patch that cannot apply', { patches: ['{"op":"remove","path":"/spec/nothing"}'] }, 'patch failed'],
   ])('fails a clone with %s, with the reason in its Ready condition', async (_, spec, reason) => {
     const { objects } = await setUp('clone-invalid');
