@@ -1,151 +1,72 @@
-import {
-  ApiextensionsV1Api,
-  type KubeConfig,
-  type V1CustomResourceColumnDefinition,
-  type V1CustomResourceDefinition,
-  type V1CustomResourceDefinitionVersion,
-  type V1CustomResourceValidation,
-} from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
 import { unlessNotFound, upsert } from './kube-calls.js';
+import kubevirtCrdData from './kubevirt-crds.json' with { type: 'json' };
 import { pause } from './pause.js';
 
-// Real KubeVirt objects carry far more fields than the simulator reads; keep them all. (client-node's
-// serializer knows the extension only by its TypeScript name.)
-const openSchema: V1CustomResourceValidation = {
-  openAPIV3Schema: {
-    type: 'object',
-    properties: {
-      spec: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
-      status: { type: 'object', x_kubernetes_preserve_unknown_fields: true },
-    },
-  },
-};
+/** The KubeVirt release whose CustomResourceDefinitions the simulator installs. @category testing */
+export const kubevirtRelease: string = kubevirtCrdData.kubevirtRelease;
 
-type Column = V1CustomResourceColumnDefinition;
+/** A CustomResourceDefinition as plain JSON, spelled exactly as the apiserver reads it. */
+type CrdBody = { metadata: { name: string; resourceVersion?: string } } & Record<string, unknown>;
 
-const age: Column = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
-
-function version(
-  name: string,
-  storage: boolean,
-  columns: Column[],
-  deprecated = false,
-): V1CustomResourceDefinitionVersion {
-  return {
-    name,
-    served: true,
-    storage,
-    ...(deprecated ? { deprecated: true } : {}),
-    schema: openSchema,
-    subresources: { status: {} },
-    ...(columns.length > 0 ? { additionalPrinterColumns: columns } : {}),
-  };
-}
-
-function definition(
-  group: string,
-  kind: string,
-  plural: string,
-  shortNames: string[],
-  versions: V1CustomResourceDefinitionVersion[],
-): V1CustomResourceDefinition {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
+/**
+ * KubeVirt's own CustomResourceDefinitions of the kinds the SDK and the simulator use, as {@link kubevirtRelease}
+ * installs them: every version carries the CRD's schema.
+ */
+export const kubevirtCrds: readonly CrdBody[] = kubevirtCrdData.crds.map(
+  ({ definition, openAPIV3Schema }) => ({
+    ...definition,
     metadata: {
-      name: `${plural}.${group}`,
-      labels: { 'app.kubernetes.io/managed-by': 'corral-vdi-simulator' },
+      ...definition.metadata,
+      labels: { ...definition.metadata.labels, 'app.kubernetes.io/managed-by': 'corral-vdi-simulator' },
     },
     spec: {
-      group,
-      scope: 'Namespaced',
-      names: {
-        kind,
-        plural,
-        singular: kind.toLowerCase(),
-        listKind: `${kind}List`,
-        shortNames,
-        categories: ['all'],
-      },
-      versions,
+      ...definition.spec,
+      versions: definition.spec.versions.map((version) => ({ ...version, schema: { openAPIV3Schema } })),
     },
-  };
-}
+  }),
+);
 
-/** The CustomResourceDefinitions the simulator installs: KubeVirt's VMs, VMIs, KubeVirt CR and clones. */
-export const kubevirtCrds: readonly V1CustomResourceDefinition[] = [
-  definition(
-    'kubevirt.io',
-    'VirtualMachine',
-    'virtualmachines',
-    ['vm', 'vms'],
-    [
-      version('v1', true, [
-        age,
-        { name: 'Status', type: 'string', jsonPath: '.status.printableStatus' },
-        { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" },
-      ]),
-    ],
-  ),
-  definition(
-    'kubevirt.io',
-    'VirtualMachineInstance',
-    'virtualmachineinstances',
-    ['vmi', 'vmis'],
-    [
-      version('v1', true, [
-        age,
-        { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-        { name: 'IP', type: 'string', jsonPath: '.status.interfaces[0].ipAddress' },
-        { name: 'NodeName', type: 'string', jsonPath: '.status.nodeName' },
-      ]),
-    ],
-  ),
-  definition('kubevirt.io', 'KubeVirt', 'kubevirts', ['kv', 'kvs'], [version('v1', true, [age])]),
-  definition(
-    'clone.kubevirt.io',
-    'VirtualMachineClone',
-    'virtualmachineclones',
-    ['vmclone', 'vmclones'],
-    [
-      version('v1beta1', true, [age, { name: 'Phase', type: 'string', jsonPath: '.status.phase' }]),
-      version('v1alpha1', false, [age, { name: 'Phase', type: 'string', jsonPath: '.status.phase' }], true),
-    ],
-  ),
-];
+// The custom-object client sends bodies as they are; the typed CRD client would rename the schemas' extensions.
+const crdResource = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+} as const;
 
-function isEstablished(crd: V1CustomResourceDefinition | undefined): boolean {
+function isEstablished(crd: unknown): boolean {
+  const conditions = (crd as { status?: { conditions?: { type: string; status: string }[] } } | undefined)
+    ?.status?.conditions;
   return (
-    crd?.status?.conditions?.some(
-      (condition) => condition.type === 'Established' && condition.status === 'True',
-    ) ?? false
+    conditions?.some((condition) => condition.type === 'Established' && condition.status === 'True') ?? false
   );
 }
 
 /**
- * Creates KubeVirt's CustomResourceDefinitions, or brings existing ones up to date, and waits until the
- * apiserver serves them. Safe to call again.
+ * Creates KubeVirt's CustomResourceDefinitions ({@link kubevirtRelease}'s own schemas), or brings existing ones
+ * up to date, and waits until the apiserver serves them. Safe to call again.
  *
  * @throws `VdiError` `CONTROL_PLANE_FAILED` when a definition is not established within 30 seconds.
  * @category testing
  */
 export async function installKubevirtCrds(kubeConfig: KubeConfig): Promise<void> {
-  const api = kubeConfig.makeApiClient(ApiextensionsV1Api);
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   await Promise.all(
     kubevirtCrds.map(async (body) => {
-      const name = body.metadata?.name ?? '';
+      const { name } = body.metadata;
       await upsert(
-        () => api.readCustomResourceDefinition({ name }),
-        () => api.createCustomResourceDefinition({ body }),
+        () => api.getClusterCustomObject({ ...crdResource, name }) as Promise<CrdBody>,
+        () => api.createClusterCustomObject({ ...crdResource, body }),
         (_, resourceVersion) =>
-          api.replaceCustomResourceDefinition({
+          api.replaceClusterCustomObject({
+            ...crdResource,
             name,
             body: { ...body, metadata: { ...body.metadata, resourceVersion } },
           }),
       );
       const deadline = Date.now() + 30_000;
-      while (!isEstablished(await unlessNotFound(api.readCustomResourceDefinition({ name })))) {
+      while (!isEstablished(await unlessNotFound(api.getClusterCustomObject({ ...crdResource, name })))) {
         if (Date.now() > deadline) {
           throw new VdiError(
             'CONTROL_PLANE_FAILED',

@@ -64,7 +64,8 @@ export async function upsert<T extends { metadata?: { resourceVersion?: string }
 
 /**
  * Merge-patches the status of a namespaced custom object, conditioned on the resourceVersion `object` was read
- * at, and caches what the apiserver returns. When someone else wrote first (409) or the object is gone (404) it
+ * at, and caches what the apiserver returns. A VMI's status is patched on the object itself, as KubeVirt's VMI
+ * CRD has no status subresource. When someone else wrote first (409) or the object is gone (404) it
  * caches a fresh read instead and returns false, so the caller decides again.
  */
 export async function writeStatus<T extends CachedObject>(
@@ -77,7 +78,11 @@ export async function writeStatus<T extends CachedObject>(
   const ref = { ...resource, namespace: object.metadata.namespace ?? '', name: object.metadata.name ?? '' };
   try {
     const body = { metadata: { resourceVersion: object.metadata.resourceVersion }, status };
-    informer.remember((await api.patchNamespacedCustomObjectStatus({ ...ref, body }, mergePatch)) as T);
+    const patch =
+      resource.plural === kubevirtResources.vmi.plural
+        ? api.patchNamespacedCustomObject({ ...ref, body }, mergePatch)
+        : api.patchNamespacedCustomObjectStatus({ ...ref, body }, mergePatch);
+    informer.remember((await patch) as T);
     return true;
   } catch (error) {
     if (httpStatusOf(error) !== 409 && httpStatusOf(error) !== 404) throw error;

@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { VdiError } from '../../errors.js';
 import type { NodeObject } from '../../kube-objects.js';
-import type { PermittedHostDevices } from '../../kubevirt-types.js';
+import type { PermittedHostDevice, PermittedHostDevices } from '../../kubevirt-types.js';
 import { ensureNamespace, httpStatusOf, kubevirtResources, unlessNotFound, upsert } from './kube-calls.js';
 
 /** Options of {@link createSimulatedNode}. @category testing */
@@ -67,7 +67,8 @@ export async function createSimulatedNode(
 
 /**
  * Sets `spec.configuration.permittedHostDevices` of the KubeVirt CR `kubevirt/kubevirt`, creating the namespace
- * and the CR when missing. The whole `permittedHostDevices` is replaced.
+ * and the CR when missing. The whole `permittedHostDevices` is replaced. As KubeVirt's schema demands, a PCI
+ * device needs its `pciVendorSelector`, a mediated device its `mdevNameSelector`.
  *
  * @example
  * ```ts
@@ -79,7 +80,12 @@ export async function createSimulatedNode(
  */
 export async function setPermittedHostDevices(
   kubeConfig: KubeConfig,
-  permitted: PermittedHostDevices,
+  // KubeVirt's schema requires each kind's selector, so a CR without them is refused as on a real cluster
+  permitted: PermittedHostDevices & {
+    pciHostDevices?: (PermittedHostDevice & { pciVendorSelector: string })[];
+    mediatedDevices?: (PermittedHostDevice & { mdevNameSelector: string })[];
+    usb?: (PermittedHostDevice & { selectors?: { vendor: string; product: string }[] })[];
+  },
 ): Promise<void> {
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   await ensureNamespace(kubeConfig, kubevirtCrRef.namespace);

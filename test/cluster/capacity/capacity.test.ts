@@ -29,7 +29,9 @@ async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
   const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
   const gpu = `example.com/${namespace}-a10`;
-  await setPermittedHostDevices(cluster().kubeConfig, { pciHostDevices: [{ resourceName: gpu }] });
+  await setPermittedHostDevices(cluster().kubeConfig, {
+    pciHostDevices: [{ resourceName: gpu, pciVendorSelector: '10DE:2236' }],
+  });
   for (const index of [1, 2]) {
     await createSimulatedNode(cluster().kubeConfig, {
       name: `${namespace}-gpu-${index}`,

@@ -181,7 +181,10 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
   it('refuses a taken member name, an existing pool, a bad name and a bad size before any change', async () => {
     const { ctx, kube, namespace } = await setUp('refusals');
     await kube.createVm(namespace, goldenVm('golden'));
-    await kube.createVm(namespace, { metadata: { name: 'devpool-2' }, spec: { runStrategy: 'Halted' } });
+    await kube.createVm(namespace, {
+      metadata: { name: 'devpool-2' },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    });
 
     const taken = await failureOf(createPool(ctx, { name: 'devpool', from: 'golden', size: 3 }));
     expect(taken.code).toBe('ALREADY_EXISTS');
@@ -308,7 +311,9 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
   it('refuses a pool that does not fit the GPUs before any clone exists, with the per-node table', async () => {
     const { ctx, kube, namespace } = await setUp('capacity');
     const gpu = `example.com/${namespace}-a10`;
-    await setPermittedHostDevices(cluster().kubeConfig, { pciHostDevices: [{ resourceName: gpu }] });
+    await setPermittedHostDevices(cluster().kubeConfig, {
+      pciHostDevices: [{ resourceName: gpu, pciVendorSelector: '10DE:2236' }],
+    });
     await createSimulatedNode(cluster().kubeConfig, {
       name: `${namespace}-gpu-1`,
       allocatable: { [gpu]: '2' },

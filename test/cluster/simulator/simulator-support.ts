@@ -71,8 +71,9 @@ export function kubevirtObjects(kubeConfig: KubeConfig, namespace: string) {
         { ...vmRef, namespace, name, body },
         mergePatch,
       )) as VirtualMachine,
+    // KubeVirt's VMI has no status subresource: its status is patched on the object
     patchVmiStatus: async (name: string, status: unknown) =>
-      api.patchNamespacedCustomObjectStatus({ ...vmiRef, namespace, name, body: { status } }, mergePatch),
+      api.patchNamespacedCustomObject({ ...vmiRef, namespace, name, body: { status } }, mergePatch),
     deleteVm: async (name: string) => api.deleteNamespacedCustomObject({ ...vmRef, namespace, name }),
     createClone: async (clone: VirtualMachineClone, version: 'v1beta1' | 'v1alpha1' = 'v1beta1') =>
       (await api.createNamespacedCustomObject({
