@@ -5,8 +5,10 @@ export {
   type EnsureBinariesOptions,
   ensureControlPlaneBinaries,
   localKubernetesVersion,
+  selectedKubernetesVersion,
 } from './binaries.js';
 export { type FixtureSet, loadFixtures } from './fixtures.js';
+export type { KubevirtWrite } from './kubevirt-writes.js';
 export {
   createNamespaceClock,
   createSimulatedNode,

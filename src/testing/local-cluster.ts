@@ -9,6 +9,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { VdiError } from '../errors.js';
 import { ensureControlPlaneBinaries } from './binaries.js';
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate } from './certificates.js';
+import { type KubevirtWrite, kubevirtWriteAuditFlags, readKubevirtWrites } from './kubevirt-writes.js';
 import {
   type KubevirtSimulator,
   type KubevirtSimulatorOptions,
@@ -87,6 +88,13 @@ export interface LocalCluster extends LocalClusterAccess {
    * @throws `VdiError` `INVALID_INPUT` for a negative or non-finite `ms`, or while etcd is already frozen.
    */
   pauseEtcd(ms: number): Promise<void>;
+  /**
+   * Every create, update and patch of KubeVirt's groups so far, with what was sent and what the apiserver stored,
+   * from its audit log; only with `recordKubevirtWrites`.
+   *
+   * @throws `VdiError` `INVALID_INPUT` when the cluster was started without `recordKubevirtWrites`.
+   */
+  kubevirtWrites(): KubevirtWrite[];
 }
 
 /** Options of {@link startLocalCluster}. @category testing */
@@ -98,6 +106,11 @@ export interface StartLocalClusterOptions {
    * to the simulator's, so VMIs and Pods report one node.
    */
   nodeAgent?: boolean | NodeAgentOptions;
+  /**
+   * Record each write to KubeVirt's API groups (`kubevirt.io`, `clone.kubevirt.io`) in the apiserver's audit log,
+   * for {@link LocalCluster.kubevirtWrites}: a test compares what it sent with what was stored. Off by default.
+   */
+  recordKubevirtWrites?: boolean;
   /** Receives progress lines: binaries found or built, processes started. */
   log?: (line: string) => void;
 }
@@ -450,6 +463,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
         // The defaults throttle bulk tests of thousands of desktops on one machine.
         '--max-requests-inflight=2000',
         '--max-mutating-requests-inflight=1000',
+        ...(options.recordKubevirtWrites ? kubevirtWriteAuditFlags(dir) : []),
       ],
       apiLog,
     );
@@ -506,7 +520,24 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       );
       log(`node agent ready on ${nodeAgent.kubeletUrl}`);
     }
-    return { ...access, simulator, nodeAgent, startupMs: Date.now() - started, stop, ...faults };
+    const kubevirtWrites = () => {
+      if (!options.recordKubevirtWrites) {
+        throw new VdiError(
+          'INVALID_INPUT',
+          'This cluster does not record KubeVirt writes; start it with startLocalCluster({ recordKubevirtWrites: true }).',
+        );
+      }
+      return readKubevirtWrites(dir);
+    };
+    return {
+      ...access,
+      simulator,
+      nodeAgent,
+      startupMs: Date.now() - started,
+      stop,
+      kubevirtWrites,
+      ...faults,
+    };
   } catch (error) {
     await stop();
     throw error;
