@@ -111,7 +111,9 @@ export function toVdiError(error: unknown, doing: string): VdiError {
   if (failure) {
     const code = codeForStatus(failure);
     const said = failure.message.trim() || failure.reason || `HTTP ${failure.status}`;
-    return new VdiError(code, `Could not ${doing}: ${said}.${adviceFor(failure, code)}`, {
+    // KubeVirt's admission messages end in a full stop of their own
+    const stop = /[.!?]$/.test(said) ? '' : '.';
+    return new VdiError(code, `Could not ${doing}: ${said}${stop}${adviceFor(failure, code)}`, {
       retryable: code === 'CLUSTER_UNAVAILABLE',
       details: {
         status: failure.status,

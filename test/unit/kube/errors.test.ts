@@ -74,6 +74,16 @@ describe('toVdiError', () => {
     );
   });
 
+  it('ends a message that already ends in a full stop, as KubeVirt refusals do, without a second one', () => {
+    const said =
+      'admission webhook "virtualmachine-validator.kubevirt.io" denied the request: spec.template.spec.networks[0].name \'default\' not found.';
+    const error = toVdiError(
+      apiError(422, statusBody(422, 'Invalid', said)),
+      'create VirtualMachine corral-vms/desk-1',
+    );
+    expect(error.message).toBe(`Could not create VirtualMachine corral-vms/desk-1: ${said}`);
+  });
+
   it('says to grant the permission on a 403', () => {
     const error = toVdiError(apiError(403, statusBody(403, 'Forbidden', 'no')), doing);
     expect(error.message).toContain('Grant the caller that permission');
