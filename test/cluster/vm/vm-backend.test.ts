@@ -57,7 +57,11 @@ function vm(
     spec: {
       runStrategy: 'Halted',
       template: {
-        spec: { domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } } },
+        spec: {
+          domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } },
+          // KubeVirt's admission refuses an interface without a network of its name
+          networks: [{ name: 'default', pod: {} }],
+        },
       },
     },
   };
