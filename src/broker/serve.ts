@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { VdiError } from '../errors.js';
 import { answerFailure, answerUnexpected } from './answers.js';
@@ -51,7 +51,8 @@ export interface BrokerServer {
   readonly broker: Broker;
   /**
    * Shuts down: `/readyz` fails at once, stops accepting connections, closes the open consoles (1001), stops the
-   * session engine, waits for running releases and lets requests in flight finish, then runs the shutdown hooks;
+   * session engine, waits for running releases and lets requests in flight finish (each answer then closes its
+   * connection, so a client that keeps connections alive holds nothing open), then runs the shutdown hooks;
    * after `shutdownTimeoutMs` it logs what it still waited for and closes the rest. Nothing is reclaimed by the
    * shutdown. Calling it again returns the same promise.
    */
@@ -140,6 +141,33 @@ function createMetricsServer(broker: Broker): Server {
   });
 }
 
+/**
+ * Lets a shutdown leave no kept-alive connection behind: from `endKeepAlive()` on, an answer not yet begun says
+ * `Connection: close` and ends its connection, and one whose head went out closes its connection once sent.
+ * `closeIdleConnections()` alone reaches only the connections idle at that moment, not those answering then.
+ */
+function trackAnswers(server: Server): { endKeepAlive(): void } {
+  const inFlight = new Set<ServerResponse>();
+  let ending = false;
+  const closeAfter = (res: ServerResponse) => {
+    if (!res.headersSent) res.shouldKeepAlive = false;
+    else res.once('finish', () => server.closeIdleConnections());
+  };
+  // first, so that an answer the handler writes at once is told before its head goes out
+  server.prependListener('request', (_req, res: ServerResponse) => {
+    if (ending) return closeAfter(res);
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
+  return {
+    endKeepAlive() {
+      ending = true;
+      for (const res of inFlight) closeAfter(res);
+      server.closeIdleConnections();
+    },
+  };
+}
+
 // Resolves true when `work` settled within `ms`, false when the time ran out first.
 function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -211,6 +239,8 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
   });
   const url = await listenOn(server, listen);
   const metricsServer = metricsListen === undefined ? undefined : createMetricsServer(broker);
+  const servers = [server, ...(metricsServer ? [metricsServer] : [])];
+  const answers = servers.map(trackAnswers);
   let metricsUrl: string | undefined;
   try {
     if (metricsServer && metricsListen !== undefined)
@@ -233,17 +263,11 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     closing ??= (async () => {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
-      const servers = [server, ...(metricsServer ? [metricsServer] : [])];
       const serversClosed = Promise.all(
-        servers.map(
-          (each) =>
-            new Promise<void>((resolve) => {
-              each.close(() => resolve());
-              // keep-alive connections without a request in flight would hold the close open
-              each.closeIdleConnections();
-            }),
-        ),
+        servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))),
       );
+      // kept-alive connections would hold the close open: idle ones close now, the others after their answer
+      for (const each of answers) each.endKeepAlive();
       // open consoles would hold the close open too: the broker closes them first (readyz fails at once)
       const work = (async () => {
         await broker.stop();
