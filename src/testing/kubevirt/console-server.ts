@@ -8,16 +8,20 @@ import { simulatorAnnotations } from './fault-knobs.js';
 import { kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
 import { keyLabel, renderScreen, type ScreenState } from './rfb-screen.js';
 import { createRfbSession, RfbProtocolError } from './rfb-server.js';
+import { createUsbredirGuest, UsbredirProtocolError, usbredirPacketLabel } from './usbredir-guest.js';
 
 /** The websocket subprotocol of KubeVirt's console subresources: raw bytes in binary frames. */
 export const consoleSubprotocol = 'plain.kubevirt.io';
 
-/** The console subresources of a VMI the simulator serves. */
-export type ConsoleSubresource = 'vnc' | 'console';
+/** The streaming subresources of a VMI the simulator serves. */
+export type ConsoleSubresource = 'vnc' | 'console' | 'usbredir';
+
+/** How many usbredir connections KubeVirt takes per VMI at once (`UsbClientPassthroughMaxNumberOf`). */
+export const usbredirSlots = 4;
 
 // A client message never needs more: RFB input is a few bytes, a serial line a few hundred.
 const maxClientMessageBytes = 1 << 20;
-const keptKeys = 32;
+const keptLabels = 32;
 
 /** Options of {@link createConsoleServer}. */
 export interface ConsoleServerOptions {
@@ -25,7 +29,7 @@ export interface ConsoleServerOptions {
   log: (line: string) => void;
 }
 
-/** Serves the `vnc` and `console` websockets of running VMIs, and closes them when their VMI stops. */
+/** Serves the `vnc`, `console` and `usbredir` websockets of running VMIs, and closes them when their VMI stops. */
 export interface ConsoleServer {
   /** Takes an upgrade request for `subresource` of VMI `namespace/name`, already checked to come from the apiserver. */
   upgrade(
@@ -61,20 +65,23 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
     handleProtocols: (offered) => (offered.has(consoleSubprotocol) ? consoleSubprotocol : false),
   });
   const open = new Map<string, Set<WebSocket>>();
-  const keys = new Map<string, { labels: string[]; writing: Promise<void> }>();
+  const usbredirOpen = new Map<string, number>();
+  const records = new Map<string, { labels: string[]; writing: Promise<void> }>();
 
-  // One annotation write at a time per VMI, each with the newest keys: a burst of keys costs a few writes.
-  function recordKey(namespace: string, name: string, keysym: number): void {
-    const key = `${namespace}/${name}`;
-    const entry = keys.get(key) ?? { labels: [], writing: Promise.resolve() };
-    keys.set(key, entry);
-    entry.labels = [...entry.labels, keyLabel(keysym)].slice(-keptKeys);
+  // One annotation write at a time per VMI and annotation, each with the newest labels: a burst costs a few writes.
+  function record(annotation: string, namespace: string, name: string, added: string[]): void {
+    const key = `${annotation} ${namespace}/${name}`;
+    const entry = records.get(key) ?? { labels: [], writing: Promise.resolve() };
+    records.set(key, entry);
+    entry.labels = [...entry.labels, ...added].slice(-keptLabels);
     entry.writing = entry.writing.then(async () => {
       const value = entry.labels.join(' ');
-      const body = { metadata: { annotations: { [simulatorAnnotations.vncKeys]: value } } };
+      const body = { metadata: { annotations: { [annotation]: value } } };
       await api
         .patchNamespacedCustomObject({ ...kubevirtResources.vmi, namespace, name, body }, mergePatch)
-        .catch((error: unknown) => log(`vnc ${key}: recording a key failed: ${(error as Error).message}`));
+        .catch((error: unknown) =>
+          log(`${namespace}/${name}: writing ${annotation} failed: ${(error as Error).message}`),
+        );
     });
   }
 
@@ -87,7 +94,7 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
         if (input.kind === 'key') {
           if (!input.down) return;
           state.lastKeysym = input.keysym;
-          recordKey(namespace, name, input.keysym);
+          record(simulatorAnnotations.vncKeys, namespace, name, [keyLabel(input.keysym)]);
         } else {
           state.pointer = { x: input.x, y: input.y };
         }
@@ -111,6 +118,29 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
     socket.on('message', (data: Buffer) => socket.send(data));
   }
 
+  function releaseUsbredirSlot(key: string): void {
+    const left = (usbredirOpen.get(key) ?? 1) - 1;
+    if (left > 0) usbredirOpen.set(key, left);
+    else usbredirOpen.delete(key);
+  }
+
+  function serveUsbredir(socket: WebSocket, namespace: string, name: string): void {
+    const guest = createUsbredirGuest();
+    socket.send(guest.greeting());
+    socket.on('message', (data: Buffer) => {
+      try {
+        const { packets, replies } = guest.receive(data);
+        if (packets.length > 0)
+          record(simulatorAnnotations.usbredirPackets, namespace, name, packets.map(usbredirPacketLabel));
+        for (const reply of replies) socket.send(reply);
+      } catch (error) {
+        if (!(error instanceof UsbredirProtocolError)) throw error;
+        log(`usbredir ${namespace}/${name}: ${error.message}`);
+        socket.close(1002, error.message.slice(0, 120));
+      }
+    });
+  }
+
   return {
     async upgrade(request, socket, head, { namespace, name, subresource }) {
       const vmi = (await unlessNotFound(
@@ -120,7 +150,14 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
         refuseUpgrade(socket, 404, 'NotFound', `virtualmachineinstance.kubevirt.io "${name}" not found`);
         return;
       }
-      if (vmi.status?.phase !== 'Running') {
+      const key = `${namespace}/${name}`;
+      if (subresource === 'usbredir') {
+        const refusal = usbredirRefusal(vmi, usbredirOpen.get(key) ?? 0);
+        if (refusal) {
+          refuseUpgrade(socket, refusal.code, refusal.reason, refusal.message);
+          return;
+        }
+      } else if (vmi.status?.phase !== 'Running') {
         refuseUpgrade(
           socket,
           400,
@@ -129,8 +166,9 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
         );
         return;
       }
+      // Without verifyClient, handleUpgrade calls back at once: no other upgrade can take a slot after the check.
       sockets.handleUpgrade(request, socket, head, (ws) => {
-        const key = `${namespace}/${name}`;
+        if (subresource === 'usbredir') usbredirOpen.set(key, (usbredirOpen.get(key) ?? 0) + 1);
         const set = open.get(key) ?? new Set();
         open.set(key, set);
         set.add(ws);
@@ -138,8 +176,10 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
         ws.once('close', () => {
           set.delete(ws);
           if (set.size === 0) open.delete(key);
+          if (subresource === 'usbredir') releaseUsbredirSlot(key);
         });
         if (subresource === 'vnc') serveVnc(ws, namespace, name);
+        else if (subresource === 'usbredir') serveUsbredir(ws, namespace, name);
         else serveSerial(ws, name);
       });
     },
@@ -152,6 +192,32 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
       sockets.close();
     },
   };
+}
+
+/**
+ * virt-api's refusals of a usbredir connection, in its order: no USB on s390x, no `clientPassthrough`, not
+ * running, and (from virt-handler, passed on as an internal error) every slot of the VMI taken.
+ */
+function usbredirRefusal(
+  vmi: VirtualMachineInstance,
+  open: number,
+): { code: number; reason: string; message: string } | undefined {
+  const conflict = (why: string) => ({
+    code: 409,
+    reason: 'Conflict',
+    message: `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "${vmi.metadata.name}": ${why}`,
+  });
+  if (vmi.spec?.architecture === 's390x') return conflict('No USB support on s390x');
+  if (!vmi.spec?.domain?.devices?.clientPassthrough) return conflict('Not configured with USB Redirection');
+  if (vmi.status?.phase !== 'Running')
+    return { code: 400, reason: 'BadRequest', message: 'VMI is not running' };
+  if (open >= usbredirSlots)
+    return {
+      code: 500,
+      reason: 'InternalError',
+      message: "Internal error occurred: Can't connect to websocket (503): websocket: bad handshake",
+    };
+  return undefined;
 }
 
 /** Whether an upgrade request came through the apiserver's front proxy (a client certificate of its CA). */

@@ -45,6 +45,11 @@ export const simulatorAnnotations = {
    * space-separated, oldest first, the last 32.
    */
   vncKeys: `${prefix}vnc-keys`,
+  /**
+   * VMI, written by the simulator: the usbredir packets its guest received over every connection, labelled
+   * `<type>:<id>:<payload bytes>:<first 8 hex digits of the payload's SHA-256>`, space-separated, oldest first, the last 32.
+   */
+  usbredirPackets: `${prefix}usbredir-packets`,
 } as const;
 
 /** A subresource failure a test asked for. */

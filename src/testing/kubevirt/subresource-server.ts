@@ -52,7 +52,7 @@ const discovery = {
       kind: 'VirtualMachine',
       verbs: ['update'],
     })),
-    ...(['vnc', 'console'] as const).map((console) => ({
+    ...(['vnc', 'console', 'usbredir'] as const).map((console) => ({
       name: `virtualmachineinstances/${console}`,
       singularName: '',
       namespaced: true,
@@ -76,7 +76,7 @@ const actionPath = new RegExp(
 );
 
 const consolePath = new RegExp(
-  `^/apis/${subresourceGroup.replace(/\./g, '\\.')}/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(vnc|console)$`,
+  `^/apis/${subresourceGroup.replace(/\./g, '\\.')}/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(vnc|console|usbredir)$`,
 );
 
 /** Where the apiserver sends the VM writes it asks the simulator's validating webhook about. */
