@@ -19,7 +19,11 @@ export async function createMember(
     spec: {
       runStrategy: 'Halted',
       template: {
-        spec: { domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } } },
+        spec: {
+          domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } },
+          // KubeVirt's admission refuses an interface without a network of its name
+          networks: [{ name: 'default', pod: {} }],
+        },
       },
     },
   });

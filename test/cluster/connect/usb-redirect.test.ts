@@ -1,15 +1,26 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { openKubeWebSocket } from '../../../src/kube/websocket.js';
 import type { VmDevices } from '../../../src/kubevirt-types.js';
 import type { OutputStream } from '../../../src/launch/run-process.js';
+import { usbredirSlots } from '../../../src/testing/kubevirt/console-server.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import {
+  simulatedGuestVersion,
+  usbredirHeaderBytes,
+  usbredirPacketLabel,
+} from '../../../src/testing/kubevirt/usbredir-guest.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { type RedirectUsbOptions, redirectUsb } from '../../../src/usb/redirect-usb.js';
 import { usbSecurityNotice } from '../../../src/usb/security-notice.js';
 import { createVdi } from '../../../src/vdi.js';
 import { useSharedCluster, waitForRunningVmi } from '../../support/cluster.js';
+import { kubevirtVirtctl, usbredirectStandIn } from '../../support/virtctl.js';
 import {
   createFakeCommands,
   type FakeCommands,
@@ -17,9 +28,10 @@ import {
 } from '../../unit/connect-planner/fake-commands.js';
 import { createClaimLease, createMember, createNamespace } from './connect-support.js';
 
-// virtctl and usbredirect cannot be installed where these tests run. Small shell scripts named virtctl and
-// usbredirect stand in for them on the PATH (see fake-commands.ts): they record their arguments and print,
-// exit or wait for signals as each test asks, so the runner is tested against a real child process.
+// The first groups run small shell scripts named virtctl and usbredirect on the PATH (see fake-commands.ts):
+// they record their arguments and print, exit or wait for signals as each test asks, so the runner is tested
+// against a real child process. The last group runs KubeVirt's own virtctl through the apiserver to the
+// simulator's usbredir guest, with a stand-in for usbredirect, which needs a real USB device.
 const cluster = useSharedCluster();
 const member = 'devpool-1';
 const passthrough: VmDevices = { clientPassthrough: {} };
@@ -227,5 +239,160 @@ describe('redirectUsb refusals, each before anything starts or changes', () => {
     expect(error.code).toBe('COMMAND_NOT_FOUND');
     expect(error.message).toMatch(/^usbredirect is not on your PATH/);
     expect(error.message).toContain('apt install usbredirect');
+  });
+});
+
+/** Grants `user` exactly what docs/usb.md asks for, and waits until the apiserver authorizes by it. */
+async function grantUsbredir(namespace: string, user: string): Promise<void> {
+  const rbac = cluster().kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  const metadata = { name: 'corral-vdi-usbredir' };
+  await rbac.createNamespacedRole({
+    namespace,
+    body: {
+      metadata,
+      rules: [
+        {
+          apiGroups: ['subresources.kubevirt.io'],
+          resources: ['virtualmachineinstances/usbredir'],
+          verbs: ['get'],
+        },
+      ],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata,
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: metadata.name },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+  });
+  const reviews = cluster().kubeConfig.makeApiClient(AuthorizationV1Api);
+  const resourceAttributes = {
+    namespace,
+    group: 'subresources.kubevirt.io',
+    resource: 'virtualmachineinstances',
+    subresource: 'usbredir',
+    verb: 'get',
+  };
+  await waitFor(
+    async () =>
+      (await reviews.createSubjectAccessReview({ body: { spec: { user, resourceAttributes } } })).status
+        ?.allowed === true,
+    { describe: `${user} to be granted get on virtualmachineinstances/usbredir` },
+  );
+}
+
+interface StandInReport {
+  device: string;
+  sent: string[];
+  guestVersion?: string;
+  echoed: string[];
+  error?: string;
+}
+
+describe("redirectUsb with KubeVirt's virtctl, through the apiserver to the simulator", () => {
+  let virtctl: string;
+  const report = () => join(fakes.dir, 'usbredirect.report.json');
+  const readReport = () => JSON.parse(readFileSync(report(), 'utf8')) as StandInReport;
+  const originalKubeconfig = process.env.KUBECONFIG;
+
+  beforeAll(() => {
+    virtctl = kubevirtVirtctl();
+  }, 20 * 60_000);
+  beforeEach(() => {
+    fakes.uninstall('virtctl');
+    symlinkSync(virtctl, join(fakes.dir, 'virtctl'));
+    fakes.install('usbredirect', [
+      `USBREDIRECT_REPORT='${report()}' exec '${process.execPath}' '${usbredirectStandIn}' "$@"`,
+    ]);
+  });
+  afterEach(() => {
+    if (originalKubeconfig === undefined) delete process.env.KUBECONFIG;
+    else process.env.KUBECONFIG = originalKubeconfig;
+  });
+
+  it('relays the device stream both ways: the guest answers its hello and echoes its packets, in order, until the signal detaches it', async () => {
+    const { ctx, namespace } = await setUp('real');
+    await grantUsbredir(namespace, 'alice');
+    process.env.KUBECONFIG = cluster().userKubeconfigPath('alice');
+    const { lines, onOutput } = collect();
+    const controller = new AbortController();
+    const running = redirectUsb(ctx, {
+      member,
+      device: '1050:0407',
+      identity: 'alice',
+      onOutput,
+      signal: controller.signal,
+    });
+
+    const done = await waitFor(() => (existsSync(report()) ? readReport() : undefined), {
+      describe: 'the usbredirect stand-in to have its packets echoed',
+    });
+    expect(fakes.argvOf('usbredirect')).toEqual([
+      '--device',
+      '1050:0407',
+      '--to',
+      expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+    ]);
+    expect(done.error).toBeUndefined();
+    expect(done.guestVersion).toBe(simulatedGuestVersion);
+    expect(done.echoed).toEqual(done.sent.slice(1));
+    const labels = done.sent.map((hex) => {
+      const packet = Buffer.from(hex, 'hex');
+      return usbredirPacketLabel({
+        type: packet.readUInt32LE(0),
+        id: packet.readUInt32LE(8),
+        payload: packet.subarray(usbredirHeaderBytes),
+      });
+    });
+    await waitFor(() => ctx.cluster.getVmi(namespace, member), {
+      describe: 'the simulated guest to record the packets in the order they were sent',
+      until: (vmi) => vmi?.metadata.annotations?.[simulatorAnnotations.usbredirPackets] === labels.join(' '),
+    });
+
+    controller.abort();
+    expect(await running).toMatchObject({ outcome: 'ended', stoppedBy: 'abort', exitCode: 1 });
+    expect(lines).toContainEqual(['stderr', 'context canceled']);
+  });
+
+  it("ends with virtctl's error when the caller may not get virtualmachineinstances/usbredir, before usbredirect starts", async () => {
+    const { ctx, namespace } = await setUp('forbidden');
+    process.env.KUBECONFIG = cluster().userKubeconfigPath('alice');
+    const { lines, onOutput } = collect();
+    const result = await redirectUsb(ctx, { member, device: '1050:0407', identity: 'alice', onOutput });
+    expect(result).toMatchObject({ outcome: 'ended', exitCode: 1 });
+    expect(lines.filter(([stream]) => stream === 'stderr')).toContainEqual([
+      'stderr',
+      `Can't access VMI ${member}: virtualmachineinstances.subresources.kubevirt.io "${member}" is forbidden: ` +
+        `User "alice" cannot get resource "virtualmachineinstances/usbredir" in API group "subresources.kubevirt.io" ` +
+        `in the namespace "${namespace}"`,
+    ]);
+    expect(existsSync(join(fakes.dir, 'usbredirect.argv'))).toBe(false);
+  });
+
+  it(`ends with virtctl's error when ${usbredirSlots} devices are already attached to the desktop`, async () => {
+    const { ctx, namespace } = await setUp('slots');
+    process.env.KUBECONFIG = cluster().kubeconfigPath;
+    const attached = await Promise.all(
+      Array.from({ length: usbredirSlots }, () =>
+        openKubeWebSocket(
+          cluster().kubeConfig,
+          `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/${member}/usbredir`,
+          { protocol: 'plain.kubevirt.io', maxPayload: 1 << 20, doing: 'attach a device' },
+        ),
+      ),
+    );
+    try {
+      const { lines, onOutput } = collect();
+      const result = await redirectUsb(ctx, { member, device: '1050:0407', identity: 'alice', onOutput });
+      expect(result).toMatchObject({ outcome: 'ended', exitCode: 1 });
+      expect(lines.filter(([stream]) => stream === 'stderr')).toContainEqual([
+        'stderr',
+        `Can't access VMI ${member}: Internal error occurred: Can't connect to websocket (503): websocket: bad handshake`,
+      ]);
+    } finally {
+      for (const socket of attached) socket.terminate();
+    }
   });
 });

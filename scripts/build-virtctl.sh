@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Puts KubeVirt's virtctl into the corral-vdi binary cache, building it from the Go module proxy when it is
+# not there yet, so the USB redirection tests run the real client. Safe to interrupt and rerun: the binary is
+# moved into the cache only after it was built completely.
+set -euo pipefail
+
+kubevirt_version=v1.9.0
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/corral-vdi"
+bin_dir="$cache_root/bin/virtctl-$kubevirt_version"
+work_dir="$cache_root/build/virtctl-$kubevirt_version"
+
+say() { printf '[virtctl] %s\n' "$*" >&2; }
+retry='run "bash scripts/build-virtctl.sh" again'
+step='checking the cache'
+trap 'say "step '"'"'$step'"'"' failed (see above); $retry"' ERR
+
+if [ -x "$bin_dir/virtctl" ]; then
+  say "virtctl ready in $bin_dir"
+  printf '%s\n' "$bin_dir"
+  exit 0
+fi
+
+step='finding go'
+command -v go >/dev/null 2>&1 || { say "step '$step' failed: Go 1.26 or newer is needed; $retry"; exit 1; }
+
+mkdir -p "$bin_dir" "$work_dir"
+cd "$work_dir"
+rm -f ./*.go
+
+step='kubevirt module download'
+say "downloading kubevirt.io/kubevirt $kubevirt_version from the Go module proxy"
+kubevirt_dir=$(GOFLAGS=-mod=mod go mod download -json "kubevirt.io/kubevirt@$kubevirt_version" |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -f "$kubevirt_dir/go.mod" ] || { say "step '$step' found no go.mod; $retry"; exit 1; }
+
+# KubeVirt's go.mod pins its dependencies with replace directives, which apply only in its own module: a module
+# of our own repeats them, and takes kubevirt.io/api and client-go from the proxy instead of KubeVirt's staging tree.
+# The proxy does not serve the virt-template modules. virtctl's template commands need them whole, so the module
+# builds virtctl's root with the usbredir command alone; KubeVirt's informer factory, which that command's help
+# templates link in but never call, needs only a few of their names, which small stand-in modules provide.
+step='build module'
+template_modules=(virt-template-api virt-template-client-go virt-template-engine)
+mkdir -p stand-ins/virt-template-api/core/v1beta1 stand-ins/virt-template-client-go/virttemplate \
+  stand-ins/virt-template-engine
+for name in "${template_modules[@]}"; do
+  printf 'module kubevirt.io/%s\n\ngo 1.26.0\n' "$name" >"stand-ins/$name/go.mod"
+done
+cat >stand-ins/virt-template-api/core/names.go <<'GO'
+package core
+
+const (
+	GroupName            = "template.kubevirt.io"
+	SingularResourceName = "virtualmachinetemplate"
+	PluralResourceName   = "virtualmachinetemplates"
+)
+GO
+cat >stand-ins/virt-template-api/core/v1beta1/types.go <<'GO'
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+type VirtualMachineTemplate struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+}
+
+func (t *VirtualMachineTemplate) DeepCopyObject() runtime.Object {
+	copied := *t
+	return &copied
+}
+GO
+cat >stand-ins/virt-template-client-go/virttemplate/client.go <<'GO'
+package virttemplate
+
+import (
+	"errors"
+
+	"k8s.io/client-go/rest"
+)
+
+type Clientset struct{}
+
+type TemplateV1beta1Client struct{}
+
+func NewForConfig(*rest.Config) (*Clientset, error) {
+	return nil, errors.New("virt-template is not part of this build")
+}
+
+func (*Clientset) TemplateV1beta1() *TemplateV1beta1Client { return nil }
+
+func (*TemplateV1beta1Client) RESTClient() rest.Interface { return nil }
+GO
+{
+  printf 'module corral.dev/virtctl-build\n\ngo 1.26.0\n\n'
+  printf 'require kubevirt.io/kubevirt %s\n\n' "$kubevirt_version"
+  sed -n '/^replace (/,/^)/p' "$kubevirt_dir/go.mod" | grep -v 'staging/src'
+  for name in "${template_modules[@]}"; do printf 'replace kubevirt.io/%s => ./stand-ins/%s\n' "$name" "$name"; done
+  printf 'replace kubevirt.io/api => kubevirt.io/api %s\n' "$kubevirt_version"
+  printf 'replace kubevirt.io/client-go => kubevirt.io/client-go %s\n' "$kubevirt_version"
+} >go.mod
+# KubeVirt's root command, with only usbredir added: the same client configuration, flags and command.
+cat >main.go <<'GO'
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"kubevirt.io/client-go/kubecli"
+	"kubevirt.io/client-go/log"
+
+	"kubevirt.io/kubevirt/pkg/virtctl/clientconfig"
+	"kubevirt.io/kubevirt/pkg/virtctl/usbredir"
+)
+
+func main() {
+	log.InitializeLogging("virtctl")
+	// the help templates of virtctl's commands call these two
+	cobra.AddTemplateFunc("ProgramName", func() string { return "virtctl" })
+	cobra.AddTemplateFunc("prepare", func(s string) string { return strings.ReplaceAll(s, "{{ProgramName}}", "virtctl") })
+	root := &cobra.Command{Use: "virtctl", SilenceUsage: true, SilenceErrors: true}
+	root.SetOut(os.Stdout)
+	root.SetContext(clientconfig.NewContext(context.Background(), kubecli.DefaultClientConfig(root.PersistentFlags())))
+	root.AddCommand(usbredir.NewCommand())
+	if err := root.Execute(); err != nil {
+		root.PrintErrln(err)
+		os.Exit(1)
+	}
+}
+GO
+
+step='dependency download'
+say "resolving virtctl's dependencies"
+GOFLAGS=-mod=mod go mod tidy >"$work_dir/tidy.log" 2>&1 || {
+  tail -n 40 "$work_dir/tidy.log" >&2
+  say "step '$step' failed; the full log is $work_dir/tidy.log; $retry"
+  exit 1
+}
+
+step='virtctl build'
+say "building virtctl $kubevirt_version with $(go version | cut -d' ' -f3) (a few minutes on 2 cores)"
+CGO_ENABLED=0 go build -trimpath -o "$bin_dir/virtctl.partial" . \
+  >"$work_dir/build.log" 2>&1 || {
+  tail -n 40 "$work_dir/build.log" >&2
+  say "step '$step' failed; the full log is $work_dir/build.log; $retry"
+  exit 1
+}
+mv -f "$bin_dir/virtctl.partial" "$bin_dir/virtctl"
+
+say "virtctl ready in $bin_dir"
+printf '%s\n' "$bin_dir"
