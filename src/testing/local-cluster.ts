@@ -365,8 +365,12 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     for (const child of children) child.kill('SIGCONT');
     for (const child of [...children].reverse()) await stopProcess(child);
     process.removeListener('exit', killNow);
-    // waited for, so that nothing of the cluster runs once stop resolves
-    if (reaper) await killProcess(reaper);
+    // waited for, so that nothing of the cluster runs once stop resolves; ref'd, or its exit never comes in a
+    // process with nothing else left to do
+    if (reaper) {
+      reaper.ref();
+      await killProcess(reaper);
+    }
     rmSync(dir, { recursive: true, force: true });
   };
 
