@@ -14,6 +14,11 @@ retry='run "bash scripts/build-virtctl.sh" again'
 step='checking the cache'
 trap 'say "step '"'"'$step'"'"' failed (see above); $retry"' ERR
 
+# Test files that start at once wait for one build instead of racing in the same folder.
+mkdir -p "$cache_root/build"
+exec 9>"$cache_root/build/virtctl-$kubevirt_version.lock"
+flock 9
+
 if [ -x "$bin_dir/virtctl" ]; then
   say "virtctl ready in $bin_dir"
   printf '%s\n' "$bin_dir"
