@@ -9,12 +9,16 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { VdiError } from '../errors.js';
 import { ensureControlPlaneBinaries } from './binaries.js';
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate } from './certificates.js';
-import { type KubevirtWrite, kubevirtWriteAuditFlags, readKubevirtWrites } from './kubevirt-writes.js';
 import {
   type KubevirtSimulator,
   type KubevirtSimulatorOptions,
   startKubevirtSimulator,
 } from './kubevirt/index.js';
+import {
+  type KubevirtWrite,
+  type KubevirtWriteRecorder,
+  startKubevirtWriteRecorder,
+} from './kubevirt-writes.js';
 import { type NodeAgent, type NodeAgentOptions, startNodeAgent } from './node-agent/index.js';
 
 /** PEM material of a {@link LocalCluster}, for servers that take part in it (the simulator's aggregated API). @category testing */
@@ -89,8 +93,8 @@ export interface LocalCluster extends LocalClusterAccess {
    */
   pauseEtcd(ms: number): Promise<void>;
   /**
-   * Every create, update and patch of KubeVirt's groups so far, with what was sent and what the apiserver stored,
-   * from its audit log; only with `recordKubevirtWrites`.
+   * Every create, update and patch of KubeVirt's groups that the administrator's configuration sent so far, as
+   * sent and as the apiserver answered; only with `recordKubevirtWrites`.
    *
    * @throws `VdiError` `INVALID_INPUT` when the cluster was started without `recordKubevirtWrites`.
    */
@@ -107,8 +111,10 @@ export interface StartLocalClusterOptions {
    */
   nodeAgent?: boolean | NodeAgentOptions;
   /**
-   * Record each write to KubeVirt's API groups (`kubevirt.io`, `clone.kubevirt.io`) in the apiserver's audit log,
-   * for {@link LocalCluster.kubevirtWrites}: a test compares what it sent with what was stored. Off by default.
+   * Record each write to KubeVirt's API groups (`kubevirt.io`, `clone.kubevirt.io`) for
+   * {@link LocalCluster.kubevirtWrites}, so that a test compares what it sent with what was stored: the
+   * administrator's configuration (and with it the simulator's) then reaches the apiserver through a recording
+   * proxy on loopback. `userKubeConfig` users go to the apiserver directly and are not recorded. Off by default.
    */
   recordKubevirtWrites?: boolean;
   /** Receives progress lines: binaries found or built, processes started. */
@@ -350,6 +356,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
   let reaper: ChildProcess | undefined;
   let simulator: KubevirtSimulator | undefined;
   let nodeAgent: NodeAgent | undefined;
+  let recorder: KubevirtWriteRecorder | undefined;
 
   const killNow = () => {
     for (const child of children) child.kill('SIGKILL');
@@ -361,6 +368,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     stopped = true;
     await nodeAgent?.stop();
     await simulator?.stop();
+    await recorder?.close();
     // a frozen process handles SIGTERM only once it runs again
     for (const child of children) child.kill('SIGCONT');
     for (const child of [...children].reverse()) await stopProcess(child);
@@ -467,7 +475,6 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
         // The defaults throttle bulk tests of thousands of desktops on one machine.
         '--max-requests-inflight=2000',
         '--max-mutating-requests-inflight=1000',
-        ...(options.recordKubevirtWrites ? kubevirtWriteAuditFlags(dir) : []),
       ],
       apiLog,
     );
@@ -495,7 +502,19 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       },
     });
 
-    const kubeConfig = kubeConfigFor(server, ca.certPem, { name: 'corral-vdi-admin', token: adminToken });
+    if (options.recordKubevirtWrites) {
+      recorder = await startKubevirtWriteRecorder({
+        apiserver: server,
+        caPem: ca.certPem,
+        servingCertPem: serving.certPem,
+        servingKeyPem: serving.keyPem,
+      });
+    }
+    // the administrator, and so the simulator, reach the apiserver through the recorder when there is one
+    const kubeConfig = kubeConfigFor(recorder?.url ?? server, ca.certPem, {
+      name: 'corral-vdi-admin',
+      token: adminToken,
+    });
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigPath, kubeConfig.exportConfig(), { mode: 0o600 });
     const certificates: LocalClusterCertificates = {
@@ -525,13 +544,13 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       log(`node agent ready on ${nodeAgent.kubeletUrl}`);
     }
     const kubevirtWrites = () => {
-      if (!options.recordKubevirtWrites) {
+      if (!recorder) {
         throw new VdiError(
           'INVALID_INPUT',
           'This cluster does not record KubeVirt writes; start it with startLocalCluster({ recordKubevirtWrites: true }).',
         );
       }
-      return readKubevirtWrites(dir);
+      return recorder.writes();
     };
     return {
       ...access,
