@@ -42,6 +42,14 @@ async function sourceOf(
         { details: { member, namespace } },
       );
     }
+    // KubeVirt refuses a clone into its own source, and the member would be deleted first
+    if (source === member) {
+      throw new VdiError(
+        'INVALID_INPUT',
+        `VM ${namespace}/${member} names itself as its golden VM in its ${sourceAnnotation} annotation, and a VM cannot be cloned into itself; set the annotation to the golden VM the pool was made from.`,
+        { details: { member, namespace } },
+      );
+    }
     return source;
   }
   // a failed clone of this pool kept for inspection still names the golden VM
@@ -107,7 +115,7 @@ async function waitUntilGone(
  * one is cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
  * ephemeral member of the pool), and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
  *
- * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`; `GOLDEN_NOT_FOUND`;
+ * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool` or names itself as its golden VM; `GOLDEN_NOT_FOUND`;
  *   `MEMBER_NOT_FOUND` when the member is gone and no ephemeral sibling names its golden VM; `CLONE_FAILED`,
  *   `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
  */
