@@ -65,7 +65,9 @@ function fitReason(reason: string): string {
   return fitted;
 }
 
-// Waits for the other side's queue to drain before reading more: each send's callback runs once its bytes are written.
+// Reads one side and sends on to the other. Reading pauses while the other side's queue is over the high-water mark
+// (each send's callback runs once its bytes are written), and after each read until the event loop has come round,
+// so one console's flood of tiny messages cannot keep the other consoles and requests waiting.
 function pipe(
   from: WebSocket,
   to: WebSocket,
@@ -74,8 +76,21 @@ function pipe(
   count: (bytes: number) => void,
   close: (code: number, reason: string) => void,
 ): void {
-  let paused = false;
+  let congested = false;
+  let yielding = false;
+  const resumeIfFree = () => {
+    if (!congested && !yielding) from.resume();
+  };
   from.on('message', (received: Buffer, isBinary: boolean) => {
+    if (!yielding) {
+      // the rest of this read is still delivered; the next waits for the turn after the other sockets' events
+      yielding = true;
+      from.pause();
+      setImmediate(() => {
+        yielding = false;
+        resumeIfFree();
+      });
+    }
     if (to.readyState !== to.OPEN) return;
     const message = translate(received, isBinary);
     if (message.kind === 'drop') return;
@@ -83,13 +98,13 @@ function pipe(
     const { data } = message;
     count(data.length);
     to.send(data, { binary: message.binary ?? true }, () => {
-      if (paused && to.bufferedAmount <= limits.highWaterBytes / 2) {
-        paused = false;
-        from.resume();
+      if (congested && to.bufferedAmount <= limits.highWaterBytes / 2) {
+        congested = false;
+        resumeIfFree();
       }
     });
-    if (!paused && to.bufferedAmount > limits.highWaterBytes) {
-      paused = true;
+    if (!congested && to.bufferedAmount > limits.highWaterBytes) {
+      congested = true;
       from.pause();
     }
   });
