@@ -6,10 +6,10 @@
 set -euo pipefail
 
 k8s_version=${CORRAL_KUBERNETES_VERSION:-v1.37.2}
-# The etcd release each Kubernetes minor version is built and tested with upstream.
+# The etcd minor release each Kubernetes minor version requires in its go.mod, at its newest patch.
 case "$k8s_version" in
-v1.37.* | v1.36.*) etcd_version=v3.7.3 ;;
-v1.3[4-5].*) etcd_version=v3.6.16 ;;
+v1.37.*) etcd_version=v3.7.3 ;;
+v1.3[4-6].*) etcd_version=v3.6.16 ;;
 *)
   printf '[control-plane] Kubernetes %s is not one this script builds; use v1.34.x to v1.37.x\n' "$k8s_version" >&2
   exit 1
