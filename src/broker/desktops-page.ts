@@ -25,6 +25,8 @@ const indexHtml = `<!doctype html>
     <meta charset="utf-8">
     <meta name="viewport" content="width=device-width, initial-scale=1">
     <title>Desktops</title>
+    <!-- an empty icon inline, so the browser asks for no /favicon.ico the broker does not serve -->
+    <link rel="icon" href="data:,">
     <script type="module" src="/ui/page.js"></script>
   </head>
   <body></body>

@@ -114,6 +114,33 @@ describe('the Desktops page in Chromium', () => {
     expect(await page.locator(consoleSection).isHidden()).toBe(true);
   });
 
+  it('loads with no console error and no failed request, the favicon included', async () => {
+    const { namespace, server } = await setUp(1);
+    const proxy = await startSignInProxy(server.url, alice);
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    cleanups.push(
+      () => proxy.close(),
+      () => context.close(),
+    );
+    const problems: string[] = [];
+    context.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`${message.text()} ${message.location().url}`);
+    });
+    context.on('requestfailed', (request) => problems.push(`failed: ${request.url()}`));
+    context.on('response', (response) => {
+      if (response.status() >= 400) problems.push(`${response.status()}: ${response.url()}`);
+    });
+    const page = await context.newPage();
+    await page.goto(`${proxy.url}/`);
+    await waitFor(textOf(page, `li[data-pool="vm/${namespace}/devpool"] .corral-free`), {
+      describe: 'the pool to show 1 of 1 free',
+      until: (text) => text.includes('1 of 1 free'),
+    });
+    // the browser asks for a favicon once the page has loaded, if the page names none
+    await page.waitForLoadState('networkidle');
+    expect(problems).toEqual([]);
+  });
+
   it("shows bob none of alice's desktops, and refuses him her console in words", async () => {
     const { namespace, server, open } = await setUp(1);
     const claimed = await server.broker.vdi.claim({ pool: 'devpool', identity: alice, namespace });
