@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import type { Terminal } from '@xterm/xterm';
 import type { ConsoleProtocol } from '../client/vdi-client.js';
 
 /** How a console stream ended: the websocket's close code and the reason the broker gave, if any. */
@@ -46,6 +47,18 @@ async function openVnc(screen: HTMLElement, url: string): Promise<OpenConsole> {
   return { ready, ended, close: () => rfb.disconnect() };
 }
 
+// xterm.js's scrollbar lies over the right edge of the terminal, 14 px wide unless an overview ruler widens it
+const scrollbarWidth = 14;
+
+// As many columns and rows as fit the box, from the cell size xterm.js drew its current ones with.
+function fitTerminal(terminal: Terminal, box: HTMLElement): void {
+  const drawn = terminal.element?.querySelector('.xterm-screen')?.getBoundingClientRect();
+  if (!drawn || drawn.width === 0 || drawn.height === 0) return;
+  const cols = Math.floor((box.clientWidth - scrollbarWidth) / (drawn.width / terminal.cols));
+  const rows = Math.floor(box.clientHeight / (drawn.height / terminal.rows));
+  if (cols > 0 && rows > 0 && (cols !== terminal.cols || rows !== terminal.rows)) terminal.resize(cols, rows);
+}
+
 // A container's shell takes its size as a text message; a serial line has no size to take.
 async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean): Promise<OpenConsole> {
   const { Terminal } = await import('@xterm/xterm');
@@ -70,6 +83,8 @@ async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean
     }
   };
   const resizing = terminal.onResize(sendSize);
+  const fitting = new ResizeObserver(() => fitTerminal(terminal, screen));
+  fitting.observe(screen);
   socket.addEventListener(
     'open',
     () => {
@@ -82,6 +97,7 @@ async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean
   void ended.then(() => {
     typing.dispose();
     resizing.dispose();
+    fitting.disconnect();
   });
   return {
     ready: firstMessage,

@@ -90,6 +90,50 @@ function waitForScreen(page: Page, expected: ReturnType<typeof renderScreen>, wh
   });
 }
 
+/** The `rows cols` that `stty size` printed after `marker`. */
+function sizeIn(text: string | null, marker: string): { rows: number; cols: number } {
+  const [, rows, cols] = new RegExp(`${marker}(\\d+) (\\d+)`).exec(text ?? '') ?? [];
+  return { rows: Number(rows), cols: Number(cols) };
+}
+
+// xterm.js's scrollbar lies over the right edge of its box, 14 px wide
+const scrollbarWidth = 14;
+
+/**
+ * How the shell's size (`stty size`) fills the terminal's box: the rows xterm.js draws, and the space left to the
+ * right of the drawn columns and below the drawn rows, with the cell size those imply.
+ */
+async function fitOf(page: Page, shell: { rows: number; cols: number }) {
+  const drawn = await page.evaluate(() => {
+    const box = document.querySelector('.corral-screen') as HTMLElement;
+    const screen = (box.querySelector('.xterm-screen') as HTMLElement).getBoundingClientRect();
+    return {
+      rows: box.querySelectorAll('.xterm-rows > div').length,
+      width: screen.width,
+      height: screen.height,
+      boxWidth: box.clientWidth,
+      boxHeight: box.clientHeight,
+    };
+  });
+  return {
+    rows: drawn.rows,
+    spareWidth: drawn.boxWidth - scrollbarWidth - drawn.width,
+    spareHeight: drawn.boxHeight - drawn.height,
+    cellWidth: drawn.width / shell.cols,
+    cellHeight: drawn.height / shell.rows,
+  };
+}
+
+/** Expects xterm.js to draw the shell's rows and columns, filling its box up to less than one cell. */
+async function expectFitted(page: Page, shell: { rows: number; cols: number }) {
+  const fit = await fitOf(page, shell);
+  expect(fit.rows, 'rows drawn').toBe(shell.rows);
+  expect(fit.spareWidth, 'width left beside the columns').toBeGreaterThanOrEqual(0);
+  expect(fit.spareWidth, 'width left beside the columns').toBeLessThan(fit.cellWidth);
+  expect(fit.spareHeight, 'height left below the rows').toBeGreaterThanOrEqual(0);
+  expect(fit.spareHeight, 'height left below the rows').toBeLessThan(fit.cellHeight);
+}
+
 describe('consoles in Chromium', () => {
   it('shows alice her VM on noVNC, takes a key, marks the disconnect when the tab closes, and reconnects within grace', async () => {
     const { namespace, open, clientOf, kube } = await setUp();
@@ -206,7 +250,7 @@ describe('consoles in Chromium', () => {
     await keepScreenshot(page, 'console-serial');
   });
 
-  it("opens a container desktop's terminal in xterm.js and runs a command in its shell", async () => {
+  it("opens a container desktop's terminal in xterm.js fitted to its box, runs a command in its shell, and resizes the shell with the window", async () => {
     const namespace = await createTestNamespace(cluster(), 'web-ct');
     const server: BrokerServer = await startPageBroker(cluster(), namespace, createTestClock(new Date()));
     cleanups.push(() => server.close());
@@ -241,12 +285,32 @@ describe('consoles in Chromium', () => {
     await page.keyboard.type('echo "host=$HOSTNAME size=$(stty size)"');
     await page.keyboard.press('Enter');
     releaseUpgrades();
-    // xterm.js opens at 80 columns and 24 rows and the page sends that size on open (the broker test checks a resize)
-    await waitFor(terminalText, {
+    const answer = await waitFor(terminalText, {
       describe: "the shell's answer in xterm.js",
-      until: (text) => text?.includes(`host=${member} size=24 80`) ?? false,
+      until: (text) => new RegExp(`host=${member} size=\\d+ \\d+`).test(text ?? ''),
     });
+    const before = sizeIn(answer, `host=${member} size=`);
+    await expectFitted(page, before);
     await keepScreenshot(page, 'console-terminal');
+
+    await page.setViewportSize({ width: 700, height: 600 });
+    // the new size reaches the shell before the command that asks for it
+    await waitFor(() => page.locator('.corral-screen .xterm-rows > div').count(), {
+      describe: 'xterm.js to draw fewer rows in the smaller window',
+      until: (rows) => rows < before.rows,
+    });
+    await page.keyboard.type('echo "after=$(stty size)"');
+    await page.keyboard.press('Enter');
+    const after = sizeIn(
+      await waitFor(terminalText, {
+        describe: "the shell's new size in xterm.js",
+        until: (text) => /after=\d+ \d+/.test(text ?? ''),
+      }),
+      'after=',
+    );
+    await expectFitted(page, after);
+    expect(after.rows).toBeLessThan(before.rows);
+    expect(after.cols).toBeLessThan(before.cols);
   });
 
   it("refuses bob's websocket to alice's console with 403 before any upgrade", async () => {
