@@ -472,6 +472,9 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
         `--kubelet-client-key=${kubeletClient.keyPath}`,
         `--kubelet-certificate-authority=${ca.certPath}`,
         '--kubelet-preferred-address-types=InternalIP',
+        // the node agent serves exec and attach as websockets, as kubelets also do, and speaks no SPDY: the
+        // apiserver passes a websocket through instead of translating it to SPDY on its way to the node
+        '--feature-gates=TranslateStreamCloseWebsocketRequests=false',
         // The defaults throttle bulk tests of thousands of desktops on one machine.
         '--max-requests-inflight=2000',
         '--max-mutating-requests-inflight=1000',
