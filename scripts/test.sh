@@ -27,5 +27,13 @@ npx vitest run --reporter=default --reporter=json --outputFile.json="$report" ||
 node -e '
   const r = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log(`vitest: ${r.numPassedTests} passed, ${r.numFailedTests} failed`);
+  // where the time goes, so that the next slowdown is seen where it starts
+  const root = process.cwd() + "/";
+  const files = r.testResults
+    .map((file) => ({ name: file.name.replace(root, ""), ms: file.endTime - file.startTime }))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 10);
+  console.log("the ten slowest files:");
+  for (const file of files) console.log(`${(file.ms / 1000).toFixed(1).padStart(8)} s  ${file.name}`);
 ' "$report"
 exit "$status"
