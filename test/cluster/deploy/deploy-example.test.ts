@@ -79,7 +79,7 @@ describe('the deploy example', () => {
       // the test made its namespaces already: a Namespace passes validation and is refused only as existing
       const expected =
         object.kind === 'Namespace' ? `409 namespaces "${object.metadata?.name}" already exists` : 'accepted';
-      expect(`${nameOf(object)}: ${await dryRunCreate(sent)}`).toBe(`${nameOf(object)}: ${expected}`);
+      expect(`${nameOf(object)}: ${await dryRunCreate(object)}`).toBe(`${nameOf(object)}: ${expected}`);
     }
     // a dry run checks what it is sent: a broken Deployment is refused
     const deployment = objects.find((object) => object.kind === 'Deployment') as KubernetesObject & {
