@@ -26,6 +26,8 @@ if [ -x "$bin_dir/virtctl" ]; then
 fi
 
 step='finding go'
+# Go's own installer puts it here, off the PATH of non-login shells
+command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null 2>&1 || { say "step '$step' failed: Go 1.26 or newer is needed; $retry"; exit 1; }
 
 mkdir -p "$bin_dir" "$work_dir"
