@@ -151,7 +151,7 @@ const layerRules: LayerRule[] = [
     name: 'the browser client and page (client/, web/) import only each other, the route table, errors and ids',
     breaks: (file, target) =>
       browserFolders.some((folder) => file.startsWith(folder)) &&
-      !['zod', '@novnc/novnc', '@xterm/xterm', '@xterm/xterm/css/xterm.css'].includes(target) &&
+      !['zod/mini', '@novnc/novnc', '@xterm/xterm', '@xterm/xterm/css/xterm.css'].includes(target) &&
       !browserFolders.some((folder) => target.startsWith(folder)) &&
       !routeTableFiles.has(target) &&
       !browserSafeTargets.has(target),

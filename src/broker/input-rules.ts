@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { VdiErrorCode } from '../errors.js';
 import { type DesktopKind, parseDesktopId as parseDesktopIdParts } from '../ids.js';
 import {
@@ -30,34 +30,31 @@ const notTaskId = refusing('is not a task ID; use the ID a release answered with
 /** The `{kind}` of a pool or desktop path: `vm` (KubeVirt VMs) or `ct` (containers). */
 export const kindParam = z
   .enum(['vm', 'ct'], notKind)
-  .meta({ description: 'The backend: `vm` for a VM pool, `ct` for a container pool.' });
+  .register(z.globalRegistry, { description: 'The backend: `vm` for a VM pool, `ct` for a container pool.' });
 
 /** The `{ns}` of a path: a namespace name. Whether the broker serves it is checked by {@link checkParams}. */
 export const namespaceParam = z
   .string()
-  .max(maxNamespaceLength, notNamespace)
-  .regex(dnsLabelPattern, notNamespace)
-  .meta({ description: 'A namespace the broker serves.' });
+  .check(z.maxLength(maxNamespaceLength, notNamespace), z.regex(dnsLabelPattern, notNamespace))
+  .register(z.globalRegistry, { description: 'A namespace the broker serves.' });
 
 /** The `{pool}` of a claim path. */
 export const poolParam = z
   .string()
-  .max(maxPoolNameLength, notPool)
-  .regex(dnsLabelPattern, notPool)
-  .meta({ description: 'The pool name.' });
+  .check(z.maxLength(maxPoolNameLength, notPool), z.regex(dnsLabelPattern, notPool))
+  .register(z.globalRegistry, { description: 'The pool name.' });
 
 /** The `{member}` of a desktop path: a VM or Pod name. */
 export const memberParam = z
   .string()
-  .max(maxSubdomainLength, notMember)
-  .regex(subdomainPattern, notMember)
-  .meta({ description: 'The member VM, such as devpool-1.' });
+  .check(z.maxLength(maxSubdomainLength, notMember), z.regex(subdomainPattern, notMember))
+  .register(z.globalRegistry, { description: 'The member VM, such as devpool-1.' });
 
 /** The `{id}` of a task path. */
 export const taskIdParam = z
   .string()
-  .regex(taskIdPattern, notTaskId)
-  .meta({ description: 'The task ID a release answered with.' });
+  .check(z.regex(taskIdPattern, notTaskId))
+  .register(z.globalRegistry, { description: 'The task ID a release answered with.' });
 
 /** The `{protocol}` of a console path: which console of the desktop the websocket carries. */
 export const consoleProtocolParam = z
@@ -65,7 +62,9 @@ export const consoleProtocolParam = z
     error: (issue: { input?: unknown }) =>
       `"${String(issue.input)}" is not a console; use vnc or serial (a VM), or terminal (a container).`,
   })
-  .meta({ description: '`vnc` or `serial` for a VM; `terminal` for a container desktop.' });
+  .register(z.globalRegistry, {
+    description: '`vnc` or `serial` for a VM; `terminal` for a container desktop.',
+  });
 
 /** The largest request body the broker reads; its POST routes take nothing that needs more. */
 export const maxBodyBytes = 16 * 1024;
@@ -87,24 +86,30 @@ export const defaultBrokerWaitMs = 600_000;
 export const claimBodySchema = z
   .object(
     {
-      wait: z.boolean({ error: 'wait takes true or false.' }).optional().meta({
+      wait: z.optional(z.boolean({ error: 'wait takes true or false.' })).register(z.globalRegistry, {
         description:
           "When no member is free, join the pool's queue: the answer is 202 with a waiter to poll.",
       }),
       waitTimeoutMs: z
-        .int({ error: 'waitTimeoutMs takes a whole number of milliseconds.' })
-        .positive({ error: 'waitTimeoutMs must be more than 0.' })
-        .max(maxBrokerWaitMs, { error: `waitTimeoutMs must be at most ${maxBrokerWaitMs} (an hour).` })
-        .optional()
-        .meta({
+        .optional(
+          z.int({ error: 'waitTimeoutMs takes a whole number of milliseconds.' }).check(
+            z.positive({ error: 'waitTimeoutMs must be more than 0.' }),
+            z.lte(maxBrokerWaitMs, {
+              error: `waitTimeoutMs must be at most ${maxBrokerWaitMs} (an hour).`,
+            }),
+          ),
+        )
+        .register(z.globalRegistry, {
           description: `How long to wait, with wait: true; ${defaultBrokerWaitMs} (ten minutes) unless given.`,
         }),
     },
     { error: 'The request body must be a JSON object.' },
   )
-  .refine((body) => body.wait === true || body.waitTimeoutMs === undefined, {
-    error: 'waitTimeoutMs needs wait: true.',
-  })
+  .check(
+    z.refine((body) => body.wait === true || body.waitTimeoutMs === undefined, {
+      error: 'waitTimeoutMs needs wait: true.',
+    }),
+  )
   .register(componentRegistry, {
     id: 'ClaimBody',
     description:
@@ -116,15 +121,16 @@ const notWaiter = refusing('is not a waiter key; use the waiter ID a claim with 
 /** The `{waiter}` of a waiter path: the key a claim with `wait` answered in its waiter ID. */
 export const waiterParam = z
   .string()
-  .regex(/^[0-9a-z]{10}$/, notWaiter)
-  .meta({ description: 'The last part of the waiter ID a claim with wait answered with.' });
+  .check(z.regex(/^[0-9a-z]{10}$/, notWaiter))
+  .register(z.globalRegistry, {
+    description: 'The last part of the waiter ID a claim with wait answered with.',
+  });
 
 /** The query of `GET /api/vdi/desktops`. */
 export const desktopListQuerySchema = z.object({
   all: z
-    .enum(['0', '1'], { error: 'The query parameter all takes 1 (every user) or 0 (yours).' })
-    .optional()
-    .meta({ description: "`1` lists every user's desktops (admins only)." }),
+    .optional(z.enum(['0', '1'], { error: 'The query parameter all takes 1 (every user) or 0 (yours).' }))
+    .register(z.globalRegistry, { description: "`1` lists every user's desktops (admins only)." }),
 });
 
 /** A refusal of a request's input, with the error code it answers with. */
@@ -135,7 +141,7 @@ export interface InputRejection {
 
 /** Checks one value against a rule; a refusal carries the first problem and its code (default `INVALID_INPUT`). */
 export function checkInput<T>(
-  schema: z.ZodType<T>,
+  schema: z.ZodMiniType<T>,
   value: unknown,
 ): { ok: true; value: T } | ({ ok: false } & InputRejection) {
   const parsed = schema.safeParse(value);
@@ -150,7 +156,7 @@ export function checkInput<T>(
  * serve answers as if it did not exist.
  */
 export function checkParams(
-  rules: Readonly<Record<string, z.ZodType<string>>>,
+  rules: Readonly<Record<string, z.ZodMiniType<string>>>,
   values: Readonly<Record<string, string>>,
   servedNamespaces: readonly string[],
 ): { ok: true; params: Record<string, string> } | ({ ok: false } & InputRejection) {

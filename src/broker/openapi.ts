@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { kindParam, maxBodyBytes } from './input-rules.js';
 import type { RouteDeclaration } from './route-declaration.js';
 import { routes } from './routes.js';
@@ -11,7 +11,7 @@ type Paths = Record<string, Record<string, Json>>;
 const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
 
 // A registered schema is a component; any other is written in place, without its own $schema.
-function schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
+function schemaOf(schema: z.core.$ZodType, io: 'input' | 'output'): Json {
   const id = componentRegistry.get(schema)?.id;
   if (id !== undefined) return ref(id);
   const { $schema: _schema, ...inline } = z.toJSONSchema(schema, { target: 'draft-2020-12', io }) as Json;
@@ -24,7 +24,7 @@ const json = (description: string, schema: Json): Json => ({
 });
 
 // A parameter's description belongs on the parameter, not inside its schema.
-function parameter(name: string, where: 'path' | 'query', schema: z.ZodType, required: boolean): Json {
+function parameter(name: string, where: 'path' | 'query', schema: z.core.$ZodType, required: boolean): Json {
   // Parameter rules never transform; their output (a `vm` kind, not any string) is what a client may send.
   const { description, ...rest } = schemaOf(schema, 'output');
   return { name, in: where, required, ...(description === undefined ? {} : { description }), schema: rest };
@@ -33,7 +33,7 @@ function parameter(name: string, where: 'path' | 'query', schema: z.ZodType, req
 // What the router itself can answer, before or around the route's own work; a route anyone may call skips the identity.
 function routerErrors(route: RouteDeclaration): Partial<Record<number, string>> {
   if (route.auth === 'none') return { 405: 'Another method than the route takes; see the Allow header.' };
-  const params = Object.values<z.ZodType>(route.params);
+  const params = Object.values<z.core.$ZodType>(route.params);
   const malformed = [
     params.length > 0 ? 'a malformed ID' : undefined,
     params.includes(kindParam) ? 'an unknown kind' : undefined,
@@ -57,9 +57,11 @@ function routerErrors(route: RouteDeclaration): Partial<Record<number, string>> 
 
 function operation(operationId: string, route: RouteDeclaration): Json {
   const parameters = [
-    ...Object.entries<z.ZodType>(route.params).map(([name, schema]) => parameter(name, 'path', schema, true)),
+    ...Object.entries<z.core.$ZodType>(route.params).map(([name, schema]) =>
+      parameter(name, 'path', schema, true),
+    ),
     ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) =>
-      parameter(name, 'query', schema, !schema.safeParse(undefined).success),
+      parameter(name, 'query', schema, !z.safeParse(schema, undefined).success),
     ),
   ];
   const errors = { ...routerErrors(route), ...route.errors };

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type { z } from 'zod/mini';
 
 /** The HTTP methods of the broker's routes. @category broker */
 export type RouteMethod = 'GET' | 'POST' | 'DELETE';
@@ -43,11 +43,11 @@ export interface RouteDeclaration<Path extends string = string> {
   /** One line for the OpenAPI document. */
   summary: string;
   /** The rule of each path parameter. */
-  params: { [Name in PathParamNames<Path>]: z.ZodType<string, string> };
+  params: { [Name in PathParamNames<Path>]: z.ZodMiniType<string, string> };
   /** The query parameters read; any others are ignored. */
-  query?: z.ZodObject;
+  query?: z.ZodMiniObject;
   /** The body a POST accepts; the handler gets it as checked. */
-  body?: z.ZodType;
+  body?: z.ZodMiniType;
   /**
    * `websocket`: a GET that upgrades to a websocket (`101 Switching Protocols`) once every check passed; its
    * refusals are plain HTTP error answers. Such a route has no handler in the table of JSON handlers.
@@ -55,11 +55,11 @@ export interface RouteDeclaration<Path extends string = string> {
   upgrade?: 'websocket';
   /** The success answer: JSON, plain text of a `contentType` (the metrics), or the switch to a websocket. */
   response:
-    | { status: 200 | 202; description: string; schema: z.ZodType }
+    | { status: 200 | 202; description: string; schema: z.ZodMiniType }
     | { status: 200; description: string; contentType: string }
     | { status: 101; description: string };
   /** A second success answer: the request was accepted and finishes later (a claim that waits). */
-  accepted?: { status: 202; description: string; schema: z.ZodType };
+  accepted?: { status: 202; description: string; schema: z.ZodMiniType };
   /** What the route's own work can answer besides success, by status. */
   errors?: Partial<Record<DeclaredErrorStatus, string>>;
 }

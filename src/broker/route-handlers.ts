@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type { z } from 'zod/mini';
 import type { AuditRecord } from '../audit.js';
 import type { ClaimResult } from '../claims/claim-desktop.js';
 import { shortHash } from '../claims/hash.js';
@@ -36,9 +36,9 @@ export type JsonRouteName = {
 export interface RouteInput<Name extends JsonRouteName> {
   caller: Caller;
   params: { [Param in keyof Route<Name>['params']]: string };
-  query: Route<Name> extends { query: z.ZodObject } ? z.output<Route<Name>['query']> : undefined;
+  query: Route<Name> extends { query: z.ZodMiniObject } ? z.output<Route<Name>['query']> : undefined;
   /** The body as the route's body rule checked it (`{}` when none was sent). */
-  body: Route<Name> extends { body: z.ZodType } ? z.output<Route<Name>['body']> : undefined;
+  body: Route<Name> extends { body: z.ZodMiniType } ? z.output<Route<Name>['body']> : undefined;
   /** The desktop the path names, for `holder-or-admin` routes, after the access check. */
   desktop: Route<Name>['auth'] extends 'holder-or-admin' ? ReadDesktop : undefined;
 }
@@ -47,8 +47,8 @@ export interface RouteInput<Name extends JsonRouteName> {
 export type RouteHandler<Name extends JsonRouteName> = (
   input: RouteInput<Name>,
 ) => Promise<
-  | z.input<Extract<Route<Name>['response'], { schema: z.ZodType }>['schema']>
-  | (Route<Name> extends { accepted: { schema: z.ZodType } }
+  | z.input<Extract<Route<Name>['response'], { schema: z.ZodMiniType }>['schema']>
+  | (Route<Name> extends { accepted: { schema: z.ZodMiniType } }
       ? Accepted<z.input<Route<Name>['accepted']['schema']>>
       : never)
 >;

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type { z } from 'zod/mini';
 import type { DesktopKind } from '../desktop-backend.js';
 import { answerError, answerFailure, answerJson } from './answers.js';
 import type { BrokerLogger } from './broker-options.js';
@@ -65,7 +65,7 @@ function isCrossSite(headers: Headers): boolean {
 // An empty body (read as `{}`) or one the route's body rule accepts passes, as the rule's output.
 async function checkBody(
   request: BrokerRequest,
-  rule: z.ZodType,
+  rule: z.ZodMiniType,
 ): Promise<{ refused: BrokerResponse } | { body: unknown }> {
   const read = await request.readBody();
   if (read.kind === 'too-large') {

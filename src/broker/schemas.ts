@@ -1,11 +1,13 @@
-import { z } from 'zod';
+// zod/mini, not zod: the browser client checks answers with these, and a page should not carry all of zod.
+import * as z from 'zod/mini';
 import { httpStatusByCode, type VdiErrorCode } from '../errors.js';
 
 /** The schemas that become the OpenAPI document's components, by ID. */
 export const componentRegistry = z.registry<{ id: string; description?: string }>();
 
-const timestamp = (description: string) => z.string().meta({ format: 'date-time', description });
-const nullableTimestamp = (description: string) => timestamp(description).nullable();
+const timestamp = (description: string) =>
+  z.string().register(z.globalRegistry, { format: 'date-time', description });
+const nullableTimestamp = (description: string) => z.nullable(timestamp(description));
 
 const errorCodes = Object.keys(httpStatusByCode) as [VdiErrorCode, ...VdiErrorCode[]];
 
@@ -14,7 +16,7 @@ export const errorBodySchema = z
   .object({
     error: z.object({
       code: z.enum(errorCodes),
-      message: z.string().meta({ description: 'What went wrong and what to do next.' }),
+      message: z.string().register(z.globalRegistry, { description: 'What went wrong and what to do next.' }),
     }),
   })
   .register(componentRegistry, { id: 'Error', description: 'An error answer.' });
@@ -22,18 +24,18 @@ export const errorBodySchema = z
 /** A pool the broker serves, with its counts. @category broker */
 export const poolSchema = z
   .object({
-    id: z
-      .string()
-      .meta({ description: 'The pool ID, `vm/<namespace>/<pool>`.', examples: ['vm/corral-vms/devpool'] }),
+    id: z.string().register(z.globalRegistry, {
+      description: 'The pool ID, `vm/<namespace>/<pool>`.',
+      examples: ['vm/corral-vms/devpool'],
+    }),
     kind: z.enum(['vm', 'ct']),
     namespace: z.string(),
     name: z.string(),
-    members: z.int().min(0),
-    claimed: z
-      .int()
-      .min(0)
-      .meta({ description: 'Members someone holds, including assignments from before Leases.' }),
-    free: z.int().min(0),
+    members: z.int().check(z.gte(0)),
+    claimed: z.int().check(z.gte(0)).register(z.globalRegistry, {
+      description: 'Members someone holds, including assignments from before Leases.',
+    }),
+    free: z.int().check(z.gte(0)),
   })
   .register(componentRegistry, { id: 'Pool', description: 'A pool of VM desktops.' });
 
@@ -45,7 +47,7 @@ export const poolListSchema = z
 /** One desktop with its claim and its session. @category broker */
 export const desktopSchema = z
   .object({
-    id: z.string().meta({
+    id: z.string().register(z.globalRegistry, {
       description: 'The desktop ID, `vm/<namespace>/<member>`; it stays the same across claims.',
       examples: ['vm/corral-vms/devpool-1'],
     }),
@@ -54,21 +56,33 @@ export const desktopSchema = z
     member: z.string(),
     pool: z.string(),
     poolId: z.string(),
-    owner: z.string().nullable().meta({ description: 'The holder, or null when nobody holds it.' }),
-    sessionId: z.string().nullable().meta({ description: 'Changes with every claim of the member.' }),
+    owner: z
+      .nullable(z.string())
+      .register(z.globalRegistry, { description: 'The holder, or null when nobody holds it.' }),
+    sessionId: z
+      .nullable(z.string())
+      .register(z.globalRegistry, { description: 'Changes with every claim of the member.' }),
     claimedAt: nullableTimestamp('When the claim began.'),
     expiresAt: nullableTimestamp(
       'When the claim ends unless renewed; the broker renews claims while it runs.',
     ),
-    legacy: z.boolean().meta({ description: 'An assignment from before claims had Leases.' }),
-    phase: z.string().meta({ description: "KubeVirt's printable status, such as Running or Stopped." }),
+    legacy: z
+      .boolean()
+      .register(z.globalRegistry, { description: 'An assignment from before claims had Leases.' }),
+    phase: z.string().register(z.globalRegistry, {
+      description: "KubeVirt's printable status, such as Running or Stopped.",
+    }),
     running: z.boolean(),
-    ephemeral: z.boolean().meta({ description: 'A release recreates the member from its golden VM.' }),
-    connected: z.boolean().meta({ description: 'A console of the desktop is open through this broker.' }),
+    ephemeral: z
+      .boolean()
+      .register(z.globalRegistry, { description: 'A release recreates the member from its golden VM.' }),
+    connected: z
+      .boolean()
+      .register(z.globalRegistry, { description: 'A console of the desktop is open through this broker.' }),
     disconnectedAt: nullableTimestamp('When the disconnect grace began.'),
     reclaimAt: nullableTimestamp('When the reclaim policy takes the desktop back unless something changes.'),
-    reclaimReason: z.enum(['disconnect-grace', 'max-duration', 'idle']).nullable(),
-    idleWarning: z.boolean().optional().meta({
+    reclaimReason: z.nullable(z.enum(['disconnect-grace', 'max-duration', 'idle'])),
+    idleWarning: z.optional(z.boolean()).register(z.globalRegistry, {
       description:
         'Present and true while the desktop is about to be reclaimed as idle: input on a console keeps it.',
     }),
@@ -76,44 +90,45 @@ export const desktopSchema = z
   .register(componentRegistry, { id: 'Desktop', description: 'A pool member as its holder sees it.' });
 
 /** The answer of a claim: the caller's desktop. @category broker */
-export const claimedDesktopSchema = desktopSchema
-  .extend({
+export const claimedDesktopSchema = z
+  .extend(desktopSchema, {
     owner: z.string(),
     sessionId: z.string(),
-    retried: z
+    retried: z.boolean().register(z.globalRegistry, {
+      description: 'The caller already held this desktop; the same session goes on.',
+    }),
+    adopted: z
       .boolean()
-      .meta({ description: 'The caller already held this desktop; the same session goes on.' }),
-    adopted: z.boolean().meta({ description: 'The claim took over an assignment of the same login.' }),
-    warm: z.boolean().meta({
+      .register(z.globalRegistry, { description: 'The claim took over an assignment of the same login.' }),
+    warm: z.boolean().register(z.globalRegistry, {
       description: 'The desktop was already running when claimed (a warm spare): no start to wait for.',
     }),
-    startError: z
-      .string()
-      .optional()
-      .meta({ description: 'Set when the desktop is claimed but did not start; start it again later.' }),
+    startError: z.optional(z.string()).register(z.globalRegistry, {
+      description: 'Set when the desktop is claimed but did not start; start it again later.',
+    }),
   })
   .register(componentRegistry, { id: 'ClaimedDesktop', description: "The caller's claimed desktop." });
 
 /** A claim waiting in a pool's queue, as the broker tracks it. @category broker */
 export const waiterSchema = z
   .object({
-    id: z.string().meta({
+    id: z.string().register(z.globalRegistry, {
       description: 'The waiter ID, `<kind>/<namespace>/<pool>/<key>`; poll GET /api/vdi/waiters/{id}.',
       examples: ['vm/corral-vms/devpool/0k3j5x9a2b'],
     }),
     poolId: z.string(),
-    status: z.enum(['waiting', 'claimed', 'cancelled', 'timed-out', 'failed']).meta({
+    status: z.enum(['waiting', 'claimed', 'cancelled', 'timed-out', 'failed']).register(z.globalRegistry, {
       description: '`claimed` carries the desktop; `timed-out`, `cancelled` and `failed` carry the error.',
     }),
-    position: z
-      .int()
-      .min(1)
-      .nullable()
-      .meta({ description: 'The place in the queue, 1 being next; null when not waiting.' }),
-    waiters: z.int().min(1).nullable().meta({ description: 'How many wait in the pool, this one included.' }),
+    position: z.nullable(z.int().check(z.gte(1))).register(z.globalRegistry, {
+      description: 'The place in the queue, 1 being next; null when not waiting.',
+    }),
+    waiters: z
+      .nullable(z.int().check(z.gte(1)))
+      .register(z.globalRegistry, { description: 'How many wait in the pool, this one included.' }),
     enqueuedAt: nullableTimestamp('When the caller joined the queue.'),
-    desktop: claimedDesktopSchema.nullable(),
-    error: errorBodySchema.shape.error.nullable(),
+    desktop: z.nullable(claimedDesktopSchema),
+    error: z.nullable(errorBodySchema.shape.error),
   })
   .register(componentRegistry, { id: 'Waiter', description: "A claim waiting in a pool's queue." });
 
@@ -125,8 +140,8 @@ export const desktopListSchema = z
 /** The answer of a release: the task that carries it out. @category broker */
 export const releaseAcceptedSchema = z
   .object({
-    desktop: z.string().meta({ examples: ['vm/corral-vms/devpool-1'] }),
-    task: z.string().meta({ description: 'Poll GET /api/tasks/{id} for the outcome.' }),
+    desktop: z.string().register(z.globalRegistry, { examples: ['vm/corral-vms/devpool-1'] }),
+    task: z.string().register(z.globalRegistry, { description: 'Poll GET /api/tasks/{id} for the outcome.' }),
   })
   .register(componentRegistry, { id: 'ReleaseAccepted', description: 'A release in progress.' });
 
@@ -136,11 +151,11 @@ export const taskSchema = z
     id: z.string(),
     action: z.enum(['vdi release', 'vdi force-release']),
     desktop: z.string(),
-    user: z.string().meta({ description: 'Who asked for it.' }),
+    user: z.string().register(z.globalRegistry, { description: 'Who asked for it.' }),
     status: z.enum(['running', 'done', 'error']),
     startedAt: timestamp('When the task began.'),
     finishedAt: nullableTimestamp('When it ended.'),
-    error: errorBodySchema.shape.error.nullable(),
+    error: z.nullable(errorBodySchema.shape.error),
   })
   .register(componentRegistry, { id: 'Task', description: 'Work the broker does after answering.' });
 
@@ -148,13 +163,15 @@ export const taskSchema = z
 export const auditRecordSchema = z
   .object({
     at: timestamp('When it happened.'),
-    action: z.string().meta({ examples: ['vdi claim', 'vdi start', 'vdi release', 'vdi force-release'] }),
+    action: z.string().register(z.globalRegistry, {
+      examples: ['vdi claim', 'vdi start', 'vdi release', 'vdi force-release'],
+    }),
     user: z.string(),
-    target: z
-      .string()
-      .meta({ description: 'The desktop or pool ID; a force-release also names the holder.' }),
+    target: z.string().register(z.globalRegistry, {
+      description: 'The desktop or pool ID; a force-release also names the holder.',
+    }),
     status: z.enum(['ok', 'error']),
-    error: z.string().optional(),
+    error: z.optional(z.string()),
   })
   .register(componentRegistry, { id: 'AuditRecord', description: 'A task log record.' });
 
@@ -185,8 +202,10 @@ export const connectAnswerSchema = z
     fallbacks: z.array(connectOptionSchema),
     skipped: z.array(z.object({ protocol: protocolSchema, reason: z.string() })),
     launches: z
-      .array(z.object({ protocol: protocolSchema, argv: z.array(z.string()).min(1) }))
-      .meta({ description: 'The command for the target, then for each fallback, as argv arrays.' }),
+      .array(z.object({ protocol: protocolSchema, argv: z.array(z.string()).check(z.minLength(1)) }))
+      .register(z.globalRegistry, {
+        description: 'The command for the target, then for each fallback, as argv arrays.',
+      }),
   })
   .register(componentRegistry, { id: 'ConnectAnswer', description: 'How to reach a desktop.' });
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { consoleProtocolParam } from '../broker/input-rules.js';
 import type { RouteDeclaration } from '../broker/route-declaration.js';
 import { type RouteName, routes } from '../broker/routes.js';
@@ -98,7 +98,7 @@ const consoleProtocols: readonly ConsoleProtocol[] = consoleProtocolParam.option
 
 // The routes that answer JSON; the console route upgrades to a websocket instead.
 type JsonRouteName = {
-  [Name in RouteName]: (typeof routes)[Name]['response'] extends { schema: z.ZodType } ? Name : never;
+  [Name in RouteName]: (typeof routes)[Name]['response'] extends { schema: z.ZodMiniType } ? Name : never;
 }[RouteName];
 type AnswerOf<Name extends JsonRouteName> = z.infer<(typeof routes)[Name]['response']['schema']>;
 
