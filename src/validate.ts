@@ -179,17 +179,18 @@ function schemaOf(problem: Problem) {
 }
 
 /** A namespace name, for option bags, flags and request bodies. @category validate */
-export const namespaceSchema = schemaOf(namespaceProblem);
+// Pure, so a page that imports one function of ./core bundles none of these schemas and no zod.
+export const namespaceSchema = /* @__PURE__ */ schemaOf(namespaceProblem);
 /** A pool name. @category validate */
-export const poolNameSchema = schemaOf(poolNameProblem);
+export const poolNameSchema = /* @__PURE__ */ schemaOf(poolNameProblem);
 /** A member (VM) name. @category validate */
-export const memberNameSchema = schemaOf(memberNameProblem);
+export const memberNameSchema = /* @__PURE__ */ schemaOf(memberNameProblem);
 /** The name of a golden VM. @category validate */
-export const goldenNameSchema = schemaOf(goldenNameProblem);
+export const goldenNameSchema = /* @__PURE__ */ schemaOf(goldenNameProblem);
 /** An identity, as the request pipeline authenticated it. @category validate */
-export const identitySchema = schemaOf(identityProblem);
+export const identitySchema = /* @__PURE__ */ schemaOf(identityProblem);
 /** A duration such as `15m` or `1h30m` (see `parseDuration`), parsed to milliseconds. @category validate */
-export const durationSchema = z.string().transform((text, ctx) => {
+export const durationSchema = /* @__PURE__ */ z.string().transform((text, ctx) => {
   try {
     return parseDuration(text);
   } catch (error) {

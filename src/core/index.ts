@@ -75,9 +75,9 @@ export type {
   CtReconcileStep,
 } from '../ct/plan-ct-reconcile.js';
 export { planCtPoolDelete, planCtReconcile } from '../ct/plan-ct-reconcile.js';
+// DesktopBackend, the seam that does the I/O (its console streams are Node websockets), is the SDK's, not a core's.
 export type {
   ClaimToPresent,
-  DesktopBackend,
   GatherConnectFactsOptions,
   MemberConsole,
   MemberDevice,

@@ -80,7 +80,8 @@ export function isExtendedResource(name: string): boolean {
   return !standardResources.has(name) && !name.startsWith('hugepages-');
 }
 
-const resourceName = z.string().refine((name) => {
+// Pure, so a page that imports another function of ./core bundles none of these schemas and no zod.
+const resourceName = /* @__PURE__ */ z.string().refine((name) => {
   if (standardResources.has(name) || name.startsWith('hugepages-')) return true;
   const [domain, resource, ...rest] = name.split('/');
   return (
@@ -92,13 +93,13 @@ const resourceName = z.string().refine((name) => {
   );
 }, 'is not a resource name; use cpu, memory, ephemeral-storage, or an extended resource such as nvidia.com/gpu');
 
-const quantity = z
+const quantity = /* @__PURE__ */ z
   .string()
   .regex(quantityPattern, 'is not a quantity; write it as Kubernetes does, such as 500m, 2, 4Gi');
 
-const resourceList = z.record(resourceName, quantity);
+const resourceList = /* @__PURE__ */ z.record(resourceName, quantity);
 
-const labelKey = z.string().refine((key) => {
+const labelKey = /* @__PURE__ */ z.string().refine((key) => {
   const slash = key.lastIndexOf('/');
   const prefix = slash === -1 ? undefined : key.slice(0, slash);
   const name = slash === -1 ? key : key.slice(slash + 1);

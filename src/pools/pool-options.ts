@@ -8,13 +8,14 @@ export const maxPoolSize = 1000;
 export const defaultPoolActor = 'corral-vdi';
 
 /** The options a create and a resize share: where, how fast, and what to keep after a failure. */
+// Pure, so a page that imports a function of ./core bundles none of these schemas and no zod.
 export const makeOptionsSchema = {
-  namespace: namespaceSchema.optional(),
-  concurrency: z.number().int().min(1).max(64).optional(),
-  cloneTimeoutMs: z.number().int().positive().optional(),
-  keepPartial: z.boolean().optional(),
-  signal: z.instanceof(AbortSignal).optional(),
-  identity: identitySchema.optional(),
+  namespace: /* @__PURE__ */ namespaceSchema.optional(),
+  concurrency: /* @__PURE__ */ z.number().int().min(1).max(64).optional(),
+  cloneTimeoutMs: /* @__PURE__ */ z.number().int().positive().optional(),
+  keepPartial: /* @__PURE__ */ z.boolean().optional(),
+  signal: /* @__PURE__ */ z.instanceof(AbortSignal).optional(),
+  identity: /* @__PURE__ */ identitySchema.optional(),
 };
 
 /**

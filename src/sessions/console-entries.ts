@@ -28,10 +28,11 @@ export interface ConsolePresence {
   lostAt: Date | undefined;
 }
 
-const entrySchema = z.object({
-  open: z.number().int().positive(),
-  seenAt: z.string(),
-  expiresAt: z.string(),
+// Pure, so a page that imports another function of ./core bundles no zod.
+const entrySchema = /* @__PURE__ */ z.object({
+  open: /* @__PURE__ */ z.number().int().positive(),
+  seenAt: /* @__PURE__ */ z.string(),
+  expiresAt: /* @__PURE__ */ z.string(),
 });
 
 /**
