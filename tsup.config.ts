@@ -1,32 +1,39 @@
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
 
-/** The public entry points; `test/exports.test.ts` checks that package.json `exports` names exactly these. */
-export const libraryEntries = {
+const nodeEntries = {
   index: 'src/index.ts',
-  'core/index': 'src/core/index.ts',
   'testing/index': 'src/testing/index.ts',
+} as const;
+
+const browserEntries = {
+  'core/index': 'src/core/index.ts',
   'client/index': 'src/client/index.ts',
   'web/index': 'src/web/index.ts',
 } as const;
 
+/** The public entry points; `test/exports.test.ts` checks that package.json `exports` names exactly these. */
+export const libraryEntries = { ...nodeEntries, ...browserEntries } as const;
+
+const library = {
+  format: ['esm', 'cjs'],
+  dts: true,
+  target: 'node22',
+  splitting: false,
+  // a dependency none of an entry's code uses is not imported at all: no bare `import 'zod'` left in a page
+  treeshake: { preset: 'recommended', moduleSideEffects: (_id: string, external: boolean) => !external },
+  // the element's styles, xterm.js's included, travel inside it as text
+  loader: { '.css': 'text' },
+  noExternal: [/\.css$/],
+} satisfies Options;
+
+// No source maps: the package ships dist/ and not src/, and a map of sources it does not ship helps nobody.
 export default defineConfig([
-  {
-    entry: libraryEntries,
-    format: ['esm', 'cjs'],
-    dts: true,
-    sourcemap: true,
-    clean: true,
-    target: 'node22',
-    splitting: false,
-    treeshake: true,
-    // the element's styles, xterm.js's included, travel inside it as text
-    loader: { '.css': 'text' },
-    noExternal: [/\.css$/],
-  },
+  { entry: nodeEntries, ...library, clean: true },
+  // Built apart, so no types chunk they share with the SDK brings Node's types (ws, node:http) into a page.
+  { entry: browserEntries, ...library },
   {
     entry: { 'cli/main': 'src/cli/main.ts' },
     format: ['esm'],
-    sourcemap: true,
     target: 'node22',
     banner: { js: '#!/usr/bin/env node' },
   },
@@ -40,6 +47,5 @@ export default defineConfig([
     noExternal: [/.*/],
     loader: { '.css': 'text' },
     minify: true,
-    sourcemap: true,
   },
 ]);
