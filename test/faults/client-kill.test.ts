@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { usePrivateCluster } from '../support/cluster.js';
+import { useSharedCluster } from '../support/cluster.js';
 import type { StormEvent } from './support/claim-storm.js';
-import { checkAtRest, prepareFaultRun } from './support/fault-run.js';
+import { callsPerPhase, checkAtRest, prepareFaultRun } from './support/fault-run.js';
 
-const cluster = usePrivateCluster();
+// The fault is the client's: the shared plane serves, in a namespace of the test's own.
+const cluster = useSharedCluster();
 
 // Calls a killed process began and never answered: each is a claim or release cut off half way.
 function cutOff(events: StormEvent[]): StormEvent[] {
@@ -24,7 +25,7 @@ describe('a claim storm whose client process is killed', () => {
     let claimsCutOff = 0;
     for (let kill = 0; kill < 3; kill += 1) {
       const from = run.events.length;
-      await run.waitForCalls(client, 10, 'calls before the kill');
+      await run.waitForCalls(client, callsPerPhase, 'calls before the kill');
       await client.next('a claim to begin', (event) => event.type === 'begin' && event.op === 'claim');
       await client.kill();
       const unanswered = cutOff(run.events.slice(from));
@@ -32,7 +33,7 @@ describe('a claim storm whose client process is killed', () => {
       // the next process starts with nothing in hand but the cluster, as a restarted client does
       client = run.startClient();
     }
-    await run.waitForCalls(client, 10, 'calls after the last restart');
+    await run.waitForCalls(client, callsPerPhase, 'calls after the last restart');
     await client.stop();
 
     const report = await checkAtRest(run, 'client killed mid-claim', 3);

@@ -7,7 +7,7 @@ import type { MemberFacts } from '../../../src/desktop-backend.js';
 import { leaseNamePrefix, leasePoolLabel, sessionIdAnnotation } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { releaseStalledAfterMs } from '../../../src/sessions/plan-reclaim-pass.js';
-import type { LocalCluster } from '../../../src/testing/local-cluster.js';
+import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
@@ -20,6 +20,19 @@ import { type StormProcess, type StormProcessConfig, startStormProcess } from '.
  * requests wait on the starting apiserver, then retry); the apiserver's own request timeout is the bound.
  */
 export const callBoundMs = 60_000;
+
+/**
+ * How many calls a storm runs before and after each fault: a few in the test command, more in `npm run faults`,
+ * which sets `FAULT_CALLS`.
+ */
+export const callsPerPhase = readCallsPerPhase(process.env.FAULT_CALLS ?? '6');
+
+function readCallsPerPhase(text: string): number {
+  const calls = Number(text);
+  if (!Number.isInteger(calls) || calls < 1)
+    throw new Error(`FAULT_CALLS takes a whole number of 1 or more, not ${text}`);
+  return calls;
+}
 
 const documentedCodes = new Set(
   readFileSync(resolve(import.meta.dirname, '../../../docs/errors.md'), 'utf8')
@@ -42,12 +55,14 @@ export interface FaultRun {
 }
 
 /** Sets up two pools of three members and five identities, seeded from `FAULT_SEED` or at random. */
-export async function prepareFaultRun(cluster: LocalCluster, name: string): Promise<FaultRun> {
+export async function prepareFaultRun(cluster: LocalClusterAccess, name: string): Promise<FaultRun> {
   const namespace = await createTestNamespace(cluster, name);
   const pools = ['alpha', 'beta'];
   await Promise.all(pools.map((pool) => createPoolMembers(cluster, namespace, pool, 3)));
   const seed = Number(process.env.FAULT_SEED ?? Math.floor(Math.random() * 2 ** 31));
-  console.log(`${name}: seed ${seed} (FAULT_SEED=${seed} repeats each identity's choices)`);
+  console.log(
+    `${name}: seed ${seed} (FAULT_SEED=${seed} repeats each identity's choices), ${callsPerPhase} calls a phase`,
+  );
   const config: StormProcessConfig = {
     kubeconfigPath: cluster.kubeconfigPath,
     namespace,
