@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
 import { markClaimReleasing } from '../../../src/claims/lease-writes.js';
@@ -9,6 +9,7 @@ import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
+import { setSimulatorPaused } from '../../../src/testing/kubevirt/index.js';
 import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -84,11 +85,9 @@ async function setUp(prefix: string, size: number) {
   return { namespace, vdi, kube, ctx, claim, holders, conflicts };
 }
 
-afterEach(() => {
-  vi.restoreAllMocks();
-});
-
-describe('a claim planned on a view older than the cluster', () => {
+// Every test has its own namespace and clocks, so they run side by side and the claims' waits for a guest going down
+// (real time, about 10 s each) overlap.
+describe.concurrent('a claim planned on a view older than the cluster', () => {
   it('loses the race for a member taken since, takes the next free one of the same view, and leaves the winner alone', async () => {
     const { namespace, vdi, kube, claim, holders, conflicts } = await setUp('stale', 2);
     await kube.takeSnapshot(namespace);
@@ -150,7 +149,7 @@ describe('a claim planned on a view older than the cluster', () => {
   });
 });
 
-describe('a member whose previous instance is still going down', () => {
+describe.concurrent('a member whose previous instance is still going down', () => {
   it('is not handed out: the next claim takes another member, or is told to try again in a moment', async () => {
     const namespace = await createTestNamespace(cluster(), 'slowstop');
     await createPoolMembers(cluster(), namespace, 'devpool', 2);
@@ -229,9 +228,45 @@ describe('a member whose previous instance is still going down', () => {
     expect(await kube.getVmi(namespace, 'devpool-1')).toBeDefined();
     await clock.advance(60_000);
   });
+
+  // A defect the fault storm found (etcd paused), step by step: a claim took a member whose stop KubeVirt had not
+  // shown yet for running, and left it to stop.
+  it('hands a member claimed right after a release, before KubeVirt shows the stop, out only once it stopped, and starts it', async () => {
+    const namespace = await createTestNamespace(cluster(), 'stale-running');
+    await createPoolMembers(cluster(), namespace, 'alpha', 1);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+    const kube = vdi.context.cluster;
+    await vdi.claim({ pool: 'alpha', identity: 'ada@example.com' });
+    await waitFor(() => kube.getVm(namespace, 'alpha-1'), {
+      describe: 'alpha-1 to show Running',
+      until: (vm) => vm?.status?.printableStatus === 'Running',
+    });
+    // KubeVirt's controllers lag behind: the stop is accepted, the status still says Running
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
+    await vdi.release({ member: 'alpha-1', identity: 'ada@example.com' });
+    // ada's guest still runs on it: refused as going down, retryable
+    await expect(vdi.claim({ pool: 'alpha', identity: 'bob@example.com' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+      retryable: true,
+      details: { goingDown: 1 },
+    });
+    await setSimulatorPaused(cluster().kubeConfig, namespace, false);
+    await waitFor(() => kube.getVm(namespace, 'alpha-1'), {
+      describe: 'alpha-1 to stop',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped',
+    });
+    const claimed = await vdi.claim({ pool: 'alpha', identity: 'bob@example.com' });
+
+    expect(claimed.startError).toBeUndefined();
+    await waitFor(() => kube.getVm(namespace, 'alpha-1'), {
+      describe: "bob's alpha-1 to run",
+      timeoutMs: 10_000,
+      until: (vm) => vm?.spec.runStrategy === 'Always' && vm.status?.printableStatus === 'Running',
+    });
+  });
 });
 
-describe('a claim taking over an expired claim', () => {
+describe.concurrent('a claim taking over an expired claim', () => {
   async function expiredClaim(prefix: string) {
     const namespace = await createTestNamespace(cluster(), prefix);
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
