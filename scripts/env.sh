@@ -55,7 +55,14 @@ fi
 cd "$project_root"
 lock_stamp=node_modules/.corral-lock-sha
 lock_sha=$(sha256sum package-lock.json | cut -d' ' -f1)
-if [ ! -f "$lock_stamp" ] || [ "$(cat "$lock_stamp")" != "$lock_sha" ]; then
+lock_is_installed() { [ -f "$lock_stamp" ] && [ "$(cat "$lock_stamp")" = "$lock_sha" ]; }
+if ! lock_is_installed; then
+  # shells that start together wait for one npm ci: a second one would delete what the first is installing
+  mkdir -p "$cache_root"
+  exec {npm_ci_lock}>"$cache_root/npm-ci.lock"
+  flock "$npm_ci_lock"
+fi
+if ! lock_is_installed; then
   put_npm_on_path
   setup_say 'npm ci'
   npm ci --no-audit --no-fund --loglevel=error >&2 ||
@@ -63,3 +70,4 @@ if [ ! -f "$lock_stamp" ] || [ "$(cat "$lock_stamp")" != "$lock_sha" ]; then
   mkdir -p node_modules
   printf '%s' "$lock_sha" >"$lock_stamp"
 fi
+[ -z "${npm_ci_lock:-}" ] || exec {npm_ci_lock}>&-
