@@ -221,11 +221,13 @@ export interface MemberFollower {
 /**
  * What differs between desktop kinds, behind one seam. Services pick the backend by a member's `kind` and never
  * see KubeVirt or Pod objects. The claim (a Lease) is not the backend's: it is the same for every kind, and a
- * backend never reads or writes Leases.
+ * backend never reads or writes Leases. The Lease records its member's kind, so a service reads a member together
+ * with its claim through `readMemberClaim`, which finds a member named by another kind's desktop ID not found.
  *
  * Every method is safe to call again with the same arguments after any failure. A method that names one member
- * throws `MEMBER_NOT_FOUND` when the member object does not exist (a 404), except {@link DesktopBackend.readMember},
- * which returns `undefined`, and {@link DesktopBackend.resetMember}, which finishes an interrupted recreate.
+ * throws `MEMBER_NOT_FOUND` when the member object does not exist (a 404) or is no member of a pool of this kind,
+ * except that {@link DesktopBackend.readMember} returns `undefined` for an object that does not exist, and
+ * {@link DesktopBackend.resetMember} finishes an interrupted recreate.
  * Apiserver failures arrive as the adapter's `VdiError`s (`FORBIDDEN`, `CLUSTER_UNAVAILABLE`, …) unchanged.
  *
  * @category backends
@@ -268,7 +270,7 @@ export interface DesktopBackend {
    * the answer shows every change made before it; otherwise it reads fresh.
    *
    * @returns `undefined` when there is no member object of that name (404).
-   * @throws `VdiError` `INVALID_INPUT` when the object exists but belongs to no pool.
+   * @throws `VdiError` `MEMBER_NOT_FOUND` when the object exists but belongs to no pool of this kind.
    */
   readMember(ref: MemberRef, options?: { seenSince?: string }): Promise<MemberFacts | undefined>;
 

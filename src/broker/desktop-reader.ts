@@ -22,7 +22,8 @@ export interface DesktopReader {
   /**
    * Reads a desktop the caller may look at: its holder's, or any for an admin.
    *
-   * @throws `VdiError` `MEMBER_NOT_FOUND` when it is not a pool member; `CLAIM_ENDED`, `NOT_HOLDER` by `canInspect`.
+   * @throws `VdiError` `MEMBER_NOT_FOUND` when it is not a pool member of `kind` (also when it is one of another
+   *   kind); `CLAIM_ENDED`, `NOT_HOLDER` by `canInspect`.
    */
   read(kind: DesktopKind, namespace: string, member: string, caller: Caller): Promise<ReadDesktop>;
   describe(view: DesktopView, lease: LeaseObject | undefined): DesktopBody;
@@ -74,8 +75,8 @@ export function createDesktopReader(
           decide: canInspect,
         });
       } catch (error) {
-        // the API speaks of desktops, not of the objects behind them
-        if (!isVdiError(error, 'MEMBER_NOT_FOUND')) throw error;
+        // the API speaks of desktops, not of the objects behind them; a name that is another thing says what
+        if (!isVdiError(error, 'MEMBER_NOT_FOUND') || 'memberOf' in error.details) throw error;
         throw new VdiError(
           'MEMBER_NOT_FOUND',
           `There is no desktop ${formatDesktopId({ kind, namespace, member })}; list your desktops or the pools.`,

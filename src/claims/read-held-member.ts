@@ -19,8 +19,8 @@ import {
 } from '../validate.js';
 import { classifyPoolMember } from './classify-member.js';
 import { type DesktopMarks, type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
-import { leaseNameFor } from './lease-name.js';
 import { memberNotFoundReason } from './member-not-found.js';
+import { readMemberClaim } from './read-member-claim.js';
 import { isReleasing } from './releasing-mark.js';
 
 /** Options naming one member and the caller. @category claims */
@@ -142,10 +142,7 @@ export async function readDesktopMarks(
   namespace: string,
   member: string,
 ): Promise<ReadMarks> {
-  const [facts, lease] = await Promise.all([
-    backend.readMember({ namespace, member }),
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-  ]);
+  const { facts, lease } = await readMemberClaim(ctx, backend, { namespace, member });
   const marks = describeResetting({ kind: backend.kind, namespace, member, facts, lease }) ?? facts;
   if (marks) return { facts, marks, lease };
   throw new VdiError('MEMBER_NOT_FOUND', memberNotFoundReason(backend.kind, namespace, member), {

@@ -12,9 +12,9 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { failureReason } from './failure-reason.js';
-import { leaseNameFor } from './lease-name.js';
 import { deleteReleasingLease, markClaimReleasing } from './lease-writes.js';
 import { planRelease, type ReleasePlan } from './plan-release.js';
+import { readMemberClaim } from './read-member-claim.js';
 
 /** What a release returns. @category claims */
 export interface ReleaseResult {
@@ -159,10 +159,7 @@ function sessionOf(plan: ResetPlan, lease: LeaseObject | undefined): string | un
 
 async function planAgain(ctx: VdiContext, backend: DesktopBackend, options: ReleaseMemberOptions) {
   const { namespace, member } = options;
-  const [lease, facts] = await Promise.all([
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-    backend.readMember({ namespace, member }),
-  ]);
+  const { facts, lease } = await readMemberClaim(ctx, backend, { namespace, member });
   const plan = planRelease({
     kind: backend.kind,
     namespace,

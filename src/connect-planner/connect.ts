@@ -1,5 +1,5 @@
 import { classifyPoolMember } from '../claims/classify-member.js';
-import { leaseNameFor } from '../claims/lease-name.js';
+import { readMemberClaim } from '../claims/read-member-claim.js';
 import { backendFor, type VdiContext } from '../context.js';
 import {
   type DesktopBackend,
@@ -88,10 +88,7 @@ export async function readUsableDesktop(
   validateIdentity(identity);
   const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
   const backend = backendFor(ctx, options.kind ?? defaultDesktopKind);
-  const [facts, lease] = await Promise.all([
-    backend.readMember({ namespace, member }),
-    ctx.cluster.getLease(namespace, leaseNameFor(member)),
-  ]);
+  const { facts, lease } = await readMemberClaim(ctx, backend, { namespace, member });
   if (facts === undefined) {
     if (lease !== undefined) {
       throw new VdiError(

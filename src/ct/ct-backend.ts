@@ -1,4 +1,4 @@
-import { memberNotFoundReason } from '../claims/member-not-found.js';
+import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
@@ -52,11 +52,7 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
     const pod = await cluster.getPod(ref.namespace, ref.member);
     if (!pod) throw memberNotFound(ref);
     if (pod.metadata.labels?.[kindLabel] !== 'ct' || !pod.metadata.labels[poolLabel]) {
-      throw new VdiError(
-        'INVALID_INPUT',
-        `Pod "${ref.namespace}/${ref.member}" is not a member of any container pool (it has no ${poolLabel} and ${kindLabel}=ct labels).`,
-        { details: { ...ref } },
-      );
+      throw notPoolMember('ct', ref, `${poolLabel} and ${kindLabel}=ct labels`);
     }
     return toCtMemberFacts(pod);
   }

@@ -475,7 +475,7 @@ async function kindOfClaim(
   for (const backend of setup.backends) {
     // an object of that name that is no pool member (another kind's) is not this backend's member
     const facts = await backend.readMember({ namespace, member }).catch((error: unknown) => {
-      if (isVdiError(error, 'INVALID_INPUT')) return undefined;
+      if (isVdiError(error, 'MEMBER_NOT_FOUND')) return undefined;
       throw error;
     });
     if (facts) return backend.kind;

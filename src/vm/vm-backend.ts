@@ -1,4 +1,4 @@
-import { memberNotFoundReason } from '../claims/member-not-found.js';
+import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -152,15 +152,22 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     }
   }
 
-  async function requireMember(ref: MemberRef): Promise<RequiredMember> {
+  // undefined when there is no VM of that name
+  async function readVmMember(ref: MemberRef): Promise<RequiredMember | undefined> {
     checkRef(ref);
     const [vm, vmi] = await Promise.all([
       cluster.getVm(ref.namespace, ref.member),
       cluster.getVmi(ref.namespace, ref.member),
     ]);
-    if (!vm) throw memberNotFound(ref);
-    if (!vm.metadata.labels?.[poolLabel]) throw notInPool(vm, ref);
+    if (!vm) return undefined;
+    if (!vm.metadata.labels?.[poolLabel]) throw notPoolMember('vm', ref, `${poolLabel} label`);
     return { vm, vmi, facts: toVmMemberFacts(vm, vmi) };
+  }
+
+  async function requireMember(ref: MemberRef): Promise<RequiredMember> {
+    const found = await readVmMember(ref);
+    if (!found) throw memberNotFound(ref);
+    return found;
   }
 
   return {
@@ -219,15 +226,10 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         // a VM the cache holds carries the pool label; one it lacks may have lost it, which a fresh read tells
         const vm = seenVm ?? (await cluster.getVm(ref.namespace, ref.member));
         if (!vm) return undefined;
-        if (!vm.metadata.labels?.[poolLabel]) throw notInPool(vm, ref);
+        if (!vm.metadata.labels?.[poolLabel]) throw notPoolMember('vm', ref, `${poolLabel} label`);
         return toVmMemberFacts(vm, vmi);
       }
-      try {
-        return (await requireMember(ref)).facts;
-      } catch (error) {
-        if (isVdiError(error, 'MEMBER_NOT_FOUND')) return undefined;
-        throw error;
-      }
+      return (await readVmMember(ref))?.facts;
     },
 
     startMember: (ref, asRead) => changePower(ref, 'start', asRead),

@@ -146,7 +146,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(await vms.listMembers(namespace, 'nopool')).toEqual([]);
   });
 
-  it('reads one member; a missing one is undefined and a VM of no pool is refused', async () => {
+  it('reads one member; a missing one is undefined and a VM of no pool is not found', async () => {
     const { namespace, kube, vms } = await setUp('vm-read');
     await kube.createVm(namespace, vm('devpool-1', pool('devpool'), { gpus: [] }));
     await kube.createVm(namespace, vm('golden', {}));
@@ -165,7 +165,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
       consoles: ['vnc', 'serial'],
     });
     expect(await vms.readMember({ namespace, member: 'devpool-9' })).toBeUndefined();
-    expect((await failureOf(vms.readMember({ namespace, member: 'golden' }))).code).toBe('INVALID_INPUT');
+    expect((await failureOf(vms.readMember({ namespace, member: 'golden' }))).code).toBe('MEMBER_NOT_FOUND');
   });
 
   it('starts and stops a member, and says "already" when asked again', async () => {

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { leaseNameFor } from '../../../src/claims/lease-name.js';
+import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { connectedAtAnnotation, releasingAnnotation } from '../../../src/keys.js';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi, type Vdi } from '../../../src/vdi.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  stoppedVm,
+  useSharedCluster,
+} from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+const image = 'ghcr.io/acme/devbox:1.4';
+const alice = 'alice@example.com';
+const bob = 'bob@example.com';
+
+async function caught(promise: Promise<unknown>): Promise<VdiError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isVdiError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a VdiError');
+}
+
+/** A namespace with the VM pool `bp` (bob holds `bp-1`) and the container pool `devbox` (alice holds `devbox-1`). */
+async function setUp(prefix: string): Promise<{ namespace: string; vdi: Vdi }> {
+  const namespace = await createTestNamespace(cluster(), prefix);
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock(new Date()) });
+  await createPoolMembers(cluster(), namespace, 'bp', 1);
+  await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
+  await vdi.reconcileCtPool({ name: 'devbox' });
+  await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+    describe: `Pod ${namespace}/devbox-1 to be Ready`,
+    until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+  });
+  expect((await vdi.claim({ pool: 'bp', identity: bob })).member).toBe('bp-1');
+  expect((await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' })).member).toBe('devbox-1');
+  return { namespace, vdi };
+}
+
+describe('a member named by the wrong kind', () => {
+  it('is not found by any call that takes a desktop, a VM member named as a container and a container member named as a VM, and its claim is left alone', async () => {
+    const { namespace, vdi } = await setUp('kinds');
+    const engine = vdi.createSessionEngine({ namespaces: [namespace] });
+    const wrongKinds = [
+      { member: 'bp-1', kind: 'ct', console: 'terminal', holder: bob, rightId: `vm/${namespace}/bp-1` },
+      { member: 'devbox-1', kind: 'vm', console: 'vnc', holder: alice, rightId: `ct/${namespace}/devbox-1` },
+    ] as const;
+    for (const { member, kind, console, holder, rightId } of wrongKinds) {
+      const asHolder = { member, kind, identity: holder };
+      const calls: Record<string, () => Promise<unknown>> = {
+        getDesktop: () => vdi.getDesktop({ member, kind }),
+        start: () => vdi.start(asHolder),
+        renew: () => vdi.renew(asHolder),
+        release: () => vdi.release(asHolder),
+        unassign: () => vdi.unassign({ ...asHolder, asAdmin: true }),
+        connect: () => vdi.connect(asHolder),
+        openConsole: () => engine.openConsole({ member, identity: holder, kind: console }),
+        ...(kind === 'ct'
+          ? { openTerminal: () => vdi.openTerminal(`ct/${namespace}/${member}`, { identity: holder }) }
+          : { redirectUsb: () => vdi.redirectUsb({ member, device: '1050:0407', identity: holder }) }),
+      };
+      for (const [name, call] of Object.entries(calls)) {
+        const error = await caught(call());
+        expect([name, error.code], `${name} of ${kind}/${member}`).toEqual([name, 'MEMBER_NOT_FOUND']);
+        expect(error.message, `${name} of ${kind}/${member}`).toContain(rightId);
+      }
+    }
+
+    expect((await vdi.getDesktop({ member: 'bp-1' })).owner).toBe(bob);
+    expect((await vdi.getDesktop({ member: 'devbox-1', kind: 'ct' })).owner).toBe(alice);
+    for (const member of ['bp-1', 'devbox-1']) {
+      const lease = await vdi.context.cluster.getLease(namespace, leaseNameFor(member));
+      expect(lease?.metadata.annotations?.[releasingAnnotation], member).toBeUndefined();
+      expect(lease?.metadata.annotations?.[connectedAtAnnotation], member).toBeUndefined();
+    }
+  });
+
+  it('finds a VM that is no pool member not found, saying it is no member of any pool', async () => {
+    const namespace = await createTestNamespace(cluster(), 'nonmember');
+    const vdi = createVdi({
+      kubeConfig: cluster().kubeConfig,
+      namespace,
+      clock: createTestClock(new Date()),
+    });
+    await vdi.context.cluster.createVm(namespace, stoppedVm('golden'));
+    const asAlice = { member: 'golden', identity: alice };
+    for (const [name, call] of Object.entries({
+      getDesktop: () => vdi.getDesktop({ member: 'golden' }),
+      start: () => vdi.start(asAlice),
+      release: () => vdi.release({ ...asAlice, asAdmin: true }),
+      connect: () => vdi.connect(asAlice),
+    })) {
+      const error = await caught(call());
+      expect([name, error.code]).toEqual([name, 'MEMBER_NOT_FOUND']);
+      expect(error.message, name).toContain('not a member of any pool');
+    }
+  });
+});
