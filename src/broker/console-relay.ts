@@ -65,21 +65,50 @@ function fitReason(reason: string): string {
   return fitted;
 }
 
+// The most bytes of one read's messages sent on as one message.
+const mergedBytes = 64 * 1024;
+
 // Reads one side and sends on to the other. Reading pauses while the other side's queue is over the high-water mark
 // (each send's callback runs once its bytes are written), and after each read until the event loop has come round,
-// so one console's flood of tiny messages cannot keep the other consoles and requests waiting.
+// so one console's flood of tiny messages cannot keep the other consoles and requests waiting. With `merge` (a plain
+// byte stream, whose message boundaries mean nothing) the binary messages of one read go on as one.
 function pipe(
   from: WebSocket,
   to: WebSocket,
   limits: RelayLimits,
   translate: Translate,
+  merge: boolean,
   count: (bytes: number) => void,
   close: (code: number, reason: string) => void,
 ): void {
   let congested = false;
   let yielding = false;
+  let held: Buffer[] = [];
+  let heldBytes = 0;
   const resumeIfFree = () => {
     if (!congested && !yielding) from.resume();
+  };
+  const send = (data: Buffer, binary: boolean) => {
+    if (to.readyState !== to.OPEN) return;
+    count(data.length);
+    to.send(data, { binary }, () => {
+      if (congested && to.bufferedAmount <= limits.highWaterBytes / 2) {
+        congested = false;
+        resumeIfFree();
+      }
+    });
+    if (!congested && to.bufferedAmount > limits.highWaterBytes) {
+      congested = true;
+      from.pause();
+    }
+  };
+  // runs once the read's messages are all delivered, before anything else happens on either side
+  const flush = () => {
+    if (held.length === 0) return;
+    const data = held.length === 1 ? (held[0] as Buffer) : Buffer.concat(held, heldBytes);
+    held = [];
+    heldBytes = 0;
+    send(data, true);
   };
   from.on('message', (received: Buffer, isBinary: boolean) => {
     if (!yielding) {
@@ -94,19 +123,19 @@ function pipe(
     if (to.readyState !== to.OPEN) return;
     const message = translate(received, isBinary);
     if (message.kind === 'drop') return;
-    if (message.kind === 'close') return close(message.code, message.reason);
-    const { data } = message;
-    count(data.length);
-    to.send(data, { binary: message.binary ?? true }, () => {
-      if (congested && to.bufferedAmount <= limits.highWaterBytes / 2) {
-        congested = false;
-        resumeIfFree();
-      }
-    });
-    if (!congested && to.bufferedAmount > limits.highWaterBytes) {
-      congested = true;
-      from.pause();
+    if (message.kind === 'close') {
+      flush();
+      return close(message.code, message.reason);
     }
+    const binary = message.binary ?? true;
+    if (!merge || !binary || message.data.length >= mergedBytes) {
+      flush();
+      return send(message.data, binary);
+    }
+    if (heldBytes + message.data.length > mergedBytes) flush();
+    if (held.length === 0) queueMicrotask(flush);
+    held.push(message.data);
+    heldBytes += message.data.length;
   });
 }
 
@@ -137,8 +166,9 @@ export function relayConsole(
   const toDesktop = (bytes: number) => {
     stats.bytesToDesktop += bytes;
   };
-  pipe(desktop, client, limits, framing?.toClient ?? asIs, toClient, closeBoth);
-  pipe(client, desktop, limits, framing?.toDesktop ?? asIs, toDesktop, closeBoth);
+  const merge = framing === undefined;
+  pipe(desktop, client, limits, framing?.toClient ?? asIs, merge, toClient, closeBoth);
+  pipe(client, desktop, limits, framing?.toDesktop ?? asIs, merge, toDesktop, closeBoth);
 
   const closed = (side: WebSocket) =>
     new Promise<void>((resolve) => {
