@@ -1,6 +1,7 @@
 import type { z } from 'zod/mini';
 import type { AuditRecord } from '../audit.js';
 import type { ClaimResult } from '../claims/claim-desktop.js';
+import { claimOutcomeOf } from '../claims/claim-outcome.js';
 import { shortHash } from '../claims/hash.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { connect } from '../connect-planner/connect.js';
@@ -97,10 +98,7 @@ export function describeClaim(desktops: DesktopReader, claimed: ClaimResult): Cl
     ...desktops.describe(claimed, claimed.lease),
     owner: claimed.owner,
     sessionId: claimed.sessionId,
-    retried: claimed.retried,
-    adopted: claimed.adopted,
-    warm: claimed.warm,
-    ...(claimed.startError === undefined ? {} : { startError: claimed.startError }),
+    ...claimOutcomeOf(claimed),
   };
 }
 

@@ -7,7 +7,7 @@ import {
   clusterOptions,
   stringFlag,
 } from './command-spec.js';
-import { toDesktopJson } from './json-views.js';
+import { toClaimJson } from './json-views.js';
 import { UsageError } from './usage-error.js';
 
 /** `-n <ns>` for a hint, when the namespace is not the one the CLI picks without flags. */
@@ -59,14 +59,7 @@ const assign: CommandSpec = {
     const connect = `corral-vdi connect ${result.member}${namespaceArgs(session)}${kind === 'ct' ? ' --kind ct' : ''}`;
     const { terminal } = input;
     if (terminal.json) {
-      terminal.printJson({
-        desktop: toDesktopJson(result),
-        retried: result.retried,
-        adopted: result.adopted,
-        warm: result.warm,
-        startError: result.startError ?? null,
-        connect,
-      });
+      terminal.printJson(toClaimJson(result, connect));
     } else {
       terminal.print(
         `${result.retried ? 'already assigned' : 'assigned'} ${terminal.paint.bold(result.member)} → ${user}`,
@@ -158,13 +151,7 @@ const claim: CommandSpec = {
     }
     const connect = `corral-vdi connect ${result.member}${namespaceArgs(session)}${kind === 'ct' ? ' --kind ct' : ''}`;
     if (terminal.json) {
-      terminal.printJson({
-        desktop: toDesktopJson(result),
-        retried: result.retried,
-        adopted: result.adopted,
-        startError: result.startError ?? null,
-        connect,
-      });
+      terminal.printJson(toClaimJson(result, connect));
     } else {
       terminal.print(
         `${result.retried ? 'already claimed' : 'claimed'} ${terminal.paint.bold(result.member)} → ${user}`,

@@ -1,3 +1,5 @@
+import type { ClaimResult } from '../claims/claim-desktop.js';
+import { claimOutcomeOf } from '../claims/claim-outcome.js';
 import type { DesktopView } from '../claims/desktop-view.js';
 
 /** A desktop in `-o json` output: every field present, `null` where nothing is known. */
@@ -34,4 +36,20 @@ export function toDesktopJson(view: DesktopView): DesktopJson {
     running: view.running,
     ephemeral: view.ephemeral,
   };
+}
+
+/** A claim in `-o json` output (`claim` and `assign`): the desktop, how the claim went, and the connect command. */
+export interface ClaimJson {
+  desktop: DesktopJson;
+  retried: boolean;
+  adopted: boolean;
+  warm: boolean;
+  startError: string | null;
+  connect: string;
+}
+
+/** The JSON shape of a claim, with the outcome fields every front end answers a claim with. */
+export function toClaimJson(result: ClaimResult, connect: string): ClaimJson {
+  const { startError, ...outcome } = claimOutcomeOf(result);
+  return { desktop: toDesktopJson(result), ...outcome, startError: startError ?? null, connect };
 }
