@@ -73,57 +73,64 @@ export async function bindDocumentedRole(
   const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const subjects = [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }];
   const name = `corral-vdi-${namespace}`;
-  await rbac.createNamespacedRole({
-    namespace,
-    body: {
-      metadata: { name: 'corral-vdi' },
-      rules: rulesOf(granted.filter((p) => p.scope === 'namespace')),
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'corral-vdi' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'corral-vdi' },
-      subjects,
-    },
-  });
-  await rbac.createClusterRole({
-    body: { metadata: { name }, rules: rulesOf(granted.filter((p) => p.scope === 'cluster')) },
-  });
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-      subjects,
-    },
-  });
+  // the four objects name each other only by name, so they go in at once
+  await Promise.all([
+    rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'corral-vdi' },
+        rules: rulesOf(granted.filter((p) => p.scope === 'namespace')),
+      },
+    }),
+    rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'corral-vdi' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'corral-vdi' },
+        subjects,
+      },
+    }),
+    rbac.createClusterRole({
+      body: { metadata: { name }, rules: rulesOf(granted.filter((p) => p.scope === 'cluster')) },
+    }),
+    rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects,
+      },
+    }),
+  ]);
   // RBAC takes effect once the apiserver's informers saw the bindings: wait for the last granted rule of each
   const reviews = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
-  for (const scope of ['namespace', 'cluster'] as const) {
-    const probe = granted.filter((permission) => permission.scope === scope).at(-1);
-    if (!probe) continue;
-    await waitFor(
-      async () =>
-        (
-          await reviews.createSubjectAccessReview({
-            body: {
-              spec: {
-                user,
-                resourceAttributes: {
-                  group: probe.group,
-                  resource: probe.resource.split('/')[0],
-                  subresource: probe.resource.split('/')[1],
-                  verb: probe.verb,
-                  ...(scope === 'namespace' ? { namespace } : {}),
+  const probes = (['namespace', 'cluster'] as const).flatMap((scope) =>
+    granted.filter((permission) => permission.scope === scope).slice(-1),
+  );
+  await Promise.all(
+    probes.map(async (probe) => {
+      const { scope } = probe;
+      await waitFor(
+        async () =>
+          (
+            await reviews.createSubjectAccessReview({
+              body: {
+                spec: {
+                  user,
+                  resourceAttributes: {
+                    group: probe.group,
+                    resource: probe.resource.split('/')[0],
+                    subresource: probe.resource.split('/')[1],
+                    verb: probe.verb,
+                    ...(scope === 'namespace' ? { namespace } : {}),
+                  },
                 },
               },
-            },
-          })
-        ).status?.allowed === true,
-      { describe: `${user} to be granted ${permissionName(probe)}` },
-    );
-  }
+            })
+          ).status?.allowed === true,
+        { describe: `${user} to be granted ${permissionName(probe)}` },
+      );
+    }),
+  );
   return {
     kubeConfig: cluster.userKubeConfig(user),
     async unbind() {

@@ -299,17 +299,15 @@ async function runCase(
   const namespace = await createTestNamespace(cluster(), 'rbac');
   const clock = createTestClock();
   const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
-  await admin.context.cluster.createVm(namespace, stoppedVm('golden'));
   const gpuGolden = stoppedVm('gpu-golden');
   gpuGolden.spec.template = {
     spec: { domain: { devices: { gpus: [{ name: 'gpu1', deviceName: `example.com/${namespace}-a10` }] } } },
   };
-  await admin.context.cluster.createVm(namespace, gpuGolden);
-  const { kubeConfig, unbind } = await bindDocumentedRole(cluster(), {
-    namespace,
-    user: `corral-sdk-${index}`,
-    missing,
-  });
+  const [{ kubeConfig, unbind }] = await Promise.all([
+    bindDocumentedRole(cluster(), { namespace, user: `corral-sdk-${index}`, missing }),
+    admin.context.cluster.createVm(namespace, stoppedVm('golden')),
+    admin.context.cluster.createVm(namespace, gpuGolden),
+  ]);
   const vdi = createVdi({ kubeConfig, namespace, clock, retry: { retries: 0 } });
   const state: RunState = { clock, admin, members: {} };
   const failed: Record<string, Failure> = {};
