@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
-import { readMemberClaim } from '../claims/read-member-claim.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
@@ -248,7 +247,10 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     // a terminal is a container's only console, and a container has no other
     const desktopKind = kind === 'terminal' ? 'ct' : 'vm';
     const desktopId = formatDesktopId({ kind: desktopKind, namespace, member });
-    const { facts, lease } = await readMemberClaim(ctx, backendFor(ctx, desktopKind), { namespace, member });
+    const [facts, lease] = await Promise.all([
+      backendFor(ctx, desktopKind).readMember({ namespace, member }),
+      ctx.cluster.getLease(namespace, leaseNameFor(member)),
+    ]);
     const now = ctx.clock.now();
     // with the member gone, the Lease alone says whether it is claimed
     const claim = classifyMemberClaim({ member: facts ?? goneMember(member), lease, now });
