@@ -181,12 +181,12 @@ describe('corral-vdi assign, connect and unassign', () => {
     expect(unclaimed.code).toBe(1);
     expect(jsonOf<{ error: { code: string } }>(unclaimed).error.code).toBe('CLAIM_ENDED');
 
-    // a claimed VM member's name asked for as a container desktop names no Pod
+    // a claimed VM member's name asked for as a container desktop is no container desktop
     const ct = await cli(['connect', member, '-n', namespace, '--kind', 'ct', '-o', 'json']);
     expect(ct.code).toBe(1);
     expect(jsonOf<{ error: { code: string; message: string } }>(ct).error).toMatchObject({
-      code: 'UNSUPPORTED_BACKEND',
-      message: expect.stringContaining('has a claim but no Pod; if it is a VM desktop, leave out --kind ct'),
+      code: 'MEMBER_NOT_FOUND',
+      message: expect.stringContaining(`is a member of a VM pool; use vm/${namespace}/${member} instead`),
     });
   });
 
