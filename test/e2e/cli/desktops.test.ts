@@ -27,7 +27,8 @@ async function listen3389(host: string): Promise<Server> {
   return server;
 }
 
-describe('corral-vdi assign, connect and unassign', () => {
+// Every test works in a namespace of its own, so the file's tests run side by side.
+describe.concurrent('corral-vdi assign, connect and unassign', () => {
   it('assigns a member, prints the connect hint, and lists the user as its holder', async () => {
     const namespace = await poolOf('assign', 3);
     const assigned = await cli(['assign', 'devpool', 'alice', '-n', namespace]);
@@ -210,7 +211,7 @@ describe('corral-vdi assign, connect and unassign', () => {
   });
 });
 
-describe('corral-vdi usb redir', () => {
+describe.concurrent('corral-vdi usb redir', () => {
   it('checks the holder, the device ID, client passthrough and virtctl before it attaches anything', async () => {
     const namespace = await createNamespace(cluster(), 'usb');
     await createGoldenVm(cluster(), namespace, 'golden-desktop', { clientPassthrough: {} });
@@ -254,7 +255,7 @@ describe('corral-vdi usb redir', () => {
   });
 });
 
-describe('corral-vdi troubleshooting cases', () => {
+describe.concurrent('corral-vdi troubleshooting cases', () => {
   it('reports a golden VM that is not in the namespace, and finds it with -n', async () => {
     const home = await createNamespace(cluster(), 'golden-home');
     const elsewhere = await createNamespace(cluster(), 'golden-elsewhere');

@@ -1,5 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   cliFor,
   collectOutput,
@@ -12,12 +11,9 @@ import {
 
 const cluster = useCliCluster();
 const { cli, poolOf, assignedMember } = cliFor(cluster);
-const running: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of running.splice(0)) child.kill();
-});
 
-describe('corral-vdi pool set and pool status', () => {
+// Every test works in a namespace of its own, so the file's tests run side by side.
+describe.concurrent('corral-vdi pool set and pool status', () => {
   it('refuses a --min-ready above the size, negative or not whole, creating and writing nothing', async () => {
     const namespace = await createNamespace(cluster(), 'cli-min-ready');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
@@ -85,7 +81,7 @@ describe('corral-vdi pool set and pool status', () => {
     });
   });
 
-  it('follows a pool with -w, printing it again when a member is assigned', async () => {
+  it('follows a pool with -w, printing it again when a member is assigned', async ({ onTestFinished }) => {
     const namespace = await poolOf('cli-status-watch', 1);
     const child = startCli([
       'pool',
@@ -97,7 +93,9 @@ describe('corral-vdi pool set and pool status', () => {
       '--kubeconfig',
       cluster().kubeconfigPath,
     ]);
-    running.push(child);
+    onTestFinished(() => {
+      child.kill();
+    });
     const log = collectOutput(child);
     await log.waitFor(/devpool-1\s+free\s+Stopped/);
     await assignedMember(namespace, 'alice@example.com');

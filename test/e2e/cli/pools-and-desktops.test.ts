@@ -12,7 +12,8 @@ import {
 const cluster = useCliCluster();
 const { cli, poolOf, assignedMember } = cliFor(cluster);
 
-describe('corral-vdi pool create, list, resize and delete', () => {
+// Every test works in a namespace of its own, so the file's tests run side by side.
+describe.concurrent('corral-vdi pool create, list, resize and delete', () => {
   it('creates a pool and prints its members, then lists them free and stopped', async () => {
     const namespace = await createNamespace(cluster(), 'create');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
