@@ -57,7 +57,7 @@ export interface VirtualMachineInstance {
   };
 }
 
-/** A `clone.kubevirt.io/v1beta1` VirtualMachineClone. @category objects */
+/** A `clone.kubevirt.io` VirtualMachineClone, in `v1beta1` or `v1alpha1` (the same spec). @category objects */
 export interface VirtualMachineClone {
   apiVersion?: string;
   kind?: string;

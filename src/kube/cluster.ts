@@ -8,7 +8,7 @@ import {
   type V1Lease,
 } from '@kubernetes/client-node';
 import type { WebSocket } from 'ws';
-import { isVdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatMicroTime } from '../format-time.js';
 import type {
   ConfigMapObject,
@@ -98,7 +98,9 @@ export interface KubeRequestObserver {
 export type PowerChange = 'changed' | 'already';
 
 const kubevirt = { group: 'kubevirt.io', version: 'v1' } as const;
-const cloneApi = { group: 'clone.kubevirt.io', version: 'v1beta1', plural: 'virtualmachineclones' } as const;
+const cloneGroup = 'clone.kubevirt.io';
+// the clone versions the SDK writes, newest first; both carry the spec it writes
+const cloneVersions = ['v1beta1', 'v1alpha1'] as const;
 const leaseApi = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' } as const;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -176,6 +178,7 @@ export class KubeCluster implements CacheSources {
   private readonly retry: RetryOptions;
   private readonly caches = new Map<string, NamespaceCaches>();
   private readonly observers = new Set<KubeRequestObserver>();
+  private cloneVersion: Promise<string> | undefined;
 
   constructor(kubeConfig: KubeConfig, retry: RetryOptions = {}) {
     this.kubeConfig = kubeConfig;
@@ -636,29 +639,97 @@ export class KubeCluster implements CacheSources {
 
   // VirtualMachineClones
 
-  /** Creates a VirtualMachineClone. */
+  /**
+   * The `clone.kubevirt.io` version clones are written and read in: the newest the cluster serves of `v1beta1`
+   * (KubeVirt v1.5.0 and later) and `v1alpha1`, found by API discovery once and then kept. A failed discovery is
+   * not kept, so the next call asks again.
+   *
+   * @throws `VdiError` `UNSUPPORTED_BACKEND` when the cluster serves neither version: KubeVirt's clone API is
+   *   missing.
+   */
+  async cloneApiVersion(): Promise<string> {
+    let discovery = this.cloneVersion;
+    if (discovery === undefined) {
+      const asked = this.discoverCloneVersion();
+      asked.catch(() => {
+        if (this.cloneVersion === asked) this.cloneVersion = undefined;
+      });
+      this.cloneVersion = asked;
+      discovery = asked;
+    }
+    return await discovery;
+  }
+
+  private async discoverCloneVersion(): Promise<string> {
+    const doing = `discover the versions of ${cloneGroup}`;
+    const group = await this.call('discover', doing, async () => {
+      try {
+        const text = await rawRequest(this.kubeConfig, 'GET', `/apis/${cloneGroup}`, undefined, (bytes) => {
+          this.responseBytes += bytes;
+        });
+        return JSON.parse(text) as { versions?: { version: string }[] };
+      } catch (error) {
+        // an API group the apiserver does not serve is a plain 404
+        if (apiFailureOf(error)?.status === 404) return { versions: [] };
+        throw error;
+      }
+    });
+    const served = (group.versions ?? []).map((entry) => entry.version);
+    const version = cloneVersions.find((known) => served.includes(known));
+    if (version !== undefined) return version;
+    throw new VdiError(
+      'UNSUPPORTED_BACKEND',
+      `The cluster does not serve KubeVirt's clone API (${cloneGroup} ${cloneVersions.join(' or ')}), which VM ` +
+        'pools make their members with. Install KubeVirt (v1.5.0 or later serves v1beta1) and check that its ' +
+        'operator is running; if the apiserver was just restarting, try again.',
+      { details: { group: cloneGroup, servedVersions: served } },
+    );
+  }
+
+  // Reads on a cluster without KubeVirt's clone API find no clones; only a create needs it.
+  private async servedCloneApi(): Promise<{ group: string; version: string; plural: string } | undefined> {
+    try {
+      return { group: cloneGroup, version: await this.cloneApiVersion(), plural: 'virtualmachineclones' };
+    } catch (error) {
+      if (isVdiError(error, 'UNSUPPORTED_BACKEND')) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Creates a VirtualMachineClone in the newest `clone.kubevirt.io` version the cluster serves
+   * ({@link KubeCluster.cloneApiVersion}).
+   *
+   * @throws `VdiError` `UNSUPPORTED_BACKEND` when the cluster has no clone API.
+   */
   async createClone(namespace: string, clone: VirtualMachineClone): Promise<VirtualMachineClone> {
+    const version = await this.cloneApiVersion();
+    const api = { group: cloneGroup, version, plural: 'virtualmachineclones' };
     return await this.call('create', `create VirtualMachineClone ${namespace}/${clone.metadata.name}`, () =>
       this.custom.createNamespacedCustomObject({
-        ...cloneApi,
+        ...api,
         namespace,
-        body: { apiVersion: `${cloneApi.group}/${cloneApi.version}`, kind: 'VirtualMachineClone', ...clone },
+        body: { ...clone, apiVersion: `${cloneGroup}/${version}`, kind: 'VirtualMachineClone' },
       }),
     );
   }
 
   /** Reads a VirtualMachineClone; `undefined` when there is none. */
   async getClone(namespace: string, name: string): Promise<VirtualMachineClone | undefined> {
+    const api = await this.servedCloneApi();
+    if (api === undefined) return undefined;
     return await this.getOrUndefined('get', `read VirtualMachineClone ${namespace}/${name}`, () =>
-      this.custom.getNamespacedCustomObject({ ...cloneApi, namespace, name }),
+      this.custom.getNamespacedCustomObject({ ...api, namespace, name }),
     );
   }
 
   /** Lists the VirtualMachineClones of a namespace, optionally by label selector. */
   async listClones(namespace: string, labelSelector?: string): Promise<VirtualMachineClone[]> {
+    const api = await this.servedCloneApi();
+    if (api === undefined) return [];
     const list = await this.call('list', `list VirtualMachineClones in ${namespace}`, () =>
       this.custom.listNamespacedCustomObject({
-        ...cloneApi,
+        ...api,
         namespace,
         ...(labelSelector ? { labelSelector } : {}),
       }),
@@ -668,10 +739,12 @@ export class KubeCluster implements CacheSources {
 
   /** Deletes a VirtualMachineClone. Gone already → `false`. */
   async deleteClone(namespace: string, name: string): Promise<boolean> {
+    const api = await this.servedCloneApi();
+    if (api === undefined) return false;
     const deleted = await this.getOrUndefined(
       'delete',
       `delete VirtualMachineClone ${namespace}/${name}`,
-      () => this.custom.deleteNamespacedCustomObject({ ...cloneApi, namespace, name }),
+      () => this.custom.deleteNamespacedCustomObject({ ...api, namespace, name }),
     );
     return deleted !== undefined;
   }

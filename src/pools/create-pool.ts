@@ -112,8 +112,8 @@ const createSchema = z.object({
  * ```
  * With `minReady`, every member also carries the pool's spare setting, and the broker's keeper starts that many.
  *
- * @throws {@link VdiError} `INVALID_INPUT` (also a `minReady` that is not a whole number from 0 to `size`), `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY` (all
- *   before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a member
+ * @throws {@link VdiError} `INVALID_INPUT` (also a `minReady` that is not a whole number from 0 to `size`), `GOLDEN_NOT_FOUND`, `ALREADY_EXISTS`, `INSUFFICIENT_CAPACITY`,
+ *   `UNSUPPORTED_BACKEND` when the cluster has no KubeVirt clone API (all before any change); `CLONE_FAILED`, `CLONE_TIMEOUT`, `FORBIDDEN` when the identity lacks a permission a member
  *   needed (the message names it), or `CANCELLED` when `signal` aborted it, with `details.members`.
  * @category pools
  */

@@ -54,7 +54,9 @@ function addOperation(path: string, value: unknown): string {
 }
 
 /**
- * The VirtualMachineClone (`clone.kubevirt.io/v1beta1`) that makes one pool member from the golden VM.
+ * The VirtualMachineClone that makes one pool member from the golden VM. It has no `apiVersion`:
+ * `KubeCluster.createClone` writes it in the newest `clone.kubevirt.io` version the cluster serves (`v1beta1`, else
+ * `v1alpha1`; both carry this spec).
  *
  * The clone copies the golden VM's labels and annotations except `corral.dev/*`, and its `patches` give the
  * target the member's marks and a stopped start: the pool label (plus the ephemeral label when `ephemeral`),
@@ -93,7 +95,6 @@ export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
   ];
   const vmRef = (name: string) => ({ apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name });
   return {
-    apiVersion: 'clone.kubevirt.io/v1beta1',
     kind: 'VirtualMachineClone',
     metadata: { name: cloneNameFor(member), namespace, labels: { [poolLabel]: pool } },
     spec: {

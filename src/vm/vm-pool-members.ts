@@ -23,6 +23,8 @@ export function createVmMemberFactory(ctx: VdiContext): PoolMemberFactory {
 
     async readSource(namespace, name) {
       const golden = await readGoldenVm(ctx, namespace, name);
+      // members are made through KubeVirt's clone API: a cluster without it is told before any change
+      await cluster.cloneApiVersion();
       return {
         name,
         admit: ({ size, members }) =>

@@ -40,7 +40,7 @@ function patchedTarget(vm: VirtualMachine, ephemeral = false): VirtualMachine {
 }
 
 describe('buildMemberClone', () => {
-  it('clones the golden VM into the member through clone.kubevirt.io/v1beta1, leaving out corral.dev keys', () => {
+  it('clones the golden VM into the member, leaving out corral.dev keys and the version the cluster chooses', () => {
     const clone = buildMemberClone({
       namespace: 'corral-vms',
       pool: 'devpool',
@@ -48,8 +48,8 @@ describe('buildMemberClone', () => {
       golden: golden({}),
       ephemeral: false,
     });
+    expect(clone.apiVersion).toBeUndefined();
     expect(clone).toMatchObject({
-      apiVersion: 'clone.kubevirt.io/v1beta1',
       kind: 'VirtualMachineClone',
       metadata: {
         name: 'devpool-2-clone',
