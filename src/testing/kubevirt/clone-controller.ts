@@ -12,13 +12,15 @@ import {
   validateClone,
 } from './clone-plan.js';
 import { readCloneKnobs } from './fault-knobs.js';
-import type { Informer } from './informer.js';
+import type { Informer, ResourceRef } from './informer.js';
 import { httpStatusOf, kubevirtResources, splitKey, unlessNotFound, writeStatus } from './kube-calls.js';
 import type { NamespaceScope } from './namespace-scope.js';
 
 /** What the clone controller needs. */
 export interface CloneControllerOptions {
   kubeConfig: KubeConfig;
+  /** `clone.kubevirt.io` in the newest version the simulator serves. */
+  cloneResource: ResourceRef;
   clones: Informer<VirtualMachineClone>;
   vms: Informer<VirtualMachine>;
   /** Keys of VMs a clone is still restoring into; the controller adds and removes them. */
@@ -113,7 +115,7 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
   };
 
   const writeCloneStatus = (clone: VirtualMachineClone, status: Record<string, unknown>) =>
-    writeStatus(api, clones, kubevirtResources.clone, clone, status);
+    writeStatus(api, clones, options.cloneResource, clone, status);
 
   // The VM controller writes the new VM's status too, so a conflict here is common: try again on the fresh copy.
   const setRestoreInProgress = async (vm: VirtualMachine, restoreName: string | null) => {

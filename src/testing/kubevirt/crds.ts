@@ -28,6 +28,17 @@ export const kubevirtCrds: readonly CrdBody[] = kubevirtCrdData.crds.map(
   }),
 );
 
+// KubeVirt v1.4 and earlier served clone.kubevirt.io in v1alpha1 alone, with the spec v1beta1 kept.
+function withCloneVersion(crd: CrdBody, cloneVersion: 'v1beta1' | 'v1alpha1'): CrdBody {
+  if (cloneVersion === 'v1beta1' || crd.metadata.name !== 'virtualmachineclones.clone.kubevirt.io')
+    return crd;
+  const spec = crd.spec as { versions: { name: string }[] };
+  const versions = spec.versions
+    .filter((version) => version.name === 'v1alpha1')
+    .map((version) => ({ ...version, served: true, storage: true }));
+  return { ...crd, spec: { ...spec, versions } };
+}
+
 // The custom-object client sends bodies as they are; the typed CRD client would rename the schemas' extensions.
 const crdResource = {
   group: 'apiextensions.k8s.io',
@@ -45,15 +56,21 @@ function isEstablished(crd: unknown): boolean {
 
 /**
  * Creates KubeVirt's CustomResourceDefinitions ({@link kubevirtRelease}'s own schemas), or brings existing ones
- * up to date, and waits until the apiserver serves them. Safe to call again.
+ * up to date, and waits until the apiserver serves them. Safe to call again. `cloneVersion: 'v1alpha1'` serves
+ * `clone.kubevirt.io` in `v1alpha1` alone, as KubeVirt v1.4 and earlier; the default serves both, `v1beta1`
+ * stored.
  *
  * @throws `VdiError` `CONTROL_PLANE_FAILED` when a definition is not established within 30 seconds.
  * @category testing
  */
-export async function installKubevirtCrds(kubeConfig: KubeConfig): Promise<void> {
+export async function installKubevirtCrds(
+  kubeConfig: KubeConfig,
+  options: { cloneVersion?: 'v1beta1' | 'v1alpha1' } = {},
+): Promise<void> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   await Promise.all(
-    kubevirtCrds.map(async (body) => {
+    kubevirtCrds.map(async (crd) => {
+      const body = withCloneVersion(crd, options.cloneVersion ?? 'v1beta1');
       const { name } = body.metadata;
       await upsert(
         () => api.getClusterCustomObject({ ...crdResource, name }) as Promise<CrdBody>,

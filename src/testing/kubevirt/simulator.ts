@@ -36,6 +36,12 @@ export interface KubevirtSimulatorOptions {
    * address answers on Linux's loopback, so a test can listen on a VM's port 3389. Default `127.1.0.0/16`.
    */
   ipRange?: string;
+  /**
+   * The newest `clone.kubevirt.io` version served: `v1beta1` (stored, with `v1alpha1` served too, as KubeVirt
+   * v1.5.0 and later do) or `v1alpha1` alone, as KubeVirt v1.4 and earlier. The clone CRD is cluster-wide, so
+   * give a simulator with `v1alpha1` a cluster of its own. Default `v1beta1`.
+   */
+  cloneVersion?: 'v1beta1' | 'v1alpha1';
   /** Receives a line per subresource call, every knob it cannot read, and every failed step it retries. */
   log?: (line: string) => void;
 }
@@ -237,6 +243,8 @@ export async function startKubevirtSimulator(
   const log = options.log ?? (() => {});
   const nodeName = options.nodeName?.trim() || 'sim-node-1';
   const ips = new IpPool(parseIpRange(options.ipRange ?? '127.1.0.0/16'));
+  const cloneVersion = options.cloneVersion ?? 'v1beta1';
+  const cloneResource = { ...kubevirtResources.clone, version: cloneVersion };
 
   const server = await startSubresourceServer({ kubeConfig, ...certificates, log });
   const informers: Array<{ stop(): void }> = [];
@@ -244,12 +252,15 @@ export async function startKubevirtSimulator(
   try {
     await registerAggregatedApi(kubeConfig, server.port);
     // The aggregator takes seconds to route a new APIService (it rebuilds its OpenAPI first): install meanwhile.
-    await installKubevirtCrds(kubeConfig);
+    await installKubevirtCrds(kubeConfig, { cloneVersion });
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
     await registerVmWebhook(kubeConfig, server.port, certificates.caPem);
-    await registerKubevirtWebhooks(kubeConfig, `https://127.0.0.1:${server.port}`, certificates.caPem);
+    // KubeVirt's admission rules are registered and probed at clone.kubevirt.io/v1beta1
+    const admitting = cloneVersion === 'v1beta1';
+    if (admitting)
+      await registerKubevirtWebhooks(kubeConfig, `https://127.0.0.1:${server.port}`, certificates.caPem);
     await waitUntilAdmitting(kubeConfig);
-    await waitUntilKubevirtWebhooksAdmit(kubeConfig);
+    if (admitting) await waitUntilKubevirtWebhooksAdmit(kubeConfig);
 
     const restoring = new Set<string>();
     // The queues collect the keys of the first lists and start once the reconcilers have their caches.
@@ -291,7 +302,7 @@ export async function startKubevirtSimulator(
     watched.push({ informer: vms, queue: vmQueue });
     const clones = await startInformer<VirtualMachineClone>({
       kubeConfig,
-      resource: kubevirtResources.clone,
+      resource: cloneResource,
       onChange: (key) => cloneQueue.add(key),
       log,
     });
@@ -311,6 +322,7 @@ export async function startKubevirtSimulator(
     });
     const reconcileClone = createCloneReconciler({
       kubeConfig,
+      cloneResource,
       clones,
       vms,
       restoring,
