@@ -78,7 +78,7 @@ describe('a member named by the wrong kind', () => {
     }
   });
 
-  it('finds a VM that is no pool member not found, saying it is no member of any pool', async () => {
+  it('answers MEMBER_NOT_FOUND for a VM that is no pool member, saying it is no member of any pool', async () => {
     const namespace = await createTestNamespace(cluster(), 'nonmember');
     const vdi = createVdi({
       kubeConfig: cluster().kubeConfig,
