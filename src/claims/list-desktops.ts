@@ -15,6 +15,7 @@ import { claimHolder, classifyMemberClaim } from './claim-liveness.js';
 import { type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
 import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 import { readDesktopMarks } from './read-held-member.js';
+import { claimedKindOf } from './read-member-claim.js';
 
 /** Options of {@link ClaimsService.listDesktops}. @category claims */
 export interface ListDesktopsOptions {
@@ -66,7 +67,7 @@ export async function listDesktops(ctx: VdiContext, options: ListDesktopsOptions
       const member = memberOfLease(lease);
       if (member === undefined || listed.has(lease.metadata.name ?? '')) return [];
       const marks = describeResetting({
-        kind: defaultDesktopKind,
+        kind: claimedKindOf(lease) ?? defaultDesktopKind,
         namespace,
         member,
         facts: undefined,

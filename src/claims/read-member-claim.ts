@@ -1,5 +1,5 @@
 import type { VdiContext } from '../context.js';
-import type { DesktopBackend, MemberFacts, MemberRef } from '../desktop-backend.js';
+import type { DesktopBackend, DesktopKind, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { leaseKindLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from './lease-name.js';
@@ -9,6 +9,12 @@ import { memberOfOtherKind } from './member-not-found.js';
 export interface MemberClaim {
   facts: MemberFacts | undefined;
   lease: LeaseObject | undefined;
+}
+
+/** The kind of member a claim Lease records; `undefined` for a Lease written before claims recorded it. */
+export function claimedKindOf(lease: LeaseObject | undefined): DesktopKind | undefined {
+  const recorded = lease?.metadata.labels?.[leaseKindLabel];
+  return recorded === 'vm' || recorded === 'ct' ? recorded : undefined;
 }
 
 /**
@@ -27,8 +33,8 @@ export async function readMemberClaim(
     backend.readMember(ref),
     ctx.cluster.getLease(ref.namespace, leaseNameFor(ref.member)),
   ]);
-  const recorded = lease?.metadata.labels?.[leaseKindLabel];
-  if (facts === undefined && (recorded === 'vm' || recorded === 'ct') && recorded !== backend.kind) {
+  const recorded = claimedKindOf(lease);
+  if (facts === undefined && recorded !== undefined && recorded !== backend.kind) {
     throw memberOfOtherKind(backend.kind, ref, recorded);
   }
   return { facts, lease };

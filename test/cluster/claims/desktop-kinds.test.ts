@@ -78,6 +78,26 @@ describe('a member named by the wrong kind', () => {
     }
   });
 
+  it('lists a container desktop whose Pod is gone under its claim by its own kind, and reads it under that ID', async () => {
+    const { namespace, vdi } = await setUp('kinds-gone');
+    const kube = vdi.context.cluster;
+    const pod = await kube.getPod(namespace, 'devbox-1');
+    await kube.deletePod(namespace, 'devbox-1', { uid: pod?.metadata.uid ?? '' }, 0);
+    await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+      describe: `Pod ${namespace}/devbox-1 to be gone`,
+      until: (found) => found === undefined,
+    });
+
+    const listed = await vdi.listDesktops({ identity: alice });
+    expect(listed.map(({ id, phase }) => ({ id, phase }))).toEqual([
+      { id: `ct/${namespace}/devbox-1`, phase: 'Resetting' },
+    ]);
+    expect(await vdi.getDesktop({ member: 'devbox-1', kind: 'ct' })).toMatchObject({
+      owner: alice,
+      phase: 'Resetting',
+    });
+  });
+
   it('answers MEMBER_NOT_FOUND for a VM that is no pool member, saying it is no member of any pool', async () => {
     const namespace = await createTestNamespace(cluster(), 'nonmember');
     const vdi = createVdi({
