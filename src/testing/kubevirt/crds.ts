@@ -55,10 +55,10 @@ function isEstablished(crd: unknown): boolean {
 }
 
 /**
- * Creates KubeVirt's CustomResourceDefinitions ({@link kubevirtRelease}'s own schemas), or brings existing ones
- * up to date, and waits until the apiserver serves them. Safe to call again. `cloneVersion: 'v1alpha1'` serves
- * `clone.kubevirt.io` in `v1alpha1` alone, as KubeVirt v1.4 and earlier; the default serves both, `v1beta1`
- * stored.
+ * Creates KubeVirt's CustomResourceDefinitions, schemas included, as the KubeVirt release the package carries
+ * (v1.9.0) installs them, or brings existing ones up to date, and waits until the apiserver serves them. Safe to
+ * call again. `cloneVersion: 'v1alpha1'` serves `clone.kubevirt.io` in `v1alpha1` alone, as KubeVirt v1.4 and
+ * earlier; the default serves both, `v1beta1` stored.
  *
  * @throws `VdiError` `CONTROL_PLANE_FAILED` when a definition is not established within 30 seconds.
  * @category testing
