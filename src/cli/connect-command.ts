@@ -196,7 +196,10 @@ async function connectDirectly(
   });
 }
 
-/** Attaches this terminal to a shell in a container desktop, as `kubectl exec -it` does; resolves with its exit code. */
+/**
+ * Attaches this terminal to a shell in a container desktop, as `kubectl exec -it` does; resolves with its exit code.
+ * Input that is no terminal (a pipe, a file, a here-document) runs the shell without one, as `kubectl exec -i`.
+ */
 async function attachTerminal(
   input: CommandInput,
   desktopId: string,
@@ -204,27 +207,25 @@ async function attachTerminal(
 ): Promise<number> {
   const session = await input.cluster();
   const { stdin, stdout } = process;
+  const raw = stdin.isTTY === true;
   const shell = await session.vdi.openTerminal(desktopId, {
     identity: user ?? session.actor,
     asAdmin: user === undefined,
+    // a keystroke such as Ctrl-D means what the remote terminal makes of it when it comes; the end of a script's
+    // input must reach the shell as the end of its input instead, whatever the shell is doing then
+    tty: raw,
     // a terminal that reports no size (0 × 0) keeps the default one
     ...(stdout.columns > 0 && stdout.rows > 0 ? { columns: stdout.columns, rows: stdout.rows } : {}),
   });
   const onResize = () => shell.resize({ columns: stdout.columns, rows: stdout.rows });
-  const raw = stdin.isTTY;
   if (raw) stdin.setRawMode(true);
   stdout.on('resize', onResize);
-  // Ending the exec's input would close the connection before the shell ran what it read; a terminal's end of
-  // input (Ctrl-D) lets a piped script run to its end instead.
-  const endOfInput = () => shell.write('\u0004');
-  stdin.once('end', endOfInput);
-  stdin.pipe(shell, { end: false });
+  stdin.pipe(shell);
   shell.pipe(stdout, { end: false });
   try {
     return await shell.exitCode;
   } finally {
     stdin.unpipe(shell);
-    stdin.off('end', endOfInput);
     stdin.pause();
     stdout.off('resize', onResize);
     if (raw) stdin.setRawMode(false);

@@ -18,6 +18,12 @@ export interface OpenTerminalOptions {
   /** The terminal's first size. @defaultValue 80 × 24 */
   columns?: number;
   rows?: number;
+  /**
+   * Run the shell on a terminal. `false` runs it on pipes, for input from a script or a file: ending the stream's
+   * input is then the shell's end of input, and it exits once it has run what it read, as `kubectl exec -i`
+   * without `-t`. On a terminal the end of input is the container runtime's to interpret. @defaultValue true
+   */
+  tty?: boolean;
 }
 
 const optionsSchema = z.object({
@@ -25,11 +31,13 @@ const optionsSchema = z.object({
   asAdmin: z.boolean().optional(),
   columns: z.number().int().min(1).max(1000).optional(),
   rows: z.number().int().min(1).max(1000).optional(),
+  tty: z.boolean().optional(),
 });
 
 /**
  * Opens a shell in a container desktop: the pool spec's `shell` in the member's container, through the
- * apiserver's `pods/exec` with a TTY. Only the holder of a live claim, or an administrator, may open it.
+ * apiserver's `pods/exec` with a TTY (unless `tty: false`). Only the holder of a live claim, or an administrator,
+ * may open it.
  *
  * @example
  * ```ts
@@ -49,7 +57,7 @@ export async function openTerminal(
   desktopId: string,
   options: OpenTerminalOptions,
 ): Promise<TerminalStream> {
-  const { identity, asAdmin, columns, rows } = parseOptions(optionsSchema, options, 'openTerminal');
+  const { identity, asAdmin, columns, rows, tty } = parseOptions(optionsSchema, options, 'openTerminal');
   const { kind, namespace, member } = parseDesktopId(desktopId);
   if (kind !== 'ct') {
     throw new VdiError(
@@ -75,6 +83,7 @@ export async function openTerminal(
       pod: member,
       container: desktopContainer,
       command: [spec.shell],
+      ...(tty === undefined ? {} : { tty }),
       columns: columns ?? 80,
       rows: rows ?? 24,
     });

@@ -2,9 +2,10 @@ import { Duplex, PassThrough } from 'node:stream';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 
 /**
- * A process in a Pod's container with a TTY, as a duplex stream: what is written goes to its input, what it
- * prints (output and errors together, as a TTY merges them) is read. `resize` tells it the terminal's size, and
- * `exitCode` settles once it ends.
+ * A process in a Pod's container, as a duplex stream: what is written goes to its input, what it prints (output
+ * and errors together, as a TTY merges them) is read. Ending the stream's writable side ends the process's input
+ * and keeps reading what it prints until it exits (the `v5.channel.k8s.io` close message). `resize` tells it the
+ * terminal's size, and `exitCode` settles once it ends.
  *
  * @category ct-pools
  */
@@ -21,6 +22,8 @@ export interface PodExecTarget {
   pod: string;
   container: string;
   command: string[];
+  /** Run it on a terminal; without one its input and output are pipes, as `kubectl exec -i` without `-t`. @defaultValue true */
+  tty?: boolean;
   columns: number;
   rows: number;
 }
@@ -46,11 +49,13 @@ class SizedOutput extends PassThrough {
 
 /**
  * Runs `command` in a Pod's container through the apiserver's `pods/exec` subresource (a websocket the
- * apiserver forwards to the node), with stdin and a TTY, as `kubectl exec -it` does.
+ * apiserver forwards to the node), with stdin, and with a TTY when `tty` is set, as `kubectl exec -i[t]` does.
  */
 export async function openPodExec(kubeConfig: KubeConfig, target: PodExecTarget): Promise<TerminalStream> {
   const input = new PassThrough();
-  const output = new SizedOutput(target.columns, target.rows);
+  // only a terminal's output has a size for client-node to send
+  const tty = target.tty ?? true;
+  const output = tty ? new SizedOutput(target.columns, target.rows) : new PassThrough();
   let settle: (code: number) => void = () => undefined;
   const exitCode = new Promise<number>((resolve) => {
     settle = resolve;
@@ -61,9 +66,10 @@ export async function openPodExec(kubeConfig: KubeConfig, target: PodExecTarget)
     target.container,
     target.command,
     output,
-    null,
+    // without a terminal its errors come apart from its output; the stream merges them as a terminal would
+    tty ? null : output,
     input,
-    true,
+    tty,
     (status) => settle(exitCodeOf(status)),
   );
   socket.on('close', () => {
@@ -73,6 +79,7 @@ export async function openPodExec(kubeConfig: KubeConfig, target: PodExecTarget)
   const stream = Duplex.from({ readable: output, writable: input }) as TerminalStream;
   Object.defineProperty(stream, 'exitCode', { value: exitCode });
   stream.resize = ({ columns, rows }) => {
+    if (!(output instanceof SizedOutput)) return;
     output.columns = columns;
     output.rows = rows;
     output.emit('resize');

@@ -14,6 +14,7 @@ import {
   type StreamEnd,
   sendEnd,
   sendFrame,
+  servedStreamProtocols,
   streamChannel,
 } from './stream-protocol.js';
 
@@ -103,7 +104,7 @@ function rejectUpgrade(socket: Duplex, failure: HttpFailure): void {
 function pipeStreams(
   socket: WebSocket,
   options: ReturnType<typeof streamOptionsOf>,
-  target: { write(data: Buffer): void; resize(size: TerminalSize): void },
+  target: { write(data: Buffer): void; endInput(): void; resize(size: TerminalSize): void },
   dropAfter: number | undefined,
   onDrop: () => void,
 ) {
@@ -118,6 +119,8 @@ function pipeStreams(
     const channel = data[0];
     const payload = data.subarray(1);
     if (channel === streamChannel.stdin && options.stdin) target.write(payload);
+    // v5: the client ended its input and still reads, so the command sees the end of its input and runs on
+    else if (channel === streamChannel.close && payload[0] === streamChannel.stdin) target.endInput();
     else if (channel === streamChannel.resize) {
       const size = readTerminalSize(payload);
       if (size) target.resize(size);
@@ -191,6 +194,8 @@ function serveAttach(socket: WebSocket, route: Route, options: KubeletServerOpti
     write: (data: Buffer) => {
       if (container.spec.stdin) main.write(data);
     },
+    // the container's input is shared by every attached client: one that ends its own leaves it open
+    endInput: () => {},
     resize: (size: TerminalSize) => main.resize(size),
   };
   const wired = pipeStreams(socket, streams, target, options.dropAfterBytes(route.sandbox), () => {});
@@ -306,7 +311,7 @@ export async function startKubeletServer(options: KubeletServerOptions): Promise
       if (request.headers.upgrade?.toLowerCase() !== 'websocket')
         throw new HttpFailure(
           400,
-          'only websocket streams are served (v4.channel.k8s.io, channel.k8s.io), not SPDY',
+          `only websocket streams are served (${servedStreamProtocols.join(', ')}), not SPDY`,
         );
       const offered = String(request.headers['sec-websocket-protocol'] ?? '')
         .split(',')

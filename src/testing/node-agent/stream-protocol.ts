@@ -1,11 +1,22 @@
 import type { WebSocket } from 'ws';
 import type { TerminalSize } from './local-process.js';
 
-/** The channels of the Kubernetes websocket stream protocol: each binary frame starts with one of them. */
-export const streamChannel = { stdin: 0, stdout: 1, stderr: 2, error: 3, resize: 4 } as const;
+/**
+ * The channels of the Kubernetes websocket stream protocol: each binary frame starts with one of them. `close`
+ * (`v5` only) carries the channel whose sending side the client closed, as one byte.
+ */
+export const streamChannel = { stdin: 0, stdout: 1, stderr: 2, error: 3, resize: 4, close: 255 } as const;
 
-/** The subprotocols served, best first: `v4` reports the end as a JSON Status, the first version as plain text. */
-export const servedStreamProtocols = ['v4.channel.k8s.io', 'channel.k8s.io'] as const;
+/**
+ * The subprotocols served, best first: `v5` is `v4` plus the close message, with which a client ends its input
+ * and keeps reading; `v4` reports the end as a JSON Status, the first version as plain text.
+ */
+export const servedStreamProtocols = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'channel.k8s.io'] as const;
+
+/** Whether the negotiated subprotocol reports the end as a JSON Status (`v4` and `v5`). */
+function endsWithStatus(protocol: string): boolean {
+  return protocol === 'v5.channel.k8s.io' || protocol === 'v4.channel.k8s.io';
+}
 
 /** The served subprotocol a client asks for first, or undefined when it asks only for others. */
 export function chooseStreamProtocol(offered: Iterable<string>): string | undefined {
@@ -20,7 +31,7 @@ export type StreamEnd =
   | { kind: 'exit-code'; exitCode: number }
   | { kind: 'internal-error'; message: string };
 
-/** The Status a kubelet sends on the error channel for `end` (`v4.channel.k8s.io`). */
+/** The Status a kubelet sends on the error channel for `end` (`v4.channel.k8s.io` and `v5`). */
 export function endStatus(end: StreamEnd): Record<string, unknown> {
   switch (end.kind) {
     case 'success':
@@ -52,7 +63,7 @@ export function sendFrame(socket: WebSocket, channel: number, data: Buffer): voi
 
 /** Sends how the stream ended, in the negotiated protocol's form, and closes the socket. */
 export function sendEnd(socket: WebSocket, end: StreamEnd): void {
-  if (socket.protocol === 'v4.channel.k8s.io') {
+  if (endsWithStatus(socket.protocol)) {
     sendFrame(socket, streamChannel.error, Buffer.from(JSON.stringify(endStatus(end))));
   } else if (end.kind !== 'success') {
     // The first protocol version carries only failures, as their message.
