@@ -20,6 +20,7 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
+import { checkMemberObjects } from './check-member-objects.js';
 import { ctMemberLabel, kindLabel, specConfigMapName } from './ct-keys.js';
 import { toCtMemberFacts } from './ct-member-facts.js';
 import { deleteMemberObjects } from './ct-member-writes.js';
@@ -151,6 +152,7 @@ export async function applyCtPool(ctx: VdiContext, options: ApplyCtPoolOptions):
           `ConfigMap ${specConfigMapName(spec.name)}, which is not a pool's`,
         );
       }
+      await checkMemberObjects(ctx, namespace, spec, current);
       const configMap = buildSpecConfigMap(spec, current);
       if (current) await ctx.cluster.replaceConfigMap(namespace, configMap);
       else await ctx.cluster.createConfigMap(namespace, configMap);

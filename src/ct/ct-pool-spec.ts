@@ -3,6 +3,7 @@ import { isVdiError, VdiError } from '../errors.js';
 import { maxPoolSize } from '../pools/pool-options.js';
 import { checkPoolSettings, type PoolSettings, type ReclaimAction } from '../pools/pool-settings.js';
 import { poolNameSchema } from '../validate.js';
+import { imageReferenceProblem } from './image-reference.js';
 
 /**
  * What a kept home volume does on release: `wipe` deletes it and makes it again empty, `keep` hands it to the
@@ -65,9 +66,6 @@ export interface ParseCtPoolSpecOptions {
   allowLoopbackHttpWebhook?: boolean;
 }
 
-// [registry[:port]/]path[:tag][@digest], the shape the container runtimes accept, lowercase repository
-const imagePattern =
-  /^(?:(?:[a-zA-Z0-9-]+\.)*[a-zA-Z0-9-]+(?::[0-9]{1,5})?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
 const quantityPattern = /^[0-9]+(?:\.[0-9]+)?(?:m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E)?$/;
 const envNamePattern = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const labelNamePattern = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -113,10 +111,10 @@ function schemaFor(options: ParseCtPoolSpecOptions) {
       image: z
         .string()
         .max(4096)
-        .regex(
-          imagePattern,
-          'is not an image reference; write [registry/]repository[:tag][@sha256:digest] in lowercase, such as ghcr.io/acme/devbox:1.4',
-        ),
+        .superRefine((image, ctx) => {
+          const problem = imageReferenceProblem(image);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
       size: z.number().int('must be a whole number').min(0).max(maxPoolSize),
       minReady: z.number().int('must be a whole number').min(0).optional(),
       command: z.array(z.string()).min(1).optional(),
@@ -244,10 +242,31 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
 export function parseCtPoolSpec(input: unknown, options: ParseCtPoolSpecOptions = {}): CtPoolSpec {
   const parsed = schemaFor(options).safeParse(input);
   if (parsed.success) return parsed.data as CtPoolSpec;
-  const fields = parsed.error.issues.map((issue) => issue.path.join('.') || 'spec');
-  const issues = parsed.error.issues.map(
-    (issue, index) => `${fields[index]}: ${issue.message.replace(/^Unrecognized key/, 'unknown field')}`,
+  const refused = parsed.error.issues.flatMap((issue) =>
+    // an unknown field is named itself, not the object that holds it
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({
+          field: [...issue.path, key].join('.'),
+          message: 'unknown field, not one a container pool spec takes',
+        }))
+      : [
+          {
+            field: issue.path.join('.') || 'spec',
+            // a record's key names its own problem inside the issue
+            message:
+              issue.code === 'invalid_key'
+                ? issue.issues.map((inner) => inner.message).join('; ')
+                : issue.message,
+          },
+        ],
   );
+  throwInvalidSpec(refused);
+}
+
+/** Refuses a spec, naming each field and what is wrong with it: `details.fields` and `details.issues`. */
+export function throwInvalidSpec(refused: Array<{ field: string; message: string }>): never {
+  const fields = [...new Set(refused.map(({ field }) => field))];
+  const issues = refused.map(({ field, message }) => `${field}: ${message}`);
   throw new VdiError(
     'INVALID_INPUT',
     `The container pool spec is not valid (${issues.join('; ')}); fix these fields and apply it again. Nothing was written.`,

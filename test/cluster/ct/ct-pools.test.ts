@@ -100,6 +100,96 @@ describe('container pools', () => {
     expect(await kube.listConfigMaps(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
   });
 
+  it('refuses at apply what the apiserver or the kubelet would refuse of a member, naming each field, and writes nothing', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-dry-run');
+    const cases = [
+      [{ name: 'devbox', image, size: 1, imagePullPolcy: 'Always' }, ['imagePullPolcy'], /unknown field/],
+      [
+        { name: 'devbox', image, size: 1, resources: { limits: { cpus: '2' } } },
+        ['resources.limits.cpus'],
+        /is not a resource name/,
+      ],
+      // the apiserver takes any image; the kubelet would take Acme for a registry host
+      [{ name: 'devbox', image: 'Acme/devbox:1.4', size: 1 }, ['image'], /registry host/],
+      [
+        {
+          name: 'devbox',
+          image,
+          size: 1,
+          resources: { requests: { memory: '4Gi' }, limits: { memory: '1Gi' } },
+        },
+        ['resources.requests'],
+        /refuses the member's Pod: .*must be less than or equal to memory limit of 1Gi/,
+      ],
+      [
+        { name: 'devbox', image, size: 1, home: { size: '0' } },
+        ['home.size'],
+        /refuses the member's PersistentVolumeClaim: .*must be greater than zero/,
+      ],
+    ] as const;
+    for (const [spec, fields, message] of cases) {
+      const error = await caught(vdi.applyCtPool({ spec }));
+      expect([error.code, error.details.fields], JSON.stringify(spec)).toEqual(['INVALID_INPUT', fields]);
+      expect(error.message).toMatch(message);
+      expect(error.message).toMatch(/Nothing was written\.$/);
+    }
+    expect(await kube.listConfigMaps(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+
+    // a pool that exists keeps its spec when a new one is refused
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, home: { size: '1Gi' } } });
+    const before = await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox');
+    const refused = await caught(
+      vdi.applyCtPool({ spec: { name: 'devbox', image, size: 2, home: { size: '0' } } }),
+    );
+    expect(refused.details.fields).toEqual(['home.size']);
+    const after = await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox');
+    expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
+    expect(await kube.listPods(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+    expect(await kube.listPvcs(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+  });
+
+  it('checks a spec with dry runs that need only create on the member kinds, as the documented Role grants', async () => {
+    const { namespace } = await setUp('ct-dry-run-rbac');
+    const rbac = cluster().kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    const bind = async (user: string, memberKinds: string[]) => {
+      await rbac.createNamespacedRole({
+        namespace,
+        body: {
+          metadata: { name: user },
+          rules: [
+            { apiGroups: ['kubevirt.io'], resources: ['virtualmachines'], verbs: ['list'] },
+            { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create'] },
+            { apiGroups: [''], resources: memberKinds, verbs: ['create'] },
+          ],
+        },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: user },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: user },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+        },
+      });
+      return createVdi({ kubeConfig: cluster().userKubeConfig(user), namespace, retry: { retries: 0 } });
+    };
+    const spec = { name: 'devbox', image, size: 1, home: { size: '1Gi' } };
+    const withoutPods = await bind('no-pods', ['services', 'persistentvolumeclaims']);
+    const forbidden = await waitFor(() => caught(withoutPods.applyCtPool({ spec })), {
+      describe: 'the Role of no-pods to take effect',
+      until: (error) => error.code === 'FORBIDDEN' && /pods/.test(error.message),
+    });
+    expect(forbidden.message).toMatch(/cannot create resource "pods"/);
+    const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+    expect(await admin.context.cluster.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+
+    const creator = await bind('creator', ['pods', 'services', 'persistentvolumeclaims']);
+    const applied = await waitFor(() => creator.applyCtPool({ spec }), {
+      describe: 'the Role of creator to take effect',
+    });
+    expect(applied.created).toBe(true);
+  });
+
   it('applies a spec, reconciles members that its delete cascades to, and lists and gets the pool', async () => {
     const { namespace, vdi, kube } = await setUp('ct-apply');
     const applied = await vdi.applyCtPool({
@@ -371,6 +461,19 @@ describe('container pools', () => {
     );
     terminal.write('exit 7\n');
     expect(await terminal.exitCode).toBe(7);
+
+    // without a terminal, the end of the stream's input is the shell's: it runs what it read, then exits
+    const script = await vdi.openTerminal(desktop.id, { identity: alice, tty: false });
+    let printed = '';
+    script.on('data', (chunk: Buffer) => {
+      printed += chunk.toString('utf8');
+    });
+    const closed = new Promise<void>((resolve) => script.on('close', resolve));
+    script.end('echo "piped into $HOSTNAME"; echo to-stderr >&2\n');
+    expect(await script.exitCode).toBe(0);
+    await closed;
+    expect(printed).toContain('piped into devbox-1\n');
+    expect(printed).toContain('to-stderr\n');
 
     const releasedAt = performance.now();
     await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });

@@ -34,12 +34,22 @@ describe('parseCtPoolSpec', () => {
     'registry.local:5000/team/desk_top-x:v2',
     `ghcr.io/acme/devbox@sha256:${'a'.repeat(64)}`,
     `ghcr.io/acme/devbox:1.4@sha256:${'0'.repeat(64)}`,
+    `ghcr.io/acme/devbox@sha512:${'b'.repeat(128)}`,
+    'localhost/devbox',
+    '[::1]:5000/devbox',
+    'Registry.Example.com/acme/devbox',
   ])('accepts the image reference %s', (image) => {
     expect(parseCtPoolSpec({ ...base, image }).image).toBe(image);
   });
 
   it.each([
     ['an upper-case repository', 'ghcr.io/Acme/devbox'],
+    ['an upper-case first part, which runtimes take for a registry host', 'Acme/devbox:1.4'],
+    ['an upper-case single name', 'Ubuntu'],
+    ['an image ID', 'a'.repeat(64)],
+    ['a digest of an unknown algorithm', `acme/devbox@md5:${'a'.repeat(32)}`],
+    ['a tag that starts with a dot', 'acme/devbox:.1'],
+    ['a registry host that ends in a dash', 'ghcr-.io/acme/devbox'],
     ['a scheme', 'https://ghcr.io/acme/devbox'],
     ['a space', 'acme/dev box'],
     ['an empty tag', 'acme/devbox:'],
@@ -59,7 +69,11 @@ describe('parseCtPoolSpec', () => {
   });
 
   it.each([
-    ['an unknown field', { ...base, replicas: 3 }, ['spec']],
+    ['an unknown field', { ...base, imagePullPolcy: 'Always' }, ['imagePullPolcy']],
+    ['two unknown fields', { ...base, replicas: 3, ports: [] }, ['replicas', 'ports']],
+    ['an unknown nested field', { ...base, resources: { limit: { cpu: '1' } } }, ['resources.limit']],
+    ['an unknown field of the home', { ...base, home: { size: '1Gi', class: 'fast' } }, ['home.class']],
+    ['a misspelled resource', { ...base, resources: { limits: { cpus: '2' } } }, ['resources.limits.cpus']],
     ['a command that is no list', { ...base, command: 'bash' }, ['command']],
     ['an env value that is no string', { ...base, env: { PORT: 8080 } }, ['env.PORT']],
     ['a bad env name', { ...base, env: { '1X': 'a' } }, ['env.1X']],
@@ -128,6 +142,15 @@ describe('parseCtPoolSpec', () => {
       idleTimeoutMs: 0,
     });
     expect(parseCtPoolSpec(base).reclaimAction).toBeUndefined();
+  });
+
+  it('says what an upper-case first part of an image is taken for, and what to write instead', () => {
+    expect(() => parseCtPoolSpec({ ...base, image: 'Acme/devbox:1.4' })).toThrow(
+      /image: starts with "Acme", which the container runtimes would take for a registry host .*\(acme\/devbox\)/,
+    );
+    expect(() => parseCtPoolSpec({ ...base, imagePullPolcy: 'Always' })).toThrow(
+      /imagePullPolcy: unknown field/,
+    );
   });
 
   it('says what to do and that nothing was written', () => {
