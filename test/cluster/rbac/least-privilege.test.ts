@@ -534,7 +534,8 @@ const expected: Record<string, string[]> = {
     'ct capacity',
     'ct-pool delete',
   ],
-  'create pods': ['ct-pool reconcile', 'ct release'],
+  // an apply (and the shrink's) sends a member's Pod, Service and home claim as dry runs, authorized as creates
+  'create pods': ['ct-pool apply', 'ct-pool reconcile', 'ct release', 'ct shrink'],
   'patch pods': ['ct claim'],
   'delete pods': ['ct release', 'ct shrink', 'ct-pool delete'],
   'get services': ['ct shrink', 'ct-pool delete'],
@@ -546,7 +547,7 @@ const expected: Record<string, string[]> = {
     'ct capacity',
     'ct-pool delete',
   ],
-  'create services': ['ct-pool reconcile', 'ct release'],
+  'create services': ['ct-pool apply', 'ct-pool reconcile', 'ct release', 'ct shrink'],
   'delete services': ['ct shrink', 'ct-pool delete'],
   'list persistentvolumeclaims': [
     'ct-pool get',
@@ -557,7 +558,7 @@ const expected: Record<string, string[]> = {
     'ct capacity',
     'ct-pool delete',
   ],
-  'create persistentvolumeclaims': ['ct-pool reconcile', 'ct release'],
+  'create persistentvolumeclaims': ['ct-pool apply', 'ct-pool reconcile', 'ct release', 'ct shrink'],
   'delete persistentvolumeclaims': ['ct release', 'ct shrink', 'ct-pool delete'],
   'get pods/exec': ['ct terminal'],
   // the terminal's websocket is a GET, which apiservers from 1.35 on authorize as create too
