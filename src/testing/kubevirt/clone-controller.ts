@@ -142,14 +142,15 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
     });
   };
 
+  // The mark is cleared before the VM controller is woken: it must never see the VM free while the mark stays.
   const release = async (key: string) => {
     const hold = holds.get(key);
     holds.delete(key);
     if (!hold) return;
-    setRestoring(hold.targetKey, false);
     const target = vms.get(hold.targetKey);
-    if (target && target.status?.restoreInProgress === hold.restoreName)
-      await setRestoreInProgress(target, null);
+    // the cache may not show the mark yet; the hold says it was written, so it is cleared either way
+    if (target) await setRestoreInProgress(target, null);
+    setRestoring(hold.targetKey, false);
   };
 
   const createTarget = async (clone: VirtualMachineClone, targetKey: string, now: number) => {
