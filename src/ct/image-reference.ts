@@ -39,8 +39,10 @@ export function imageReferenceProblem(image: string): string | undefined {
   if (isRegistry && !/[.:]/.test(first) && first !== 'localhost')
     return `starts with "${first}", which the container runtimes would take for a registry host because of its capitals; write the repository in lowercase (${name.toLowerCase()}), or give the registry with its domain or port`;
   const repository = isRegistry ? others : [first, ...others];
-  if (repository.some((part) => part !== part.toLowerCase()))
-    return `has the repository "${repository.join('/')}" in capitals; write it in lowercase (${repository.join('/').toLowerCase()})`;
-  if (!repository.every((part) => pathComponent.test(part))) return `is not an image reference; ${shape}`;
+  if (!repository.every((part) => pathComponent.test(part.toLowerCase())))
+    return `is not an image reference; ${shape}`;
+  const written = repository.join('/');
+  if (written !== written.toLowerCase())
+    return `has the repository "${written}" in capitals; write it in lowercase (${written.toLowerCase()})`;
   return undefined;
 }

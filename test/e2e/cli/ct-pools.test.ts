@@ -147,6 +147,38 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     ]);
   });
 
+  it('refuses at apply, exit 1, what the apiserver or the kubelet would refuse of a member, naming the field', async () => {
+    const namespace = await createNamespace(cluster(), 'cli-ct-refused');
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const file = join(tmpdir(), `devbox-${namespace}.yaml`);
+    const base = 'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 1\n';
+    const refused = [
+      ['imagePullPolcy: Always\n', [], /imagePullPolcy: unknown field/],
+      ['resources:\n  limits: { cpus: "2" }\n', [], /resources\.limits\.cpus: is not a resource name/],
+      ['', ['--image', 'Acme/devbox:1.4'], /image: starts with "Acme", .*registry host/],
+      [
+        'resources:\n  requests: { memory: 4Gi }\n  limits: { memory: 1Gi }\n',
+        [],
+        /resources\.requests: the apiserver refuses the member's Pod: .*must be less than or equal to memory limit of 1Gi/,
+      ],
+      [
+        '',
+        ['--home-size', '0'],
+        /home\.size: the apiserver refuses the member's PersistentVolumeClaim: .*must be greater than zero/,
+      ],
+    ] as const;
+    for (const [extra, flags, message] of refused) {
+      writeFileSync(file, base + extra);
+      const result = await cli(['ct-pool', 'apply', '-f', file, ...flags, '-n', namespace]);
+      expect([result.code, result.stderr], extra + flags.join(' ')).toEqual([
+        1,
+        expect.stringMatching(message),
+      ]);
+      expect(result.stderr).toMatch(/Nothing was written/);
+    }
+    expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+  });
+
   it('sets minReady and the reclaim settings by flags over a spec file, refuses bad ones, and shows the action', async () => {
     const namespace = await createNamespace(cluster(), 'cli-ct-action');
     const kube = new KubeCluster(cluster().kubeConfig);
