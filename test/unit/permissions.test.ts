@@ -56,7 +56,8 @@ function methodRules(): Map<string, MethodRule> {
     const verb = /this\.(?:call|getOrUndefined)\(\s*'(\w+)'/.exec(body)?.[1];
     if (verb === undefined) return;
     const plural = /plural: '(\w+)'/.exec(body)?.[1];
-    const [group, resource] = body.includes('...cloneApi')
+    // clones go to the clone.kubevirt.io version the cluster serves
+    const [group, resource] = /servedCloneApi\(|cloneGroup,/.test(body)
       ? ['clone.kubevirt.io', 'virtualmachineclones']
       : plural !== undefined
         ? ['kubevirt.io', plural]
