@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { canOpenConsole } from '../access.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import { backendFor, type VdiContext } from '../context.js';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { parseDesktopId } from '../ids.js';
 import type { TerminalStream } from '../kube/pod-exec.js';
 import { identitySchema, parseOptions } from '../validate.js';
@@ -88,20 +88,20 @@ export async function openTerminal(
       rows: rows ?? 24,
     });
   } catch (error) {
-    if (!isRefusedUpgrade(error)) throw error;
+    if (!isVdiError(error, 'FORBIDDEN')) throw error;
     throw new VdiError(
       'FORBIDDEN',
-      `Could not open a terminal in Pod ${namespace}/${member}: the apiserver refused its websocket (403): the caller cannot get resource "pods/exec" in namespace "${namespace}" (newer apiservers also ask to create it). Grant the caller get and create on pods/exec (see the permissions in the docs).`,
-      { details: { namespace, pod: member, status: 403 }, cause: error },
+      `Could not open a terminal in Pod ${namespace}/${member}: ${refusalOf(error, namespace)}`,
+      {
+        details: { namespace, pod: member, status: 403 },
+        cause: error,
+      },
     );
   }
 }
 
-// the websocket client keeps only the status of a refused upgrade, not the apiserver's words
-function isRefusedUpgrade(error: unknown): boolean {
-  for (let current = error; current; current = (current as { cause?: unknown }).cause) {
-    const { message } = current as { message?: unknown };
-    if (typeof message === 'string' && message.includes('Unexpected server response: 403')) return true;
-  }
-  return false;
+// The get check names its verb; the create check that Kubernetes 1.35 added to the upgrade gives no reason.
+function refusalOf(error: VdiError, namespace: string): string {
+  if (/cannot \w+ resource/.test(error.message)) return error.message;
+  return `the caller may get but cannot create resource "pods/exec" in namespace "${namespace}", which Kubernetes 1.35 and later also ask of a terminal's websocket. Grant the caller create on pods/exec (see the permissions in the docs).`;
 }

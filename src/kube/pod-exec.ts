@@ -1,5 +1,9 @@
+import type { IncomingMessage } from 'node:http';
 import { Duplex, PassThrough } from 'node:stream';
-import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
+import { ApiException, Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
+// not re-exported by the package's index; its constructor takes the socket factory used below
+import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
+import WebSocket from 'ws';
 
 /**
  * A process in a Pod's container, as a duplex stream: what is written goes to its input, what it prints (output
@@ -48,6 +52,36 @@ class SizedOutput extends PassThrough {
 }
 
 /**
+ * A websocket that turns a refused upgrade into the apiserver's own answer (client-node's keeps only its status,
+ * so a 403 would not say which permission is missing).
+ */
+function socketKeepingRefusals(
+  url: string,
+  protocols: string[],
+  options: WebSocket.ClientOptions,
+): WebSocket {
+  const socket = new WebSocket(url, protocols, options);
+  socket.once('unexpected-response', (request, response: IncomingMessage) => {
+    const chunks: Buffer[] = [];
+    response.on('data', (chunk: Buffer) => chunks.push(chunk));
+    response.once('end', () => {
+      request.destroy();
+      const status = response.statusCode ?? 500;
+      socket.emit(
+        'error',
+        new ApiException(status, `HTTP ${status}`, Buffer.concat(chunks).toString('utf8'), {}),
+      );
+    });
+  });
+  return socket;
+}
+
+// client-node rejects with the websocket's error event; the error it carries is the apiserver's answer
+function errorOfEvent(error: unknown): unknown {
+  return error instanceof Object && 'error' in error && error.error instanceof Error ? error.error : error;
+}
+
+/**
  * Runs `command` in a Pod's container through the apiserver's `pods/exec` subresource (a websocket the
  * apiserver forwards to the node), with stdin, and with a TTY when `tty` is set, as `kubectl exec -i[t]` does.
  */
@@ -60,18 +94,22 @@ export async function openPodExec(kubeConfig: KubeConfig, target: PodExecTarget)
   const exitCode = new Promise<number>((resolve) => {
     settle = resolve;
   });
-  const socket = await new Exec(kubeConfig).exec(
-    target.namespace,
-    target.pod,
-    target.container,
-    target.command,
-    output,
-    // without a terminal its errors come apart from its output; the stream merges them as a terminal would
-    tty ? null : output,
-    input,
-    tty,
-    (status) => settle(exitCodeOf(status)),
-  );
+  const socket = await new Exec(kubeConfig, new WebSocketHandler(kubeConfig, socketKeepingRefusals))
+    .exec(
+      target.namespace,
+      target.pod,
+      target.container,
+      target.command,
+      output,
+      // without a terminal its errors come apart from its output; the stream merges them as a terminal would
+      tty ? null : output,
+      input,
+      tty,
+      (status) => settle(exitCodeOf(status)),
+    )
+    .catch((error: unknown) => {
+      throw errorOfEvent(error);
+    });
   socket.on('close', () => {
     settle(-1);
     output.end();
