@@ -149,7 +149,10 @@ describe.concurrent('a claim planned on a view older than the cluster', () => {
   });
 });
 
-describe.concurrent('a member whose previous instance is still going down', () => {
+// A claim waits for a guest going down with 50 reads 200 ms apart: side by side on a busy machine that takes a minute.
+const goingDownWait = { timeout: 120_000 };
+
+describe.concurrent('a member whose previous instance is still going down', goingDownWait, () => {
   it('is not handed out: the next claim takes another member, or is told to try again in a moment', async () => {
     const namespace = await createTestNamespace(cluster(), 'slowstop');
     await createPoolMembers(cluster(), namespace, 'devpool', 2);
@@ -266,7 +269,7 @@ describe.concurrent('a member whose previous instance is still going down', () =
   });
 });
 
-describe.concurrent('a claim taking over an expired claim', () => {
+describe.concurrent('a claim taking over an expired claim', goingDownWait, () => {
   async function expiredClaim(prefix: string) {
     const namespace = await createTestNamespace(cluster(), prefix);
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
