@@ -16,7 +16,8 @@ import {
 // a clone never finishes and a 1 ms timeout is spent by the first look at it, with no real wait.
 const cluster = useCliCluster();
 
-describe('corral-vdi pool create when clones never finish', () => {
+// Every test works in a namespace of its own, so the file's tests run side by side.
+describe.concurrent('corral-vdi pool create when clones never finish', () => {
   it('gives up after --clone-timeout, removes what it made, and says where to look', async () => {
     const namespace = await createNamespace(cluster(), 'stuck');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');

@@ -29,7 +29,8 @@ const commands = [
   'broker serve',
 ];
 
-describe('corral-vdi without a cluster', () => {
+// No test touches a cluster or another's files, so they run side by side.
+describe.concurrent('corral-vdi without a cluster', () => {
   it('prints the version from package.json', async () => {
     const manifest = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
       version: string;

@@ -7,7 +7,8 @@ import { cliEnv, cliFor, collectOutput, startCli, useCliCluster } from './cli-su
 const cluster = useCliCluster();
 const { cli, poolOf } = cliFor(cluster);
 
-describe('corral-vdi claim --wait', () => {
+// Every test works in a namespace of its own, so the file's tests run side by side.
+describe.concurrent('corral-vdi claim --wait', () => {
   it('queues, prints the position as it moves, and claims the member once it is unassigned', async () => {
     const namespace = await poolOf('claim-wait', 1);
     const mine = await cli(['claim', 'devpool', '-n', namespace]);
