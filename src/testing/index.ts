@@ -8,7 +8,6 @@ export {
   selectedKubernetesVersion,
 } from './binaries.js';
 export { type FixtureSet, loadFixtures } from './fixtures.js';
-export type { KubevirtWrite } from './kubevirt-writes.js';
 export {
   createNamespaceClock,
   createSimulatedNode,
@@ -23,6 +22,7 @@ export {
   simulatorAnnotations,
   startKubevirtSimulator,
 } from './kubevirt/index.js';
+export type { KubevirtWrite } from './kubevirt-writes.js';
 export {
   connectLocalCluster,
   type LocalCluster,

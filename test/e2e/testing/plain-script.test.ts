@@ -70,5 +70,7 @@ console.log('done', outcome);
 
 // The script runs the built package (dist/), as scripts/test.sh builds it before the tests.
 if (!existsSync(join(packageRoot, 'dist', 'testing', 'index.js'))) {
-  throw new Error('dist/testing/index.js is missing: build the package first (npx tsup), as scripts/test.sh does.');
+  throw new Error(
+    'dist/testing/index.js is missing: build the package first (npx tsup), as scripts/test.sh does.',
+  );
 }
