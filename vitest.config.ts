@@ -5,7 +5,7 @@ const sharedControlPlane = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    // Cluster and e2e files mostly wait on the apiserver and child processes: two at a time even on two cores.
+    // Two at a time even on two cores; a third was no faster and pushed claim waits past their timeouts.
     maxWorkers: 2,
     projects: [
       {
