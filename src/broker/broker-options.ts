@@ -103,6 +103,7 @@ export interface ResolvedBrokerOptions {
   audit: ReadableAuditSink;
   namespaces: string[];
   admins: string[];
+  adminGroups: string[];
   enabled: boolean;
   authRequired: boolean;
   metrics: boolean;
@@ -133,6 +134,7 @@ const brokerOptionsSchema = z.object({
   enabled: z.boolean().optional(),
   namespaces: z.array(z.string()).min(1).optional(),
   admins: z.array(z.string().trim().min(1)).optional(),
+  adminGroups: z.array(z.string().trim().min(1)).optional(),
   authRequired: z.boolean().optional(),
   disconnectGraceMs: z.int().min(0).optional(),
   maxSessionMs: z.int().min(0).optional(),
@@ -181,6 +183,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     audit: vdi.audit,
     namespaces,
     admins: parsed.admins ?? [],
+    adminGroups: parsed.adminGroups ?? [],
     enabled: parsed.enabled ?? true,
     authRequired: parsed.authRequired ?? false,
     sessions: {

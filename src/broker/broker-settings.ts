@@ -15,8 +15,10 @@ export interface BrokerSettings {
   enabled?: boolean;
   /** The namespaces whose pools the broker serves; pool labels elsewhere are ignored. */
   namespaces?: string[];
-  /** The admin allowlist (exact logins). Empty: open mode, where every caller is an admin. */
+  /** The admin allowlist (exact logins). Empty, and no admin groups: open mode, where every caller is an admin. */
   admins?: string[];
+  /** The groups whose members are admins, as the identity provider names them (exact names). */
+  adminGroups?: string[];
   /** Refuse anonymous callers on every `/api` route the broker sees, not only on its own. */
   authRequired?: boolean;
   /** How long a desktop stays claimed after its last console closes, in ms; `0` turns this reclaim off. */
@@ -37,6 +39,7 @@ export const brokerEnvironmentVariables = [
   'CORRAL_VDI_BROKER',
   'CORRAL_VDI_NAMESPACES',
   'CORRAL_ADMINS',
+  'CORRAL_ADMIN_GROUPS',
   'CORRAL_AUTH_REQUIRED',
   'CORRAL_VDI_DISCONNECT_GRACE',
   'CORRAL_VDI_MAX_SESSION',
@@ -82,6 +85,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
   CORRAL_VDI_BROKER: switchValue,
   CORRAL_VDI_NAMESPACES: namespaceList,
   CORRAL_ADMINS: commaList,
+  CORRAL_ADMIN_GROUPS: commaList,
   CORRAL_AUTH_REQUIRED: switchValue,
   CORRAL_VDI_DISCONNECT_GRACE: duration,
   CORRAL_VDI_MAX_SESSION: duration,
@@ -96,7 +100,8 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
  * |---|---|---|
  * | `CORRAL_VDI_BROKER` | `1` turns the broker on | off: every `/api/vdi/` route answers 404 |
  * | `CORRAL_VDI_NAMESPACES` | comma-separated namespaces to serve | `corral-vms` |
- * | `CORRAL_ADMINS` | comma-separated admin logins | none: open mode |
+ * | `CORRAL_ADMINS` | comma-separated admin logins | none |
+ * | `CORRAL_ADMIN_GROUPS` | comma-separated groups whose members are admins | none; with no admins either: open mode |
  * | `CORRAL_AUTH_REQUIRED` | `1` refuses anonymous callers on every `/api` route | off |
  * | `CORRAL_VDI_DISCONNECT_GRACE` | grace after the last console closes (`15m`; `0` off) | `15m` |
  * | `CORRAL_VDI_MAX_SESSION` | maximum claim age (`8h`; `0` none) | `0` |
@@ -133,6 +138,7 @@ export function brokerOptionsFromEnv(
     enabled: read('CORRAL_VDI_BROKER', false),
     namespaces: namespaces.length > 0 ? namespaces : [defaultNamespace],
     admins: read('CORRAL_ADMINS', []),
+    adminGroups: read('CORRAL_ADMIN_GROUPS', []),
     authRequired: read('CORRAL_AUTH_REQUIRED', false),
     disconnectGraceMs: read('CORRAL_VDI_DISCONNECT_GRACE', 15 * 60_000),
     maxSessionMs: read('CORRAL_VDI_MAX_SESSION', 0),

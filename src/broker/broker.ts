@@ -158,7 +158,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const settings = resolveBrokerOptions(options);
   const { vdi, namespaces, log } = settings;
   const ctx = vdi.context;
-  const isAdmin = createAdminCheck(settings.admins);
+  const isAdmin = createAdminCheck(settings.admins, settings.adminGroups);
   const metrics = createBrokerMetrics({
     ctx,
     readPools: () => readPoolCounts(ctx, namespaces),
@@ -324,9 +324,9 @@ export function createBroker(options: BrokerOptions): Broker {
     reconcileCtPools: () => ctPools.runPass(),
     keepSpares: () => spares.runPass(),
     start() {
-      if (settings.admins.length === 0) {
+      if (settings.admins.length === 0 && settings.adminGroups.length === 0) {
         log(
-          'broker: CORRAL_ADMINS is empty, so every caller is an admin and may release any desktop (open mode); set an admin allowlist before offering the broker to more than one person.',
+          'broker: CORRAL_ADMINS and CORRAL_ADMIN_GROUPS are empty, so every caller is an admin and may release any desktop (open mode); set an admin allowlist before offering the broker to more than one person.',
         );
       }
       if (settings.caches) vdi.startCaches(namespaces);

@@ -15,12 +15,15 @@ export interface AuthorizeConsoleOptions {
   identity: string;
   /** Which console the caller opens. */
   kind: ConsoleKind;
+  /** The caller's groups, as {@link Broker.identify} found them; a member of an admin group is an admin. */
+  groups?: string[];
 }
 
 const consoleSchema = z.object({
   desktopId: z.string(),
   identity: z.string(),
   kind: z.enum(['vnc', 'serial', 'terminal', 'rdp']),
+  groups: z.array(z.string()).optional(),
 });
 
 /** What the console gate needs of its broker. */
@@ -28,7 +31,7 @@ export interface ConsoleGateOptions {
   ctx: VdiContext;
   sessions: SessionEngine;
   namespaces: readonly string[];
-  isAdmin(login: string): boolean;
+  isAdmin(login: string, groups: readonly string[]): boolean;
 }
 
 /**
@@ -40,7 +43,11 @@ export function createConsoleGate(
 ): (consoleOptions: AuthorizeConsoleOptions) => Promise<ConsoleHandle> {
   const { ctx, sessions, namespaces, isAdmin } = options;
   return async (consoleOptions) => {
-    const { desktopId, identity, kind } = parseOptions(consoleSchema, consoleOptions, 'authorizeConsole');
+    const { desktopId, identity, kind, groups } = parseOptions(
+      consoleSchema,
+      consoleOptions,
+      'authorizeConsole',
+    );
     if (identity.trim() === '')
       throw new VdiError(
         'UNAUTHENTICATED',
@@ -54,7 +61,7 @@ export function createConsoleGate(
       namespace,
       member,
       identity,
-      isAdmin: isAdmin(identity),
+      isAdmin: isAdmin(identity, groups ?? []),
       decide: (request) => canOpenConsole({ ...request, doing: 'open a console of' }),
     });
     return await sessions.openConsole({ member, namespace, identity, kind });

@@ -36,6 +36,11 @@ export interface IdentityProvider {
   readonly name: string;
   /** The request header the login comes from, when there is one: a refusal names it. */
   readonly header?: string;
+  /**
+   * The request header the caller's groups come from (comma-separated), when there is one. It is read only on a
+   * request this provider vouched for, so the groups are as trusted as the login.
+   */
+  readonly groupsHeader?: string;
   /** The caller's login, or `undefined` when this provider does not vouch for the request. */
   identify(request: IdentityRequest): string | undefined | Promise<string | undefined>;
 }
@@ -47,7 +52,9 @@ export interface IdentityProvider {
  * - `service`: a peer that presented one of the configured service tokens; it is not a user.
  * - `anonymous`: no provider identified the request.
  * - `invalid`: a trusted header was present but carried no usable login: empty, too long, padded with spaces,
- *   or sent more than once (which HTTP joins into `mallory, alice`).
+ *   or sent more than once (which HTTP joins into `mallory, alice`); or the trusted groups header carried no
+ *   usable list: an empty entry, an entry padded with spaces (a header sent twice), too long, or with control
+ *   characters.
  *
  * @category broker
  */
@@ -59,6 +66,8 @@ export type CallerIdentity =
       login: string;
       /** The name of the provider that vouched for it. */
       provider: string;
+      /** The caller's groups from the provider's groups header; empty when it has none or none was sent. */
+      groups: string[];
     }
   | {
       /** A Corral peer with a service token. */
@@ -75,6 +84,8 @@ export type CallerIdentity =
       provider: string;
       /** The header, when the provider names it. */
       header?: string;
+      /** What the header should have carried: the `login` or the `groups`. */
+      part: 'login' | 'groups';
     };
 
 /** Options of {@link tailscaleIdentity}. @category broker */
@@ -127,6 +138,11 @@ export interface AuthGatewayIdentityOptions {
    * the gateway.
    */
   trustedProxies?: string[];
+  /**
+   * The header the gateway sets to the signed-in user's groups, comma-separated.
+   * @defaultValue `'X-Auth-Request-Groups'` (oauth2-proxy with `--set-xauthrequest`)
+   */
+  groupsHeader?: string;
 }
 
 const headerNamePattern = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -137,6 +153,10 @@ const gatewaySchema = z.object({
     .regex(headerNamePattern, 'must be an HTTP header name such as X-Auth-Request-Email')
     .optional(),
   trustedProxies: z.array(z.string().min(1)).optional(),
+  groupsHeader: z
+    .string()
+    .regex(headerNamePattern, 'must be an HTTP header name such as X-Auth-Request-Groups')
+    .optional(),
 });
 
 // Node reports IPv4 peers of a dual-stack socket as ::ffff:a.b.c.d.
@@ -152,7 +172,11 @@ function normalizeAddress(address: string): string {
  *
  * @example
  * ```ts
- * const gateway = authGatewayIdentity({ header: 'X-Forwarded-Email', trustedProxies: ['10.0.0.5'] });
+ * const gateway = authGatewayIdentity({
+ *   header: 'X-Forwarded-Email',
+ *   groupsHeader: 'X-Forwarded-Groups',
+ *   trustedProxies: ['10.0.0.5'],
+ * });
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` for a malformed header name or proxy list.
  * @category broker
@@ -164,6 +188,7 @@ export function authGatewayIdentity(options: AuthGatewayIdentityOptions = {}): I
   return {
     name: 'auth-gateway',
     header,
+    groupsHeader: parsed.groupsHeader ?? 'X-Auth-Request-Groups',
     identify: ({ headers, remoteAddress }) => {
       if (proxies && (remoteAddress === undefined || !proxies.has(normalizeAddress(remoteAddress))))
         return undefined;
@@ -190,6 +215,15 @@ function isUsableLogin(login: string): boolean {
   return login !== '' && login.length <= maxIdentityLength && login.trim() === login && !login.includes(',');
 }
 
+// oauth2-proxy joins groups with a bare comma and HTTP joins a repeated header with ", ", so a padded entry
+// means the header was sent twice.
+function groupsOf(value: string): string[] | undefined {
+  const groups = value.split(',');
+  const usable = (group: string) =>
+    group !== '' && group.length <= maxIdentityLength && group.trim() === group && !/\p{Cc}/u.test(group);
+  return groups.every(usable) ? groups : undefined;
+}
+
 /** Options of {@link createIdentityResolver}. */
 export interface IdentityResolverOptions {
   providers: readonly IdentityProvider[];
@@ -210,10 +244,17 @@ export function createIdentityResolver(
         return {
           kind: 'invalid',
           provider: provider.name,
+          part: 'login',
           ...(provider.header === undefined ? {} : { header: provider.header }),
         };
       }
-      return { kind: 'user', login, provider: provider.name };
+      const { groupsHeader } = provider;
+      const sent = groupsHeader === undefined ? null : request.headers.get(groupsHeader);
+      const groups = sent === null ? [] : groupsOf(sent);
+      if (groups === undefined && groupsHeader !== undefined) {
+        return { kind: 'invalid', provider: provider.name, part: 'groups', header: groupsHeader };
+      }
+      return { kind: 'user', login, provider: provider.name, groups: groups ?? [] };
     }
     return { kind: 'anonymous' };
   };

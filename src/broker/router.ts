@@ -21,7 +21,7 @@ export interface RouterOptions {
   /** Refuse anonymous callers on other `/api` paths too. */
   authRequired: boolean;
   identify(request: IdentityRequest): Promise<CallerIdentity>;
-  isAdmin(login: string): boolean;
+  isAdmin(login: string, groups: readonly string[]): boolean;
   desktops: DesktopReader;
   handlers: RouteHandlers;
   /** The answers of the routes anyone may call: the probes and the metrics. */
@@ -43,8 +43,11 @@ function refuse(identity: CallerIdentity): BrokerResponse | undefined {
     case 'invalid':
       return answerFailure(
         'UNAUTHENTICATED',
-        `The ${identity.provider} identity header${identity.header ? ` ${identity.header}` : ''} carries no usable ` +
-          'login: it must be sent once, with one login that is not empty, has no comma and no surrounding spaces.',
+        identity.part === 'groups'
+          ? `The ${identity.provider} groups header ${identity.header ?? ''} carries no usable list: it must be sent ` +
+              'once, as groups joined by bare commas, none empty, none with surrounding spaces or control characters.'
+          : `The ${identity.provider} identity header${identity.header ? ` ${identity.header}` : ''} carries no usable ` +
+              'login: it must be sent once, with one login that is not empty, has no comma and no surrounding spaces.',
       );
     case 'service':
       return answerFailure(
@@ -135,7 +138,11 @@ function createAdmission(options: RouterOptions): (request: BrokerRequest) => Pr
         answerFailure(match.code, match.message, match.allow ? { allow: match.allow.join(', ') } : {}),
       );
     }
-    const caller = { login: identity.login, admin: isAdmin(identity.login) };
+    const caller = {
+      login: identity.login,
+      groups: identity.groups,
+      admin: isAdmin(identity.login, identity.groups),
+    };
     return { kind: 'route', name: match.name, params: match.params, caller };
   };
 }

@@ -21,7 +21,11 @@ function desktopsPageFolder(): string {
   return join(dirname(manifest), 'dist', 'ui');
 }
 
-async function identityFrom(header: string, proxies: string | undefined): Promise<IdentityProvider> {
+async function identityFrom(
+  header: string,
+  proxies: string | undefined,
+  groupsHeader: string | undefined,
+): Promise<IdentityProvider> {
   const { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } = await import(
     '../broker/identity.js'
   );
@@ -29,10 +33,15 @@ async function identityFrom(header: string, proxies: string | undefined): Promis
     ?.split(',')
     .map((proxy) => proxy.trim())
     .filter((proxy) => proxy !== '');
-  if (header.toLowerCase() === tailscaleLoginHeader.toLowerCase() && trustedProxies === undefined) {
+  const tailscale = header.toLowerCase() === tailscaleLoginHeader.toLowerCase();
+  if (tailscale && trustedProxies === undefined && groupsHeader === undefined) {
     return tailscaleIdentity({ trustHeaders: true });
   }
-  return authGatewayIdentity({ header, ...(trustedProxies === undefined ? {} : { trustedProxies }) });
+  return authGatewayIdentity({
+    header,
+    ...(trustedProxies === undefined ? {} : { trustedProxies }),
+    ...(groupsHeader === undefined ? {} : { groupsHeader }),
+  });
 }
 
 const leaderTimings = {
@@ -110,6 +119,11 @@ const serve: CommandSpec = {
       value: 'NAME',
       help: "The request header that carries the caller's login, set by the proxy in front (Tailscale-User-Login, X-Auth-Request-Email).",
     },
+    'trust-groups-header': {
+      type: 'string',
+      value: 'NAME',
+      help: "The request header that carries the caller's groups, comma-separated, set by the same proxy. Default X-Auth-Request-Groups (none with Tailscale-User-Login). Also CORRAL_TRUST_GROUPS_HEADER.",
+    },
     'trusted-proxies': {
       type: 'string',
       value: 'ADDRS',
@@ -171,7 +185,7 @@ const serve: CommandSpec = {
   notes: [
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
-      '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_AUTH_REQUIRED, ' +
+      '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_ADMIN_GROUPS, CORRAL_AUTH_REQUIRED, ' +
       'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT and CORRAL_VDI_IDLE_WARNING. A ' +
       'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
     '/healthz and /readyz answer anyone, for the probes of the platform; /readyz fails as soon as a shutdown ' +
@@ -185,6 +199,8 @@ const serve: CommandSpec = {
   ],
   async run(input) {
     const header = requiredFlag(input, serve, 'trust-header');
+    const groupsHeader =
+      stringFlag(input, 'trust-groups-header') ?? (input.env.CORRAL_TRUST_GROUPS_HEADER?.trim() || undefined);
     const leaderElection = leaderElectionFrom(input);
     const { terminal } = input;
     const log = loggerFor(stringFlag(input, 'log-format'), terminal);
@@ -204,7 +220,7 @@ const serve: CommandSpec = {
       ...settings,
       namespaces,
       kubeConfig: session.kubeConfig,
-      identity: [await identityFrom(header, stringFlag(input, 'trusted-proxies'))],
+      identity: [await identityFrom(header, stringFlag(input, 'trusted-proxies'), groupsHeader)],
       log,
       metrics: booleanFlag(input, 'metrics'),
       ...(metricsListen === undefined ? {} : { metricsListen }),

@@ -85,6 +85,7 @@ describe('createIdentityResolver', () => {
       kind: 'user',
       login: 'alice',
       provider: 'tailscale',
+      groups: [],
     });
     await expect(resolve(request({ 'X-Auth-Request-Email': 'bob' }))).resolves.toMatchObject({
       login: 'bob',
@@ -108,7 +109,11 @@ describe('createIdentityResolver', () => {
   it.each(['', ' alice', 'a'.repeat(1025)])('calls a trusted header carrying %j invalid', async (login) => {
     const only: IdentityProvider = { name: 'fixed', identify: () => login };
     const resolveFixed = createIdentityResolver({ providers: [only], peerTokens: [] });
-    await expect(resolveFixed(request({}))).resolves.toEqual({ kind: 'invalid', provider: 'fixed' });
+    await expect(resolveFixed(request({}))).resolves.toEqual({
+      kind: 'invalid',
+      provider: 'fixed',
+      part: 'login',
+    });
   });
 
   it('calls a trusted header sent twice invalid and names it, as the fetch Headers join repeats', async () => {
@@ -118,6 +123,7 @@ describe('createIdentityResolver', () => {
     await expect(resolve({ headers, remoteAddress: '127.0.0.1' })).resolves.toEqual({
       kind: 'invalid',
       provider: 'tailscale',
+      part: 'login',
       header: 'Tailscale-User-Login',
     });
     const gateway = createIdentityResolver({
@@ -127,8 +133,74 @@ describe('createIdentityResolver', () => {
     await expect(gateway(request({ From: 'mallory, alice' }))).resolves.toEqual({
       kind: 'invalid',
       provider: 'auth-gateway',
+      part: 'login',
       header: 'From',
     });
+  });
+
+  it("reads the caller's groups from oauth2-proxy's groups header, as the login's provider vouches for them", async () => {
+    await expect(
+      resolve(request({ 'X-Auth-Request-Email': 'bob', 'X-Auth-Request-Groups': 'devs,ops@example.com' })),
+    ).resolves.toEqual({
+      kind: 'user',
+      login: 'bob',
+      provider: 'auth-gateway',
+      groups: ['devs', 'ops@example.com'],
+    });
+    await expect(resolve(request({ 'X-Auth-Request-Email': 'bob' }))).resolves.toMatchObject({ groups: [] });
+  });
+
+  it('reads groups from a configured header only, and not from a request the gateway did not send', async () => {
+    const gateway = createIdentityResolver({
+      providers: [authGatewayIdentity({ groupsHeader: 'X-Forwarded-Groups', trustedProxies: ['10.0.0.5'] })],
+      peerTokens: [],
+    });
+    const headers = {
+      'X-Auth-Request-Email': 'bob',
+      'X-Forwarded-Groups': 'devs',
+      'X-Auth-Request-Groups': 'ops',
+    };
+    await expect(gateway(request(headers, '10.0.0.5'))).resolves.toMatchObject({ groups: ['devs'] });
+    await expect(gateway(request(headers, '10.0.0.6'))).resolves.toEqual({ kind: 'anonymous' });
+  });
+
+  it('ignores a groups header the login provider does not trust', async () => {
+    await expect(
+      resolve(request({ 'Tailscale-User-Login': 'alice', 'X-Auth-Request-Groups': 'admins' })),
+    ).resolves.toMatchObject({ login: 'alice', groups: [] });
+  });
+
+  it.each(['', 'devs,', ',devs', 'devs,,ops', 'devs, ops', 'de\tvs', 'g'.repeat(1025)])(
+    'calls a trusted groups header carrying %j invalid and names it',
+    async (groups) => {
+      await expect(
+        resolve(request({ 'X-Auth-Request-Email': 'bob', 'X-Auth-Request-Groups': groups })),
+      ).resolves.toEqual({
+        kind: 'invalid',
+        provider: 'auth-gateway',
+        part: 'groups',
+        header: 'X-Auth-Request-Groups',
+      });
+    },
+  );
+
+  it('calls a groups header sent twice invalid, as the fetch Headers join repeats', async () => {
+    const headers = new Headers({ 'X-Auth-Request-Email': 'bob' });
+    headers.append('X-Auth-Request-Groups', 'devs');
+    headers.append('X-Auth-Request-Groups', 'admins');
+    await expect(resolve({ headers, remoteAddress: '127.0.0.1' })).resolves.toMatchObject({
+      kind: 'invalid',
+      part: 'groups',
+    });
+  });
+
+  it('refuses a groups header name that is not one', () => {
+    expect(
+      isVdiError(
+        thrownBy(() => authGatewayIdentity({ groupsHeader: 'X Groups' })),
+        'INVALID_INPUT',
+      ),
+    ).toBe(true);
   });
 
   it('calls a request without headers anonymous', async () => {

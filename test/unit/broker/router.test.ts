@@ -159,9 +159,9 @@ function setUp(
     authRequired: false,
     identify: async ({ headers }) => {
       const login = headers.get('x-user');
-      return login === null ? { kind: 'anonymous' } : { kind: 'user', login, provider: 'test' };
+      return login === null ? { kind: 'anonymous' } : { kind: 'user', login, provider: 'test', groups: [] };
     },
-    isAdmin: createAdminCheck([admin]),
+    isAdmin: createAdminCheck([admin], []),
     desktops,
     handlers: { ...recordingHandlers(calls), ...handlers },
     operations,
@@ -221,7 +221,7 @@ describe('createRouter', () => {
     const { call, calls } = setUp();
     await call('GET', '/api/vdi/desktops?all=1&identity=bob', admin);
     expect(calls[0]?.input).toEqual({
-      caller: { login: admin, admin: true },
+      caller: { login: admin, groups: [], admin: true },
       params: {},
       query: { all: '1' },
       desktop: undefined,
@@ -231,7 +231,7 @@ describe('createRouter', () => {
     });
     // the claim's body rule keeps only its own fields: an identity in it never reaches the handler
     expect(calls[1]?.input).toEqual({
-      caller: { login: alice, admin: false },
+      caller: { login: alice, groups: [], admin: false },
       params: { kind: 'vm', ns: 'corral-vms', pool: 'devpool' },
       query: undefined,
       body: {},
@@ -252,7 +252,7 @@ describe('createRouter', () => {
     expect((await call('POST', path, alice))?.status).toBe(202);
     expect((await call('POST', path, admin))?.status).toBe(202);
     expect(calls[1]?.input).toMatchObject({
-      caller: { login: admin, admin: true },
+      caller: { login: admin, groups: [], admin: true },
       desktop: { view: { owner: alice } },
     });
   });
@@ -305,7 +305,7 @@ describe('createUpgradeRouter', () => {
     expect(await upgrade(vnc, alice)).toEqual({
       kind: 'console',
       params: { kind: 'vm', ns: 'corral-vms', member: 'devpool-1', protocol: 'vnc' },
-      caller: { login: alice, admin: false },
+      caller: { login: alice, groups: [], admin: false },
     });
   });
 
