@@ -198,6 +198,70 @@ export function canOpenConsole(request: ConsoleAccessRequest): AccessDecision {
  *
  * @category access
  */
-export function refusalError(refusal: AccessRefusal): VdiError {
+export function refusalError(
+  refusal: AccessRefusal | Extract<PoolAccessDecision, { kind: 'refused' }>,
+): VdiError {
   return new VdiError(refusal.code, refusal.reason, { details: refusal.details });
+}
+
+/** Who may claim from a pool: its allowed groups and users; both empty lets everyone. @category access */
+export interface PoolEntitlement {
+  /** The pool ID, `<kind>/<namespace>/<pool>`, for the refusal's reason. */
+  poolId: string;
+  /** Groups whose members may claim. */
+  allowedGroups?: readonly string[] | undefined;
+  /** Logins that may claim. */
+  allowedUsers?: readonly string[] | undefined;
+}
+
+/** Who asks to claim from a pool. @category access */
+export interface PoolAccessRequest {
+  /** The caller's exact login. */
+  identity: string;
+  /** The caller's groups, as the identity provider vouched for them. */
+  groups: readonly string[];
+  /** Whether the caller is an administrator: administrators may use every pool. */
+  isAdmin: boolean;
+  pool: PoolEntitlement;
+}
+
+/** What {@link canUsePool} decides. @category access */
+export type PoolAccessDecision =
+  | { kind: 'allowed' }
+  | {
+      kind: 'refused';
+      code: Extract<VdiErrorCode, 'NOT_ENTITLED'>;
+      reason: string;
+      details: Readonly<Record<string, unknown>>;
+    };
+
+/**
+ * Whether a caller may claim from (wait for, open a console in) a pool: a pool with no allowed groups and no
+ * allowed users lets everyone; otherwise an allowed login, a member of an allowed group, or an administrator. A
+ * refusal is `NOT_ENTITLED`, naming the pool and what to ask for.
+ *
+ * @example
+ * ```ts
+ * const decision = canUsePool({ identity, groups, isAdmin, pool: { poolId: 'vm/corral-vms/gpu', allowedGroups: ['ml'] } });
+ * ```
+ * @category access
+ */
+export function canUsePool(request: PoolAccessRequest): PoolAccessDecision {
+  const { identity, groups, isAdmin, pool } = request;
+  const allowedGroups = pool.allowedGroups ?? [];
+  const allowedUsers = pool.allowedUsers ?? [];
+  if (allowedGroups.length === 0 && allowedUsers.length === 0) return { kind: 'allowed' };
+  if (isAdmin || allowedUsers.includes(identity) || groups.some((group) => allowedGroups.includes(group))) {
+    return { kind: 'allowed' };
+  }
+  const askFor =
+    allowedGroups.length === 0
+      ? 'to be added to its allowed users'
+      : `to be added to one of its groups (${allowedGroups.join(', ')}) or to its allowed users`;
+  return {
+    kind: 'refused',
+    code: 'NOT_ENTITLED',
+    reason: `${identity} may not use pool ${pool.poolId}; ask an administrator ${askFor}.`,
+    details: { pool: pool.poolId, allowedGroups: [...allowedGroups] },
+  };
 }

@@ -29,6 +29,7 @@ export type VdiErrorCode =
   | 'INVALID_INPUT'
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
+  | 'NOT_ENTITLED'
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'METHOD_NOT_ALLOWED'
@@ -72,6 +73,7 @@ export const httpStatusByCode: Readonly<Record<VdiErrorCode, number>> = {
   INVALID_INPUT: 400,
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
+  NOT_ENTITLED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
   METHOD_NOT_ALLOWED: 405,

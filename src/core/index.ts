@@ -5,8 +5,11 @@ export type {
   AccessRefusal,
   AccessRequest,
   ConsoleAccessRequest,
+  PoolAccessDecision,
+  PoolAccessRequest,
+  PoolEntitlement,
 } from '../access.js';
-export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from '../access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, canUsePool, refusalError } from '../access.js';
 export { createConsoleInputDetector } from '../broker/console-input.js';
 export type { RfbInputParser, RfbInputScan } from '../broker/rfb-input.js';
 export { createRfbInputParser } from '../broker/rfb-input.js';
