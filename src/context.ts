@@ -22,6 +22,21 @@ export interface VdiContext {
   newSessionId(): string;
   /** The backend that serves each desktop kind; a kind without one is not served. */
   backends: Partial<Record<DesktopKind, DesktopBackend>>;
+  /**
+   * The entitlement hook a self-service claim asks before it writes anything: it throws `NOT_ENTITLED` when the
+   * identity may not claim from the pool. An administrator's assign does not ask it.
+   */
+  checkEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<void>;
+}
+
+/** What the claim path tells the entitlement hook: who claims from which pool. @category access */
+export interface EntitlementRequest {
+  kind: DesktopKind;
+  namespace: string;
+  pool: string;
+  identity: string;
+  groups: readonly string[];
+  isAdmin: boolean;
 }
 
 /**

@@ -27,6 +27,7 @@ import {
   type ReconcileCtPoolResult,
   reconcileCtPool,
 } from './ct/reconcile-ct-pool.js';
+import { checkPoolEntitlement } from './entitlements/pool-entitlement.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
 import type { TerminalStream } from './kube/pod-exec.js';
@@ -205,6 +206,7 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     defaultNamespace: parsed.namespace ?? defaultNamespace,
     newSessionId: randomUUID,
     backends: {},
+    checkEntitlement: checkPoolEntitlement,
   };
   context.backends.vm = createVmBackend(context);
   context.backends.ct = createCtBackend(context);

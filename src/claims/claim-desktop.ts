@@ -50,6 +50,10 @@ export interface ClaimOptions {
   namespace?: string;
   /** The pool's kind. @defaultValue `'vm'` */
   kind?: DesktopKind;
+  /** The caller's groups, from the request pipeline as the identity; a pool may let only some groups claim. */
+  groups?: string[];
+  /** The caller is an administrator, who may claim from every pool. @defaultValue false */
+  asAdmin?: boolean;
 }
 
 /** What a claim returns: the desktop, and how the claim came about. @category claims */
@@ -73,7 +77,17 @@ const claimSchema = z.object({
   identity: identitySchema,
   namespace: namespaceSchema.optional(),
   kind: z.enum(['vm', 'ct']).optional(),
+  groups: z.array(identitySchema).optional(),
+  asAdmin: z.boolean().optional(),
 });
+
+/** How a claim is made: by whom, which member first, and whether the pool's entitlement is asked. */
+export interface ClaimHow {
+  actor: string | undefined;
+  order: ClaimOrder;
+  /** An administrator's assign hands out any pool, so it does not ask the entitlement hook. */
+  skipEntitlement?: boolean;
+}
 
 /**
  * Claims a member of a pool for `options.identity` as {@link planClaim} picks it, starts it, and records the
@@ -87,13 +101,24 @@ const claimSchema = z.object({
 export async function claimDesktop(
   ctx: VdiContext,
   options: ClaimOptions,
-  how: { actor: string | undefined; order: ClaimOrder },
+  how: ClaimHow,
 ): Promise<ClaimResult> {
-  const { pool, identity, namespace: asked, kind } = parseOptions(claimSchema, options, 'claim');
+  const {
+    pool,
+    identity,
+    namespace: asked,
+    kind,
+    groups,
+    asAdmin,
+  } = parseOptions(claimSchema, options, 'claim');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
   const backend = backendFor(ctx, kind ?? defaultDesktopKind);
   const user = how.actor ?? identity;
   try {
+    if (!how.skipEntitlement) {
+      const target = { kind: backend.kind, namespace, pool, identity };
+      await ctx.checkEntitlement(ctx, { ...target, groups: groups ?? [], isAdmin: asAdmin ?? false });
+    }
     const result = await claimMember(ctx, backend, {
       namespace,
       pool,

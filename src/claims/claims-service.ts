@@ -102,7 +102,8 @@ export function createClaimsService(ctx: VdiContext): ClaimsService {
   return {
     claim: (options) => claimDesktop(ctx, options, { actor: undefined, order: 'random' }),
     // an administrator hands out members in order, as people expect; self-service spreads claimants out
-    assign: ({ actor, ...options }) => claimDesktop(ctx, options, { actor, order: 'lowest' }),
+    assign: ({ actor, ...options }) =>
+      claimDesktop(ctx, options, { actor, order: 'lowest', skipEntitlement: true }),
     release: (options) => releaseAs(options, 'release'),
     unassign: (options) => releaseAs(options, 'unassign'),
     start: (options) => startDesktop(ctx, options),

@@ -11,7 +11,7 @@ export type CommandLine =
       kind: 'run';
       command: CommandSpec;
       args: Record<string, string>;
-      flags: Record<string, string | boolean | undefined>;
+      flags: Record<string, string | boolean | string[] | undefined>;
     }
   | { kind: 'help'; command?: CommandSpec; group?: string }
   | { kind: 'version' };
@@ -90,7 +90,7 @@ export function parseCommandLine(argv: readonly string[], commands: readonly Com
   } catch (error) {
     throw describeParseFailure(error, command.words);
   }
-  const flags = parsed.values as Record<string, string | boolean | undefined>;
+  const flags = parsed.values as Record<string, string | boolean | string[] | undefined>;
   if (flags.help === true) return { kind: 'help', command };
   if (flags.output !== undefined && flags.output !== 'text' && flags.output !== 'json') {
     throw new UsageError(`-o takes text or json, not "${String(flags.output)}"`, command.words);

@@ -8,13 +8,15 @@ export interface OptionSpec {
   short?: string;
   /** The value's placeholder in help, such as `N` in `--size N`. */
   value?: string;
+  /** A string flag that may be given again, each value adding one. */
+  multiple?: boolean;
   help: string;
 }
 
 /** What a command's `run` gets: its arguments by name, its flags, the terminal and the cluster. */
 export interface CommandInput {
   args: Readonly<Record<string, string>>;
-  flags: Readonly<Record<string, string | boolean | undefined>>;
+  flags: Readonly<Record<string, string | boolean | string[] | undefined>>;
   terminal: Terminal;
   /** The environment the CLI runs in. */
   env: Readonly<Record<string, string | undefined>>;
@@ -71,6 +73,12 @@ export const clusterOptions = {
     help: 'The namespace of the pools. Default: $CORRAL_NAMESPACE, else corral-vms.',
   },
 } as const satisfies Record<string, OptionSpec>;
+
+/** The values of a repeatable `--flag`, in order, or `undefined` when it was not given. */
+export function listFlag(input: CommandInput, name: string): string[] | undefined {
+  const value = input.flags[name];
+  return Array.isArray(value) ? value : undefined;
+}
 
 /** The `--flag`, or `undefined`, as a string. */
 export function stringFlag(input: CommandInput, name: string): string | undefined {

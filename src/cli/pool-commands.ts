@@ -11,6 +11,7 @@ import {
   type CommandSpec,
   clusterOptions,
   countFlag,
+  listFlag,
   requiredFlag,
   stringFlag,
 } from './command-spec.js';
@@ -46,6 +47,18 @@ export const settingsOptions = {
     value: 'DURATION',
     help: "Reclaim a desktop whose broker consoles carried no input this long, such as 30m; 0 turns it off for the pool. Default: the broker's.",
   },
+  'allow-group': {
+    type: 'string',
+    value: 'GROUP',
+    multiple: true,
+    help: 'Let only members of this group (and the allowed users, and admins) claim from the pool; repeat for more. Replaces the stored list.',
+  },
+  'allow-user': {
+    type: 'string',
+    value: 'LOGIN',
+    multiple: true,
+    help: 'Let this login claim from the pool when groups or users are limited; repeat for more. Replaces the stored list.',
+  },
 } as const;
 
 /** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
@@ -53,6 +66,8 @@ export function settingsFlags(input: CommandInput, command: CommandSpec) {
   const action = stringFlag(input, 'reclaim-action');
   const webhook = stringFlag(input, 'reclaim-webhook');
   const idle = stringFlag(input, 'idle-timeout');
+  const allowedGroups = listFlag(input, 'allow-group');
+  const allowedUsers = listFlag(input, 'allow-user');
   let idleTimeoutMs: number | undefined;
   if (idle !== undefined) {
     const parsed = durationSchema.safeParse(idle);
@@ -64,18 +79,22 @@ export function settingsFlags(input: CommandInput, command: CommandSpec) {
     ...(action === undefined ? {} : { reclaimAction: action as ReclaimAction }),
     ...(webhook === undefined ? {} : { reclaimWebhook: webhook }),
     ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+    ...(allowedGroups === undefined ? {} : { allowedGroups }),
+    ...(allowedUsers === undefined ? {} : { allowedUsers }),
     ...(booleanFlag(input, 'allow-http-webhook') ? { allowLoopbackHttpWebhook: true } : {}),
   };
 }
 
 /** A pool's settings in words, for `pool list` and `pool set`. */
 export function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
-  const { reclaimWebhook, idleTimeoutMs } = pool.settings;
+  const { reclaimWebhook, idleTimeoutMs, allowedGroups, allowedUsers } = pool.settings;
   const parts = [
     `reclaim: ${pool.reclaimAction}${reclaimWebhook ? ` → ${new URL(reclaimWebhook).origin}` : ''}`,
   ];
   if (idleTimeoutMs !== undefined)
     parts.push(`idle timeout: ${idleTimeoutMs === 0 ? 'off' : formatDuration(idleTimeoutMs)}`);
+  if (allowedGroups?.length) parts.push(`groups: ${allowedGroups.join(' ')}`);
+  if (allowedUsers?.length) parts.push(`users: ${allowedUsers.join(' ')}`);
   return parts.join(', ');
 }
 
@@ -478,7 +497,7 @@ const plan: CommandSpec = {
 const set: CommandSpec = {
   words: ['pool', 'set'],
   summary:
-    "Change a pool's settings: --min-ready N keeps N free members running as warm spares; its reclaim action, webhook and idle timeout.",
+    "Change a pool's settings: --min-ready N keeps N free members running as warm spares; its reclaim action, webhook, idle timeout and who may claim from it.",
   args: ['name'],
   options: { ...clusterOptions, ...minReadyOption, ...settingsOptions },
   notes: [
@@ -490,6 +509,7 @@ const set: CommandSpec = {
   ],
   examples: [
     '$ corral-vdi pool set devpool --min-ready 2',
+    '$ corral-vdi pool set gpupool --allow-group ml --allow-group research --allow-user alice@example.com',
     '$ corral-vdi pool set devpool --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
     '$ corral-vdi pool set devpool --idle-timeout 45m',
   ],
@@ -498,7 +518,7 @@ const set: CommandSpec = {
     const minReady = minReadyFlag(input);
     if (Object.keys(settings).length === 0 && minReady === undefined) {
       throw new UsageError(
-        'name a setting to change, such as --min-ready, --reclaim-action or --idle-timeout',
+        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout or --allow-group',
         set.words,
       );
     }

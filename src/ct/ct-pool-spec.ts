@@ -58,6 +58,10 @@ export interface CtPoolSpec {
   reclaimWebhook?: string | undefined;
   /** The pool's idle timeout in ms, overriding the broker's; `0` turns idle reclaim off for the pool. */
   idleTimeoutMs?: number | undefined;
+  /** Groups whose members may claim; with no allowed users either, everyone may. */
+  allowedGroups?: string[] | undefined;
+  /** Logins that may claim; with no allowed groups either, everyone may. */
+  allowedUsers?: string[] | undefined;
 }
 
 /** What {@link parseCtPoolSpec} needs to know besides the spec. @category ct-pools */
@@ -150,6 +154,8 @@ function schemaFor(options: ParseCtPoolSpecOptions) {
       reclaimAction: z.string().optional(),
       reclaimWebhook: z.string().optional(),
       idleTimeoutMs: z.number().optional(),
+      allowedGroups: z.array(z.string()).optional(),
+      allowedUsers: z.array(z.string()).optional(),
     })
     .strict()
     .superRefine((spec, ctx) => {
@@ -210,11 +216,8 @@ function checkSettings(
     if (!isVdiError(error, 'INVALID_INPUT')) throw error;
     const { details } = error;
     const field =
-      'idleTimeoutMs' in details
-        ? 'idleTimeoutMs'
-        : 'reclaimAction' in details
-          ? 'reclaimAction'
-          : 'reclaimWebhook';
+      ['idleTimeoutMs', 'allowedGroups', 'allowedUsers', 'reclaimAction'].find((name) => name in details) ??
+      'reclaimWebhook';
     ctx.addIssue({ code: 'custom', path: [field], message: error.message });
   }
 }
@@ -225,6 +228,8 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
     ...(spec.reclaimAction === undefined ? {} : { reclaimAction: spec.reclaimAction }),
     ...(spec.reclaimWebhook === undefined ? {} : { reclaimWebhook: spec.reclaimWebhook }),
     ...(spec.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: spec.idleTimeoutMs }),
+    ...(spec.allowedGroups === undefined ? {} : { allowedGroups: spec.allowedGroups }),
+    ...(spec.allowedUsers === undefined ? {} : { allowedUsers: spec.allowedUsers }),
   };
 }
 

@@ -55,6 +55,10 @@ export interface CreatePoolOptions {
   reclaimWebhook?: string;
   /** The pool's idle timeout in ms, overriding the broker's; `0` turns idle reclaim off for the pool. */
   idleTimeoutMs?: number;
+  /** Groups whose members may claim; with no allowed users either, everyone may. */
+  allowedGroups?: string[];
+  /** Logins that may claim; with no allowed groups either, everyone may. */
+  allowedUsers?: string[];
   /** Accept an http webhook on localhost, 127.0.0.1 or ::1. @defaultValue false */
   allowLoopbackHttpWebhook?: boolean;
 }

@@ -2,6 +2,7 @@ import { VdiError } from '../errors.js';
 import { poolLabel, poolSettingsLabel } from '../keys.js';
 import type { ConfigMapObject } from '../kube-objects.js';
 import { formatDuration, parseDuration } from '../sessions/parse-duration.js';
+import { maxIdentityLength } from '../validate.js';
 
 /**
  * What the reclaim policy does with a desktop it takes back: `stop` it (a persistent pool's reset, disks kept),
@@ -27,6 +28,10 @@ export interface PoolSettings {
   reclaimWebhook?: string;
   /** The pool's idle timeout in ms, overriding the broker's; `0` turns idle reclaim off for the pool. */
   idleTimeoutMs?: number;
+  /** Groups whose members may claim from the pool; with `allowedUsers` empty too, everyone may. See `canUsePool`. */
+  allowedGroups?: string[];
+  /** Logins that may claim from the pool; with `allowedGroups` empty too, everyone may. */
+  allowedUsers?: string[];
 }
 
 /** What {@link checkPoolSettings} needs to know besides the settings. @category pools */
@@ -84,12 +89,35 @@ export function checkPoolSettings(settings: PoolSettings, context: PoolSettingsC
     }
     checkWebhook(webhook, pool, context.allowLoopbackHttp ?? false);
   }
+  checkAllowList(settings.allowedGroups, 'allowedGroups', 'group', pool);
+  checkAllowList(settings.allowedUsers, 'allowedUsers', 'login', pool);
   if (idleTimeoutMs !== undefined && (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0)) {
     throw invalid(
       `Idle timeout ${String(idleTimeoutMs)} is not valid; use whole milliseconds of 0 or more (0 turns idle reclaim off for the pool).`,
       { pool, idleTimeoutMs },
     );
   }
+}
+
+// an entry the identity header could never carry would let nobody in through it
+function checkAllowList(list: unknown, field: string, what: string, pool: string): void {
+  if (list === undefined) return;
+  const bad = Array.isArray(list)
+    ? list.find(
+        (entry) =>
+          typeof entry !== 'string' ||
+          entry === '' ||
+          entry.length > maxIdentityLength ||
+          entry.trim() !== entry ||
+          entry.includes(',') ||
+          /\p{Cc}/u.test(entry),
+      )
+    : list;
+  if (bad === undefined) return;
+  throw invalid(
+    `Allowed ${what} ${JSON.stringify(bad)} is not one; each is 1 to ${maxIdentityLength} characters, without commas, control characters or surrounding spaces.`,
+    { pool, [field]: list },
+  );
 }
 
 function checkWebhook(webhook: string, pool: string, allowLoopbackHttp: boolean): void {
@@ -120,7 +148,16 @@ export function poolSettingsName(pool: string): string {
   return `corral-vdi-pool-${pool}`;
 }
 
-const keys = { action: 'reclaim-action', webhook: 'reclaim-webhook', idle: 'idle-timeout' } as const;
+const keys = {
+  action: 'reclaim-action',
+  webhook: 'reclaim-webhook',
+  idle: 'idle-timeout',
+  groups: 'allowed-groups',
+  users: 'allowed-users',
+} as const;
+
+// one entry a line: entries have no line breaks, as checkPoolSettings makes sure
+const listOf = (text: string | undefined) => text?.split('\n').filter((entry) => entry !== '') ?? [];
 
 /**
  * The settings a pool's ConfigMap holds. A value edited by hand into something unreadable counts as unset, so a
@@ -142,6 +179,8 @@ export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSett
     ...(reclaimActions.includes(action as ReclaimAction) ? { reclaimAction: action as ReclaimAction } : {}),
     ...(data[keys.webhook] ? { reclaimWebhook: data[keys.webhook] } : {}),
     ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
+    ...(listOf(data[keys.groups]).length > 0 ? { allowedGroups: listOf(data[keys.groups]) } : {}),
+    ...(listOf(data[keys.users]).length > 0 ? { allowedUsers: listOf(data[keys.users]) } : {}),
   };
 }
 
@@ -155,6 +194,8 @@ export function buildPoolSettingsConfigMap(
   if (settings.reclaimAction) data[keys.action] = settings.reclaimAction;
   if (settings.reclaimWebhook) data[keys.webhook] = settings.reclaimWebhook;
   if (settings.idleTimeoutMs !== undefined) data[keys.idle] = formatDuration(settings.idleTimeoutMs);
+  if (settings.allowedGroups?.length) data[keys.groups] = settings.allowedGroups.join('\n');
+  if (settings.allowedUsers?.length) data[keys.users] = settings.allowedUsers.join('\n');
   return {
     metadata: {
       name: poolSettingsName(pool),

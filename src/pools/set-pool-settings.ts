@@ -41,6 +41,8 @@ export const poolSettingsOptionsSchema = {
   reclaimAction: z.string().optional(),
   reclaimWebhook: z.string().optional(),
   idleTimeoutMs: z.number().optional(),
+  allowedGroups: z.array(z.string()).optional(),
+  allowedUsers: z.array(z.string()).optional(),
   allowLoopbackHttpWebhook: z.boolean().optional(),
 };
 
@@ -57,13 +59,16 @@ export function settingsIn(options: PoolSettings): PoolSettings {
     ...(options.reclaimAction === undefined ? {} : { reclaimAction: options.reclaimAction }),
     ...(options.reclaimWebhook === undefined ? {} : { reclaimWebhook: options.reclaimWebhook }),
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+    ...(options.allowedGroups === undefined ? {} : { allowedGroups: options.allowedGroups }),
+    ...(options.allowedUsers === undefined ? {} : { allowedUsers: options.allowedUsers }),
   };
 }
 
 /**
  * Changes a pool's own settings: its reclaim action (`stop`, `recreate` or `notify`), the webhook `notify` POSTs
- * to, and its idle timeout. Settings left out keep their stored value, except that an action other than `notify`
- * drops the webhook. The settings live in the ConfigMap `corral-vdi-pool-<pool>`, written once; a bad value is
+ * to, its idle timeout, and who may claim from it (`allowedGroups`, `allowedUsers`: a list given replaces the stored
+ * one, an empty list lets everyone). Settings left out keep their stored value, except that an action other than
+ * `notify` drops the webhook. The settings live in the ConfigMap `corral-vdi-pool-<pool>`, written once; a bad value is
  * refused before anything is written.
  *
  * @example

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type ClaimOptions, type ClaimResult, claimDesktop } from '../claims/claim-desktop.js';
+import { type ClaimHow, type ClaimOptions, type ClaimResult, claimDesktop } from '../claims/claim-desktop.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import type { ClaimOrder } from '../claims/plan-claim.js';
@@ -52,6 +52,8 @@ const waitSchema = z
     identity: identitySchema,
     namespace: namespaceSchema.optional(),
     kind: z.enum(['vm', 'ct']).optional(),
+    groups: z.array(identitySchema).optional(),
+    asAdmin: z.boolean().optional(),
     wait: z.boolean().optional(),
     signal: z.instanceof(AbortSignal).optional(),
     waitTimeoutMs: z
@@ -118,7 +120,7 @@ function toTarget(ctx: VdiContext, options: WaiterOptions): WaiterTarget {
 export async function claimOrWait(
   ctx: VdiContext,
   options: WaitingClaimOptions,
-  how: { actor: string | undefined; order: ClaimOrder },
+  how: ClaimHow,
 ): Promise<ClaimResult> {
   const parsed = parseOptions(waitSchema, options, 'claim');
   const { wait, signal, waitTimeoutMs, onPosition, ...claim } = parsed;
