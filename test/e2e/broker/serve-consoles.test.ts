@@ -6,7 +6,7 @@ import { KubeCluster } from '../../../src/kube/cluster.js';
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import { createPoolMembers, createTestNamespace, waitForRunningVmi } from '../../support/cluster.js';
 import { connectRfb, createByteReader, type RfbClient } from '../../support/rfb-client.js';
-import { cliEnv, collectOutput, startCli, useCliCluster } from '../cli/cli-support.js';
+import { startTrustedHeaderBroker, useCliCluster } from '../cli/cli-support.js';
 
 const cluster = useCliCluster();
 const running: ChildProcess[] = [];
@@ -40,24 +40,10 @@ describe('corral-vdi broker serve with consoles', () => {
   it('serves the vnc console route, and holds 50 open consoles in little memory', async () => {
     const namespace = await createTestNamespace(cluster(), 'serve-consoles');
     const [member = ''] = await createPoolMembers(cluster(), namespace, 'devpool', 1);
-    const child = startCli(
-      [
-        'broker',
-        'serve',
-        '--listen',
-        '127.0.0.1:0',
-        '--trust-header',
-        'X-Forwarded-User',
-        '-n',
-        namespace,
-        '--kubeconfig',
-        cluster().kubeconfigPath,
-      ],
-      cliEnv({ CORRAL_VDI_BROKER: '1', CORRAL_ADMINS: 'admin' }),
-    );
+    const { child, url } = await startTrustedHeaderBroker(cluster().kubeconfigPath, namespace, {
+      CORRAL_ADMINS: 'admin',
+    });
     running.push(child);
-    const listening = /broker listening on (http:\/\/\S+)/;
-    const url = listening.exec(await collectOutput(child).waitFor(listening))?.[1] ?? '';
 
     const claim = await fetch(`${url}/api/vdi/pools/vm/${namespace}/devpool/claim`, {
       method: 'POST',

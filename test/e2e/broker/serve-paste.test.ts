@@ -8,7 +8,7 @@ import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, waitForRunningVmi } from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
-import { cliEnv, collectOutput, startCli, useCliCluster } from '../cli/cli-support.js';
+import { startTrustedHeaderBroker, useCliCluster } from '../cli/cli-support.js';
 
 const cluster = useCliCluster();
 const running: ChildProcess[] = [];
@@ -79,24 +79,8 @@ describe('corral-vdi broker serve with a paste in tiny messages', () => {
   it("relays a 1,000,000-byte ClientCutText in 16-byte messages while another user's requests are answered, and the console answers after it", async () => {
     const namespace = await createTestNamespace(cluster(), 'serve-paste');
     const [member = ''] = await createPoolMembers(cluster(), namespace, 'devpool', 1);
-    const child = startCli(
-      [
-        'broker',
-        'serve',
-        '--listen',
-        '127.0.0.1:0',
-        '--trust-header',
-        'X-Forwarded-User',
-        '-n',
-        namespace,
-        '--kubeconfig',
-        cluster().kubeconfigPath,
-      ],
-      cliEnv({ CORRAL_VDI_BROKER: '1' }),
-    );
+    const { child, url } = await startTrustedHeaderBroker(cluster().kubeconfigPath, namespace);
     running.push(child);
-    const listening = /broker listening on (http:\/\/\S+)/;
-    const url = listening.exec(await collectOutput(child).waitFor(listening))?.[1] ?? '';
     const claim = await fetch(`${url}/api/vdi/pools/vm/${namespace}/devpool/claim`, {
       method: 'POST',
       headers: { 'x-forwarded-user': 'alice' },

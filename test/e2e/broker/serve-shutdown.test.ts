@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace } from '../../support/cluster.js';
-import { cliEnv, collectOutput, startCli, useCliCluster } from '../cli/cli-support.js';
+import { startTrustedHeaderBroker, useCliCluster } from '../cli/cli-support.js';
 
 const cluster = useCliCluster();
 const running: ChildProcess[] = [];
@@ -18,25 +18,10 @@ describe('corral-vdi broker serve on SIGTERM', () => {
   it('exits right after answering the request in flight, though its client keeps the connection alive', async () => {
     const namespace = await createTestNamespace(cluster(), 'serve-shutdown');
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
-    const child = startCli(
-      [
-        'broker',
-        'serve',
-        '--listen',
-        '127.0.0.1:0',
-        '--trust-header',
-        'X-Forwarded-User',
-        '-n',
-        namespace,
-        '--kubeconfig',
-        cluster().kubeconfigPath,
-      ],
-      cliEnv({ CORRAL_VDI_BROKER: '1' }),
-    );
+    const { child, url: listening } = await startTrustedHeaderBroker(cluster().kubeconfigPath, namespace);
     running.push(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const listening = /broker listening on (http:\/\/\S+)/;
-    const url = new URL(listening.exec(await collectOutput(child).waitFor(listening))?.[1] ?? '');
+    const url = new URL(listening);
     await waitFor(async () => (await fetch(new URL('/readyz', url))).status, {
       describe: 'the broker to report ready',
       until: (status) => status === 200,

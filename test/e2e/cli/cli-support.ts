@@ -81,6 +81,29 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = cliEn
   return spawn(process.execPath, [cliPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/**
+ * Starts `corral-vdi broker serve` for one namespace on a free loopback port, trusting `X-Forwarded-User`, with
+ * `CORRAL_VDI_BROKER=1` and `env`; resolves with the process once it listens, and its URL.
+ */
+export async function startTrustedHeaderBroker(
+  kubeconfigPath: string,
+  namespace: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = startCli(
+    ['broker', 'serve', '--listen', '127.0.0.1:0', '--trust-header', 'X-Forwarded-User', '-n', namespace],
+    cliEnv({ CORRAL_VDI_BROKER: '1', KUBECONFIG: kubeconfigPath, ...env }),
+  );
+  const listening = /broker listening on (http:\/\/\S+)/;
+  const started = await collectOutput(child)
+    .waitFor(listening)
+    .catch((error: unknown) => {
+      child.kill('SIGKILL');
+      throw error;
+    });
+  return { child, url: listening.exec(started)?.[1] ?? '' };
+}
+
 /** Everything a background process printed so far (stdout and stderr), and a wait for what it prints next. */
 export interface OutputLog {
   text(): string;
