@@ -115,10 +115,11 @@ export interface Broker {
   keepSpares(): Promise<SparesPassResult>;
   /**
    * The gate of a console websocket (noVNC, terminal, RDP) of a claimed desktop: only its holder and the
-   * admins pass. The console is counted by the session engine until the handle's `close()`.
+   * admins pass, and only while the desktop's pool lets the holder in. The console is counted by the session engine
+   * until the handle's `close()`.
    *
    * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `MEMBER_NOT_FOUND`, `INVALID_INPUT`,
-   *   `UNAUTHENTICATED` (an empty identity).
+   *   `NOT_ENTITLED` (the pool no longer lets the holder in), `UNAUTHENTICATED` (an empty identity).
    */
   authorizeConsole(options: AuthorizeConsoleOptions): Promise<ConsoleHandle>;
   /** Who a request is from, by the configured providers and peer tokens; for console upgrades. */

@@ -56,14 +56,17 @@ export function createConsoleGate(
     const id = parseDesktopId(desktopId, namespaces);
     if (id.kind === 'reject') throw new VdiError(id.code, id.message);
     const { desktopKind, namespace, member } = id;
-    await readDesktopAs(ctx, {
+    const admin = isAdmin(identity, groups ?? []);
+    const { view } = await readDesktopAs(ctx, {
       kind: desktopKind,
       namespace,
       member,
       identity,
-      isAdmin: isAdmin(identity, groups ?? []),
+      isAdmin: admin,
       decide: (request) => canOpenConsole({ ...request, doing: 'open a console of' }),
     });
+    const asker = { identity, groups: groups ?? [], isAdmin: admin };
+    await ctx.checkEntitlement(ctx, { kind: desktopKind, namespace, pool: view.pool, ...asker });
     return await sessions.openConsole({ member, namespace, identity, kind });
   };
 }

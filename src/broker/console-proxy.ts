@@ -118,6 +118,10 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
       decide: (request) => canOpenConsole({ ...request, doing: `open the ${protocol} console of` }),
     });
     const desktopId = formatDesktopId({ kind, namespace, member });
+    if (facts) {
+      const asker = { identity: caller.login, groups: caller.groups, isAdmin: caller.admin };
+      await ctx.checkEntitlement(ctx, { kind, namespace, pool: facts.pool, ...asker });
+    }
     // a member gone under its claim reads as resetting: not running, so the planner refuses it as stopped
     const consoles = facts?.consoles ?? [];
     const plan = planConsoleStream({ desktopId, kind, power: marks.power, consoles }, protocol);

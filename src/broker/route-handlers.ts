@@ -1,4 +1,5 @@
 import type { z } from 'zod/mini';
+import { canUsePool, type PoolEntitlement } from '../access.js';
 import type { AuditRecord } from '../audit.js';
 import type { ClaimResult } from '../claims/claim-desktop.js';
 import { claimOutcomeOf } from '../claims/claim-outcome.js';
@@ -77,6 +78,11 @@ const nullable = <T>(value: T | undefined): T | null => (value === undefined ? n
 // the route's kind rule admits only the served kinds
 const kindOf = (params: { kind: string }): DesktopKind => params.kind as DesktopKind;
 
+// the list shows only the pools a claim by this caller would not refuse
+const mayUse = (caller: Caller, pool: PoolEntitlement): boolean =>
+  canUsePool({ identity: caller.login, groups: caller.groups, isAdmin: caller.admin, pool }).kind ===
+  'allowed';
+
 // a member is free while nobody holds it and its Pod exists (one being made again is not handed out)
 function describeCtPool(pool: CtPoolView) {
   const claimed = pool.members.filter((member) => member.owner !== undefined).length;
@@ -110,6 +116,8 @@ function waiterTarget(params: WaiterParams, caller: Caller): WaiterTarget {
     namespace: params.ns,
     pool: params.pool,
     identity: caller.login,
+    groups: [...caller.groups],
+    asAdmin: caller.admin,
     key: params.waiter,
   };
 }
@@ -147,28 +155,40 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
   const openApiDocument = buildOpenApiDocument();
 
   return {
-    async listPools() {
+    async listPools({ caller }) {
       const [vmPools, ctPools] = await Promise.all([
         listPools(ctx, { namespaces: [...namespaces] }),
         Promise.all(namespaces.map((namespace) => vdi.listCtPools({ namespace }))),
       ]);
       return {
         pools: [
-          ...vmPools.map((pool) => ({
-            id: pool.id,
-            kind: 'vm' as const,
-            namespace: pool.namespace,
-            name: pool.name,
-            members: pool.counts.members,
-            claimed: pool.counts.claimed,
-            free: pool.counts.free,
-          })),
-          ...ctPools.flat().map(describeCtPool),
+          ...vmPools
+            .filter((pool) => mayUse(caller, { poolId: pool.id, ...pool.settings }))
+            .map((pool) => ({
+              id: pool.id,
+              kind: 'vm' as const,
+              namespace: pool.namespace,
+              name: pool.name,
+              members: pool.counts.members,
+              claimed: pool.counts.claimed,
+              free: pool.counts.free,
+            })),
+          ...ctPools
+            .flat()
+            .filter((pool) => mayUse(caller, { poolId: pool.id, ...pool.spec }))
+            .map(describeCtPool),
         ],
       };
     },
     async claim({ caller, params, body }) {
-      const asked = { pool: params.pool, identity: caller.login, namespace: params.ns, kind: kindOf(params) };
+      const asked = {
+        pool: params.pool,
+        identity: caller.login,
+        groups: [...caller.groups],
+        asAdmin: caller.admin,
+        namespace: params.ns,
+        kind: kindOf(params),
+      };
       if (body.wait === true) {
         const started = await waiters.start(
           { ...asked, key: shortHash(caller.login) },

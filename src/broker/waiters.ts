@@ -10,6 +10,9 @@ export interface WaiterTarget {
   namespace: string;
   pool: string;
   identity: string;
+  /** The caller's groups and whether it is an admin, for the pool's entitlement. */
+  groups: string[];
+  asAdmin: boolean;
   /** The last part of the waiter ID: the hash the waiter Lease carries. */
   key: string;
 }
@@ -101,6 +104,8 @@ export function createWaiterRegistry(
       const claim = vdi.claim({
         pool: target.pool,
         identity: target.identity,
+        groups: target.groups,
+        asAdmin: target.asAdmin,
         namespace: target.namespace,
         kind: target.kind,
         wait: true,

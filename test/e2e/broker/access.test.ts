@@ -1,7 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
+import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 import { type RunningBroker, startBroker } from './broker-support.js';
 
 const cluster = useSharedCluster();
@@ -67,4 +74,108 @@ describe('groups and admin groups through the broker', () => {
       expect(await api.vdi.context.cluster.listLeases(namespace)).toEqual([]);
     },
   );
+});
+
+const carol = 'carol@example.com';
+
+/** The plain HTTP answer to an upgrade the broker refused. */
+function refusedUpgrade(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; code: string; message: string }> {
+  const socket = new WebSocket(url.replace('http', 'ws'), { headers });
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => reject(new Error(`${url} upgraded`)));
+    socket.once('unexpected-response', (_, response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.once('end', () => {
+        const { error } = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        resolve({ status: response.statusCode ?? 0, code: error.code, message: error.message });
+      });
+    });
+    socket.once('error', () => undefined);
+  });
+}
+
+describe('pool entitlements through the broker', () => {
+  // devpool lets everyone; gpu only the group ml
+  async function setUpPools() {
+    const setup = await setUp();
+    await createPoolMembers(cluster(), setup.namespace, 'gpu', 1);
+    await setPoolSettings(setup.api.vdi.context, {
+      name: 'gpu',
+      namespace: setup.namespace,
+      allowedGroups: ['ml'],
+    });
+    return setup;
+  }
+  const poolNames = (reply: { body: { pools: Array<{ name: string }> } }) =>
+    reply.body.pools.map((pool) => pool.name).sort();
+
+  it('lists only the pools the caller may claim; a member of the group and an admin by group see all', async () => {
+    const { api } = await setUpPools();
+    expect(poolNames(await api.call('GET', '/api/vdi/pools', { as: carol }))).toEqual(['devpool']);
+    const asMember = await api.call('GET', '/api/vdi/pools', {
+      as: alice,
+      headers: { [groupsHeader]: 'ml' },
+    });
+    expect(poolNames(asMember)).toEqual(['devpool', 'gpu']);
+    const asAdmin = await api.call('GET', '/api/vdi/pools', {
+      as: bob,
+      headers: { [groupsHeader]: 'vdi-admins' },
+    });
+    expect(poolNames(asAdmin)).toEqual(['devpool', 'gpu']);
+  });
+
+  it('refuses a claim and a wait by someone not entitled with 403 NOT_ENTITLED naming the pool, and writes nothing', async () => {
+    const { api, namespace } = await setUpPools();
+    const wait = { 'content-type': 'application/json' };
+    for (const [headers, body] of [
+      [{}, undefined],
+      [wait, JSON.stringify({ wait: true })],
+    ] as const) {
+      const reply = await api.call('POST', claimPath(namespace, 'gpu'), {
+        as: carol,
+        headers: { ...headers, [groupsHeader]: 'devs' },
+        ...(body === undefined ? {} : { body }),
+      });
+      expect(reply.status).toBe(403);
+      expect(reply.body.error.code).toBe('NOT_ENTITLED');
+      expect(reply.body.error.message).toContain(`vm/${namespace}/gpu`);
+    }
+    expect(await api.vdi.context.cluster.listLeases(namespace)).toEqual([]);
+    const asAdmin = await api.call('POST', claimPath(namespace, 'gpu'), {
+      as: bob,
+      headers: { [groupsHeader]: 'vdi-admins' },
+    });
+    expect(asAdmin.status).toBe(200);
+  });
+
+  it('refuses a console of a holder the pool no longer lets in, through the route and authorizeConsole, and leaves the claim held', async () => {
+    const { api, namespace } = await setUpPools();
+    const claimed = await api.call('POST', claimPath(namespace, 'gpu'), {
+      as: alice,
+      headers: { [groupsHeader]: 'ml' },
+    });
+    expect(claimed.status).toBe(200);
+    const member: string = claimed.body.member;
+    await waitForRunningVmi(api.vdi.context.cluster, namespace, member);
+    await setPoolSettings(api.vdi.context, { name: 'gpu', namespace, allowedGroups: ['research'] });
+    const refused = await refusedUpgrade(
+      `${api.url}/api/vdi/desktops/vm/${namespace}/${member}/console/vnc`,
+      {
+        'Tailscale-User-Login': alice,
+        [groupsHeader]: 'ml',
+      },
+    );
+    expect(refused).toMatchObject({ status: 403, code: 'NOT_ENTITLED' });
+    expect(refused.message).toContain(`vm/${namespace}/gpu`);
+    const gate = { desktopId: `vm/${namespace}/${member}`, identity: alice, kind: 'vnc' as const };
+    await expect(api.broker.authorizeConsole({ ...gate, groups: ['ml'] })).rejects.toMatchObject({
+      code: 'NOT_ENTITLED',
+    });
+    const desktop = await api.call('GET', `/api/vdi/desktops/vm/${namespace}/${member}`, { as: alice });
+    expect(desktop.body.owner).toBe(alice);
+  });
 });
