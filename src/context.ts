@@ -23,8 +23,8 @@ export interface VdiContext {
   /** The backend that serves each desktop kind; a kind without one is not served. */
   backends: Partial<Record<DesktopKind, DesktopBackend>>;
   /**
-   * The entitlement hook a self-service claim asks before it writes anything: it throws `NOT_ENTITLED` when the
-   * identity may not claim from the pool. An administrator's assign does not ask it.
+   * The entitlement hook a self-service claim that names the user's groups asks before it writes anything: it
+   * throws `NOT_ENTITLED` when the identity may not claim from the pool. An administrator's assign does not ask it.
    */
   checkEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<void>;
 }

@@ -50,7 +50,11 @@ export interface ClaimOptions {
   namespace?: string;
   /** The pool's kind. @defaultValue `'vm'` */
   kind?: DesktopKind;
-  /** The caller's groups, from the request pipeline as the identity; a pool may let only some groups claim. */
+  /**
+   * The groups of the user the caller speaks for, from the request pipeline as the identity. Given (even empty),
+   * the claim first checks that the pool lets the identity in (its allowed groups and users), which needs `get` on
+   * ConfigMaps; left out, the caller is trusted as the CLI is, and nothing is checked.
+   */
   groups?: string[];
   /** The caller is an administrator, who may claim from every pool. @defaultValue false */
   asAdmin?: boolean;
@@ -115,9 +119,10 @@ export async function claimDesktop(
   const backend = backendFor(ctx, kind ?? defaultDesktopKind);
   const user = how.actor ?? identity;
   try {
-    if (!how.skipEntitlement) {
+    // a front end that serves users passes their groups; an operator's own call is trusted, as its RBAC is
+    if (!how.skipEntitlement && groups !== undefined) {
       const target = { kind: backend.kind, namespace, pool, identity };
-      await ctx.checkEntitlement(ctx, { ...target, groups: groups ?? [], isAdmin: asAdmin ?? false });
+      await ctx.checkEntitlement(ctx, { ...target, groups, isAdmin: asAdmin ?? false });
     }
     const result = await claimMember(ctx, backend, {
       namespace,
