@@ -36,7 +36,10 @@ export interface ClaimsService {
    * replaced with its resourceVersion). A failed VM update or start keeps the claim, so no second user gets a
    * half-configured desktop; a start failure is returned as `startError`.
    *
-   * @throws {@link VdiError} `NO_FREE_MEMBER`, `POOL_NOT_FOUND`, `INVALID_INPUT`, `STOP_FAILED` or
+   * With `groups`, the pool's allowed groups and users are checked first (`asAdmin` passes every pool).
+   *
+   * @throws {@link VdiError} `NOT_ENTITLED` (with `groups`, before anything is written), `NO_FREE_MEMBER`,
+   *   `POOL_NOT_FOUND`, `INVALID_INPUT`, `STOP_FAILED` or
    *   `RECREATE_FAILED` when a takeover's reset fails (the claim stays; claim again to finish it).
    */
   claim(options: ClaimOptions): Promise<ClaimResult>;
