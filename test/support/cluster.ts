@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { isVdiError, type VdiError } from '../../src/errors.js';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../src/kubevirt-types.js';
 import {
@@ -121,4 +122,15 @@ export async function waitForRunningVmi(
     until: (found) => found?.status?.printableStatus === 'Running',
   });
   return vmi as VirtualMachineInstance;
+}
+
+/** The `VdiError` a call rejects with; fails when it resolves or rejects with anything else. */
+export async function caught(promise: Promise<unknown>): Promise<VdiError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isVdiError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a VdiError');
 }

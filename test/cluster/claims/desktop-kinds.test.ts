@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { leaseNameFor } from '../../../src/claims/lease-name.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { releasingAnnotation } from '../../../src/keys.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import {
+  caught,
   createPoolMembers,
   createTestNamespace,
   stoppedVm,
@@ -16,16 +16,6 @@ const cluster = useSharedCluster();
 const image = 'ghcr.io/acme/devbox:1.4';
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
-
-async function caught(promise: Promise<unknown>): Promise<VdiError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isVdiError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a VdiError');
-}
 
 /** A namespace with the VM pool `bp` (bob holds `bp-1`) and the container pool `devbox` (alice holds `devbox-1`). */
 async function setUp(prefix: string): Promise<{ namespace: string; vdi: Vdi }> {

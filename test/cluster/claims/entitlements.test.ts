@@ -1,24 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { caught, createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 const image = 'ghcr.io/acme/devbox:1.4';
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
-
-async function caught(promise: Promise<unknown>): Promise<VdiError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isVdiError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a VdiError');
-}
 
 /** A VM pool `gpu` for the group `ml` and the user bob, and a container pool `devbox` for alice only. */
 async function setUp(prefix: string): Promise<{ namespace: string; vdi: Vdi }> {

@@ -4,13 +4,12 @@ import type { MemoryAuditSink } from '../../../src/audit.js';
 import { planConnect } from '../../../src/connect-planner/plan-connect.js';
 import type { VdiContext } from '../../../src/context.js';
 import { createCtBackend } from '../../../src/ct/ct-backend.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { PodObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { caught, createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 const image = 'ghcr.io/acme/devbox:1.4';
@@ -24,16 +23,6 @@ async function setUp(prefix: string, kube?: KubeCluster) {
   const ctx: VdiContext = kube ? { ...vdi.context, cluster: kube, backends: {} } : vdi.context;
   if (kube) ctx.backends.ct = createCtBackend(ctx);
   return { namespace, clock, vdi, ctx, kube: vdi.context.cluster };
-}
-
-async function caught(promise: Promise<unknown>): Promise<VdiError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isVdiError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a VdiError');
 }
 
 async function podsOf(kube: KubeCluster, namespace: string): Promise<PodObject[]> {
