@@ -229,9 +229,10 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
           return;
         case 'fail':
           await fail(clone, step.message, now);
-          // A half-restored target stays for the caller to inspect or delete, but no longer waits on the restore.
+          // A half-restored target stays for the caller to inspect or delete, but no longer waits on the restore;
+          // its mark goes first, whatever the cache shows, so the VM controller never sees it free and marked.
+          if (target && ours) await setRestoreInProgress(target, null);
           if (ours) setRestoring(targetKey, false);
-          if (target && targetRestoring) await setRestoreInProgress(target, null);
           holds.delete(key);
           break;
         case 'enter':
@@ -241,8 +242,8 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
           await createTarget(clone, targetKey, now);
           break;
         case 'finish-restore':
-          setRestoring(targetKey, false);
           if (target) await setRestoreInProgress(target, null);
+          setRestoring(targetKey, false);
           holds.delete(key);
           break;
       }
