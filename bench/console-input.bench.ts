@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import WebSocket from 'ws';
 import { KubeCluster } from '../src/kube/cluster.js';
 import { waitFor } from '../src/testing/wait-for.js';
-import { connectRfb, createByteReader, type RfbClient } from '../test/support/rfb-client.js';
+import {
+  connectRfb,
+  createByteReader,
+  pasteMessages,
+  type RfbClient,
+  sendPaced,
+} from '../test/support/rfb-client.js';
 import { type BrokerProcess, killBrokerProcesses, startBrokerProcess } from './support/broker-processes.js';
 import { type ControlPlaneProcess, startControlPlaneProcess } from './support/control-plane.js';
 import { cpuMsOf, sizeFromEnv } from './support/measure.js';
@@ -23,33 +29,6 @@ let plane: ControlPlaneProcess | undefined;
 let broker: BrokerProcess | undefined;
 let socket: WebSocket | undefined;
 let rfb: RfbClient | undefined;
-
-// A legal ClientCutText of `length` bytes of text, cut into websocket messages of `size` bytes.
-function pasteMessages(length: number, size: number): Buffer[] {
-  const message = Buffer.alloc(8 + length, 0x61);
-  message.writeUInt32BE(0x06000000, 0);
-  message.writeUInt32BE(length, 4);
-  const messages: Buffer[] = [];
-  for (let offset = 0; offset < message.length; offset += size)
-    messages.push(message.subarray(offset, offset + size));
-  return messages;
-}
-
-// Sends 64 KiB of messages at a time, each batch once the one before has left this process, as a browser would.
-async function sendPaced(open: WebSocket, messages: readonly Buffer[], size: number): Promise<void> {
-  const perBatch = Math.max(1, Math.floor(65_536 / size));
-  for (let from = 0; from < messages.length; from += perBatch) {
-    const batch = messages.slice(from, from + perBatch);
-    await new Promise<void>((resolve, reject) => {
-      batch.forEach((message, index) => {
-        open.send(message, { binary: true }, (error) => {
-          if (error) reject(error);
-          else if (index === batch.length - 1) resolve();
-        });
-      });
-    });
-  }
-}
 
 async function pasteOnce(size: number): Promise<{ bytesPerSecond: number; brokerCpuMs: number }> {
   if (!socket || !rfb || !broker) throw new Error('the console is not open');

@@ -142,3 +142,30 @@ export async function connectRfb(
     },
   };
 }
+
+/** A legal ClientCutText of `length` bytes of text, cut into websocket messages of `size` bytes. */
+export function pasteMessages(length: number, size: number): Buffer[] {
+  const message = Buffer.alloc(8 + length, 0x61);
+  message.writeUInt32BE(0x06000000, 0);
+  message.writeUInt32BE(length, 4);
+  const messages: Buffer[] = [];
+  for (let offset = 0; offset < message.length; offset += size)
+    messages.push(message.subarray(offset, offset + size));
+  return messages;
+}
+
+/** Sends messages of `size` bytes 64 KiB at a time, each batch once the one before has left this process. */
+export async function sendPaced(socket: WebSocket, messages: readonly Buffer[], size: number): Promise<void> {
+  const perBatch = Math.max(1, Math.floor(65_536 / size));
+  for (let from = 0; from < messages.length; from += perBatch) {
+    const batch = messages.slice(from, from + perBatch);
+    await new Promise<void>((resolve, reject) => {
+      batch.forEach((message, index) => {
+        socket.send(message, { binary: true }, (error) => {
+          if (error) reject(error);
+          else if (index === batch.length - 1) resolve();
+        });
+      });
+    });
+  }
+}

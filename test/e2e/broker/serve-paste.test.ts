@@ -7,7 +7,7 @@ import { KubeCluster } from '../../../src/kube/cluster.js';
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, waitForRunningVmi } from '../../support/cluster.js';
-import { connectRfb, createByteReader } from '../../support/rfb-client.js';
+import { connectRfb, createByteReader, pasteMessages, sendPaced } from '../../support/rfb-client.js';
 import { startTrustedHeaderBroker, useCliCluster } from '../cli/cli-support.js';
 
 const cluster = useCliCluster();
@@ -46,33 +46,6 @@ function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-// A legal ClientCutText of `length` bytes of text, cut into websocket messages of `size` bytes.
-function pasteMessages(length: number, size: number): Buffer[] {
-  const message = Buffer.alloc(8 + length, 0x61);
-  message.writeUInt32BE(0x06000000, 0);
-  message.writeUInt32BE(length, 4);
-  const messages: Buffer[] = [];
-  for (let offset = 0; offset < message.length; offset += size)
-    messages.push(message.subarray(offset, offset + size));
-  return messages;
-}
-
-// Sends the messages 64 KiB at a time, each batch once the one before has left this process.
-async function sendPaced(socket: WebSocket, messages: readonly Buffer[]): Promise<void> {
-  const perBatch = Math.floor(65_536 / messageBytes);
-  for (let from = 0; from < messages.length; from += perBatch) {
-    const batch = messages.slice(from, from + perBatch);
-    await new Promise<void>((resolve, reject) => {
-      batch.forEach((message, index) => {
-        socket.send(message, { binary: true }, (error) => {
-          if (error) reject(error);
-          else if (index === batch.length - 1) resolve();
-        });
-      });
-    });
-  }
 }
 
 describe('corral-vdi broker serve with a paste in tiny messages', () => {
@@ -114,7 +87,7 @@ describe('corral-vdi broker serve with a paste in tiny messages', () => {
     const pid = child.pid ?? 0;
     const before = { rss: residentBytes(pid), cpu: cpuSeconds(pid), answers: answers.length };
     const started = performance.now();
-    await sendPaced(socket, pasteMessages(pasteBytes, messageBytes));
+    await sendPaced(socket, pasteMessages(pasteBytes, messageBytes), messageBytes);
     // the desktop answers this request only after it has read the whole paste: the stream is in order
     const frame = await rfb.requestFrame();
     const endedAt = Date.now();
