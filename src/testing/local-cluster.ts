@@ -46,6 +46,11 @@ export interface LocalClusterConnection {
   /** The cluster's data folder; its CA signs the certificates of {@link LocalClusterAccess.userKubeConfig}. */
   dataDir: string;
   certificates: LocalClusterCertificates;
+  /**
+   * The apiserver's audit log of Lease writes (JSON lines, `audit.k8s.io/v1` events at level `Request`), when the
+   * cluster was started with {@link StartLocalClusterOptions.auditLeaseWrites}.
+   */
+  leaseAuditLogPath?: string;
 }
 
 /** A running local control plane as every process that uses it sees it. @category testing */
@@ -117,6 +122,12 @@ export interface StartLocalClusterOptions {
    * proxy on loopback. `userKubeConfig` users go to the apiserver directly and are not recorded. Off by default.
    */
   recordKubevirtWrites?: boolean;
+  /**
+   * Have the apiserver log every Lease write (create, update, patch, delete) with its user, its times and what
+   * it sent, to {@link LocalClusterConnection.leaseAuditLogPath}: a test then knows which client ended or wrote
+   * a claim, and when the apiserver did it. The log grows with every write; off by default.
+   */
+  auditLeaseWrites?: boolean;
   /** Receives progress lines: binaries found or built, processes started. */
   log?: (line: string) => void;
 }
@@ -147,6 +158,29 @@ function tailOf(path: string, lines = 30): string {
   } catch {
     return '(no log)';
   }
+}
+
+// Lease writes at level Request (what was sent, not what came back), every other request not at all.
+const leaseAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Request
+    verbs: [create, update, patch, delete]
+    resources: [{ group: coordination.k8s.io, resources: [leases] }]
+  - level: None
+`;
+
+function leaseAuditArgs(dir: string, logPath: string): string[] {
+  const policyPath = join(dir, 'lease-audit-policy.yaml');
+  writeFileSync(policyPath, leaseAuditPolicy);
+  // blocking: each event is written as its request ends, and none is dropped under load
+  return [
+    `--audit-policy-file=${policyPath}`,
+    `--audit-log-path=${logPath}`,
+    '--audit-log-format=json',
+    '--audit-log-mode=blocking',
+  ];
 }
 
 function startProcess(binary: string, args: string[], logPath: string): ChildProcess {
@@ -406,6 +440,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     const tokenFile = join(dir, 'tokens.csv');
     writeFileSync(tokenFile, `${adminToken},corral-vdi-admin,corral-vdi-admin,system:masters\n`);
 
+    const leaseAuditLogPath = options.auditLeaseWrites ? join(dir, 'lease-audit.log') : undefined;
     const [etcdClientPort, etcdPeerPort, apiPort] = [
       await freeLoopbackPort(),
       await freeLoopbackPort(),
@@ -478,6 +513,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
         // The defaults throttle bulk tests of thousands of desktops on one machine.
         '--max-requests-inflight=2000',
         '--max-mutating-requests-inflight=1000',
+        ...(leaseAuditLogPath === undefined ? [] : leaseAuditArgs(dir, leaseAuditLogPath)),
       ],
       apiLog,
     );
@@ -527,7 +563,16 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       frontProxyCaPem: frontProxyCa.certPem,
       kubeletClientCertPem: kubeletClient.certPem,
     };
-    const access = accessOf({ server, kubeconfigPath, dataDir: dir, certificates }, kubeConfig);
+    const access = accessOf(
+      {
+        server,
+        kubeconfigPath,
+        dataDir: dir,
+        certificates,
+        ...(leaseAuditLogPath ? { leaseAuditLogPath } : {}),
+      },
+      kubeConfig,
+    );
 
     if (options.simulator !== false) {
       simulator = await startKubevirtSimulator(

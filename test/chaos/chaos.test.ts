@@ -6,12 +6,12 @@ const cluster = useSharedCluster();
 // A fixed seed replays the same choices; CHAOS_SEED picks another storm (timing still differs run to run).
 const seed = Number(process.env.CHAOS_SEED ?? 19);
 
-it('keeps every claim invariant through a storm of three processes on two pools', async () => {
+it('keeps every claim invariant through a storm of three processes of two lanes on two pools', async () => {
   const report = await runStorm({
-    kubeConfig: cluster().kubeConfig,
-    kubeconfigPath: cluster().kubeconfigPath,
+    cluster: cluster(),
     seed,
     processes: 3,
+    lanes: 2,
     opsPerProcess: 400,
     // sized for the test command's budget; `npm run chaos` runs the long storm
     durationMs: 45_000,

@@ -1,10 +1,13 @@
+import { leaseNameFor } from '../../src/claims/lease-name.js';
 import { removalHolder } from '../../src/keys.js';
 import type {
   CallRecord,
   Change,
   History,
   HistoryRecord,
+  LaneUser,
   LeaseChange,
+  LeaseWrite,
   RestState,
   Violation,
   VmiChange,
@@ -14,6 +17,7 @@ import type {
 const receiptSlackMs = 2_000;
 
 const releaseOps = new Set(['release', 'unassign']);
+const claimOps = new Set(['claim', 'assign']);
 const policyOps = new Set(['engine-pass']);
 
 /** One claim of a member: a Lease session from its first version to the change that ended it. */
@@ -247,34 +251,129 @@ function checkHolders(calls: readonly CallRecord[], sessions: readonly Session[]
   return violations;
 }
 
-/** A claim someone was told about ends only by its holder's or an admin's release, or by policy. */
-function checkEnds(calls: readonly CallRecord[], sessions: readonly Session[]): Violation[] {
-  const told = new Set(
-    claimAnswers(calls).map((call) => `${call.outcome.answer.member}\u0000${call.outcome.answer.sessionId}`),
+// Audit times are the apiserver's, call times the driver's, on one machine clock; both are cut to whole ms.
+const clockRoundingMs = 1;
+
+/** Who wrote what: each audited write with the calls its lane had in flight while the apiserver handled it. */
+interface Writers {
+  calls: readonly CallRecord[];
+  writes: readonly LeaseWrite[];
+  laneOf: Map<string, LaneUser>;
+}
+
+function callsInFlight(writers: Writers, write: LeaseWrite): CallRecord[] {
+  const lane = writers.laneOf.get(write.user);
+  if (!lane) return [];
+  return writers.calls.filter(
+    (call) =>
+      call.proc === lane.proc &&
+      call.lane === lane.lane &&
+      call.startedAt <= write.receivedAt + clockRoundingMs &&
+      write.at <= call.endedAt + clockRoundingMs,
   );
+}
+
+const leaseNameOf = (session: Session) => session.versions[0]?.name ?? '';
+
+/** The audited write that started a session: the first that sent its holder and session ID. */
+function startWriteOf(writers: Writers, session: Session): LeaseWrite | undefined {
+  return writers.writes.find(
+    (write) =>
+      write.ok &&
+      write.verb !== 'delete' &&
+      write.name === leaseNameOf(session) &&
+      write.holder === session.holder &&
+      write.sessionId === session.sessionId,
+  );
+}
+
+/** The audited write that ended a session: the delete of its Lease, or the write of the session that followed. */
+function endWriteOf(writers: Writers, session: Session, started: LeaseWrite): LeaseWrite | undefined {
+  const end = session.end?.change;
+  if (!end) return undefined;
+  return writers.writes.find(
+    (write) =>
+      write.ok &&
+      write.name === leaseNameOf(session) &&
+      write.at >= started.at &&
+      (end.type === 'DELETED'
+        ? write.verb === 'delete'
+        : write.verb !== 'delete' && write.holder === end.holder && write.sessionId === end.sessionId),
+  );
+}
+
+const describeCalls = (calls: readonly CallRecord[]) =>
+  calls.length === 0
+    ? 'no call in flight'
+    : calls.map((call) => `${call.op} ${call.seq} by ${call.identity ?? 'nobody'}`).join(', ');
+
+/**
+ * Every claim ends inside a call entitled to end it: its holder's release, an admin's unassign, a pass of the
+ * policy engine, a call that took it over once it had expired, or the claim call that wrote it and gave it back.
+ * The audit says which lane ended it and when, so a write that landed after its call returned is seen too.
+ */
+function checkEnds(writers: Writers, sessions: readonly Session[]): Violation[] {
   const violations: Violation[] = [];
   for (const session of sessions) {
-    const end = session.end;
-    if (!end || end.expired || !told.has(`${session.member}\u0000${session.sessionId}`)) continue;
-    const at = end.change.at;
-    const cause = calls.find(
+    if (!session.end) continue;
+    const started = startWriteOf(writers, session);
+    const ended = started && endWriteOf(writers, session, started);
+    const inFlight = ended ? callsInFlight(writers, ended) : [];
+    const entitled = inFlight.some(
       (call) =>
-        call.startedAt <= at &&
-        at <= call.endedAt + receiptSlackMs &&
-        (policyOps.has(call.op) ||
-          (releaseOps.has(call.op) &&
-            call.member === session.member &&
-            (call.asAdmin === true || call.identity === session.holder))),
+        policyOps.has(call.op) ||
+        (releaseOps.has(call.op) &&
+          call.member === session.member &&
+          (call.asAdmin === true || call.identity === session.holder)) ||
+        session.end?.expired === true ||
+        (started !== undefined && callsInFlight(writers, started).includes(call)),
     );
-    if (cause) continue;
-    const nearby = calls.filter(
-      (call) => call.member === session.member && call.startedAt <= at && at <= call.endedAt + receiptSlackMs,
-    );
+    if (entitled) continue;
+    const how =
+      session.end.change.type === 'DELETED' ? 'Lease deleted' : `Lease taken by ${session.end.change.holder}`;
     violations.push({
       invariant: 'claim-ended-without-cause',
       member: session.member,
-      message: `${session.holder}'s live claim ${session.sessionId} of ${session.member} ended (${end.change.type === 'DELETED' ? 'Lease deleted' : `Lease taken by ${end.change.holder}`}) with no release by its holder or an admin and no policy`,
-      evidence: [...session.versions.slice(-1), end.change, ...nearby],
+      message: ended
+        ? `${session.holder}'s ${session.end.expired ? 'expired' : 'live'} claim ${session.sessionId} of ${session.member} ended (${how}) by ${ended.user} during ${describeCalls(inFlight)}: none is entitled to end it`
+        : `${session.holder}'s claim ${session.sessionId} of ${session.member} ended (${how}) with no audited write that ended it`,
+      evidence: [...session.versions.slice(-1), session.end.change, ...(ended ? [ended] : []), ...inFlight],
+    });
+  }
+  return violations;
+}
+
+/**
+ * Every claim written is told to a caller, or was written by a claim call that failed or gave it back. A claim that
+ * nobody was told of and that stays holds a member for nobody.
+ */
+function checkWrittenClaims(writers: Writers, sessions: readonly Session[]): Violation[] {
+  const told = new Set(
+    claimAnswers(writers.calls).map(
+      (call) => `${call.outcome.answer.member}\u0000${call.outcome.answer.sessionId}`,
+    ),
+  );
+  const violations: Violation[] = [];
+  for (const session of sessions) {
+    if (told.has(`${session.member}\u0000${session.sessionId}`)) continue;
+    const started = startWriteOf(writers, session);
+    const writtenDuring = started ? callsInFlight(writers, started) : [];
+    const ended = started && endWriteOf(writers, session, started);
+    const endedDuring = ended ? callsInFlight(writers, ended) : [];
+    const explained = writtenDuring.some(
+      (call) =>
+        claimOps.has(call.op) &&
+        call.identity === session.holder &&
+        (!call.outcome.ok || endedDuring.includes(call)),
+    );
+    if (explained) continue;
+    violations.push({
+      invariant: 'claim-written-untold',
+      member: session.member,
+      message: started
+        ? `${session.holder}'s claim ${session.sessionId} of ${session.member} was written by ${started.user} during ${describeCalls(writtenDuring)}, and no call was told of it or failed`
+        : `${session.holder}'s claim ${session.sessionId} of ${session.member} has no audited write`,
+      evidence: [...session.versions.slice(0, 1), ...(started ? [started] : []), ...writtenDuring],
     });
   }
   return violations;
@@ -364,12 +463,18 @@ function checkErrors(calls: readonly CallRecord[], documented: readonly string[]
 /** Checks every invariant of a storm's history; an empty answer means none was broken. */
 export function checkHistory(history: History): Violation[] {
   const { sessions, violations } = replay(history.changes);
+  const writers: Writers = {
+    calls: history.calls,
+    writes: history.leaseWrites,
+    laneOf: new Map(history.laneUsers.map((lane) => [lane.user, lane])),
+  };
   return [
     ...violations,
     ...checkAnswers(history.calls, sessions),
     ...checkHolders(history.calls, sessions),
     ...checkAnswersAfterReset(history.calls, history.changes, sessions),
-    ...checkEnds(history.calls, sessions),
+    ...checkEnds(writers, sessions),
+    ...checkWrittenClaims(writers, sessions),
     ...(history.rest ? checkRest(history.rest) : []),
     ...checkErrors(history.calls, history.documentedCodes),
   ];
@@ -388,8 +493,9 @@ export function sliceHistory(history: History, violation: Violation, windowMs = 
         (record.outcome.ok && record.outcome.answer?.member === violation.member)
       : record.kind === 'clock' ||
         record.name === violation.member ||
+        record.name === leaseNameFor(violation.member) ||
         (record.kind === 'lease' && record.member === violation.member));
-  return [...history.calls, ...history.changes]
+  return [...history.calls, ...history.changes, ...history.leaseWrites]
     .filter((record) => ofMember(record) && timeOf(record) >= from && timeOf(record) <= to)
     .sort((a, b) => timeOf(a) - timeOf(b));
 }

@@ -9,14 +9,24 @@ export interface StormPool {
   slowStop: boolean;
 }
 
+/** One of a driver's lanes: a loop of calls of its own, as a user of its own that the apiserver's audit names. */
+export interface DriverLane {
+  /** The lane's administrator (group `system:masters`), a user named after the lane. */
+  kubeconfigPath: string;
+  user: string;
+}
+
 /** What the parent tells a driver process, as JSON in its one argument. */
 export interface DriverConfig {
   proc: number;
   seed: number;
+  /** Operations of the whole process, shared by its lanes. */
   ops: number;
   /** Milliseconds since the epoch after which no new operation starts. */
   deadline: number;
+  /** The storm's administrator, for the shared clock. */
   kubeconfigPath: string;
+  lanes: DriverLane[];
   namespace: string;
   golden: string;
   pools: StormPool[];

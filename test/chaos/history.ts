@@ -18,6 +18,8 @@ export interface CallAnswer {
 export interface CallRecord {
   kind: 'call';
   proc: number;
+  /** The lane of the process that made it; its writes are audited as that lane's user. */
+  lane: number;
   seq: number;
   op: string;
   /** Calls started together, such as the two claims of a double-click, share a group. */
@@ -80,6 +82,32 @@ export interface ClockChange extends ChangeBase {
 
 export type Change = LeaseChange | VmChange | VmiChange | ClockChange;
 
+/**
+ * A write to a Lease as the apiserver's audit log has it: who sent it (a lane's user) and when the apiserver
+ * received and answered it (ms since the epoch, the clock the drivers read). `member`, `holder` and `sessionId`
+ * are what a create or update sent; a delete sends none.
+ */
+export interface LeaseWrite {
+  kind: 'lease-write';
+  verb: 'create' | 'update' | 'delete';
+  name: string;
+  user: string;
+  ok: boolean;
+  receivedAt: number;
+  /** When the apiserver finished answering it. */
+  at: number;
+  member?: string;
+  holder?: string;
+  sessionId?: string;
+}
+
+/** A storm's call-making lane as the audit names it: the user `user` is lane `lane` of process `proc`. */
+export interface LaneUser {
+  user: string;
+  proc: number;
+  lane: number;
+}
+
 /** Leases and VMs as listed once the storm is over and one engine pass has run. */
 export interface RestState {
   leases: LeaseChange[];
@@ -92,12 +120,16 @@ export interface RestState {
 export interface History {
   calls: CallRecord[];
   changes: Change[];
+  /** Every Lease write of the storm's namespace, from the apiserver's audit. */
+  leaseWrites: LeaseWrite[];
+  /** Which user each lane wrote as; the storm's own process is `proc` -1. */
+  laneUsers: LaneUser[];
   rest?: RestState;
   /** The error codes `docs/errors.md` documents. */
   documentedCodes: readonly string[];
 }
 
-export type HistoryRecord = CallRecord | Change;
+export type HistoryRecord = CallRecord | Change | LeaseWrite;
 
 /** The invariants a storm's history must keep. */
 export type InvariantName =
@@ -105,6 +137,7 @@ export type InvariantName =
   | 'claim-told-twice'
   | 'identity-two-desktops'
   | 'claim-ended-without-cause'
+  | 'claim-written-untold'
   | 'vmi-at-handout'
   | 'presentation-at-rest'
   | 'undocumented-error';

@@ -40,7 +40,7 @@ export function createPrng(seed: number): Prng {
   };
 }
 
-/** The seed of driver process `proc` in a storm seeded `seed`. */
-export function processSeed(seed: number, proc: number): number {
-  return (Math.imul(seed ^ 0x9e3779b9, 2654435761) + proc * 0x85ebca6b) >>> 0;
+/** The seed of the `index`th stream of choices drawn from `seed`: a driver process's, or a lane's in it. */
+export function derivedSeed(seed: number, index: number): number {
+  return (Math.imul(seed ^ 0x9e3779b9, 2654435761) + index * 0x85ebca6b) >>> 0;
 }

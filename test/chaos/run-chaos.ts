@@ -1,5 +1,5 @@
-// `npm run chaos -- --ops N --seed S [--processes P] [--minutes M] [--history FILE]`: a longer storm on a control
-// plane of its own; --history writes every call and change as JSON lines for a closer look.
+// `npm run chaos -- --ops N --seed S [--processes P] [--lanes L] [--minutes M] [--history FILE]`: a longer storm on
+// a control plane of its own; --history writes every call, change and Lease write as JSON lines for a closer look.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startLocalCluster } from '../../src/testing/local-cluster.js';
@@ -7,9 +7,10 @@ import { describeViolations, runStorm, summarizeStorm, tallyOutcomes } from './s
 
 const { values } = parseArgs({
   options: {
-    ops: { type: 'string', default: '400' },
+    ops: { type: 'string', default: '1000' },
     seed: { type: 'string', default: String(Date.now() % 1_000_000) },
-    processes: { type: 'string', default: '3' },
+    processes: { type: 'string', default: '5' },
+    lanes: { type: 'string', default: '3' },
     minutes: { type: 'string', default: '30' },
     history: { type: 'string' },
   },
@@ -23,24 +24,24 @@ const count = (name: string, text: string) => {
 const processes = count('processes', values.processes);
 const ops = count('ops', values.ops);
 
-const cluster = await startLocalCluster();
+const cluster = await startLocalCluster({ auditLeaseWrites: true });
 let exitCode = 1;
 try {
   const report = await runStorm({
-    kubeConfig: cluster.kubeConfig,
-    kubeconfigPath: cluster.kubeconfigPath,
+    cluster,
     seed: count('seed', values.seed),
     processes,
+    lanes: count('lanes', values.lanes),
     // --ops is the whole storm's; each process runs its share.
     opsPerProcess: Math.ceil(ops / processes),
     durationMs: count('minutes', values.minutes) * 60_000,
     log: (line) => console.log(line),
   });
   if (values.history !== undefined) {
-    const { calls, changes } = report.history;
+    const { calls, changes, leaseWrites } = report.history;
     writeFileSync(
       values.history,
-      [...calls, ...changes].map((record) => `${JSON.stringify(record)}\n`).join(''),
+      [...calls, ...changes, ...leaseWrites].map((record) => `${JSON.stringify(record)}\n`).join(''),
     );
   }
   if (report.violations.length > 0) console.log(describeViolations(report, 20));

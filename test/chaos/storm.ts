@@ -2,30 +2,33 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { isVdiError } from '../../src/errors.js';
 import { KubeCluster } from '../../src/kube/cluster.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
 import { releaseStalledAfterMs } from '../../src/sessions/plan-reclaim-pass.js';
 import { simulatorAnnotations } from '../../src/testing/kubevirt/fault-knobs.js';
 import { createNamespaceClock } from '../../src/testing/kubevirt/namespace-clock.js';
+import type { LocalClusterAccess } from '../../src/testing/local-cluster.js';
 import { waitFor } from '../../src/testing/wait-for.js';
 import { createVdi } from '../../src/vdi.js';
 import { checkHistory, sliceHistory } from './check-history.js';
 import type { DriverConfig, DriverLine, StormPool } from './driver-protocol.js';
-import type { CallRecord, History, Violation } from './history.js';
-import { processSeed } from './prng.js';
+import type { CallRecord, History, LaneUser, Violation } from './history.js';
+import { readLeaseWrites } from './lease-audit.js';
+import { derivedSeed } from './prng.js';
 import { leaseChangeOf, recordChanges, vmChangeOf } from './record-changes.js';
 import { advanceSharedClock, followSharedClock } from './shared-clock.js';
 import type { WatchedObject } from './watch-path.js';
 
 /** Options of {@link runStorm}. */
 export interface StormOptions {
-  kubeConfig: KubeConfig;
-  /** The same administrator as a file, for the driver processes. */
-  kubeconfigPath: string;
+  /** A cluster that audits Lease writes (`startLocalCluster({ auditLeaseWrites: true })`). */
+  cluster: LocalClusterAccess;
   seed: number;
   processes: number;
+  /** Loops of calls each process runs at once, each as a user of its own. */
+  lanes: number;
   opsPerProcess: number;
   /** No driver starts an operation after this many milliseconds of storm. */
   durationMs: number;
@@ -38,6 +41,7 @@ export interface StormReport {
   seed: number;
   namespace: string;
   processes: number;
+  lanes: number;
   /** Operations the drivers ran (a double-click is one operation of two calls). */
   operations: number;
   calls: number;
@@ -130,7 +134,7 @@ export function summarizeStorm(report: StormReport): string {
   for (const violation of report.violations)
     byInvariant.set(violation.invariant, (byInvariant.get(violation.invariant) ?? 0) + 1);
   const kinds = [...byInvariant].map(([name, count]) => `${name} ${count}`).join(', ');
-  return `chaos: seed ${report.seed}, ${report.processes} processes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${Math.round(report.elapsedMs / 1000)} s`;
+  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${Math.round(report.elapsedMs / 1000)} s`;
 }
 
 /** How each kind of call ended: `claim 120 ok, NO_FREE_MEMBER 30; release …`. */
@@ -155,7 +159,13 @@ export function tallyOutcomes(report: StormReport): string {
  * state, and the invariants checked over the whole history.
  */
 export async function runStorm(options: StormOptions): Promise<StormReport> {
-  const { kubeConfig, seed, log = () => {} } = options;
+  const { cluster, seed, log = () => {} } = options;
+  const auditLogPath = cluster.connection.leaseAuditLogPath;
+  if (auditLogPath === undefined)
+    throw new Error(
+      'the storm tells who wrote each claim from the audit: start the cluster with auditLeaseWrites',
+    );
+  const { kubeConfig } = cluster;
   const began = Date.now();
   const namespace = `chaos-${seed}-${began.toString(36)}`;
   await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
@@ -168,8 +178,11 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
   try {
     await Promise.all([recorder.ready, clock.ready]);
     await waitFor(() => clock.now(), { describe: `the shared clock of ${namespace}` });
-    const vdi = createVdi({ kubeConfig, namespace, clock });
-    const kube = new KubeCluster(kubeConfig);
+    // the storm's own writes (set-up, the engine pass) are audited as a lane of their own, process -1
+    const laneUsers: LaneUser[] = [{ user: 'chaos-storm', proc: -1, lane: 0 }];
+    const stormConfig = cluster.userKubeConfig('chaos-storm', ['system:masters']);
+    const vdi = createVdi({ kubeConfig: stormConfig, namespace, clock });
+    const kube = new KubeCluster(stormConfig);
     await kube.createVm(namespace, goldenVm('golden'));
     for (const pool of pools) {
       const made = await vdi.createPool({
@@ -185,7 +198,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
           });
     }
     log(
-      `chaos: seed ${seed}, namespace ${namespace}, ${options.processes} processes × ${options.opsPerProcess} operations`,
+      `chaos: seed ${seed}, namespace ${namespace}, ${options.processes} processes × ${options.lanes} lanes, ${options.opsPerProcess} operations a process`,
     );
 
     const deadline = Date.now() + options.durationMs;
@@ -196,10 +209,15 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
         runDriver(
           {
             proc,
-            seed: processSeed(seed, proc),
+            seed: derivedSeed(seed, proc),
             ops: options.opsPerProcess,
             deadline,
-            kubeconfigPath: options.kubeconfigPath,
+            kubeconfigPath: cluster.kubeconfigPath,
+            lanes: Array.from({ length: options.lanes }, (_, lane) => {
+              const user = `chaos-${proc}-${lane}`;
+              laneUsers.push({ user, proc, lane });
+              return { user, kubeconfigPath: cluster.userKubeconfigPath(user, ['system:masters']) };
+            }),
             namespace,
             golden: 'golden',
             pools,
@@ -242,6 +260,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     calls.push({
       kind: 'call',
       proc: -1,
+      lane: 0,
       seq: 0,
       op: 'engine-pass',
       startedAt: passStarted,
@@ -257,11 +276,18 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
         describe: 'the Lease watch to catch up with the rest state',
       },
     );
+    // the apiserver logs each write as it ends: once the marker's is there, so is every earlier one
+    const leaseWrites = await waitFor(() => readLeaseWrites(auditLogPath, namespace), {
+      describe: 'the audit of the rest marker',
+      until: (writes) => writes.some((write) => write.name === marker),
+    });
     const restAt = Date.now();
     const [leases, vms] = await Promise.all([kube.listLeases(namespace), kube.listVms(namespace)]);
     const history: History = {
       calls,
       changes: recorder.changes.filter((change) => change.name !== marker),
+      leaseWrites,
+      laneUsers,
       rest: {
         leases: leases
           .filter((lease) => lease.metadata.name !== marker)
@@ -278,6 +304,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
       seed,
       namespace,
       processes: options.processes,
+      lanes: options.lanes,
       operations,
       calls: calls.length,
       failedCalls: calls.filter((call) => !call.outcome.ok).length,

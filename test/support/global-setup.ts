@@ -28,7 +28,8 @@ const registry = Symbol.for('corral-vdi.test.shared-control-plane');
 type Registry = { [registry]?: Promise<SharedPlane> };
 
 async function startSharedPlane(): Promise<SharedPlane> {
-  const started = startLocalCluster().then(
+  // the chaos storm tells from the audit which client wrote or ended each claim
+  const started = startLocalCluster({ auditLeaseWrites: true }).then(
     (cluster): { cluster: LocalCluster } => {
       process.stderr.write(`shared control plane started in ${cluster.startupMs} ms\n`);
       return { cluster };

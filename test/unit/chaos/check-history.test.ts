@@ -6,7 +6,9 @@ import type {
   ClockChange,
   History,
   InvariantName,
+  LaneUser,
   LeaseChange,
+  LeaseWrite,
   RestState,
   VmChange,
   VmiChange,
@@ -62,16 +64,64 @@ function call(
   target: Partial<CallRecord>,
   outcome: CallRecord['outcome'] = { ok: true },
 ): CallRecord {
-  return { kind: 'call', proc: 0, seq: startedAt, op, pool: 'alpha', startedAt, endedAt, outcome, ...target };
+  return {
+    kind: 'call',
+    proc: 0,
+    lane: 0,
+    seq: startedAt,
+    op,
+    pool: 'alpha',
+    startedAt,
+    endedAt,
+    outcome,
+    ...target,
+  };
 }
 
-const told = (at: number, identity: string, member: string, sessionId: string) =>
-  call('claim', at - 50, at, { identity }, { ok: true, answer: { member, sessionId, owner: identity } });
+/** A claim by `identity` answered at `at` with the session, started at `from`. */
+const told = (at: number, identity: string, member: string, sessionId: string, from = at - 50) =>
+  call('claim', from, at, { identity }, { ok: true, answer: { member, sessionId, owner: identity } });
 
-function history(calls: CallRecord[], changes: Change[], rest?: RestState): History {
+const lanes: LaneUser[] = [
+  { user: 'lane-0', proc: 0, lane: 0 },
+  { user: 'lane-1', proc: 0, lane: 1 },
+];
+
+/** The audited write of a Lease change, by `user`, which the apiserver answered at the change's time. */
+function wrote(change: LeaseChange, user = 'lane-0'): LeaseWrite {
+  const sent =
+    change.type === 'DELETED'
+      ? {}
+      : Object.fromEntries(
+          Object.entries({
+            member: change.member,
+            holder: change.holder,
+            sessionId: change.sessionId,
+          }).filter(([, value]) => value !== undefined),
+        );
+  return {
+    kind: 'lease-write',
+    verb: change.type === 'DELETED' ? 'delete' : change.type === 'ADDED' ? 'create' : 'update',
+    name: change.name,
+    user,
+    ok: true,
+    receivedAt: change.at - 1,
+    at: change.at,
+    ...sent,
+  };
+}
+
+/** A history whose Lease changes were each written by lane 0, unless `writes` says who wrote what. */
+function history(calls: CallRecord[], changes: Change[], rest?: RestState, writes?: LeaseWrite[]): History {
   return {
     calls,
     changes,
+    leaseWrites:
+      writes ??
+      changes
+        .filter((change): change is LeaseChange => change.kind === 'lease')
+        .map((change) => wrote(change)),
+    laneUsers: lanes,
     documentedCodes: ['NOT_HOLDER', 'NO_FREE_MEMBER', 'CLAIM_CHANGED'],
     ...(rest ? { rest } : {}),
   };
@@ -117,7 +167,7 @@ describe('checkHistory', () => {
 
   it('catches a caller told a session its member Lease never had (two holders)', () => {
     const found = history(
-      [told(150, 'ana', 'alpha-1', 'never-written')],
+      [told(150, 'ana', 'alpha-1', 'never-written'), told(120, 'bo', 'alpha-1', 's1')],
       [clock(0, start), lease(100, 'alpha-1', 'bo', 's1')],
     );
     expect(invariants(found)).toEqual(['two-holders']);
@@ -141,7 +191,7 @@ describe('checkHistory', () => {
 
   it('catches an identity holding two live members of one pool at once', () => {
     const found = history(
-      [],
+      [told(105, 'ana', 'alpha-1', 's1'), told(115, 'ana', 'alpha-2', 's2')],
       [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), lease(110, 'alpha-2', 'ana', 's2')],
     );
     expect(invariants(found)).toEqual(['identity-two-desktops']);
@@ -151,7 +201,17 @@ describe('checkHistory', () => {
     const expired = lease(100, 'alpha-1', 'ana', 's1');
     const later = new Date(start + hour + 60_000).toISOString();
     const found = history(
-      [],
+      [
+        told(150, 'ana', 'alpha-1', 's1'),
+        told(350, 'ana', 'alpha-2', 's2'),
+        call(
+          'claim',
+          390,
+          420,
+          { identity: 'ana' },
+          { ok: false, error: { name: 'VdiError', code: 'CLAIM_CHANGED', message: 'x' } },
+        ),
+      ],
       [
         clock(0, start),
         expired,
@@ -182,6 +242,8 @@ describe('checkHistory', () => {
         told(150, 'cy', 'alpha-3', 's3'),
         call('unassign', 300, 400, { identity: 'admin', member: 'alpha-1', asAdmin: true }),
         call('engine-pass', 700, 800, {}),
+        // di's claim takes over bo's expired one
+        told(650, 'di', 'alpha-2', 's4', 550),
       ],
       [
         clock(0, start),
@@ -206,10 +268,100 @@ describe('checkHistory', () => {
     expect(invariants(found)).toEqual(['claim-ended-without-cause']);
   });
 
+  it('catches a claim its holder released whose Lease was deleted after the release returned', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const found = history(
+      [told(150, 'ana', 'alpha-1', 's1'), call('release', 300, 400, { identity: 'ana', member: 'alpha-1' })],
+      [clock(0, start), first, gone(450, first)],
+    );
+    const violations = checkHistory(found);
+    expect(violations.map((violation) => violation.invariant)).toEqual(['claim-ended-without-cause']);
+    expect(violations[0]?.message).toContain('during no call in flight');
+  });
+
+  it('judges an end by the lane that wrote it, not by a release of another lane at that moment', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const ended = gone(350, first);
+    const calls = [
+      told(150, 'ana', 'alpha-1', 's1'),
+      // ana's release runs in lane 1 while lane 0, claiming for bo, deletes her Lease
+      call('release', 300, 400, { lane: 1, identity: 'ana', member: 'alpha-1' }),
+      call(
+        'claim',
+        300,
+        400,
+        { identity: 'bo' },
+        { ok: false, error: { name: 'VdiError', code: 'NO_FREE_MEMBER', message: 'x' } },
+      ),
+    ];
+    const changes = [clock(0, start), first, ended];
+    expect(invariants(history(calls, changes))).toEqual(['claim-ended-without-cause']);
+    expect(checkHistory(history(calls, changes, undefined, [wrote(first), wrote(ended, 'lane-1')]))).toEqual(
+      [],
+    );
+  });
+
+  it('catches a claim written that no call was told of and no failed call explains', () => {
+    const found = history(
+      // one claim call wrote alpha-1's Lease, then was answered with alpha-2; alpha-1 stays held for nobody
+      [
+        call(
+          'claim',
+          100,
+          300,
+          { identity: 'ana' },
+          { ok: true, answer: { member: 'alpha-2', sessionId: 's2' } },
+        ),
+      ],
+      [
+        clock(0, start),
+        lease(120, 'alpha-1', 'ana', 's1'),
+        lease(250, 'alpha-2', 'ana', 's2', { pool: 'beta' }),
+      ],
+    );
+    const violations = checkHistory(found);
+    expect(violations.map((violation) => violation.invariant)).toEqual(['claim-written-untold']);
+    expect(violations[0]?.message).toContain("ana's claim s1 of alpha-1 was written by lane-0 during claim");
+  });
+
+  it('lets a claim call give back a claim it wrote, or fail after writing one', () => {
+    const givenBack = lease(120, 'alpha-1', 'ana', 's1');
+    const found = history(
+      [
+        call(
+          'claim',
+          100,
+          300,
+          { identity: 'ana' },
+          { ok: true, answer: { member: 'alpha-2', sessionId: 's2' } },
+        ),
+        call(
+          'claim',
+          400,
+          500,
+          { identity: 'bo' },
+          { ok: false, error: { name: 'VdiError', code: 'CLAIM_CHANGED', message: 'x' } },
+        ),
+      ],
+      [
+        clock(0, start),
+        givenBack,
+        gone(200, givenBack),
+        lease(250, 'alpha-2', 'ana', 's2'),
+        lease(450, 'alpha-3', 'bo', 's3'),
+      ],
+    );
+    expect(checkHistory(found)).toEqual([]);
+  });
+
   it('catches a member handed to another identity while the previous VMI still exists', () => {
     const first = lease(100, 'alpha-1', 'ana', 's1');
     const found = history(
-      [told(150, 'ana', 'alpha-1', 's1'), call('release', 400, 700, { identity: 'ana', member: 'alpha-1' })],
+      [
+        told(150, 'ana', 'alpha-1', 's1'),
+        call('release', 400, 700, { identity: 'ana', member: 'alpha-1' }),
+        told(950, 'bo', 'alpha-1', 's2'),
+      ],
       [clock(0, start), first, vmi(200, 'alpha-1'), gone(650, first), lease(900, 'alpha-1', 'bo', 's2')],
     );
     const violations = checkHistory(found);
@@ -226,7 +378,8 @@ describe('checkHistory', () => {
     changes.push(lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' }));
     changes.push(vmi(vmiGoneAt, 'alpha-1', 'DELETED'));
     changes.push(lease(vmiGoneAt + 10, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later }));
-    return history([told(150, 'ana', 'alpha-1', 's1'), told(toldAt, 'bo', 'alpha-1', 's2')], changes);
+    // bo's claim takes the expired Lease over at 400 and is answered at `toldAt`
+    return history([told(150, 'ana', 'alpha-1', 's1'), told(toldAt, 'bo', 'alpha-1', 's2', 350)], changes);
   }
 
   it('lets a takeover write its marked Lease while the previous VMI still exists', () => {
@@ -247,7 +400,7 @@ describe('checkHistory', () => {
   it('catches a takeover that clears its mark while the previous VMI still exists', () => {
     const later = new Date(start + hour + 1).toISOString();
     const found = history(
-      [],
+      [told(150, 'ana', 'alpha-1', 's1'), told(550, 'bo', 'alpha-1', 's2', 350)],
       [
         clock(0, start),
         lease(100, 'alpha-1', 'ana', 's1'),
@@ -265,7 +418,7 @@ describe('checkHistory', () => {
   it('lets the same identity take back its own running desktop', () => {
     const first = lease(100, 'alpha-1', 'ana', 's1');
     const found = history(
-      [],
+      [told(150, 'ana', 'alpha-1', 's1'), told(450, 'ana', 'alpha-1', 's2')],
       [
         clock(0, start),
         first,
@@ -285,7 +438,19 @@ describe('checkHistory', () => {
     changes.push(clock(300, start + hour + 1));
     const marked = lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' });
     changes.push(marked, gone(450, marked), lease(600, 'alpha-1', taker, 's3', { renewTime: later }));
-    return history([], changes);
+    const calls = [
+      told(150, 'ana', 'alpha-1', 's1'),
+      // bo's claim takes it over, then gives it back and fails
+      call(
+        'claim',
+        350,
+        500,
+        { identity: 'bo' },
+        { ok: false, error: { name: 'VdiError', code: 'CLAIM_CHANGED', message: 'x' } },
+      ),
+      told(650, taker, 'alpha-1', 's3'),
+    ];
+    return history(calls, changes);
   }
 
   it('lets an identity take back its own guest from a takeover given back before its reset', () => {
@@ -377,8 +542,9 @@ describe('sliceHistory', () => {
     if (!violation) throw new Error('expected a violation');
     const slice = sliceHistory(found, violation);
     expect(slice).not.toContain(elsewhere);
+    // the Lease changes of alpha-1 with their audited writes, and the claim's call
     expect(slice.map((record) => (record.kind === 'call' ? record.startedAt : record.at))).toEqual([
-      0, 100, 110, 350,
+      0, 100, 100, 110, 350, 350,
     ]);
   });
 });
