@@ -302,6 +302,20 @@ function endWriteOf(writers: Writers, session: Session, started: LeaseWrite): Le
   );
 }
 
+/** When a claim stopped being its claim call's: a release marked it its own, or it ended. */
+function takenFromItsCallAt(writers: Writers, session: Session, started: LeaseWrite): number {
+  const marked = writers.writes.find(
+    (write) =>
+      write.ok &&
+      write.name === started.name &&
+      write.sessionId === session.sessionId &&
+      write.releasing !== undefined &&
+      write.at >= started.at,
+  );
+  const ended = endWriteOf(writers, session, started);
+  return Math.min(marked?.at ?? Number.POSITIVE_INFINITY, ended?.at ?? Number.POSITIVE_INFINITY);
+}
+
 const describeCalls = (calls: readonly CallRecord[]) =>
   calls.length === 0
     ? 'no call in flight'
@@ -344,8 +358,10 @@ function checkEnds(writers: Writers, sessions: readonly Session[]): Violation[] 
 }
 
 /**
- * Every claim written is told to a caller, or was written by a claim call that failed or gave it back. A claim that
- * nobody was told of and that stays holds a member for nobody.
+ * Every claim written is told to a caller, or was written by a claim call of its holder that failed, or that was
+ * still running when the claim stopped being its own (it gave the claim back, or a release or an unassign marked it
+ * releasing, or a takeover after expiry ended it; {@link checkEnds} judges each end), and the call went on. A claim that nobody was told of and that
+ * outlives the call that wrote it holds a member for nobody.
  */
 function checkWrittenClaims(writers: Writers, sessions: readonly Session[]): Violation[] {
   const told = new Set(
@@ -358,13 +374,12 @@ function checkWrittenClaims(writers: Writers, sessions: readonly Session[]): Vio
     if (told.has(`${session.member}\u0000${session.sessionId}`)) continue;
     const started = startWriteOf(writers, session);
     const writtenDuring = started ? callsInFlight(writers, started) : [];
-    const ended = started && endWriteOf(writers, session, started);
-    const endedDuring = ended ? callsInFlight(writers, ended) : [];
+    const takenAt = started ? takenFromItsCallAt(writers, session, started) : Number.POSITIVE_INFINITY;
     const explained = writtenDuring.some(
       (call) =>
         claimOps.has(call.op) &&
         call.identity === session.holder &&
-        (!call.outcome.ok || endedDuring.includes(call)),
+        (!call.outcome.ok || takenAt <= call.endedAt + clockRoundingMs),
     );
     if (explained) continue;
     violations.push({

@@ -85,7 +85,7 @@ export type Change = LeaseChange | VmChange | VmiChange | ClockChange;
 /**
  * A write to a Lease as the apiserver's audit log has it: who sent it (a lane's user) and when the apiserver
  * received and answered it (ms since the epoch, the clock the drivers read). `member`, `holder` and `sessionId`
- * are what a create or update sent; a delete sends none.
+ * are what a create or update sent, and `releasing` its `corral.dev/vdi-releasing` mark; a delete sends none.
  */
 export interface LeaseWrite {
   kind: 'lease-write';
@@ -99,6 +99,7 @@ export interface LeaseWrite {
   member?: string;
   holder?: string;
   sessionId?: string;
+  releasing?: string;
 }
 
 /** A storm's call-making lane as the audit names it: the user `user` is lane `lane` of process `proc`. */

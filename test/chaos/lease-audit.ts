@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { leaseMemberLabel, sessionIdAnnotation } from '../../src/keys.js';
+import { leaseMemberLabel, releasingAnnotation, sessionIdAnnotation } from '../../src/keys.js';
 import type { LeaseWrite } from './history.js';
 
 interface AuditEvent {
@@ -26,6 +26,7 @@ function leaseWriteOf(event: AuditEvent): LeaseWrite | undefined {
     member: written?.metadata?.labels?.[leaseMemberLabel],
     holder: written?.spec?.holderIdentity,
     sessionId: written?.metadata?.annotations?.[sessionIdAnnotation],
+    releasing: written?.metadata?.annotations?.[releasingAnnotation],
   };
   return {
     kind: 'lease-write',

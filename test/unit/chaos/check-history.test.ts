@@ -324,6 +324,45 @@ describe('checkHistory', () => {
     expect(violations[0]?.message).toContain("ana's claim s1 of alpha-1 was written by lane-0 during claim");
   });
 
+  /**
+   * ana's claim writes alpha-1's Lease, then goes on with alpha-2 and returns at 300, while an admin's unassign in
+   * lane 1 marks alpha-1's claim releasing at `markAt` (when given) and deletes its Lease at `deleteAt`.
+   */
+  function unassignedWhileClaiming(deleteAt: number, markAt?: number): History {
+    const written = lease(120, 'alpha-1', 'ana', 's1');
+    const marked =
+      markAt === undefined
+        ? undefined
+        : lease(markAt, 'alpha-1', 'ana', 's1', { type: 'MODIFIED', releasing: 's1' });
+    const other = lease(250, 'alpha-2', 'ana', 's2', { pool: 'beta' });
+    const ended = gone(deleteAt, marked ?? written);
+    const changes = [clock(0, start), written, ...(marked ? [marked] : []), other, ended];
+    const writes = [
+      wrote(written),
+      ...(marked ? [{ ...wrote(marked, 'lane-1'), releasing: 's1' }] : []),
+      wrote(other),
+      wrote(ended, 'lane-1'),
+    ];
+    const answer = { member: 'alpha-2', sessionId: 's2' };
+    const calls = [
+      call('claim', 100, 300, { identity: 'ana' }, { ok: true, answer }),
+      call('unassign', (markAt ?? deleteAt) - 50, deleteAt + 50, {
+        lane: 1,
+        identity: 'admin',
+        member: 'alpha-1',
+        asAdmin: true,
+      }),
+    ];
+    return history(calls, changes, undefined, writes);
+  }
+
+  it('lets a claim go on with another member once an unassign took the claim it wrote, but not after it returned', () => {
+    expect(checkHistory(unassignedWhileClaiming(200))).toEqual([]);
+    expect(invariants(unassignedWhileClaiming(500))).toEqual(['claim-written-untold']);
+    // marked releasing before the claim returned, deleted after: the release had made it its own in time
+    expect(checkHistory(unassignedWhileClaiming(500, 200))).toEqual([]);
+  });
+
   it('lets a claim call give back a claim it wrote, or fail after writing one', () => {
     const givenBack = lease(120, 'alpha-1', 'ana', 's1');
     const found = history(
