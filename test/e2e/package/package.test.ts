@@ -133,7 +133,8 @@ afterAll(() => {
 // What a Node project reaches only through Node's types; a page must reach none of it.
 const nodeOnlyTypes = /node_modules\/(@types\/node|@types\/ws|ws|isomorphic-ws|@kubernetes\/client-node)\//;
 
-describe('the packed package in a fresh consumer project', () => {
+// Each case is a tsc, esbuild or file walk of its own over the installed package: they run side by side.
+describe.concurrent('the packed package in a fresh consumer project', () => {
   it.each([
     ['nodenext', { module: 'nodenext', moduleResolution: 'nodenext' }],
     ['node16', { module: 'node16', moduleResolution: 'node16' }],
