@@ -1,6 +1,6 @@
 import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
-import { leaseMemberLabel, leaseNamePrefix } from '../keys.js';
+import { leaseMemberLabel, leaseNamePrefix, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { compareNatural } from '../member-names.js';
 import { classifyLease, classifyMemberClaim, isClaimable } from './claim-liveness.js';
@@ -41,7 +41,10 @@ export interface PlanClaimInput {
  * What a claim does, decided once from the pool as read:
  *
  * - `renew`: the identity already holds `member` through `lease`; renew that Lease and return the same session.
- *   A claim being released (`corral.dev/vdi-releasing`) is not renewed: its holder gets another member.
+ *   A claim being released (`corral.dev/vdi-releasing`) is not renewed: its holder gets another member. Nor is a
+ *   claim not handed out yet (the member does not show its session) while the member is going down: another claim
+ *   of the identity took it and will give it back, and the last holder's guest still runs on it, so it is refused
+ *   as `goingDown` and waited for.
  * - `adopt`: `member` shows the identity as its user without a Lease (a v0.6.0 assignment, or a Lease that was
  *   lost); create its Lease and keep the desktop as it is.
  * - `create`: nobody holds `member`; create its Lease (first writer wins).
@@ -130,6 +133,9 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   );
   if (held?.lease) {
     const { member, lease } = held;
+    // another claim of the identity took it free and has not handed it out: the last holder's guest goes first
+    if (isGoingDown(member) && !isResetDue(lease) && !isPresentedFor(member, lease))
+      return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: 1 };
     return { kind: 'renew', member, lease, ...followUp(member), resetDue: isResetDue(lease) };
   }
   const resetting = findResetting(input, entries);
@@ -154,6 +160,12 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
     };
   }
   return planTake(chosen, identity);
+}
+
+// The member shows the claim's own session: the claim was handed out, and what runs on it is the holder's.
+function isPresentedFor(member: MemberFacts, lease: LeaseObject): boolean {
+  const session = lease.metadata.annotations?.[sessionIdAnnotation];
+  return session !== undefined && member.presentation.sessionId === session;
 }
 
 // The member of the identity's live claim (not being released) whose member is not listed, or is being deleted.

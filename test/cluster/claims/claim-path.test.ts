@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { claimDesktop } from '../../../src/claims/claim-desktop.js';
-import { markClaimReleasing } from '../../../src/claims/lease-writes.js';
+import { markClaimReleasing, writeClaimLease } from '../../../src/claims/lease-writes.js';
 import { startDesktop } from '../../../src/claims/start-desktop.js';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError } from '../../../src/errors.js';
@@ -52,6 +52,16 @@ class LaggingCluster extends KubeCluster {
     return options.cached && this.snapshot
       ? this.snapshot.leases
       : await super.listLeases(namespace, selector, options);
+  }
+}
+
+/** The adapter, counting the fresh reads of a pool's VMs a claim makes. */
+class ReadCountingCluster extends KubeCluster {
+  poolReads = 0;
+
+  override async listVms(namespace: string | undefined, selector?: string, options: ListOptions = {}) {
+    if (!options.cached) this.poolReads += 1;
+    return await super.listVms(namespace, selector, options);
   }
 }
 
@@ -189,6 +199,60 @@ describe.concurrent('a member whose previous instance is still going down', goin
     });
     const dave = await vdi.assign({ pool: 'devpool', identity: 'dave' });
     expect(dave.member).toBe('devpool-1');
+  });
+
+  it("is not started by a claim that finds its identity's Lease from a take not finished yet, until the instance is gone", async () => {
+    const namespace = await createTestNamespace(cluster(), 'slowstop-own');
+    await createPoolMembers(cluster(), namespace, 'devpool', 1);
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const kube = new ReadCountingCluster(cluster().kubeConfig);
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    ctx.backends.vm = createVmBackend(ctx);
+    await kube.patchVm(namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
+    });
+    await vdi.assign({ pool: 'devpool', identity: 'bob' });
+    const bobs = await waitFor(() => kube.getVmi(namespace, 'devpool-1'), {
+      describe: "bob's instance to run",
+      until: (vmi) => vmi?.status?.phase === 'Running',
+    });
+    await vdi.release({ member: 'devpool-1', identity: 'bob' });
+    await waitFor(async () => (await kube.getVm(namespace, 'devpool-1'))?.status?.printableStatus, {
+      describe: 'devpool-1 to show Stopping',
+      until: (status) => status === 'Stopping',
+    });
+    // another claim of carol's won the free member's Lease a moment ago and has not yet seen it going down
+    const target = {
+      kind: 'vm' as const,
+      namespace,
+      pool: 'devpool',
+      member: 'devpool-1',
+      identity: 'carol',
+    };
+    expect(await writeClaimLease(ctx, target, undefined)).toBeDefined();
+
+    const readsBefore = kube.poolReads;
+    const claiming = claimDesktop(
+      ctx,
+      { pool: 'devpool', identity: 'carol' },
+      { actor: undefined, order: 'lowest' },
+    ).then(async (claimed) => ({ claimed, instance: await kube.getVmi(namespace, 'devpool-1') }));
+    // the claim answers, or reads the pool again after waiting for bob's guest: only then does the guest's stop
+    // come due
+    const waited = await Promise.race([
+      claiming.then(() => false),
+      waitFor(() => kube.poolReads, {
+        describe: 'a second read of the pool',
+        until: (reads) => reads >= readsBefore + 2,
+      }).then(() => true),
+    ]);
+    await clock.advance(60_000);
+    const { claimed, instance } = await claiming;
+
+    expect(waited).toBe(true);
+    expect(claimed.member).toBe('devpool-1');
+    expect(instance?.metadata?.uid).not.toBe(bobs?.metadata?.uid);
   });
 
   it('is not handed out by a claim planned from a view older than the release, which takes another member', async () => {

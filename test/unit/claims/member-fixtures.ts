@@ -13,6 +13,8 @@ export interface MemberShape {
   label?: string;
   ephemeral?: boolean;
   deleting?: boolean;
+  /** The session of the claim the copy presents. */
+  presentedSession?: string;
 }
 
 /** A VM member of pool `devpool` in `corral-vms`, as a backend would report it. */
@@ -35,7 +37,7 @@ export function member(name: string, shape: MemberShape = {}): MemberFacts {
     devices: [],
     ephemeral: shape.ephemeral ?? false,
     source: 'golden',
-    presentation: { holder: shape.holder, label, claimedAt: undefined, sessionId: undefined },
+    presentation: { holder: shape.holder, label, claimedAt: undefined, sessionId: shape.presentedSession },
     previousInstance: false,
     usesLegacyRunField: false,
   };

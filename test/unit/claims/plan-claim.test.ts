@@ -50,6 +50,25 @@ describe('planClaim', () => {
       'refuse NO_FREE_MEMBER',
     ],
     [
+      "the caller's claim that another of its claims took free and has not handed out, on a member still going down",
+      [
+        ['devpool-1', { power: 'stopping' }, { holder: 'alice', sessionId: 's1' }],
+        ['devpool-2', {}],
+      ],
+      'refuse NO_FREE_MEMBER',
+    ],
+    [
+      "the caller's claim handed out (the copy shows its session), on a member going down: its own guest",
+      [
+        [
+          'devpool-1',
+          { power: 'stopping', holder: 'alice', presentedSession: 's1' },
+          { holder: 'alice', sessionId: 's1' },
+        ],
+      ],
+      'renew devpool-1',
+    ],
+    [
       'the caller already holds one, even with others free',
       [
         ['devpool-1', {}],
