@@ -287,17 +287,21 @@ function startWriteOf(writers: Writers, session: Session): LeaseWrite | undefine
   );
 }
 
-/** The audited write that ended a session: the delete of its Lease, or the write of the session that followed. */
+/**
+ * The audited write that ended a session: the delete that named its Lease object's uid (the audit's order of
+ * completion need not be the order the writes took effect in), or the write of the session that followed.
+ */
 function endWriteOf(writers: Writers, session: Session, started: LeaseWrite): LeaseWrite | undefined {
   const end = session.end?.change;
   if (!end) return undefined;
+  const uid = session.versions.at(-1)?.uid;
   return writers.writes.find(
     (write) =>
       write.ok &&
       write.name === leaseNameOf(session) &&
       write.at >= started.at &&
       (end.type === 'DELETED'
-        ? write.verb === 'delete'
+        ? write.verb === 'delete' && (uid === undefined || write.preconditionUid === uid)
         : write.verb !== 'delete' && write.holder === end.holder && write.sessionId === end.sessionId),
   );
 }

@@ -47,6 +47,8 @@ interface ChangeBase {
 /** A version of a Lease. Member claims carry `member` and `pool`; claimant Leases carry neither. */
 export interface LeaseChange extends ChangeBase {
   kind: 'lease';
+  /** The Lease object's uid: a session's end by delete is the delete that named it as precondition. */
+  uid?: string;
   member?: string;
   pool?: string;
   holder?: string;
@@ -100,6 +102,8 @@ export interface LeaseWrite {
   holder?: string;
   sessionId?: string;
   releasing?: string;
+  /** The uid a delete named as its precondition: the object it deleted, whatever the order the audit logged it in. */
+  preconditionUid?: string;
 }
 
 /** A storm's call-making lane as the audit names it: the user `user` is lane `lane` of process `proc`. */

@@ -10,6 +10,7 @@ interface AuditEvent {
   requestObject?: {
     metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
     spec?: { holderIdentity?: string };
+    preconditions?: { uid?: string };
   };
   requestReceivedTimestamp?: string;
   stageTimestamp?: string;
@@ -27,6 +28,7 @@ function leaseWriteOf(event: AuditEvent): LeaseWrite | undefined {
     holder: written?.spec?.holderIdentity,
     sessionId: written?.metadata?.annotations?.[sessionIdAnnotation],
     releasing: written?.metadata?.annotations?.[releasingAnnotation],
+    preconditionUid: verb === 'delete' ? requestObject?.preconditions?.uid : undefined,
   };
   return {
     kind: 'lease-write',

@@ -27,13 +27,14 @@ function metadataOf(object: WatchedObject) {
 
 /** A Lease as the history keeps it. */
 export function leaseChangeOf(type: ChangeType, object: WatchedObject, at: number): LeaseChange {
-  const { name, resourceVersion, labels, annotations } = metadataOf(object);
+  const { name, resourceVersion, uid, labels, annotations } = metadataOf(object);
   const spec = (object.spec ?? {}) as {
     holderIdentity?: string;
     renewTime?: string;
     leaseDurationSeconds?: number;
   };
   const optional = {
+    uid: uid === '' ? undefined : uid,
     member: labels?.[leaseMemberLabel],
     pool: labels?.[leasePoolLabel],
     holder: spec.holderIdentity,

@@ -301,6 +301,32 @@ describe('checkHistory', () => {
     );
   });
 
+  it('finds the delete that ended a claim by the uid it named, whatever order the audit logged the writes in', () => {
+    const removal = lease(100, 'alpha-1', 'corral-vdi/resize', '', { uid: 'u1', durationSeconds: 300 });
+    const removalGone = gone(110, removal);
+    const claimed = lease(120, 'alpha-1', 'ana', 's1', { uid: 'u2' });
+    const released = gone(400, claimed);
+    const calls = [
+      call('shrink', 90, 140, { lane: 1, identity: 'admin' }),
+      told(150, 'ana', 'alpha-1', 's1', 115),
+      call('release', 350, 450, { identity: 'ana', member: 'alpha-1' }),
+    ];
+    // the shrink's delete of its own removal Lease is logged as done after ana's create of the next object
+    const writes = [
+      { ...wrote(removal, 'lane-1') },
+      wrote(claimed),
+      { ...wrote(removalGone, 'lane-1'), at: 125, preconditionUid: 'u1' },
+      { ...wrote(released), preconditionUid: 'u2' },
+    ];
+    const found = history(
+      calls,
+      [clock(0, start), removal, removalGone, claimed, released],
+      undefined,
+      writes,
+    );
+    expect(checkHistory(found)).toEqual([]);
+  });
+
   it('catches a claim written that no call was told of and no failed call explains', () => {
     const found = history(
       // one claim call wrote alpha-1's Lease, then was answered with alpha-2; alpha-1 stays held for nobody
