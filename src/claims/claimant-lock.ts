@@ -75,7 +75,7 @@ async function writeUnlessChanged(write: () => Promise<LeaseObject>): Promise<Cl
  *
  * @throws {@link VdiError} `CLAIM_CHANGED` (retryable) when other claims of the identity held it for 30 s.
  */
-export async function takeClaimantLock(ctx: VdiContext, scope: ClaimantScope): Promise<ClaimantLock> {
+async function takeClaimantLock(ctx: VdiContext, scope: ClaimantScope): Promise<ClaimantLock> {
   const { namespace, pool, identity } = scope;
   const name = claimantLeaseName(scope);
   const started = performance.now();
