@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { claimantLeaseName, claimantStaleMs } from '../../../src/claims/claimant-lock.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { caught, createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
@@ -80,6 +81,20 @@ describe('a per-user limit of the front end (the broker-wide maxDesktopsPerUser)
     );
     expect(waited.code).toBe('USER_LIMIT_REACHED');
     expect(await leaseNames(vdi, namespace)).toEqual(before);
+  });
+
+  it('ends a wait under way with USER_LIMIT_REACHED when the user reached the limit elsewhere meanwhile', async () => {
+    const { vdi } = await setUp('limit-waiting');
+    const bobs = await vdi.claim({ pool: 'gpu', identity: 'bob' });
+    await vdi.claim({ pool: 'gpu', identity: 'carol' });
+    const waiting = caught(vdi.claim({ pool: 'gpu', identity: alice, maxDesktopsPerUser: 1, wait: true }));
+    await waitFor(() => vdi.waitPosition({ pool: 'gpu', identity: alice }), {
+      describe: 'alice to wait for gpu',
+    });
+    await vdi.claim({ pool: 'dev', identity: alice, maxDesktopsPerUser: 1 });
+    await vdi.release({ member: bobs.member, identity: 'bob' });
+    expect((await waiting).code).toBe('USER_LIMIT_REACHED');
+    expect(await vdi.waitPosition({ pool: 'gpu', identity: alice })).toBeUndefined();
   });
 
   it('gives two claims of one identity on two pools at once, through two processes, no more than the limit', async () => {
