@@ -24,9 +24,16 @@ export interface VdiContext {
   backends: Partial<Record<DesktopKind, DesktopBackend>>;
   /**
    * The entitlement hook a self-service claim that names the user's groups asks before it writes anything: it
-   * throws `NOT_ENTITLED` when the identity may not claim from the pool. An administrator's assign does not ask it.
+   * throws `NOT_ENTITLED` when the identity may not claim from the pool, and else answers the pool's own limits. An
+   * administrator's assign does not ask it.
    */
-  checkEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<void>;
+  checkEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<PoolClaimLimits>;
+}
+
+/** What the entitlement hook answers for an identity it lets in: the limits the pool sets. @category access */
+export interface PoolClaimLimits {
+  /** How many desktops one identity may hold, in all pools of the namespace, and still claim from this pool. */
+  maxDesktopsPerUser?: number | undefined;
 }
 
 /** What the claim path tells the entitlement hook: who claims from which pool. @category access */

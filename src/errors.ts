@@ -30,6 +30,7 @@ export type VdiErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_ENTITLED'
+  | 'USER_LIMIT_REACHED'
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'METHOD_NOT_ALLOWED'
@@ -74,6 +75,7 @@ export const httpStatusByCode: Readonly<Record<VdiErrorCode, number>> = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
   NOT_ENTITLED: 403,
+  USER_LIMIT_REACHED: 409,
   NOT_FOUND: 404,
   CONFLICT: 409,
   METHOD_NOT_ALLOWED: 405,

@@ -105,7 +105,7 @@ export type {
 export { formatHostPort, planConnect, rdpPort } from './connect-planner/plan-connect.js';
 export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
 export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
-export type { EntitlementRequest, VdiContext } from './context.js';
+export type { EntitlementRequest, PoolClaimLimits, VdiContext } from './context.js';
 export { backendFor } from './context.js';
 export { toCtAdmissionInput } from './ct/ct-admission.js';
 export { createCtBackend } from './ct/ct-backend.js';

@@ -108,6 +108,8 @@ export interface ResolvedBrokerOptions {
   authRequired: boolean;
   metrics: boolean;
   readiness: Promise<unknown>[];
+  /** How many desktops one user may hold, passed to every claim; `undefined` for no limit. */
+  maxDesktopsPerUser: number | undefined;
   /** What the session engine takes besides the context and namespaces. */
   sessions: Pick<SessionEngineOptions, 'policy' | 'intervalMs'>;
   log: BrokerLogger;
@@ -141,6 +143,7 @@ const brokerOptionsSchema = z.object({
   leaderElection: z.object({}).loose().optional(),
   idleTimeoutMs: z.int().min(0).optional(),
   idleWarningMs: z.int().min(0).optional(),
+  maxDesktopsPerUser: z.int().min(0).optional(),
 });
 
 function isReadable(audit: AuditSink): audit is ReadableAuditSink {
@@ -186,6 +189,8 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     adminGroups: parsed.adminGroups ?? [],
     enabled: parsed.enabled ?? true,
     authRequired: parsed.authRequired ?? false,
+    // 0 is no limit
+    maxDesktopsPerUser: parsed.maxDesktopsPerUser || undefined,
     sessions: {
       policy: {
         ...(parsed.disconnectGraceMs === undefined ? {} : { disconnectGraceMs: parsed.disconnectGraceMs }),

@@ -32,6 +32,11 @@ export interface BrokerSettings {
   idleTimeoutMs?: number;
   /** How long before an idle reclaim its holder is warned (an event and a banner), in ms; `0` sends none. */
   idleWarningMs?: number;
+  /**
+   * How many desktops one user may hold in all served pools of a namespace together; `0` sets no limit. A pool's
+   * own `maxDesktopsPerUser` may be lower.
+   */
+  maxDesktopsPerUser?: number;
 }
 
 /** The environment variables {@link brokerOptionsFromEnv} reads. @category broker */
@@ -45,6 +50,7 @@ export const brokerEnvironmentVariables = [
   'CORRAL_VDI_MAX_SESSION',
   'CORRAL_VDI_IDLE_TIMEOUT',
   'CORRAL_VDI_IDLE_WARNING',
+  'CORRAL_MAX_DESKTOPS_PER_USER',
 ] as const;
 
 type BrokerEnvironmentVariable = (typeof brokerEnvironmentVariables)[number];
@@ -81,6 +87,13 @@ const duration = z.string().transform((value, context) => {
   }
 });
 
+const count = z
+  .string()
+  .trim()
+  .regex(/^\d+$/, 'use a whole number of 1 or more, or 0 for no limit')
+  .transform(Number)
+  .pipe(z.number().int().max(Number.MAX_SAFE_INTEGER, 'use a smaller number'));
+
 const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
   CORRAL_VDI_BROKER: switchValue,
   CORRAL_VDI_NAMESPACES: namespaceList,
@@ -91,6 +104,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
   CORRAL_VDI_MAX_SESSION: duration,
   CORRAL_VDI_IDLE_TIMEOUT: duration,
   CORRAL_VDI_IDLE_WARNING: duration,
+  CORRAL_MAX_DESKTOPS_PER_USER: count,
 };
 
 /**
@@ -107,6 +121,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
  * | `CORRAL_VDI_MAX_SESSION` | maximum claim age (`8h`; `0` none) | `0` |
  * | `CORRAL_VDI_IDLE_TIMEOUT` | reclaim a desktop whose broker consoles carried no input this long (`30m`; `0` off) | `0` |
  * | `CORRAL_VDI_IDLE_WARNING` | warn this long before an idle reclaim (`5m`; `0` none) | `5m` |
+ * | `CORRAL_MAX_DESKTOPS_PER_USER` | how many desktops one user may hold in a namespace (`2`; `0` none) | `0` |
  *
  * An unset or empty variable takes its default.
  *
@@ -144,5 +159,6 @@ export function brokerOptionsFromEnv(
     maxSessionMs: read('CORRAL_VDI_MAX_SESSION', 0),
     idleTimeoutMs: read('CORRAL_VDI_IDLE_TIMEOUT', 0),
     idleWarningMs: read('CORRAL_VDI_IDLE_WARNING', 5 * 60_000),
+    maxDesktopsPerUser: read('CORRAL_MAX_DESKTOPS_PER_USER', 0),
   };
 }

@@ -215,6 +215,7 @@ export function createBroker(options: BrokerOptions): Broker {
       waiters,
       listAudit: () => settings.audit.list(),
       namespaces,
+      maxDesktopsPerUser: settings.maxDesktopsPerUser,
       metrics,
       log,
     }),

@@ -68,6 +68,8 @@ export interface RouteHandlerDependencies {
   /** The task log records, oldest first. */
   listAudit(): AuditRecord[] | Promise<AuditRecord[]>;
   namespaces: readonly string[];
+  /** The broker's limit of desktops per user, for every claim and wait; `undefined` for none. */
+  maxDesktopsPerUser: number | undefined;
   /** Counts and times claims and releases. */
   metrics: Pick<BrokerMetrics, 'timeClaim' | 'countRelease'>;
   log: (message: string) => void;
@@ -110,7 +112,11 @@ export function describeClaim(desktops: DesktopReader, claimed: ClaimResult): Cl
 
 type WaiterParams = { kind: string; ns: string; pool: string; waiter: string };
 
-function waiterTarget(params: WaiterParams, caller: Caller): WaiterTarget {
+function waiterTarget(
+  params: WaiterParams,
+  caller: Caller,
+  maxDesktopsPerUser: number | undefined,
+): WaiterTarget {
   return {
     kind: kindOf(params),
     namespace: params.ns,
@@ -118,6 +124,7 @@ function waiterTarget(params: WaiterParams, caller: Caller): WaiterTarget {
     identity: caller.login,
     groups: [...caller.groups],
     asAdmin: caller.admin,
+    maxDesktopsPerUser,
     key: params.waiter,
   };
 }
@@ -150,7 +157,7 @@ function claimedWaiter(id: string, target: WaiterTarget, desktop: ClaimedDesktop
 
 /** Builds the handlers of the broker's routes. */
 export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandlers {
-  const { vdi, desktops, sessions, tasks, waiters, namespaces, metrics, log } = deps;
+  const { vdi, desktops, sessions, tasks, waiters, namespaces, metrics, log, maxDesktopsPerUser } = deps;
   const ctx = vdi.context;
   const openApiDocument = buildOpenApiDocument();
 
@@ -186,6 +193,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         identity: caller.login,
         groups: [...caller.groups],
         asAdmin: caller.admin,
+        maxDesktopsPerUser,
         namespace: params.ns,
         kind: kindOf(params),
       };
@@ -200,7 +208,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
       return describeClaim(desktops, await metrics.timeClaim(vdi.claim(asked)));
     },
     async getWaiter({ caller, params }) {
-      const target = waiterTarget(params, caller);
+      const target = waiterTarget(params, caller, maxDesktopsPerUser);
       const id = waiterIdOf(target);
       const known = waiters.get(id);
       if (known && (known.identity === caller.login || caller.admin)) {
@@ -233,7 +241,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
       });
     },
     async cancelWait({ caller, params }) {
-      const target = waiterTarget(params, caller);
+      const target = waiterTarget(params, caller, maxDesktopsPerUser);
       const id = waiterIdOf(target);
       const known = waiters.get(id);
       if (known && (known.identity === caller.login || caller.admin)) {

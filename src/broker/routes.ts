@@ -63,7 +63,9 @@ export const routes = {
       schema: waiterSchema,
     },
     errors: {
-      409: 'The pool has no member free for the caller (without wait); `details.waiters` counts the queue ahead.',
+      409:
+        'The pool has no member free for the caller (without wait); `details.waiters` counts the queue ahead. Or ' +
+        'the caller holds as many desktops as its limit allows (`USER_LIMIT_REACHED`, naming them), before it waits.',
     },
   }),
   getWaiter: defineRoute({

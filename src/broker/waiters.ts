@@ -13,6 +13,8 @@ export interface WaiterTarget {
   /** The caller's groups and whether it is an admin, for the pool's entitlement. */
   groups: string[];
   asAdmin: boolean;
+  /** The broker's limit of desktops per user; `undefined` for none. */
+  maxDesktopsPerUser: number | undefined;
   /** The last part of the waiter ID: the hash the waiter Lease carries. */
   key: string;
 }
@@ -106,6 +108,7 @@ export function createWaiterRegistry(
         identity: target.identity,
         groups: target.groups,
         asAdmin: target.asAdmin,
+        ...(target.maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser: target.maxDesktopsPerUser }),
         namespace: target.namespace,
         kind: target.kind,
         wait: true,

@@ -12,8 +12,9 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { sessionIdAnnotation } from '../keys.js';
+import { leaseHolderLabel, leasePoolLabel, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { lowestLimit, planUserLimit, type UserLimitDecision, userLimitError } from '../limits/user-limit.js';
 import {
   identitySchema,
   namespaceSchema,
@@ -22,7 +23,13 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
-import { type ClaimantLock, keepClaimantLock, takeClaimantLock } from './claimant-lock.js';
+import {
+  type ClaimantLock,
+  type ClaimantScope,
+  giveBackClaimantLocks,
+  keepClaimantLock,
+  takeClaimantLocks,
+} from './claimant-lock.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
 import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
@@ -58,6 +65,13 @@ export interface ClaimOptions {
   groups?: string[];
   /** The caller is an administrator, who may claim from every pool. @defaultValue false */
   asAdmin?: boolean;
+  /**
+   * How many desktops the identity may hold in all pools of the namespace together, the front end's own limit (the
+   * broker's `maxDesktopsPerUser`): a claim that would take one more is refused with `USER_LIMIT_REACHED`, and a
+   * claim that returns the desktop the identity holds in the pool is not. With `groups`, the pool's own limit
+   * counts too, and the lower one holds. `0` sets none. @defaultValue 0
+   */
+  maxDesktopsPerUser?: number;
 }
 
 /** What a claim returns: the desktop, and how the claim came about. @category claims */
@@ -83,6 +97,7 @@ const claimSchema = z.object({
   kind: z.enum(['vm', 'ct']).optional(),
   groups: z.array(identitySchema).optional(),
   asAdmin: z.boolean().optional(),
+  maxDesktopsPerUser: z.number().int().min(0).optional(),
 });
 
 /** How a claim is made: by whom, which member first, and whether the pool's entitlement is asked. */
@@ -98,7 +113,7 @@ export interface ClaimHow {
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
  * @throws {@link VdiError} `NO_FREE_MEMBER` (retryable while members are going down, or while the identity's own
- *   member is being made again), `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
+ *   member is being made again), `USER_LIMIT_REACHED` (nothing written), `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
  *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails or its
  *   previous instance is still going down (the claim is held, still marked reset-due), `INVALID_INPUT`.
  */
@@ -114,15 +129,18 @@ export async function claimDesktop(
     kind,
     groups,
     asAdmin,
+    maxDesktopsPerUser,
   } = parseOptions(claimSchema, options, 'claim');
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
   const backend = backendFor(ctx, kind ?? defaultDesktopKind);
   const user = how.actor ?? identity;
   try {
     // a front end that serves users passes their groups; an operator's own call is trusted, as its RBAC is
+    let poolLimit: number | undefined;
     if (!how.skipEntitlement && groups !== undefined) {
       const target = { kind: backend.kind, namespace, pool, identity };
-      await ctx.checkEntitlement(ctx, { ...target, groups, isAdmin: asAdmin ?? false });
+      const limits = await ctx.checkEntitlement(ctx, { ...target, groups, isAdmin: asAdmin ?? false });
+      poolLimit = limits.maxDesktopsPerUser;
     }
     const result = await claimMember(ctx, backend, {
       namespace,
@@ -130,6 +148,8 @@ export async function claimDesktop(
       identity,
       order: how.order,
       actor: user,
+      // 0 is no limit
+      limit: lowestLimit(maxDesktopsPerUser || undefined, poolLimit),
     });
     await recordAudit(ctx, {
       action: 'vdi claim',
@@ -170,6 +190,8 @@ interface ClaimAsked {
   identity: string;
   order: ClaimOrder;
   actor: string;
+  /** How many desktops the identity may hold in the namespace; `undefined` for no limit. */
+  limit: number | undefined;
 }
 
 /** How a claim's turn under the claimant Lease ended. */
@@ -180,6 +202,8 @@ type LockedTurn =
       lease: LeaseObject;
     }
   | { kind: 'refused'; plan: Extract<ClaimPlan, { kind: 'refuse' }>; waiters: number; passedOver: boolean }
+  // the identity holds as many desktops as its limit: it wrote nothing
+  | { kind: 'limited'; refusal: Extract<UserLimitDecision, { kind: 'refused' }> }
   // the claimant Lease was taken over from this claim: it wrote nothing, and tries again
   | { kind: 'overtaken' };
 
@@ -187,7 +211,9 @@ type LockedTurn =
  * Claims a member in turns. Each turn takes the identity's claimant Lease for the pool, so the claims of one
  * identity on one pool (a double-click, two tabs, two broker replicas) run their turns one at a time; under it the
  * identity's own claims are read fresh, so a turn sees every member an earlier turn won, and renews that one
- * instead of winning a second. The pool itself is planned from the cached read; a stale one costs a lost Lease
+ * instead of winning a second. A claim under a per-user limit first takes the identity's claimant Lease for the
+ * whole namespace, so its limited claims on all pools run their turns one at a time, and counts the identity's
+ * claims of every pool under it. The pool itself is planned from the cached read; a stale one costs a lost Lease
  * write, after which the turn tries the other members the same read shows free. The member is then reset,
  * presented and started outside the lock: a later turn of the identity finds its Lease and renews it.
  */
@@ -212,16 +238,16 @@ async function claimMember(
         { retryable: true, details: { namespace, pool } },
       );
     }
-    // the turn writes the claimant Lease again when it runs long: the one to delete is the last one written
-    const held: { lock: ClaimantLock | undefined } = { lock: await takeClaimantLock(ctx, asked) };
+    // the turn writes the claimant Leases again when it runs long: the ones to delete are the last ones written
+    const held: HeldLocks = { locks: await takeClaimantLocks(ctx, claimantScopes(asked)) };
     let turn: LockedTurn;
     try {
       turn = await takeTurn(ctx, backend, asked, view, held);
     } catch (error) {
-      await giveBackLock(ctx, held.lock);
+      await giveBackClaimantLocks(ctx, held.locks);
       throw error;
     }
-    const unlocking = giveBackLock(ctx, held.lock);
+    const unlocking = giveBackClaimantLocks(ctx, held.locks);
     // awaited below; a failure meanwhile is not an unhandled one
     unlocking.catch(() => undefined);
     if (turn.kind === 'won') {
@@ -234,6 +260,7 @@ async function claimMember(
       await unlocking;
       if (result) return result;
     } else await unlocking;
+    if (turn.kind === 'limited') throw userLimitError(asked.identity, turn.refusal);
     if (turn.kind === 'refused') {
       const { plan } = turn;
       // a cached read may lag, and members passed over may have come free: only a fresh read refuses
@@ -258,16 +285,25 @@ async function claimMember(
   }
 }
 
+/** The claimant Leases a turn holds; one taken over meanwhile is `undefined`. */
+interface HeldLocks {
+  locks: (ClaimantLock | undefined)[];
+}
+
 /**
- * Deletes the claimant Lease a turn held. One that cannot be deleted now (the apiserver went away) is taken over as
- * stale by the next claim; a refusal (no delete right) is the caller's to fix, and is said.
+ * The claimant Leases a claim's turn takes, the identity's for the namespace first when a limit applies: every
+ * claim takes them in this order, so none waits for another that waits for it.
  */
-async function giveBackLock(ctx: VdiContext, lock: ClaimantLock | undefined): Promise<void> {
-  if (!lock) return;
-  await deleteLeaseAsRead(ctx, lock.lease).catch((error: unknown) => {
-    if (isVdiError(error) && error.retryable) return false;
-    throw error;
-  });
+function claimantScopes(asked: ClaimAsked): ClaimantScope[] {
+  const { namespace, pool, identity } = asked;
+  const poolScope = { namespace, pool, identity };
+  return asked.limit === undefined ? [poolScope] : [{ namespace, identity }, poolScope];
+}
+
+/** Writes the held claimant Leases again where due; `false` when one was taken over and is held no more. */
+async function keepLocks(ctx: VdiContext, held: HeldLocks): Promise<boolean> {
+  held.locks = await Promise.all(held.locks.map((lock) => lock && keepClaimantLock(ctx, lock)));
+  return held.locks.every((lock) => lock !== undefined);
 }
 
 /**
@@ -293,17 +329,24 @@ async function takeTurn(
   backend: DesktopBackend,
   asked: ClaimAsked,
   view: ClaimView | undefined,
-  held: { lock: ClaimantLock | undefined },
+  held: HeldLocks,
 ): Promise<LockedTurn> {
-  const { namespace, pool, identity, order } = asked;
+  const { namespace, pool, identity, order, limit } = asked;
   // Every claim of the identity that finished wrote its member's Lease before it deleted the claimant Lease, so
   // before this claim created it: a list not older than that write shows them all, from a watch cache. The
   // process's Lease cache sees the claimant write's own event a moment later; the apiserver answers if it does not.
-  const own = await ctx.cluster.listLeases(namespace, ownClaimsSelector(pool, identity), {
-    notOlderThan: held.lock?.lease.metadata.resourceVersion ?? '',
-    cacheWaitMs: ownClaimsCacheWaitMs,
-  });
+  // Under a limit, the identity's claims of every pool are listed, to count them; its own in the pool are among them.
   const holderHash = shortHash(identity);
+  const everywhere = await ctx.cluster.listLeases(
+    namespace,
+    limit === undefined ? ownClaimsSelector(pool, identity) : `${leaseHolderLabel}=${holderHash}`,
+    {
+      // the last claimant Lease was written last
+      notOlderThan: held.locks.at(-1)?.lease.metadata.resourceVersion ?? '',
+      cacheWaitMs: ownClaimsCacheWaitMs,
+    },
+  );
+  const own = everywhere.filter((lease) => lease.metadata.labels?.[leasePoolLabel] === pool);
   // The process's synced caches cost no request, and show what its other claims took since the view was read;
   // their index of the pool gives a claim in random order the few members that can matter to it, at once.
   const fromCaches = () => view === undefined || (view.cached && isPoolCacheSynced(ctx, namespace));
@@ -318,8 +361,7 @@ async function takeTurn(
     // a turn that took long writes the claimant Lease again first, so no waiting claim takes it over; before the
     // plan, so that nothing is awaited between the pick and its note among the members being taken, which the
     // process's other claims pass over
-    held.lock = held.lock && (await keepClaimantLock(ctx, held.lock));
-    if (!held.lock) return { kind: 'overtaken' };
+    if (!(await keepLocks(ctx, held))) return { kind: 'overtaken' };
     let takenHere = membersBeingTaken(ctx, { namespace, pool });
     let now = ctx.clock.now();
     let current = excerptNow(new Set([...lost, ...takenHere]), now);
@@ -346,6 +388,17 @@ async function takeTurn(
       now,
       exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
     });
+    // Only a claim that would take one more desktop counts against the limit, also one refused for want of a free
+    // member (which would wait for one): not one that renews the identity's desktop here, or waits for it to be made
+    // again.
+    const takesOneMore =
+      plan.kind === 'refuse'
+        ? plan.code === 'NO_FREE_MEMBER' && plan.resetting === undefined
+        : plan.kind !== 'renew';
+    if (takesOneMore) {
+      const allowed = planUserLimit({ leases: everywhere, identity, limit, now });
+      if (allowed.kind === 'refused') return { kind: 'limited', refusal: allowed };
+    }
     if (plan.kind === 'refuse') {
       const passedOver = lost.size > 0 || takenHere.size > 0;
       return { kind: 'refused', plan, waiters: waitlist.queue.length, passedOver };

@@ -4,6 +4,7 @@ import { isVdiError, VdiError } from '../errors.js';
 import { leaseNamePrefix } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { shortHash } from './hash.js';
+import { deleteLeaseAsRead } from './lease-writes.js';
 
 /**
  * How long a claimant Lease may stay unchanged before another claim of its identity takes it over as left by a
@@ -25,27 +26,36 @@ export interface ClaimantLock {
 }
 
 /**
- * The name of the Lease that serializes one identity's claims on one pool: `corral-vdi-claimant-` and a hash of
- * both (a pool name holds no `/`, so the pair is unambiguous).
+ * What a claimant Lease serializes: one identity's claims on one pool, or, without `pool`, on every pool of the
+ * namespace (the claims a per-user limit applies to, which count the desktops the identity holds everywhere).
  */
-export function claimantLeaseName(pool: string, identity: string): string {
-  return `${leaseNamePrefix}claimant-${shortHash(`${pool}/${identity}`)}`;
+export interface ClaimantScope {
+  namespace: string;
+  pool?: string | undefined;
+  identity: string;
 }
 
-function claimantLease(
-  ctx: VdiContext,
-  target: { namespace: string; pool: string; identity: string },
-  resourceVersion?: string,
-): LeaseObject {
+/**
+ * The name of the claimant Lease of a scope: `corral-vdi-claimant-` and a hash of the pool and the identity (a pool
+ * name holds no `/`, so the pair is unambiguous), or `corral-vdi-claimant-user-` and a hash of the identity alone.
+ */
+export function claimantLeaseName(scope: Pick<ClaimantScope, 'pool' | 'identity'>): string {
+  const { pool, identity } = scope;
+  return pool === undefined
+    ? `${leaseNamePrefix}claimant-user-${shortHash(identity)}`
+    : `${leaseNamePrefix}claimant-${shortHash(`${pool}/${identity}`)}`;
+}
+
+function claimantLease(ctx: VdiContext, scope: ClaimantScope, resourceVersion?: string): LeaseObject {
   const now = ctx.clock.now().toISOString();
   return {
     metadata: {
       // no pool label: it is read by name only, and must not look like a member's claim to pool listings
-      name: claimantLeaseName(target.pool, target.identity),
-      namespace: target.namespace,
+      name: claimantLeaseName(scope),
+      namespace: scope.namespace,
       ...(resourceVersion === undefined ? {} : { resourceVersion }),
     },
-    spec: { holderIdentity: target.identity, acquireTime: now, renewTime: now },
+    spec: { holderIdentity: scope.identity, acquireTime: now, renewTime: now },
   };
 }
 
@@ -59,23 +69,20 @@ async function writeUnlessChanged(write: () => Promise<LeaseObject>): Promise<Cl
 }
 
 /**
- * Takes the identity's claimant Lease for one pool: creates it, or, while another claim of the identity holds it,
+ * Takes the identity's claimant Lease of a scope: creates it, or, while another claim of the identity holds it,
  * waits until that one deletes it. A Lease that stays unchanged for {@link claimantStaleMs} was left by a process
  * that died, and is taken over conditional on the `resourceVersion` seen.
  *
  * @throws {@link VdiError} `CLAIM_CHANGED` (retryable) when other claims of the identity held it for 30 s.
  */
-export async function takeClaimantLock(
-  ctx: VdiContext,
-  target: { namespace: string; pool: string; identity: string },
-): Promise<ClaimantLock> {
-  const { namespace, pool, identity } = target;
-  const name = claimantLeaseName(pool, identity);
+async function takeClaimantLock(ctx: VdiContext, scope: ClaimantScope): Promise<ClaimantLock> {
+  const { namespace, pool, identity } = scope;
+  const name = claimantLeaseName(scope);
   const started = performance.now();
   let seen: { resourceVersion: string | undefined; since: number } | undefined;
   for (;;) {
     const created = await writeUnlessChanged(() =>
-      ctx.cluster.createLease(namespace, claimantLease(ctx, target)),
+      ctx.cluster.createLease(namespace, claimantLease(ctx, scope)),
     );
     if (created) return created;
     const current = await ctx.cluster.getLease(namespace, name);
@@ -87,16 +94,17 @@ export async function takeClaimantLock(
       seen = { resourceVersion, since: now };
     else if (now - seen.since >= claimantStaleMs) {
       const taken = await writeUnlessChanged(() =>
-        ctx.cluster.replaceLease(namespace, claimantLease(ctx, target, resourceVersion)),
+        ctx.cluster.replaceLease(namespace, claimantLease(ctx, scope, resourceVersion)),
       );
       if (taken) return taken;
       continue;
     }
     if (now - started >= claimantWaitMs) {
+      const where = pool === undefined ? '' : ` on pool "${pool}"`;
       throw new VdiError(
         'CLAIM_CHANGED',
-        `Another claim of ${identity} on pool "${pool}" in namespace "${namespace}" has been running for 30 s; try again once it ends.`,
-        { retryable: true, details: { namespace, pool } },
+        `Another claim of ${identity}${where} in namespace "${namespace}" has been running for 30 s; try again once it ends.`,
+        { retryable: true, details: { namespace, ...(pool === undefined ? {} : { pool }) } },
       );
     }
     await sleep(claimantPollMs);
@@ -118,6 +126,45 @@ export async function keepClaimantLock(
     ctx.cluster.replaceLease(namespace, {
       ...lease,
       spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
+    }),
+  );
+}
+
+/**
+ * Takes the claimant Leases of the scopes one after another, always in the order given, so that two claims never
+ * wait for each other's; one that cannot be taken gives back those already taken.
+ *
+ * @throws {@link VdiError} `CLAIM_CHANGED` (retryable) as {@link takeClaimantLock}.
+ */
+export async function takeClaimantLocks(
+  ctx: VdiContext,
+  scopes: readonly ClaimantScope[],
+): Promise<ClaimantLock[]> {
+  const locks: ClaimantLock[] = [];
+  try {
+    for (const scope of scopes) locks.push(await takeClaimantLock(ctx, scope));
+    return locks;
+  } catch (error) {
+    await giveBackClaimantLocks(ctx, locks);
+    throw error;
+  }
+}
+
+/**
+ * Deletes the claimant Leases a claim holds. One that cannot be deleted now (the apiserver went away) is taken over
+ * as stale by the next claim; a refusal (no delete right) is the caller's to fix, and is said.
+ */
+export async function giveBackClaimantLocks(
+  ctx: VdiContext,
+  locks: readonly (ClaimantLock | undefined)[],
+): Promise<void> {
+  await Promise.all(
+    locks.map(async (lock) => {
+      if (!lock) return;
+      await deleteLeaseAsRead(ctx, lock.lease).catch((error: unknown) => {
+        if (isVdiError(error) && error.retryable) return false;
+        throw error;
+      });
     }),
   );
 }

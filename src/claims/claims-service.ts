@@ -36,9 +36,12 @@ export interface ClaimsService {
    * replaced with its resourceVersion). A failed VM update or start keeps the claim, so no second user gets a
    * half-configured desktop; a start failure is returned as `startError`.
    *
-   * With `groups`, the pool's allowed groups and users are checked first (`asAdmin` passes every pool).
+   * With `groups`, the pool's allowed groups and users are checked first (`asAdmin` passes every pool). With
+   * `maxDesktopsPerUser`, or `groups` and a pool that sets its own limit, a claim that would take one more desktop
+   * than the identity may hold in the namespace is refused; one that returns the desktop held in the pool is not.
    *
-   * @throws {@link VdiError} `NOT_ENTITLED` (with `groups`, before anything is written), `NO_FREE_MEMBER`,
+   * @throws {@link VdiError} `NOT_ENTITLED` (with `groups`, before anything is written), `USER_LIMIT_REACHED`
+   *   (under a limit, before anything is written; `details.held` names the desktops held), `NO_FREE_MEMBER`,
    *   `POOL_NOT_FOUND`, `INVALID_INPUT`, `STOP_FAILED` or
    *   `RECREATE_FAILED` when a takeover's reset fails (the claim stays; claim again to finish it).
    */

@@ -102,6 +102,18 @@ function durationFlag(input: CommandInput, flag: string, key: string): Record<st
   return { [key]: parsed.data };
 }
 
+function limitFlag(input: CommandInput): { maxDesktopsPerUser?: number } {
+  const text = stringFlag(input, 'max-desktops-per-user');
+  if (text === undefined) return {};
+  if (!/^\d+$/.test(text)) {
+    throw new UsageError(`--max-desktops-per-user takes a whole number (0 for no limit), not "${text}"`, [
+      'broker',
+      'serve',
+    ]);
+  }
+  return { maxDesktopsPerUser: Number(text) };
+}
+
 const serve: CommandSpec = {
   words: ['broker', 'serve'],
   summary:
@@ -138,6 +150,11 @@ const serve: CommandSpec = {
       type: 'string',
       value: 'DURATION',
       help: 'Warn this long before an idle reclaim (default 5m). Overrides CORRAL_VDI_IDLE_WARNING.',
+    },
+    'max-desktops-per-user': {
+      type: 'string',
+      value: 'N',
+      help: 'Refuse a claim (409 USER_LIMIT_REACHED) to a user who holds N desktops in the namespace, in any pool (0: no limit, the default). A pool may set a lower one. Overrides CORRAL_MAX_DESKTOPS_PER_USER.',
     },
     ui: {
       type: 'boolean',
@@ -186,7 +203,8 @@ const serve: CommandSpec = {
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
       '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_ADMIN_GROUPS, CORRAL_AUTH_REQUIRED, ' +
-      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT and CORRAL_VDI_IDLE_WARNING. A ' +
+      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT, CORRAL_VDI_IDLE_WARNING and ' +
+      'CORRAL_MAX_DESKTOPS_PER_USER. A ' +
       'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
     '/healthz and /readyz answer anyone, for the probes of the platform; /readyz fails as soon as a shutdown ' +
       'begins. On SIGTERM or SIGINT the broker closes the consoles (1001), lets running releases and requests ' +
@@ -211,6 +229,7 @@ const serve: CommandSpec = {
       ...brokerOptionsFromEnv(input.env),
       ...durationFlag(input, 'idle-timeout', 'idleTimeoutMs'),
       ...durationFlag(input, 'idle-warning', 'idleWarningMs'),
+      ...limitFlag(input),
     };
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];
     const listen = stringFlag(input, 'listen');

@@ -13,6 +13,8 @@ export function cliHintFor(error: unknown, words: readonly string[]): string | u
       return 'Pass -n NAMESPACE where the golden VM lives.';
     case 'NO_FREE_MEMBER':
       return `Free one with "corral-vdi unassign MEMBER", or grow it with "corral-vdi pool resize ${pool} --size N".`;
+    case 'USER_LIMIT_REACHED':
+      return 'Release one with "corral-vdi unassign MEMBER".';
     case 'POOL_IN_USE':
       return command === 'pool delete'
         ? 'Unassign them with "corral-vdi unassign MEMBER", or run it again with --force.'

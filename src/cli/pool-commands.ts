@@ -59,6 +59,11 @@ export const settingsOptions = {
     multiple: true,
     help: 'Let this login claim from the pool when groups or users are limited; repeat for more. Replaces the stored list.',
   },
+  'max-desktops-per-user': {
+    type: 'string',
+    value: 'N',
+    help: 'Refuse a claim from the pool to a user who already holds N desktops in the namespace, in any pool; 0 clears it. Default: no limit of the pool (the broker may set one).',
+  },
 } as const;
 
 /** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
@@ -68,6 +73,13 @@ export function settingsFlags(input: CommandInput, command: CommandSpec) {
   const idle = stringFlag(input, 'idle-timeout');
   const allowedGroups = listFlag(input, 'allow-group');
   const allowedUsers = listFlag(input, 'allow-user');
+  const limit = stringFlag(input, 'max-desktops-per-user');
+  if (limit !== undefined && !/^\d+$/.test(limit)) {
+    throw new UsageError(
+      `--max-desktops-per-user takes a whole number (0 clears it), not "${limit}"`,
+      command.words,
+    );
+  }
   let idleTimeoutMs: number | undefined;
   if (idle !== undefined) {
     const parsed = durationSchema.safeParse(idle);
@@ -81,13 +93,14 @@ export function settingsFlags(input: CommandInput, command: CommandSpec) {
     ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
     ...(allowedGroups === undefined ? {} : { allowedGroups }),
     ...(allowedUsers === undefined ? {} : { allowedUsers }),
+    ...(limit === undefined ? {} : { maxDesktopsPerUser: Number(limit) }),
     ...(booleanFlag(input, 'allow-http-webhook') ? { allowLoopbackHttpWebhook: true } : {}),
   };
 }
 
 /** A pool's settings in words, for `pool list` and `pool set`. */
 export function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
-  const { reclaimWebhook, idleTimeoutMs, allowedGroups, allowedUsers } = pool.settings;
+  const { reclaimWebhook, idleTimeoutMs, allowedGroups, allowedUsers, maxDesktopsPerUser } = pool.settings;
   const parts = [
     `reclaim: ${pool.reclaimAction}${reclaimWebhook ? ` → ${new URL(reclaimWebhook).origin}` : ''}`,
   ];
@@ -95,6 +108,7 @@ export function settingsText(pool: { reclaimAction: ReclaimAction; settings: Poo
     parts.push(`idle timeout: ${idleTimeoutMs === 0 ? 'off' : formatDuration(idleTimeoutMs)}`);
   if (allowedGroups?.length) parts.push(`groups: ${allowedGroups.join(' ')}`);
   if (allowedUsers?.length) parts.push(`users: ${allowedUsers.join(' ')}`);
+  if (maxDesktopsPerUser) parts.push(`max desktops per user: ${maxDesktopsPerUser}`);
   return parts.join(', ');
 }
 
@@ -512,6 +526,7 @@ const set: CommandSpec = {
     '$ corral-vdi pool set gpupool --allow-group ml --allow-group research --allow-user alice@example.com',
     '$ corral-vdi pool set devpool --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
     '$ corral-vdi pool set devpool --idle-timeout 45m',
+    '$ corral-vdi pool set gpupool --max-desktops-per-user 1',
   ],
   async run(input) {
     const settings = settingsFlags(input, set);

@@ -54,7 +54,9 @@ export interface VdiClient {
   /**
    * Claims a desktop of a pool and starts it. Safe to repeat: a claim the caller already holds answers the same
    * desktop with `retried: true`, so a claim whose answer was lost on the network is sent again once.
-   * @throws {@link VdiError} `NO_FREE_MEMBER`, `INVALID_INPUT` (a malformed pool ID), `NOT_FOUND`, `UNAUTHENTICATED`.
+   * @throws {@link VdiError} `NO_FREE_MEMBER`, `USER_LIMIT_REACHED` (the caller holds as many desktops as the broker
+   *   or the pool allows; the message names them), `INVALID_INPUT` (a malformed pool ID), `NOT_FOUND`,
+   *   `UNAUTHENTICATED`.
    */
   claim(poolId: string): Promise<ClaimedDesktopBody>;
   /**
@@ -62,7 +64,7 @@ export interface VdiClient {
    * answers the desktop, or a waiter to poll with {@link VdiClient.getWaiter} until its `status` is `claimed`.
    * Safe to repeat: a caller already waiting gets the same waiter, one already holding a desktop that desktop.
    * @throws {@link VdiError} `INVALID_INPUT` (a malformed pool ID, a `waitTimeoutMs` that is not a positive whole
-   *   number of at most an hour), `NOT_FOUND`, `UNAUTHENTICATED`.
+   *   number of at most an hour), `USER_LIMIT_REACHED` (before it queues), `NOT_FOUND`, `UNAUTHENTICATED`.
    */
   claimOrWait(
     poolId: string,

@@ -150,6 +150,8 @@ export {
   planLeaderRelease,
   planLeaderStep,
 } from '../leader/plan-leader-election.js';
+export type { UserLimitDecision, UserLimitInput } from '../limits/user-limit.js';
+export { desktopsHeldBy, lowestLimit, planUserLimit, userLimitError } from '../limits/user-limit.js';
 export { compareNatural, memberNameFor } from '../member-names.js';
 export type { CountPoolMembersInput, PoolMemberCounts } from '../metrics/count-pool-members.js';
 export { countPoolMembers } from '../metrics/count-pool-members.js';

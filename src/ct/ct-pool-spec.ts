@@ -62,6 +62,8 @@ export interface CtPoolSpec {
   allowedGroups?: string[] | undefined;
   /** Logins that may claim; with no allowed groups either, everyone may. */
   allowedUsers?: string[] | undefined;
+  /** How many desktops a user may hold, in all pools of the namespace, and still claim from this one; `0`: no limit. */
+  maxDesktopsPerUser?: number | undefined;
 }
 
 /** What {@link parseCtPoolSpec} needs to know besides the spec. @category ct-pools */
@@ -156,6 +158,7 @@ function schemaFor(options: ParseCtPoolSpecOptions) {
       idleTimeoutMs: z.number().optional(),
       allowedGroups: z.array(z.string()).optional(),
       allowedUsers: z.array(z.string()).optional(),
+      maxDesktopsPerUser: z.number().optional(),
     })
     .strict()
     .superRefine((spec, ctx) => {
@@ -216,8 +219,9 @@ function checkSettings(
     if (!isVdiError(error, 'INVALID_INPUT')) throw error;
     const { details } = error;
     const field =
-      ['idleTimeoutMs', 'allowedGroups', 'allowedUsers', 'reclaimAction'].find((name) => name in details) ??
-      'reclaimWebhook';
+      ['idleTimeoutMs', 'allowedGroups', 'allowedUsers', 'maxDesktopsPerUser', 'reclaimAction'].find(
+        (name) => name in details,
+      ) ?? 'reclaimWebhook';
     ctx.addIssue({ code: 'custom', path: [field], message: error.message });
   }
 }
@@ -230,6 +234,7 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
     ...(spec.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: spec.idleTimeoutMs }),
     ...(spec.allowedGroups === undefined ? {} : { allowedGroups: spec.allowedGroups }),
     ...(spec.allowedUsers === undefined ? {} : { allowedUsers: spec.allowedUsers }),
+    ...(spec.maxDesktopsPerUser ? { maxDesktopsPerUser: spec.maxDesktopsPerUser } : {}),
   };
 }
 

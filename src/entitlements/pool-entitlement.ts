@@ -1,35 +1,48 @@
 import { canUsePool, type PoolEntitlement, refusalError } from '../access.js';
-import type { EntitlementRequest, VdiContext } from '../context.js';
+import type { EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
 import { readCtPool } from '../ct/ct-pool-store.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { formatPoolId } from '../ids.js';
+import type { PoolSettings } from '../pools/pool-settings.js';
 import { poolSettingsOf } from '../pools/pool-settings.js';
 import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
 
 /**
- * Who may claim from a pool, as stored: a VM pool's settings ConfigMap, a container pool's spec. A pool without
- * either lets everyone; whether it exists is the claim's to say.
+ * Who may claim from a pool, and under which limits, as stored: a VM pool's settings ConfigMap, a container pool's
+ * spec. A pool without either lets everyone, without limits; whether it exists is the claim's to say.
  */
 export async function readPoolEntitlement(
   ctx: VdiContext,
   target: { kind: DesktopKind; namespace: string; pool: string },
-): Promise<PoolEntitlement> {
+): Promise<PoolEntitlement & PoolClaimLimits> {
   const { kind, namespace, pool } = target;
   const poolId = formatPoolId({ kind, namespace, pool });
-  const settings =
+  const settings: PoolSettings | undefined =
     kind === 'ct'
       ? (await readCtPool(ctx, namespace, pool))?.spec
       : poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, pool));
-  return { poolId, allowedGroups: settings?.allowedGroups, allowedUsers: settings?.allowedUsers };
+  // 0 is no limit, as a spec may store it
+  const limit = settings?.maxDesktopsPerUser || undefined;
+  return {
+    poolId,
+    allowedGroups: settings?.allowedGroups,
+    allowedUsers: settings?.allowedUsers,
+    ...(limit === undefined ? {} : { maxDesktopsPerUser: limit }),
+  };
 }
 
 /**
- * The claim path's entitlement hook: reads the pool's allowed groups and users and asks {@link canUsePool}.
+ * The claim path's entitlement hook: reads the pool's allowed groups and users and asks {@link canUsePool}; lets
+ * in, it answers the pool's per-user limit from the same read.
  *
  * @throws {@link VdiError} `NOT_ENTITLED` naming the pool and what to ask for.
  */
-export async function checkPoolEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<void> {
-  const pool = await readPoolEntitlement(ctx, request);
+export async function checkPoolEntitlement(
+  ctx: VdiContext,
+  request: EntitlementRequest,
+): Promise<PoolClaimLimits> {
+  const { maxDesktopsPerUser, ...pool } = await readPoolEntitlement(ctx, request);
   const decision = canUsePool({ ...request, pool });
   if (decision.kind === 'refused') throw refusalError(decision);
+  return maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser };
 }

@@ -59,6 +59,8 @@ export interface CreatePoolOptions {
   allowedGroups?: string[];
   /** Logins that may claim; with no allowed groups either, everyone may. */
   allowedUsers?: string[];
+  /** How many desktops a user may hold, in all pools of the namespace, and still claim from this one; `0`: no limit. */
+  maxDesktopsPerUser?: number;
   /** Accept an http webhook on localhost, 127.0.0.1 or ::1. @defaultValue false */
   allowLoopbackHttpWebhook?: boolean;
 }

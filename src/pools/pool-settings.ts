@@ -32,6 +32,11 @@ export interface PoolSettings {
   allowedGroups?: string[];
   /** Logins that may claim from the pool; with `allowedGroups` empty too, everyone may. */
   allowedUsers?: string[];
+  /**
+   * How many desktops one user may hold, in all pools of the namespace together, and still claim from this pool;
+   * `0` (or unset) sets no limit. See `planUserLimit`.
+   */
+  maxDesktopsPerUser?: number;
 }
 
 /** What {@link checkPoolSettings} needs to know besides the settings. @category pools */
@@ -91,12 +96,27 @@ export function checkPoolSettings(settings: PoolSettings, context: PoolSettingsC
   }
   checkAllowList(settings.allowedGroups, 'allowedGroups', 'group', pool);
   checkAllowList(settings.allowedUsers, 'allowedUsers', 'login', pool);
+  checkMaxDesktopsPerUser(settings.maxDesktopsPerUser, pool);
   if (idleTimeoutMs !== undefined && (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0)) {
     throw invalid(
       `Idle timeout ${String(idleTimeoutMs)} is not valid; use whole milliseconds of 0 or more (0 turns idle reclaim off for the pool).`,
       { pool, idleTimeoutMs },
     );
   }
+}
+
+/**
+ * Checks a per-user limit, a pool's or the broker's: a whole number of 0 (no limit) or more.
+ *
+ * @throws {@link VdiError} `INVALID_INPUT` naming the value.
+ * @category pools
+ */
+export function checkMaxDesktopsPerUser(limit: unknown, pool?: string): void {
+  if (limit === undefined || (Number.isSafeInteger(limit) && (limit as number) >= 0)) return;
+  throw invalid(
+    `Max desktops per user ${String(limit)} is not valid; use a whole number of 1 or more, or 0 for no limit.`,
+    { ...(pool === undefined ? {} : { pool }), maxDesktopsPerUser: limit },
+  );
 }
 
 // an entry the identity header could never carry would let nobody in through it
@@ -154,6 +174,7 @@ const keys = {
   idle: 'idle-timeout',
   groups: 'allowed-groups',
   users: 'allowed-users',
+  limit: 'max-desktops-per-user',
 } as const;
 
 // one entry a line: entries have no line breaks, as checkPoolSettings makes sure
@@ -169,6 +190,7 @@ export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSett
   const data = configMap?.data ?? {};
   const action = data[keys.action];
   const idle = data[keys.idle];
+  const limit = Number(data[keys.limit]);
   let idleTimeoutMs: number | undefined;
   try {
     idleTimeoutMs = idle === undefined ? undefined : parseDuration(idle);
@@ -181,6 +203,7 @@ export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSett
     ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
     ...(listOf(data[keys.groups]).length > 0 ? { allowedGroups: listOf(data[keys.groups]) } : {}),
     ...(listOf(data[keys.users]).length > 0 ? { allowedUsers: listOf(data[keys.users]) } : {}),
+    ...(Number.isSafeInteger(limit) && limit > 0 ? { maxDesktopsPerUser: limit } : {}),
   };
 }
 
@@ -196,6 +219,7 @@ export function buildPoolSettingsConfigMap(
   if (settings.idleTimeoutMs !== undefined) data[keys.idle] = formatDuration(settings.idleTimeoutMs);
   if (settings.allowedGroups?.length) data[keys.groups] = settings.allowedGroups.join('\n');
   if (settings.allowedUsers?.length) data[keys.users] = settings.allowedUsers.join('\n');
+  if (settings.maxDesktopsPerUser) data[keys.limit] = String(settings.maxDesktopsPerUser);
   return {
     metadata: {
       name: poolSettingsName(pool),

@@ -43,6 +43,7 @@ export const poolSettingsOptionsSchema = {
   idleTimeoutMs: z.number().optional(),
   allowedGroups: z.array(z.string()).optional(),
   allowedUsers: z.array(z.string()).optional(),
+  maxDesktopsPerUser: z.number().optional(),
   allowLoopbackHttpWebhook: z.boolean().optional(),
 };
 
@@ -61,13 +62,15 @@ export function settingsIn(options: PoolSettings): PoolSettings {
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
     ...(options.allowedGroups === undefined ? {} : { allowedGroups: options.allowedGroups }),
     ...(options.allowedUsers === undefined ? {} : { allowedUsers: options.allowedUsers }),
+    ...(options.maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser: options.maxDesktopsPerUser }),
   };
 }
 
 /**
  * Changes a pool's own settings: its reclaim action (`stop`, `recreate` or `notify`), the webhook `notify` POSTs
- * to, its idle timeout, and who may claim from it (`allowedGroups`, `allowedUsers`: a list given replaces the stored
- * one, an empty list lets everyone). Settings left out keep their stored value, except that an action other than
+ * to, its idle timeout, who may claim from it (`allowedGroups`, `allowedUsers`: a list given replaces the stored
+ * one, an empty list lets everyone), and how many desktops a user may hold to claim from it (`maxDesktopsPerUser`,
+ * `0` for no limit). Settings left out keep their stored value, except that an action other than
  * `notify` drops the webhook. The settings live in the ConfigMap `corral-vdi-pool-<pool>`, written once; a bad value is
  * refused before anything is written.
  *
@@ -76,7 +79,8 @@ export function settingsIn(options: PoolSettings): PoolSettings {
  * await setPoolSettings(vdi.context, { name: 'devpool', reclaimAction: 'notify', reclaimWebhook: 'https://hooks.example.com/vdi' });
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` (an unknown action, an action that is not the pool's reset or notify, a
- *   webhook that is not https, a negative idle timeout); `POOL_NOT_FOUND`.
+ *   webhook that is not https, a negative idle timeout, a limit that is no whole number of 0 or more);
+ *   `POOL_NOT_FOUND`.
  * @category pools
  */
 export async function setPoolSettings(
@@ -99,6 +103,8 @@ export async function setPoolSettings(
         const merged = { ...stored, ...asked };
         if (merged.reclaimAction !== 'notify') delete merged.reclaimWebhook;
         checkPoolSettings(merged, context);
+        // 0 is no limit, which is what an unset one means
+        if (merged.maxDesktopsPerUser === 0) delete merged.maxDesktopsPerUser;
         return merged;
       });
       return { id, settings, reclaimAction: reclaimActionOf(settings, ephemeral) };

@@ -54,6 +54,7 @@ const waitSchema = z
     kind: z.enum(['vm', 'ct']).optional(),
     groups: z.array(identitySchema).optional(),
     asAdmin: z.boolean().optional(),
+    maxDesktopsPerUser: z.number().int().min(0).optional(),
     wait: z.boolean().optional(),
     signal: z.instanceof(AbortSignal).optional(),
     waitTimeoutMs: z

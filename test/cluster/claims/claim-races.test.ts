@@ -232,7 +232,7 @@ describe('claims of one identity at once against the real apiserver', () => {
     const { namespace, kube, claim, holders } = await setUp('crash', 3);
     // what a claim that died after taking its turn leaves behind
     await kube.createLease(namespace, {
-      metadata: { name: claimantLeaseName('devpool', 'alice'), namespace },
+      metadata: { name: claimantLeaseName({ pool: 'devpool', identity: 'alice' }), namespace },
       spec: { holderIdentity: 'alice' },
     });
     const started = performance.now();

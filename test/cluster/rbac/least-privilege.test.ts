@@ -87,6 +87,16 @@ const steps: Step[] = [
     run: (vdi, { members }) => vdi.unassign({ member: members.bob ?? '', identity: 'admin', asAdmin: true }),
   },
   {
+    name: 'claim with a limit',
+    run: async (vdi, state) => {
+      // a self-service claim under a per-user limit: the pool's limit read with its entitlement, the identity's
+      // claims of every pool counted under its claimant Lease for the namespace
+      const claimed = await vdi.claim({ pool: 'p', identity: 'erin', groups: [], maxDesktopsPerUser: 1 });
+      state.members.erin = claimed.member;
+      if (claimed.startError !== undefined) throw new Error(claimed.startError);
+    },
+  },
+  {
     name: 'session pass (renew)',
     run: async (vdi, { admin, clock }) => {
       // carol's claim is the administrator's doing, and so is the time that passes
@@ -371,6 +381,7 @@ const reportedAs: Record<string, string> = {
   claim: 'a message',
   assign: 'a message',
   'ct claim': 'a message',
+  'claim with a limit': 'a message',
   // a failed reclaim is an event with a message; the claim stays
   'session pass (reclaim)': 'a message',
 };
@@ -397,6 +408,7 @@ const expected: Record<string, string[]> = {
     'list pools',
     'claim',
     'assign',
+    'claim with a limit',
     'session pass (renew)',
     'session pass (reclaim)',
     'pool delete',
@@ -413,6 +425,7 @@ const expected: Record<string, string[]> = {
     'pool shrink',
     'claim',
     'assign',
+    'claim with a limit',
     'pool delete',
     'ct claim',
     'ct shrink',
@@ -432,6 +445,7 @@ const expected: Record<string, string[]> = {
     'assign',
     'release',
     'unassign',
+    'claim with a limit',
     'session pass (reclaim)',
     'pool delete',
     'ct claim',
@@ -450,6 +464,7 @@ const expected: Record<string, string[]> = {
     'connect',
     'release',
     'unassign',
+    'claim with a limit',
     'session pass (reclaim)',
   ],
   'list virtualmachines.kubevirt.io': [
@@ -461,6 +476,7 @@ const expected: Record<string, string[]> = {
     'list pool namespaces',
     'claim',
     'assign',
+    'claim with a limit',
     'session pass (renew)',
     'pool delete',
     'ct-pool apply',
@@ -477,6 +493,7 @@ const expected: Record<string, string[]> = {
     'start',
     'release',
     'unassign',
+    'claim with a limit',
     'session pass (reclaim)',
   ],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
@@ -488,6 +505,7 @@ const expected: Record<string, string[]> = {
     'connect',
     'release',
     'unassign',
+    'claim with a limit',
     'session pass (reclaim)',
   ],
   'list virtualmachineinstances.kubevirt.io': [
@@ -495,6 +513,7 @@ const expected: Record<string, string[]> = {
     'list desktops',
     'claim',
     'assign',
+    'claim with a limit',
     'session pass (renew)',
     'ct capacity',
     'watch caches',
@@ -509,6 +528,7 @@ const expected: Record<string, string[]> = {
   'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity', 'ct capacity'],
   'list virtualmachines.kubevirt.io (cluster)': ['list pool namespaces'],
   'get configmaps': [
+    'claim with a limit',
     'pool delete',
     'ct-pool apply',
     'ct-pool get',

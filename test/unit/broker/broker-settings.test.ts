@@ -15,6 +15,7 @@ describe('brokerOptionsFromEnv', () => {
       maxSessionMs: 0,
       idleTimeoutMs: 0,
       idleWarningMs: 5 * 60_000,
+      maxDesktopsPerUser: 0,
     });
   });
 
@@ -30,6 +31,7 @@ describe('brokerOptionsFromEnv', () => {
         CORRAL_VDI_MAX_SESSION: '8h',
         CORRAL_VDI_IDLE_TIMEOUT: '30m',
         CORRAL_VDI_IDLE_WARNING: '2m',
+        CORRAL_MAX_DESKTOPS_PER_USER: ' 2 ',
       }),
     ).toEqual({
       enabled: true,
@@ -41,6 +43,7 @@ describe('brokerOptionsFromEnv', () => {
       maxSessionMs: 8 * 3_600_000,
       idleTimeoutMs: 30 * 60_000,
       idleWarningMs: 2 * 60_000,
+      maxDesktopsPerUser: 2,
     });
   });
 
@@ -70,6 +73,8 @@ describe('brokerOptionsFromEnv', () => {
     ['CORRAL_VDI_NAMESPACES', `${'a'.repeat(64)}`, 'at most 63'],
     ['CORRAL_VDI_DISCONNECT_GRACE', '15min', 'unknown unit "min"'],
     ['CORRAL_VDI_MAX_SESSION', '-1h', 'negative'],
+    ['CORRAL_MAX_DESKTOPS_PER_USER', '-1', 'whole number of 1 or more, or 0 for no limit'],
+    ['CORRAL_MAX_DESKTOPS_PER_USER', 'two', 'whole number of 1 or more, or 0 for no limit'],
   ])('refuses %s=%s with a message naming the variable', (name, value, reason) => {
     const error = thrownBy(() => brokerOptionsFromEnv({ [name]: value }));
     expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
