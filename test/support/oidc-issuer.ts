@@ -105,6 +105,8 @@ export async function startLocalIssuer(options: LocalIssuerOptions): Promise<Loc
       },
       cookies: { keys: [`cookie-key-${randomUUID()}`] },
       pkce: { required: () => true },
+      // fixed lifetimes, so the provider does not note its defaults on every sign-in
+      ttl: { Interaction: 600, Session: 3600, Grant: 3600, AccessToken: 600, IdToken: 600 },
     });
     handle = provider.callback();
   };
