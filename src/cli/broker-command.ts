@@ -286,15 +286,18 @@ const serve: CommandSpec = {
   ],
   async run(input) {
     const issuer = stringFlag(input, 'oidc-issuer');
-    // before the cluster is asked: without a sign-in, the header is required
-    if (issuer === undefined) requiredFlag(input, serve, 'trust-header');
     const header = stringFlag(input, 'trust-header');
+    // before the cluster is asked
+    if (issuer === undefined && header === undefined) {
+      throw new UsageError('"broker serve" needs --trust-header NAME or --oidc-issuer URL', serve.words);
+    }
     const headerFlag = ['trust-header', 'trust-groups-header', 'trusted-proxies'].find(
       (flag) => stringFlag(input, flag) !== undefined,
     );
     if (issuer !== undefined && headerFlag !== undefined) {
       throw new UsageError(`use either --${headerFlag} or --oidc-issuer, not both`, serve.words);
     }
+    if (issuer !== undefined) requiredFlag(input, serve, 'oidc-client-id');
     const groupsHeader =
       stringFlag(input, 'trust-groups-header') ?? (input.env.CORRAL_TRUST_GROUPS_HEADER?.trim() || undefined);
     const leaderElection = leaderElectionFrom(input);
