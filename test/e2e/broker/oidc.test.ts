@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { createOidcSignIn } from '../../../src/broker/oidc-sign-in.js';
 import { type BrokerServer, serveBroker } from '../../../src/broker/serve.js';
-import { sealSession, sessionKeyFrom } from '../../../src/broker/session-cookie.js';
+import { sealSession, sessionKeyFrom, unsealSignIn } from '../../../src/broker/session-cookie.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
@@ -318,6 +320,42 @@ describe('the sign-in routes', () => {
     expect(answer.headers.getSetCookie()).toEqual([
       expect.stringMatching(/^corral-vdi-sign-in=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=600$/),
     ]);
+  });
+
+  it.each([
+    ['//evil.example/x', '/'],
+    ['https://evil.example/', '/'],
+    ['/\\evil.example', '/'],
+    ['/?connect=vm/x/y', '/?connect=vm/x/y'],
+  ])('returns a sign-in asked to end at %j to %j: a local path only', async (asked, returnTo) => {
+    const answer = await call('GET', `/auth/login?${new URLSearchParams({ return: asked })}`);
+    const sealed = /^corral-vdi-sign-in=([^;]+)/.exec(answer.headers.getSetCookie()[0] ?? '')?.[1] ?? '';
+    const started = await unsealSignIn(sessionKeyFrom(sessionSecret), sealed, new Date());
+    expect(started).toMatchObject({ returnTo });
+  });
+
+  it('names its cookies __Host- and makes them Secure when the redirect URL is https', async () => {
+    const signIn = await createOidcSignIn({
+      issuer: issuer.url,
+      clientId: issuer.clientId,
+      redirectUrl: 'https://desktops.example.com/auth/callback',
+    });
+    const host = createServer((req, res) => {
+      void signIn.handle(req, res);
+    });
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    try {
+      const answer = await fetch(`http://127.0.0.1:${(host.address() as AddressInfo).port}/auth/login`, {
+        redirect: 'manual',
+      });
+      expect(answer.headers.getSetCookie()).toEqual([
+        expect.stringMatching(
+          /^__Host-corral-vdi-sign-in=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=600$/,
+        ),
+      ]);
+    } finally {
+      host.close();
+    }
   });
 
   it('refuses a callback this browser did not start, with 401 UNAUTHENTICATED', async () => {
