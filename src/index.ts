@@ -31,11 +31,14 @@ export { consoleCloseCodes } from './broker/console-relay.js';
 export type {
   AuthGatewayIdentityOptions,
   CallerIdentity,
+  Identification,
   IdentityProvider,
   IdentityRequest,
   TailscaleIdentityOptions,
 } from './broker/identity.js';
 export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './broker/identity.js';
+export type { OidcSignIn, OidcSignInOptions } from './broker/oidc-sign-in.js';
+export { createOidcSignIn } from './broker/oidc-sign-in.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
 export type { RfbInputParser, RfbInputScan } from './broker/rfb-input.js';
 export { createRfbInputParser } from './broker/rfb-input.js';

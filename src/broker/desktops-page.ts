@@ -19,7 +19,12 @@ const pagePolicy = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const indexHtml = `<!doctype html>
+// Posted, not linked: a page elsewhere cannot sign the user out with an image or a link.
+const signOutForm = `<form method="post" action="/auth/logout" class="corral-sign-out">
+      <button type="submit">Sign out</button>
+    </form>`;
+
+const indexHtml = (signOut: boolean) => `<!doctype html>
 <html lang="en">
   <head>
     <meta charset="utf-8">
@@ -29,7 +34,13 @@ const indexHtml = `<!doctype html>
     <link rel="icon" href="data:,">
     <script type="module" src="/ui/page.js"></script>
   </head>
-  <body></body>
+  <body>${
+    signOut
+      ? `
+    ${signOutForm}
+  `
+      : ''
+  }</body>
 </html>
 `;
 
@@ -38,11 +49,16 @@ export type DesktopsPageHandler = (req: IncomingMessage, res: ServerResponse) =>
 
 /**
  * Serves the built Desktops page (`dist/ui` of this package): the page at `/` and its bundle under `/ui/`. Only
- * the files present at start-up are served, by exact name, so no path reaches outside the folder.
+ * the files present at start-up are served, by exact name, so no path reaches outside the folder. With
+ * `signOut`, the page has a Sign out button for the broker's own sign-in.
  *
  * @throws {@link VdiError} `INVALID_INPUT` when the folder holds no built page (`page.js`).
  */
-export function createDesktopsPage(directory: string): DesktopsPageHandler {
+export function createDesktopsPage(
+  directory: string,
+  options: { signOut: boolean } = { signOut: false },
+): DesktopsPageHandler {
+  const html = indexHtml(options.signOut);
   let names: string[];
   try {
     names = readdirSync(directory).filter((name) => contentTypes[extname(name)] !== undefined);
@@ -73,7 +89,7 @@ export function createDesktopsPage(directory: string): DesktopsPageHandler {
         'content-type': 'text/html; charset=utf-8',
         'content-security-policy': pagePolicy,
       });
-      res.end(req.method === 'HEAD' ? undefined : indexHtml);
+      res.end(req.method === 'HEAD' ? undefined : html);
       return true;
     }
     readFile(file).then(

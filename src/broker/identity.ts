@@ -16,9 +16,27 @@ export interface IdentityRequest {
 }
 
 /**
+ * What an {@link IdentityProvider} says about one request:
+ *
+ * - a string: the caller's login (the groups, if any, come from the provider's `groupsHeader`);
+ * - `{ login, groups }`: the login with the groups the provider vouches for itself, such as a token's claim;
+ * - `{ refused }`: the request carries credentials this provider owns (a bearer token, its session cookie) that
+ *   fail its checks; the broker answers 401 `UNAUTHENTICATED` with this message and asks no other provider;
+ * - `undefined`: the request carries nothing this provider vouches for; the broker asks the next one.
+ *
+ * @category broker
+ */
+export type Identification =
+  | string
+  | { login: string; groups: readonly string[] }
+  | { refused: string }
+  | undefined;
+
+/**
  * Turns a request into the caller's login. A provider reads only the request pipeline (headers the proxy set,
- * the peer address), never a body or a query. It returns `undefined` when the request carries no identity it
- * trusts; the broker then tries the next provider, and a request no provider identifies is anonymous.
+ * the peer address, its own credentials such as a bearer token), never a body or a query. It returns
+ * `undefined` when the request carries no identity it trusts; the broker then tries the next provider, and a
+ * request no provider identifies is anonymous.
  *
  * @example
  * ```ts
@@ -41,8 +59,8 @@ export interface IdentityProvider {
    * request this provider vouched for, so the groups are as trusted as the login.
    */
   readonly groupsHeader?: string;
-  /** The caller's login, or `undefined` when this provider does not vouch for the request. */
-  identify(request: IdentityRequest): string | undefined | Promise<string | undefined>;
+  /** The caller's login (with groups), a refusal, or `undefined` when this provider does not vouch for the request. */
+  identify(request: IdentityRequest): Identification | Promise<Identification>;
 }
 
 /**
@@ -54,7 +72,9 @@ export interface IdentityProvider {
  * - `invalid`: a trusted header was present but carried no usable login: empty, too long, padded with spaces,
  *   or sent more than once (which HTTP joins into `mallory, alice`); or the trusted groups header carried no
  *   usable list: an empty entry, an entry padded with spaces (a header sent twice), too long, or with control
- *   characters.
+ *   characters; or a provider's own groups (a token's claim) had such an entry.
+ * - `refused`: a provider found its own credentials on the request and refused them, such as an expired or
+ *   forged bearer token or session cookie.
  *
  * @category broker
  */
@@ -66,7 +86,7 @@ export type CallerIdentity =
       login: string;
       /** The name of the provider that vouched for it. */
       provider: string;
-      /** The caller's groups from the provider's groups header; empty when it has none or none was sent. */
+      /** The caller's groups from the provider (its groups header or claim); empty when it has none or none was sent. */
       groups: string[];
     }
   | {
@@ -86,6 +106,14 @@ export type CallerIdentity =
       header?: string;
       /** What the header should have carried: the `login` or the `groups`. */
       part: 'login' | 'groups';
+    }
+  | {
+      /** Credentials a provider owns that failed its checks. */
+      kind: 'refused';
+      /** The name of the provider that refused them. */
+      provider: string;
+      /** Why, and what to do next. */
+      message: string;
     };
 
 /** Options of {@link tailscaleIdentity}. @category broker */
@@ -215,13 +243,27 @@ function isUsableLogin(login: string): boolean {
   return login !== '' && login.length <= maxIdentityLength && login.trim() === login && !login.includes(',');
 }
 
+const isUsableGroup = (group: string) =>
+  group !== '' && group.length <= maxIdentityLength && group.trim() === group && !/\p{Cc}/u.test(group);
+
 // oauth2-proxy joins groups with a bare comma and HTTP joins a repeated header with ", ", so a padded entry
 // means the header was sent twice.
 function groupsOf(value: string): string[] | undefined {
   const groups = value.split(',');
-  const usable = (group: string) =>
-    group !== '' && group.length <= maxIdentityLength && group.trim() === group && !/\p{Cc}/u.test(group);
-  return groups.every(usable) ? groups : undefined;
+  return groups.every(isUsableGroup) ? groups : undefined;
+}
+
+// The groups a provider vouched for with the login: its own list, or its groups header's.
+function groupsFrom(
+  provider: IdentityProvider,
+  identification: string | { groups: readonly string[] },
+  headers: Headers,
+): string[] | undefined {
+  if (typeof identification !== 'string') {
+    return identification.groups.every(isUsableGroup) ? [...identification.groups] : undefined;
+  }
+  const sent = provider.groupsHeader === undefined ? null : headers.get(provider.groupsHeader);
+  return sent === null ? [] : groupsOf(sent);
 }
 
 /** Options of {@link createIdentityResolver}. */
@@ -238,8 +280,12 @@ export function createIdentityResolver(
   return async (request) => {
     if (isPeerRequest(request.headers, peerTokenDigests)) return { kind: 'service' };
     for (const provider of options.providers) {
-      const login = await provider.identify(request);
-      if (login === undefined) continue;
+      const identification = await provider.identify(request);
+      if (identification === undefined) continue;
+      if (typeof identification !== 'string' && 'refused' in identification) {
+        return { kind: 'refused', provider: provider.name, message: identification.refused };
+      }
+      const login = typeof identification === 'string' ? identification : identification.login;
       if (!isUsableLogin(login)) {
         return {
           kind: 'invalid',
@@ -248,13 +294,18 @@ export function createIdentityResolver(
           ...(provider.header === undefined ? {} : { header: provider.header }),
         };
       }
-      const { groupsHeader } = provider;
-      const sent = groupsHeader === undefined ? null : request.headers.get(groupsHeader);
-      const groups = sent === null ? [] : groupsOf(sent);
-      if (groups === undefined && groupsHeader !== undefined) {
-        return { kind: 'invalid', provider: provider.name, part: 'groups', header: groupsHeader };
+      const groups = groupsFrom(provider, identification, request.headers);
+      if (groups === undefined) {
+        return {
+          kind: 'invalid',
+          provider: provider.name,
+          part: 'groups',
+          ...(typeof identification === 'string' && provider.groupsHeader !== undefined
+            ? { header: provider.groupsHeader }
+            : {}),
+        };
       }
-      return { kind: 'user', login, provider: provider.name, groups: groups ?? [] };
+      return { kind: 'user', login, provider: provider.name, groups };
     }
     return { kind: 'anonymous' };
   };

@@ -44,11 +44,16 @@ function refuse(identity: CallerIdentity): BrokerResponse | undefined {
       return answerFailure(
         'UNAUTHENTICATED',
         identity.part === 'groups'
-          ? `The ${identity.provider} groups header ${identity.header ?? ''} carries no usable list: it must be sent ` +
+          ? identity.header === undefined
+            ? `The groups ${identity.provider} vouched for are no usable list: none may be empty, longer than 1024 ` +
+              'characters, or have surrounding spaces or control characters; fix the groups at the identity provider.'
+            : `The ${identity.provider} groups header ${identity.header} carries no usable list: it must be sent ` +
               'once, as groups joined by bare commas, none empty, none with surrounding spaces or control characters.'
           : `The ${identity.provider} identity header${identity.header ? ` ${identity.header}` : ''} carries no usable ` +
               'login: it must be sent once, with one login that is not empty, has no comma and no surrounding spaces.',
       );
+    case 'refused':
+      return answerFailure('UNAUTHENTICATED', identity.message);
     case 'service':
       return answerFailure(
         'FORBIDDEN',
@@ -122,9 +127,7 @@ function createAdmission(options: RouterOptions): (request: BrokerRequest) => Pr
     if (match.kind === 'not-broker') {
       if (!authRequired || !request.rawPath.startsWith('/api/')) return { kind: 'not-broker' };
       const identity = await identify(request);
-      return answer(
-        identity.kind === 'anonymous' || identity.kind === 'invalid' ? refuse(identity) : undefined,
-      );
+      return answer(identity.kind === 'user' || identity.kind === 'service' ? undefined : refuse(identity));
     }
     if (match.kind === 'route' && isOperation(match.name)) return { kind: 'open', name: match.name };
     if (!enabled && request.rawPath.startsWith('/api/vdi/')) {

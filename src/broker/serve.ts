@@ -1,10 +1,11 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { VdiError } from '../errors.js';
 import { answerFailure, answerUnexpected } from './answers.js';
 import { type Broker, type BrokerOptions, createBroker } from './broker.js';
 import { createDesktopsPage } from './desktops-page.js';
 import { writeNodeResponse } from './http-io.js';
+import type { OidcSignIn } from './oidc-sign-in.js';
 
 /** Options of {@link serveBroker}. @category broker */
 export interface ServeBrokerOptions extends BrokerOptions {
@@ -24,6 +25,11 @@ export interface ServeBrokerOptions extends BrokerOptions {
    * `corral-vdi broker serve --ui` passes it. Without it, `/` answers 404.
    */
   desktopsPage?: string;
+  /**
+   * The broker's own OpenID Connect sign-in (see {@link createOidcSignIn}): its routes are served beside the API
+   * and a visit to the Desktops page without a session goes to the issuer. Its `identity` must be in `identity`.
+   */
+  signIn?: OidcSignIn;
   /**
    * Serve `GET /metrics`, `/healthz` and `/readyz` on a listener of their own, `host:port`, such as `0.0.0.0:9090`
    * for the scraper and the probes of the platform while the API stays on loopback behind its identity proxy.
@@ -207,6 +213,7 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     listen = '127.0.0.1:8080',
     handleSignals = true,
     desktopsPage,
+    signIn,
     metricsListen,
     shutdownTimeoutMs = 20_000,
     ...brokerOptions
@@ -219,19 +226,36 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
       `shutdownTimeoutMs must be a whole number of milliseconds, 0 or more, not ${shutdownTimeoutMs}.`,
     );
   }
-  const page = desktopsPage === undefined ? undefined : createDesktopsPage(desktopsPage);
+  const page =
+    desktopsPage === undefined
+      ? undefined
+      : createDesktopsPage(desktopsPage, { signOut: signIn !== undefined });
   // a standalone broker reads its namespaces from watch caches; /readyz waits on broker.vdi.waitForCacheSync()
   const broker = createBroker({ caches: true, ...brokerOptions });
+  const log = brokerOptions.log ?? ((message: string) => console.warn(message));
+  const toBroker: RequestListener = (req, res) =>
+    broker.handleNode(
+      req,
+      res,
+      page &&
+        (() => {
+          if (!page(req, res)) writeNodeResponse(res, answerFailure('NOT_FOUND', 'Not found.'));
+        }),
+    );
   const server = keepBrokerConnectionsAlive(
-    createServer((req, res) =>
-      broker.handleNode(
-        req,
-        res,
-        page &&
-          (() => {
-            if (!page(req, res)) writeNodeResponse(res, answerFailure('NOT_FOUND', 'Not found.'));
-          }),
-      ),
+    createServer(
+      signIn === undefined
+        ? toBroker
+        : (req, res) =>
+            signIn.handle(req, res).then(
+              (answered) => answered || toBroker(req, res),
+              (error: unknown) => {
+                log(`broker: sign-in ${req.method} ${req.url} failed unexpectedly: ${String(error)}`, {
+                  level: 'error',
+                });
+                if (!res.headersSent) writeNodeResponse(res, answerUnexpected());
+              },
+            ),
     ),
   );
   server.on('upgrade', (req, socket, head: Buffer) => {
@@ -250,7 +274,6 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     throw error;
   }
   broker.start();
-  const log = brokerOptions.log ?? ((message: string) => console.warn(message));
   const hooks: ShutdownHook[] = [];
 
   let resolveClosed: () => void = () => {};

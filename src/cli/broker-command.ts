@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { BrokerLeaderElection, BrokerLogger } from '../broker/broker-options.js';
 import type { IdentityProvider } from '../broker/identity.js';
+import type { OidcSignIn } from '../broker/oidc-sign-in.js';
 import { durationSchema } from '../validate.js';
 import {
   booleanFlag,
@@ -42,6 +44,50 @@ async function identityFrom(
     ...(trustedProxies === undefined ? {} : { trustedProxies }),
     ...(groupsHeader === undefined ? {} : { groupsHeader }),
   });
+}
+
+// A secret from a file, such as a mounted Secret's key: the file's text without its final newline.
+function secretFile(input: CommandInput, flag: string): string | undefined {
+  const path = stringFlag(input, flag);
+  if (path === undefined) return undefined;
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    throw new UsageError(`--${flag}: cannot read ${path}: ${(error as Error).message}`, serve.words);
+  }
+}
+
+/** The OIDC sign-in the --oidc-* flags ask for; the redirect URL defaults to the broker's own listen address. */
+async function signInFrom(
+  input: CommandInput,
+  issuer: string,
+  listen: string,
+): Promise<{ signIn: OidcSignIn; sealedPerProcess: boolean }> {
+  const clientId = requiredFlag(input, serve, 'oidc-client-id');
+  const { parseListenAddress } = await import('../broker/serve.js');
+  const { host, port } = parseListenAddress(listen);
+  const redirectUrl = stringFlag(input, 'oidc-redirect-url') ?? `http://${host}:${port}/auth/callback`;
+  if (port === 0 && stringFlag(input, 'oidc-redirect-url') === undefined) {
+    throw new UsageError('with --listen on port 0, give --oidc-redirect-url', serve.words);
+  }
+  const clientSecret = secretFile(input, 'oidc-client-secret-file');
+  const sessionSecret = secretFile(input, 'oidc-session-key-file');
+  const optional = (flag: string, key: string) => {
+    const value = stringFlag(input, flag);
+    return value === undefined ? {} : { [key]: value };
+  };
+  const { createOidcSignIn } = await import('../broker/oidc-sign-in.js');
+  const signIn = await createOidcSignIn({
+    issuer,
+    clientId,
+    redirectUrl,
+    ...(clientSecret === undefined ? {} : { clientSecret }),
+    ...(sessionSecret === undefined ? {} : { sessionSecret }),
+    ...optional('oidc-audience', 'audience'),
+    ...optional('oidc-groups-claim', 'groupsClaim'),
+    ...optional('oidc-login-claim', 'loginClaim'),
+  });
+  return { signIn, sealedPerProcess: sessionSecret === undefined };
 }
 
 const leaderTimings = {
@@ -141,6 +187,46 @@ const serve: CommandSpec = {
       value: 'ADDRS',
       help: 'Comma-separated proxy addresses; the header counts only on requests from them.',
     },
+    'oidc-issuer': {
+      type: 'string',
+      value: 'URL',
+      help: 'Sign users in with this OpenID Connect issuer instead of trusting a header: the Desktops page signs in with the code flow and PKCE, API callers send a bearer ID or access token.',
+    },
+    'oidc-client-id': {
+      type: 'string',
+      value: 'ID',
+      help: "The broker's client ID at the issuer (with --oidc-issuer).",
+    },
+    'oidc-client-secret-file': {
+      type: 'string',
+      value: 'FILE',
+      help: 'A file holding the client secret, for a confidential client; without it the broker is a public client.',
+    },
+    'oidc-audience': {
+      type: 'string',
+      value: 'AUD',
+      help: 'The audience a bearer token must name. Default: the client ID.',
+    },
+    'oidc-groups-claim': {
+      type: 'string',
+      value: 'CLAIM',
+      help: "The token claim that lists the caller's groups. Default groups.",
+    },
+    'oidc-login-claim': {
+      type: 'string',
+      value: 'CLAIM',
+      help: 'The token claim the login comes from. Default email (refused when email_verified is false).',
+    },
+    'oidc-redirect-url': {
+      type: 'string',
+      value: 'URL',
+      help: 'Where the issuer sends browsers back: the URL browsers reach the broker at, with /auth/callback. Default http://<--listen>/auth/callback.',
+    },
+    'oidc-session-key-file': {
+      type: 'string',
+      value: 'FILE',
+      help: 'A file holding the secret (32 characters or more) that seals the session cookies; replicas need the same one. Without it, sessions end when the process stops.',
+    },
     'idle-timeout': {
       type: 'string',
       value: 'DURATION',
@@ -214,9 +300,22 @@ const serve: CommandSpec = {
     '$ CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice@example.com corral-vdi broker serve --trust-header Tailscale-User-Login',
     '$ CORRAL_VDI_BROKER=1 corral-vdi broker serve --trust-header X-Auth-Request-Email --ui',
     '$ CORRAL_VDI_BROKER=1 corral-vdi broker serve --trust-header X-Auth-Request-Email --metrics-listen 0.0.0.0:9090 --log-format json',
+    '$ CORRAL_VDI_BROKER=1 corral-vdi broker serve --ui --oidc-issuer https://login.example.com/realms/corp --oidc-client-id corral-vdi --oidc-session-key-file /etc/corral/session-key',
   ],
   async run(input) {
-    const header = requiredFlag(input, serve, 'trust-header');
+    const issuer = stringFlag(input, 'oidc-issuer');
+    const header = stringFlag(input, 'trust-header');
+    // before the cluster is asked
+    if (issuer === undefined && header === undefined) {
+      throw new UsageError('"broker serve" needs --trust-header NAME or --oidc-issuer URL', serve.words);
+    }
+    const headerFlag = ['trust-header', 'trust-groups-header', 'trusted-proxies'].find(
+      (flag) => stringFlag(input, flag) !== undefined,
+    );
+    if (issuer !== undefined && headerFlag !== undefined) {
+      throw new UsageError(`use either --${headerFlag} or --oidc-issuer, not both`, serve.words);
+    }
+    if (issuer !== undefined) requiredFlag(input, serve, 'oidc-client-id');
     const groupsHeader =
       stringFlag(input, 'trust-groups-header') ?? (input.env.CORRAL_TRUST_GROUPS_HEADER?.trim() || undefined);
     const leaderElection = leaderElectionFrom(input);
@@ -235,11 +334,27 @@ const serve: CommandSpec = {
     const listen = stringFlag(input, 'listen');
     const metricsListen = stringFlag(input, 'metrics-listen');
     const ui = booleanFlag(input, 'ui');
+    const oidc =
+      issuer === undefined ? undefined : await signInFrom(input, issuer, listen ?? '127.0.0.1:8080');
+    if (oidc?.sealedPerProcess) {
+      log(
+        'broker: no --oidc-session-key-file, so this process seals sessions with a key of its own: they end when it stops, and replicas do not share them.',
+      );
+    }
     const server = await serveBroker({
       ...settings,
       namespaces,
       kubeConfig: session.kubeConfig,
-      identity: [await identityFrom(header, stringFlag(input, 'trusted-proxies'), groupsHeader)],
+      identity: [
+        oidc
+          ? oidc.signIn.identity
+          : await identityFrom(
+              requiredFlag(input, serve, 'trust-header'),
+              stringFlag(input, 'trusted-proxies'),
+              groupsHeader,
+            ),
+      ],
+      ...(oidc ? { signIn: oidc.signIn } : {}),
       log,
       metrics: booleanFlag(input, 'metrics'),
       ...(metricsListen === undefined ? {} : { metricsListen }),
@@ -258,12 +373,13 @@ const serve: CommandSpec = {
         ...(server.metricsUrl ? { metricsUrl: server.metricsUrl } : {}),
         enabled: settings.enabled,
         namespaces,
-        trustHeader: header,
+        ...(header === undefined ? {} : { trustHeader: header }),
+        ...(oidc ? { oidcIssuer: oidc.signIn.issuer } : {}),
         ...(election ? { leaderElection: election } : {}),
       });
     else {
       terminal.print(
-        `broker listening on ${server.url} (namespaces ${namespaces.join(', ')}; login from header ${header})`,
+        `broker listening on ${server.url} (namespaces ${namespaces.join(', ')}; ${oidc ? `sign-in at ${oidc.signIn.issuer}` : `login from header ${header}`})`,
       );
       if (election) {
         terminal.print(`leader election as ${election.identity} on Lease ${election.lease}`);

@@ -17,14 +17,15 @@ interface RbacObject extends KubernetesObject {
   rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>;
 }
 
-/** Every object of deploy/*.yaml, its namespaces renamed to the test's own. */
-function deployObjects(namespaces: { broker: string; served: string }): KubernetesObject[] {
-  return readdirSync(folder)
+/** Every object of deploy/*.yaml (or of a variant's folder, such as `oidc`), its namespaces renamed to the test's own. */
+function deployObjects(namespaces: { broker: string; served: string }, variant = ''): KubernetesObject[] {
+  const from = join(folder, variant);
+  return readdirSync(from)
     .filter((file) => file.endsWith('.yaml'))
     .sort()
     .flatMap((file) =>
       loadAllYaml(
-        readFileSync(join(folder, file), 'utf8')
+        readFileSync(join(from, file), 'utf8')
           .replaceAll('corral-system', namespaces.broker)
           .replaceAll('corral-vms', namespaces.served),
       ),
@@ -168,5 +169,68 @@ describe('the deploy example', () => {
     expect(broker?.ports).toEqual([{ name: 'metrics', containerPort: 9090 }]);
     expect(broker?.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(broker?.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+  });
+});
+
+interface Container {
+  name: string;
+  args: string[];
+  ports: Array<{ name: string; containerPort: number }>;
+  volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+}
+interface Deployment extends KubernetesObject {
+  spec: {
+    template: {
+      spec: {
+        serviceAccountName: string;
+        containers: Container[];
+        volumes?: Array<{ name: string; secret?: { secretName: string } }>;
+      };
+    };
+  };
+}
+
+describe('the OIDC variant of the deploy example (deploy/oidc/)', () => {
+  it('is accepted object by object by the apiserver in a server-side dry run, beside the namespaces and RBAC', async () => {
+    const broker = await createTestNamespace(cluster(), 'deploy-oidc');
+    const served = await createTestNamespace(cluster(), 'deploy-oidc-vms');
+    const objects = deployObjects({ broker, served }, 'oidc');
+    expect(objects.map(nameOf)).toEqual([
+      'Deployment/corral-vdi-broker',
+      'Service/corral-vdi-broker',
+      'PodDisruptionBudget/corral-vdi-broker',
+    ]);
+    for (const object of objects) {
+      expect(`${nameOf(object)}: ${await dryRunCreate(object)}`).toBe(`${nameOf(object)}: accepted`);
+    }
+  });
+
+  it('runs the broker alone with its sign-in flags, the client secret and session key mounted from one Secret', () => {
+    const objects = deployObjects({ broker: 'corral-system', served: 'corral-vms' }, 'oidc');
+    const deployment = objects.find((object) => object.kind === 'Deployment') as Deployment;
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('corral-vdi-broker');
+    expect(pod.containers.map((container) => container.name)).toEqual(['broker']);
+    const [broker] = pod.containers;
+    const flag = (name: string) =>
+      broker?.args.find((arg) => arg.startsWith(`--${name}=`))?.slice(`--${name}=`.length);
+    expect(broker?.args).toEqual(expect.arrayContaining(['--ui', '--leader-elect', '--listen=0.0.0.0:8080']));
+    expect(flag('trust-header')).toBeUndefined();
+    expect(flag('oidc-issuer')).toMatch(/^https:\/\//);
+    expect(flag('oidc-redirect-url')).toMatch(/^https:\/\/.*\/auth\/callback$/);
+    const mount = broker?.volumeMounts?.find((each) => each.name === 'oidc');
+    expect(mount?.readOnly).toBe(true);
+    expect(flag('oidc-client-secret-file')).toBe(`${mount?.mountPath}/client-secret`);
+    expect(flag('oidc-session-key-file')).toBe(`${mount?.mountPath}/session-key`);
+    expect(pod.volumes?.find((volume) => volume.name === 'oidc')?.secret?.secretName).toBe('corral-vdi-oidc');
+    expect(broker?.ports.map((port) => port.name)).toEqual(['http', 'metrics']);
+  });
+
+  it('needs no RBAC beyond deploy/rbac.yaml: no rule there reads Secrets', () => {
+    const rules = deployObjects({ broker: 'corral-system', served: 'corral-vms' }).flatMap(
+      (object) => (object as Partial<RbacObject>).rules ?? [],
+    );
+    expect(rules.length).toBeGreaterThan(0);
+    expect(rules.flatMap((rule) => rule.resources)).not.toContain('secrets');
   });
 });

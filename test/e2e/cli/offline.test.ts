@@ -97,7 +97,15 @@ describe.concurrent('corral-vdi without a cluster', () => {
       'error: --user does not go with --broker',
     ],
     [['usb', 'redir', 'devpool-1', '--device', '1050:0407'], 'error: "usb redir" needs --user LOGIN'],
-    [['broker', 'serve'], 'error: "broker serve" needs --trust-header NAME'],
+    [['broker', 'serve'], 'error: "broker serve" needs --trust-header NAME or --oidc-issuer URL'],
+    [
+      ['broker', 'serve', '--trust-header', 'X-Forwarded-User', '--oidc-issuer', 'https://login.example.com'],
+      'error: use either --trust-header or --oidc-issuer, not both',
+    ],
+    [
+      ['broker', 'serve', '--oidc-issuer', 'https://login.example.com'],
+      'error: "broker serve" needs --oidc-client-id ID',
+    ],
     [
       ['broker', 'serve', '--trust-header', 'X-Forwarded-User', '--leader-lease-duration', '3s'],
       'error: the --leader-* settings need --leader-elect',

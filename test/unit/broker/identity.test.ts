@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   authGatewayIdentity,
   createIdentityResolver,
+  type Identification,
   type IdentityProvider,
   tailscaleIdentity,
 } from '../../../src/broker/identity.js';
@@ -205,5 +206,53 @@ describe('createIdentityResolver', () => {
 
   it('calls a request without headers anonymous', async () => {
     await expect(resolve(request({}))).resolves.toEqual({ kind: 'anonymous' });
+  });
+});
+
+describe('a provider that vouches for groups itself, or refuses', () => {
+  const vouching = (identification: Identification): IdentityProvider => ({
+    name: 'token',
+    // a groups header is no concern of a provider that returns its own groups
+    groupsHeader: 'X-Auth-Request-Groups',
+    identify: () => identification,
+  });
+  const resolveWith = (identification: Identification) =>
+    createIdentityResolver({ providers: [vouching(identification), authGatewayIdentity()], peerTokens: [] })(
+      request({ 'X-Auth-Request-Email': 'bob', 'X-Auth-Request-Groups': 'vdi-admins' }),
+    );
+
+  it('takes its login and groups, and not the groups header', async () => {
+    await expect(resolveWith({ login: 'alice', groups: ['devs', 'ml research'] })).resolves.toEqual({
+      kind: 'user',
+      login: 'alice',
+      provider: 'token',
+      groups: ['devs', 'ml research'],
+    });
+  });
+
+  it.each([[['']], [['devs', ' ops']], [['de\u0000vs']], [['g'.repeat(1025)]]])(
+    'calls its groups %j invalid, naming no header',
+    async (groups) => {
+      await expect(resolveWith({ login: 'alice', groups })).resolves.toEqual({
+        kind: 'invalid',
+        provider: 'token',
+        part: 'groups',
+      });
+    },
+  );
+
+  it('calls its unusable login invalid', async () => {
+    await expect(resolveWith({ login: ' alice', groups: [] })).resolves.toMatchObject({
+      kind: 'invalid',
+      part: 'login',
+    });
+  });
+
+  it('refuses with its own message and asks no later provider', async () => {
+    await expect(resolveWith({ refused: 'The bearer token expired.' })).resolves.toEqual({
+      kind: 'refused',
+      provider: 'token',
+      message: 'The bearer token expired.',
+    });
   });
 });

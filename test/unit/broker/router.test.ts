@@ -159,6 +159,8 @@ function setUp(
     authRequired: false,
     identify: async ({ headers }) => {
       const login = headers.get('x-user');
+      const refused = headers.get('x-refused');
+      if (refused !== null) return { kind: 'refused', provider: 'test', message: refused };
       return login === null ? { kind: 'anonymous' } : { kind: 'user', login, provider: 'test', groups: [] };
     },
     isAdmin: createAdminCheck([admin], []),
@@ -203,6 +205,19 @@ const samplePath = (path: string) =>
   );
 
 describe('createRouter', () => {
+  it("answers credentials a provider refused with 401 UNAUTHENTICATED and the provider's message", async () => {
+    const { call, calls } = setUp();
+    const reply = await call('POST', '/api/vdi/pools/vm/corral-vms/devpool/claim', undefined, {
+      headers: { 'x-refused': 'The bearer token expired; get a new token from the issuer.' },
+    });
+    expect(reply?.status).toBe(401);
+    expect(reply?.body.error).toEqual({
+      code: 'UNAUTHENTICATED',
+      message: 'The bearer token expired; get a new token from the issuer.',
+    });
+    expect(calls).toEqual([]);
+  });
+
   it.each(Object.entries(routes).filter(([, route]) => !('upgrade' in route) && route.auth !== 'none'))(
     'dispatches %s to its handler with its declared status',
     async (name, route) => {

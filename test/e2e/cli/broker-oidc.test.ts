@@ -1,0 +1,89 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sealSession, sessionKeyFrom } from '../../../src/broker/session-cookie.js';
+import { type LocalIssuer, startLocalIssuer } from '../../support/oidc-issuer.js';
+import { cliEnv, collectOutput, createNamespace, startCli, useCliCluster } from './cli-support.js';
+
+const cluster = useCliCluster();
+const running: ChildProcess[] = [];
+const issuers: LocalIssuer[] = [];
+
+afterEach(async () => {
+  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  await Promise.all(issuers.splice(0).map((issuer) => issuer.close()));
+});
+
+const sessionSecret = 'the-session-key-file-of-the-cli-test-0123456789';
+
+async function serveWithIssuer(namespace: string, extra: string[] = []) {
+  const issuer = await startLocalIssuer({ redirectUris: [], accounts: [] });
+  issuers.push(issuer);
+  const folder = mkdtempSync(join(tmpdir(), 'corral-oidc-'));
+  writeFileSync(join(folder, 'client-secret'), `${issuer.clientSecret}\n`);
+  writeFileSync(join(folder, 'session-key'), `${sessionSecret}\n`);
+  const child = startCli(
+    [
+      'broker',
+      'serve',
+      '--listen',
+      '127.0.0.1:0',
+      '--oidc-issuer',
+      issuer.url,
+      '--oidc-client-id',
+      issuer.clientId,
+      '--oidc-client-secret-file',
+      join(folder, 'client-secret'),
+      '--oidc-redirect-url',
+      'http://127.0.0.1:9/auth/callback',
+      ...extra,
+      '-n',
+      namespace,
+      '--kubeconfig',
+      cluster().kubeconfigPath,
+    ],
+    cliEnv({ CORRAL_VDI_BROKER: '1', CORRAL_ADMIN_GROUPS: 'vdi-admins' }),
+  );
+  running.push(child);
+  const output = collectOutput(child);
+  const listening = /broker listening on (http:\/\/\S+) \(.*sign-in at (\S+)\)/;
+  const [, url = '', said = ''] = listening.exec(await output.waitFor(listening)) ?? [];
+  return { issuer, url, said, output, keyFile: join(folder, 'session-key') };
+}
+
+async function statusOf(url: string, headers: Record<string, string>): Promise<number> {
+  const answer = await fetch(`${url}/api/vdi/desktops?all=1`, { headers, redirect: 'manual' });
+  await answer.body?.cancel();
+  return answer.status;
+}
+
+describe('corral-vdi broker serve --oidc-issuer', () => {
+  it("takes bearer tokens of the issuer with their groups claim, and session cookies sealed with --oidc-session-key-file's key", async () => {
+    const namespace = await createNamespace(cluster(), 'cli-oidc');
+    const probe = await serveWithIssuer(namespace);
+    const { issuer, url, said } = probe;
+    expect(said).toBe(issuer.url);
+    const bearer = async (groups: string[], expiresIn = 300) => ({
+      authorization: `Bearer ${await issuer.mintToken({ email: 'bob@example.com', groups, expiresIn })}`,
+    });
+    expect(await statusOf(url, await bearer(['devs', 'vdi-admins']))).toBe(200);
+    expect(await statusOf(url, await bearer(['devs']))).toBe(403);
+    expect(await statusOf(url, await bearer(['vdi-admins'], -120))).toBe(401);
+    // without the key file, the process sealed with a key of its own and warned
+    await probe.output.waitFor(/no --oidc-session-key-file/);
+    const { sealed } = await sealSession(
+      sessionKeyFrom(sessionSecret),
+      { login: 'bob@example.com', groups: ['vdi-admins'], signedInAt: new Date() },
+      new Date(),
+    );
+    expect(await statusOf(url, { cookie: `corral-vdi-session=${sealed}` })).toBe(401);
+
+    const keyed = await serveWithIssuer(namespace, ['--oidc-session-key-file', probe.keyFile]);
+    expect(await statusOf(keyed.url, { cookie: `corral-vdi-session=${sealed}` })).toBe(200);
+    const page = await fetch(`${keyed.url}/`, { redirect: 'manual' });
+    expect(page.status).toBe(302);
+    expect(page.headers.get('location')).toBe('/auth/login?return=%2F');
+  });
+});
