@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { type ClaimHow, type ClaimOptions, type ClaimResult, claimDesktop } from '../claims/claim-desktop.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
-import type { ClaimOrder } from '../claims/plan-claim.js';
 import { readPool } from '../claims/pool-reads.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { defaultDesktopKind } from '../desktop-backend.js';
