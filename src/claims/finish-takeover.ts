@@ -79,7 +79,8 @@ export async function finishTakeover(
   return { facts: after, lease: await clearMark(ctx, lease, desktopId) };
 }
 
-async function waitUntilDown(backend: DesktopBackend, facts: MemberFacts): Promise<MemberFacts> {
+/** Reads the member again every {@link downCheckMs}, up to {@link downChecks} times, until it is not going down. */
+export async function waitUntilDown(backend: DesktopBackend, facts: MemberFacts): Promise<MemberFacts> {
   let current = facts;
   for (let check = 1; check <= downChecks; check += 1) {
     const read = await backend.readMember({ namespace: facts.namespace, member: facts.member });

@@ -134,7 +134,7 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   if (held?.lease) {
     const { member, lease } = held;
     // another claim of the identity took it free and has not handed it out: the last holder's guest goes first
-    if (isGoingDown(member) && !isResetDue(lease) && !isPresentedFor(member, lease))
+    if (!isResetDue(lease) && !isHandedOut(member, lease))
       return { kind: 'refuse', code: 'NO_FREE_MEMBER', goingDown: 1 };
     return { kind: 'renew', member, lease, ...followUp(member), resetDue: isResetDue(lease) };
   }
@@ -162,12 +162,6 @@ export function planClaim(input: PlanClaimInput): ClaimPlan {
   return planTake(chosen, identity);
 }
 
-// The member shows the claim's own session: the claim was handed out, and what runs on it is the holder's.
-function isPresentedFor(member: MemberFacts, lease: LeaseObject): boolean {
-  const session = lease.metadata.annotations?.[sessionIdAnnotation];
-  return session !== undefined && member.presentation.sessionId === session;
-}
-
 // The member of the identity's live claim (not being released) whose member is not listed, or is being deleted.
 function findResetting(input: PlanClaimInput, entries: readonly PlanEntry[]): string | undefined {
   // only claims of members count: a waiter's Lease of the pool is held by the identity too
@@ -185,6 +179,22 @@ function findResetting(input: PlanClaimInput, entries: readonly PlanEntry[]): st
   const lease = live.find((candidate) => !listed.has(candidate.metadata.name ?? ''));
   if (lease === undefined) return undefined;
   return lease.metadata.labels?.[leaseMemberLabel] ?? memberFromLeaseName(lease.metadata.name ?? '') ?? '';
+}
+
+/**
+ * Whether a claim's member is its holder's to use: it shows the claim's session (the claim was presented, so what
+ * runs on it is the holder's), or no previous instance of it is going down. A claim that won a member's Lease and
+ * has not presented it yet while the last holder's guest still goes down is not: neither a claim nor a start of
+ * its holder may start that member until the guest is gone.
+ *
+ * @category claims
+ */
+export function isHandedOut(
+  member: Pick<MemberFacts, 'power' | 'previousInstance' | 'presentation'>,
+  lease: LeaseObject,
+): boolean {
+  const session = lease.metadata.annotations?.[sessionIdAnnotation];
+  return !isGoingDown(member) || (session !== undefined && member.presentation.sessionId === session);
 }
 
 /**

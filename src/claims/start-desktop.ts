@@ -6,7 +6,8 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
-import { finishTakeover } from './finish-takeover.js';
+import { finishTakeover, waitUntilDown } from './finish-takeover.js';
+import { isGoingDown, isHandedOut } from './plan-claim.js';
 import { type MemberOptions, readHeldMember } from './read-held-member.js';
 import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
@@ -80,7 +81,8 @@ function memberGone(desktopId: string): VdiError {
  *
  * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `START_FAILED` (retryable); `FORBIDDEN`
  *   naming the permission when the caller may not start members; `STOP_FAILED` or `RECREATE_FAILED` (retryable)
- *   while a takeover's reset is not done.
+ *   while a takeover's reset is not done, and `STOP_FAILED` (retryable) while a claim not handed out yet waits
+ *   for the last holder's guest to go (about ten seconds).
  */
 export async function startDesktop(ctx: VdiContext, options: MemberOptions): Promise<DesktopView> {
   const held = await readHeldMember(ctx, options, 'start');
@@ -90,6 +92,16 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
   if (lease && isResetDue(lease)) {
     // the claim that took it over from an expired claim stopped before the reset: finish it first
     ({ facts, lease } = await finishTakeover(ctx, backend, { facts, lease, actor: identity }));
+  } else if (lease && !isHandedOut(facts, lease)) {
+    // a claim that won the member has not handed it out: the last holder's guest goes before this one starts
+    facts = await waitUntilDown(backend, facts);
+    if (isGoingDown(facts)) {
+      throw new VdiError(
+        'STOP_FAILED',
+        `${desktopId} is yours, but the previous session on it is still shutting down; start it again in a moment.`,
+        { retryable: true, details: { desktopId } },
+      );
+    }
   }
   const outcome = await startHeld(ctx, backend, facts, { identity, lease });
   if (outcome.kind === 'released') {

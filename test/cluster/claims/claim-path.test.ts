@@ -55,13 +55,18 @@ class LaggingCluster extends KubeCluster {
   }
 }
 
-/** The adapter, counting the fresh reads of a pool's VMs a claim makes. */
+/** The adapter, counting the fresh reads of VMs a claim or a start makes: lists of a pool and reads of one. */
 class ReadCountingCluster extends KubeCluster {
-  poolReads = 0;
+  reads = 0;
 
   override async listVms(namespace: string | undefined, selector?: string, options: ListOptions = {}) {
-    if (!options.cached) this.poolReads += 1;
+    if (!options.cached) this.reads += 1;
     return await super.listVms(namespace, selector, options);
+  }
+
+  override async getVm(...args: Parameters<KubeCluster['getVm']>) {
+    this.reads += 1;
+    return await super.getVm(...args);
   }
 }
 
@@ -201,8 +206,12 @@ describe.concurrent('a member whose previous instance is still going down', goin
     expect(dave.member).toBe('devpool-1');
   });
 
-  it("is not started by a claim that finds its identity's Lease from a take not finished yet, until the instance is gone", async () => {
-    const namespace = await createTestNamespace(cluster(), 'slowstop-own');
+  /**
+   * bob's claim of devpool-1 is released while its guest takes a minute of namespace time to stop, and a claim of
+   * carol's has just won the member's Lease without handing it out yet.
+   */
+  async function wonWhileGoingDown(prefix: string) {
+    const namespace = await createTestNamespace(cluster(), prefix);
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
     const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
@@ -222,7 +231,6 @@ describe.concurrent('a member whose previous instance is still going down', goin
       describe: 'devpool-1 to show Stopping',
       until: (status) => status === 'Stopping',
     });
-    // another claim of carol's won the free member's Lease a moment ago and has not yet seen it going down
     const target = {
       kind: 'vm' as const,
       namespace,
@@ -231,28 +239,46 @@ describe.concurrent('a member whose previous instance is still going down', goin
       identity: 'carol',
     };
     expect(await writeClaimLease(ctx, target, undefined)).toBeDefined();
+    /**
+     * Runs `call` and, once it answered or read the member twice more (it waits for bob's guest), lets the guest's
+     * stop come due; resolves with whether it waited, its answer, and the member's instance when it answered.
+     */
+    const whileGoingDown = async <T>(call: () => Promise<T>) => {
+      const readsBefore = kube.reads;
+      const answering = call().then(async (answer) => ({
+        answer,
+        instance: await kube.getVmi(namespace, 'devpool-1'),
+      }));
+      const waited = await Promise.race([
+        answering.then(() => false),
+        waitFor(() => kube.reads, {
+          describe: 'two more reads of the member',
+          until: (reads) => reads >= readsBefore + 2,
+        }).then(() => true),
+      ]);
+      await clock.advance(60_000);
+      return { waited, ...(await answering) };
+    };
+    return { ctx, vdi, namespace, bobsInstance: bobs?.metadata?.uid, whileGoingDown };
+  }
 
-    const readsBefore = kube.poolReads;
-    const claiming = claimDesktop(
-      ctx,
-      { pool: 'devpool', identity: 'carol' },
-      { actor: undefined, order: 'lowest' },
-    ).then(async (claimed) => ({ claimed, instance: await kube.getVmi(namespace, 'devpool-1') }));
-    // the claim answers, or reads the pool again after waiting for bob's guest: only then does the guest's stop
-    // come due
-    const waited = await Promise.race([
-      claiming.then(() => false),
-      waitFor(() => kube.poolReads, {
-        describe: 'a second read of the pool',
-        until: (reads) => reads >= readsBefore + 2,
-      }).then(() => true),
-    ]);
-    await clock.advance(60_000);
-    const { claimed, instance } = await claiming;
-
+  it("is not started by a claim that finds its identity's Lease from a take not finished yet, until the instance is gone", async () => {
+    const { ctx, bobsInstance, whileGoingDown } = await wonWhileGoingDown('slowstop-own');
+    const { waited, answer, instance } = await whileGoingDown(() =>
+      claimDesktop(ctx, { pool: 'devpool', identity: 'carol' }, { actor: undefined, order: 'lowest' }),
+    );
     expect(waited).toBe(true);
-    expect(claimed.member).toBe('devpool-1');
-    expect(instance?.metadata?.uid).not.toBe(bobs?.metadata?.uid);
+    expect(answer.member).toBe('devpool-1');
+    expect(instance?.metadata?.uid).not.toBe(bobsInstance);
+  });
+
+  it('is not started by a start of the holder of a claim not handed out yet, until the instance is gone', async () => {
+    const { ctx, namespace, bobsInstance, whileGoingDown } = await wonWhileGoingDown('slowstop-start');
+    const { waited, instance } = await whileGoingDown(() =>
+      startDesktop(ctx, { member: 'devpool-1', identity: 'carol', namespace }),
+    );
+    expect(waited).toBe(true);
+    expect(instance?.metadata?.uid).not.toBe(bobsInstance);
   });
 
   it('is not handed out by a claim planned from a view older than the release, which takes another member', async () => {
