@@ -10,6 +10,7 @@ import type {
   LeaseWrite,
   RestState,
   Violation,
+  VmChange,
   VmiChange,
 } from './history.js';
 
@@ -30,7 +31,7 @@ interface Session {
   end?: { change: LeaseChange; expired: boolean };
   /** The VMI of another identity's claim that existed when this claim's Lease was first written. */
   inherited?: { vmi: VmiChange; before: Session };
-  /** How the first version without the reset-due mark handed the member out: after the inherited VMI, or early. */
+  /** How the member was first presented with this claim's session: after the inherited VMI was gone, or early. */
   handout?: 'clean' | 'early';
 }
 
@@ -110,12 +111,15 @@ function replay(changes: readonly Change[]): Replay {
     if (before && before.holder !== session.holder && vmi) session.inherited = { vmi, before };
   };
 
-  const checkHandout = (session: Session, change: LeaseChange) => {
-    if (session.handout || isResetDue(change)) return;
+  // A claim hands its member out when the member is presented with its session: a Lease alone gives its holder no
+  // console and no connect while the member is not running, which it is not while it goes down.
+  const checkHandout = (change: VmChange) => {
+    const session = current.get(change.name);
+    if (!session || session.handout || change.sessionId !== session.sessionId) return;
     const early =
       session.inherited !== undefined && vmis.get(session.member)?.uid === session.inherited.vmi.uid;
     session.handout = early ? 'early' : 'clean';
-    if (early) violations.push(handoutViolation(session, 'its Lease without the reset-due mark', [change]));
+    if (early) violations.push(handoutViolation(session, 'presented with its session', [change]));
   };
 
   const checkIdentity = (change: LeaseChange) => {
@@ -149,6 +153,7 @@ function replay(changes: readonly Change[]): Replay {
       if (change.type === 'DELETED') vmis.delete(change.name);
       else vmis.set(change.name, change);
     }
+    if (change.kind === 'vm' && change.type !== 'DELETED') checkHandout(change);
     if (change.kind !== 'lease' || change.member === undefined) continue;
     const { member } = change;
     const previous = leases.get(change.name);
@@ -174,7 +179,6 @@ function replay(changes: readonly Change[]): Replay {
       current.set(member, session);
       sessions.push(session);
     }
-    checkHandout(session, change);
     checkIdentity(change);
   }
   return { sessions, violations };

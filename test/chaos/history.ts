@@ -65,6 +65,8 @@ export interface VmChange extends ChangeBase {
   kind: 'vm';
   pool?: string;
   assignedTo?: string;
+  /** The session of the claim the member is presented with (`corral.dev/vdi-session-id`). */
+  sessionId?: string;
   printableStatus?: string;
 }
 

@@ -55,6 +55,7 @@ export function vmChangeOf(type: ChangeType, object: WatchedObject, at: number):
   const optional = {
     pool: labels?.[poolLabel],
     assignedTo: annotations?.[assignedToKey],
+    sessionId: annotations?.[sessionIdAnnotation],
     printableStatus: status.printableStatus,
   };
   const present = Object.entries(optional).filter(([, value]) => value !== undefined);

@@ -57,6 +57,21 @@ function vmi(at: number, member: string, type: VmiChange['type'] = 'ADDED'): Vmi
   return { kind: 'vmi', type, at, resourceVersion, name: member, uid: `uid-${member}`, phase: 'Running' };
 }
 
+/** The member's VM presented with a claim's session: the claim handed it out. */
+function presented(at: number, member: string, holder: string, sessionId: string): VmChange {
+  resourceVersion += 1;
+  return {
+    kind: 'vm',
+    type: 'MODIFIED',
+    at,
+    resourceVersion,
+    name: member,
+    pool: 'alpha',
+    assignedTo: holder,
+    sessionId,
+  };
+}
+
 function call(
   op: string,
   startedAt: number,
@@ -133,8 +148,9 @@ const invariants = (found: History) => checkHistory(found).map((violation) => vi
 function cleanHandover() {
   const changes: Change[] = [clock(0, start)];
   const first = lease(100, 'alpha-1', 'ana', 's1');
-  changes.push(first, vmi(200, 'alpha-1'), vmi(600, 'alpha-1', 'DELETED'), gone(650, first));
-  changes.push(lease(900, 'alpha-1', 'bo', 's2'));
+  changes.push(first, presented(110, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1'));
+  changes.push(vmi(600, 'alpha-1', 'DELETED'), gone(650, first));
+  changes.push(lease(900, 'alpha-1', 'bo', 's2'), presented(910, 'alpha-1', 'bo', 's2'));
   return {
     calls: [
       told(150, 'ana', 'alpha-1', 's1'),
@@ -427,7 +443,15 @@ describe('checkHistory', () => {
         call('release', 400, 700, { identity: 'ana', member: 'alpha-1' }),
         told(950, 'bo', 'alpha-1', 's2'),
       ],
-      [clock(0, start), first, vmi(200, 'alpha-1'), gone(650, first), lease(900, 'alpha-1', 'bo', 's2')],
+      [
+        clock(0, start),
+        first,
+        presented(110, 'alpha-1', 'ana', 's1'),
+        vmi(200, 'alpha-1'),
+        gone(650, first),
+        lease(900, 'alpha-1', 'bo', 's2'),
+        presented(910, 'alpha-1', 'bo', 's2'),
+      ],
     );
     const violations = checkHistory(found);
     expect(violations.map((violation) => violation.invariant)).toEqual(['vmi-at-handout']);
@@ -438,11 +462,13 @@ describe('checkHistory', () => {
   function takeover(vmiGoneAt: number, toldAt: number) {
     const later = new Date(start + hour + 1).toISOString();
     // built in the cluster's order, as resourceVersions grow with each record
-    const changes: Change[] = [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1')];
+    const changes: Change[] = [clock(0, start), lease(100, 'alpha-1', 'ana', 's1')];
+    changes.push(presented(110, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1'));
     changes.push(clock(300, start + hour + 1));
     changes.push(lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' }));
     changes.push(vmi(vmiGoneAt, 'alpha-1', 'DELETED'));
     changes.push(lease(vmiGoneAt + 10, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later }));
+    changes.push(presented(vmiGoneAt + 20, 'alpha-1', 'bo', 's2'));
     // bo's claim takes the expired Lease over at 400 and is answered at `toldAt`
     return history([told(150, 'ana', 'alpha-1', 's1'), told(toldAt, 'bo', 'alpha-1', 's2', 350)], changes);
   }
@@ -462,22 +488,55 @@ describe('checkHistory', () => {
     expect(violations[0]?.message).toContain('had expired and its Lease was taken over');
   });
 
-  it('catches a takeover that clears its mark while the previous VMI still exists', () => {
+  it('catches a takeover presented while the previous VMI still exists', () => {
     const later = new Date(start + hour + 1).toISOString();
     const found = history(
       [told(150, 'ana', 'alpha-1', 's1'), told(550, 'bo', 'alpha-1', 's2', 350)],
       [
         clock(0, start),
         lease(100, 'alpha-1', 'ana', 's1'),
+        presented(110, 'alpha-1', 'ana', 's1'),
         vmi(200, 'alpha-1'),
         clock(300, start + hour + 1),
         lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' }),
         lease(500, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later }),
+        presented(510, 'alpha-1', 'bo', 's2'),
       ],
     );
     const violations = checkHistory(found);
     expect(violations.map((violation) => violation.invariant)).toEqual(['vmi-at-handout']);
-    expect(violations[0]?.message).toContain('without the reset-due mark');
+    expect(violations[0]?.message).toContain('presented with its session');
+  });
+
+  it('takes no Lease given back before its member was presented for a handout, whatever VMI still runs', () => {
+    const first = lease(100, 'alpha-1', 'ana', 's1');
+    const released = gone(300, first);
+    const freshTake = lease(320, 'alpha-1', 'bo', 's2');
+    const found = history(
+      [
+        told(150, 'ana', 'alpha-1', 's1'),
+        call('release', 250, 310, { identity: 'ana', member: 'alpha-1' }),
+        // bo's claim won the member's Lease from a view older than the stop, read it going down and gave it back
+        call(
+          'claim',
+          315,
+          400,
+          { identity: 'bo' },
+          { ok: false, error: { name: 'VdiError', code: 'NO_FREE_MEMBER', message: 'x' } },
+        ),
+      ],
+      [
+        clock(0, start),
+        first,
+        presented(110, 'alpha-1', 'ana', 's1'),
+        vmi(200, 'alpha-1'),
+        released,
+        freshTake,
+        gone(350, freshTake),
+        vmi(500, 'alpha-1', 'DELETED'),
+      ],
+    );
+    expect(checkHistory(found)).toEqual([]);
   });
 
   it('lets the same identity take back its own running desktop', () => {
@@ -487,9 +546,11 @@ describe('checkHistory', () => {
       [
         clock(0, start),
         first,
+        presented(110, 'alpha-1', 'ana', 's1'),
         vmi(200, 'alpha-1'),
         clock(300, start + hour + 1),
         lease(400, 'alpha-1', 'ana', 's2', { renewTime: new Date(start + hour + 1).toISOString() }),
+        presented(410, 'alpha-1', 'ana', 's2'),
       ],
     );
     expect(checkHistory(found)).toEqual([]);
@@ -499,10 +560,12 @@ describe('checkHistory', () => {
   function takeoverGivenBack(taker: string) {
     const later = new Date(start + hour + 1).toISOString();
     // built in the cluster's order, as resourceVersions grow with each record
-    const changes: Change[] = [clock(0, start), lease(100, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1')];
+    const changes: Change[] = [clock(0, start), lease(100, 'alpha-1', 'ana', 's1')];
+    changes.push(presented(110, 'alpha-1', 'ana', 's1'), vmi(200, 'alpha-1'));
     changes.push(clock(300, start + hour + 1));
     const marked = lease(400, 'alpha-1', 'bo', 's2', { type: 'MODIFIED', renewTime: later, resetDue: 's2' });
     changes.push(marked, gone(450, marked), lease(600, 'alpha-1', taker, 's3', { renewTime: later }));
+    changes.push(presented(610, 'alpha-1', taker, 's3'));
     const calls = [
       told(150, 'ana', 'alpha-1', 's1'),
       // bo's claim takes it over, then gives it back and fails
