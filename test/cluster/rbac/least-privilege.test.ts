@@ -318,7 +318,8 @@ async function runCase(
     admin.context.cluster.createVm(namespace, stoppedVm('golden')),
     admin.context.cluster.createVm(namespace, gpuGolden),
   ]);
-  const vdi = createVdi({ kubeConfig, namespace, clock, retry: { retries: 0 } });
+  // the SDK's own retries of transient apiserver errors, as a user gets them: a refusal is never retried
+  const vdi = createVdi({ kubeConfig, namespace, clock });
   const state: RunState = { clock, admin, members: {} };
   const failed: Record<string, Failure> = {};
   try {
