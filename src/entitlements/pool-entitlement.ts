@@ -3,9 +3,11 @@ import type { EntitlementRequest, PoolClaimLimits, VdiContext } from '../context
 import { readCtPool } from '../ct/ct-pool-store.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { formatPoolId } from '../ids.js';
+import { uncheckedHolderGroups } from '../keys.js';
 import type { PoolSettings } from '../pools/pool-settings.js';
 import { poolSettingsOf } from '../pools/pool-settings.js';
 import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
+import { formatHolderGroups } from './holder-entitlement.js';
 
 /**
  * Who may claim from a pool, and under which limits, as stored: a VM pool's settings ConfigMap, a container pool's
@@ -33,7 +35,7 @@ export async function readPoolEntitlement(
 
 /**
  * The claim path's entitlement hook: reads the pool's allowed groups and users and asks {@link canUsePool}; lets
- * in, it answers the pool's per-user limit from the same read.
+ * in, it answers the pool's per-user limit from the same read and the groups the claim records.
  *
  * @throws {@link VdiError} `NOT_ENTITLED` naming the pool and what to ask for.
  */
@@ -44,5 +46,9 @@ export async function checkPoolEntitlement(
   const { maxDesktopsPerUser, ...pool } = await readPoolEntitlement(ctx, request);
   const decision = canUsePool({ ...request, pool });
   if (decision.kind === 'refused') throw refusalError(decision);
-  return maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser };
+  // an administrator's own claim asked no list, so nothing of it is judged later
+  const holderGroups = request.isAdmin
+    ? uncheckedHolderGroups
+    : formatHolderGroups(request.groups, pool.allowedGroups);
+  return { holderGroups, ...(maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser }) };
 }
