@@ -81,19 +81,3 @@ export function judgeHolderEntitlement(
   const decision = canUsePool({ identity, groups: record.groups, isAdmin: false, pool });
   return decision.kind === 'allowed' ? 'entitled' : 'not-entitled';
 }
-
-/**
- * The {@link holderGroupsAnnotation} value to write when the broker sees a claim's holder with `groups`, or
- * `undefined` when nothing changes: the record already says so, or the claim is `unchecked` (it stays so).
- *
- * @category access
- */
-export function refreshedHolderGroups(
-  lease: LeaseObject,
-  groups: readonly string[],
-  allowedGroups: readonly string[] = [],
-): string | undefined {
-  if (readHolderRecord(lease).kind === 'unchecked') return undefined;
-  const next = formatHolderGroups(groups, allowedGroups);
-  return lease.metadata.annotations?.[holderGroupsAnnotation] === next ? undefined : next;
-}

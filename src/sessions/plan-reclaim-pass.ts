@@ -438,6 +438,17 @@ interface EntitlementFacts {
   dueAt: Date | undefined;
 }
 
+/**
+ * When the reclaim of a claim marked `corral.dev/vdi-not-entitled-at` is due: the policy's `disconnectGraceMs` after
+ * the mark; `undefined` for a claim not marked.
+ *
+ * @category sessions
+ */
+export function notEntitledReclaimAt(lease: LeaseObject, policy: ReclaimPolicy): Date | undefined {
+  const markedAt = parseMark(lease, notEntitledAtAnnotation);
+  return markedAt === undefined ? undefined : new Date(markedAt.getTime() + policy.disconnectGraceMs);
+}
+
 function entitlementOf(
   lease: LeaseObject,
   settings: ReadonlyMap<string, PoolSettings> | undefined,
@@ -451,10 +462,7 @@ function entitlementOf(
     allowedGroups: own?.allowedGroups,
     allowedUsers: own?.allowedUsers,
   });
-  const dueAt =
-    verdict === 'not-entitled' && markedAt !== undefined
-      ? new Date(markedAt.getTime() + policy.disconnectGraceMs)
-      : undefined;
+  const dueAt = verdict === 'not-entitled' ? notEntitledReclaimAt(lease, policy) : undefined;
   return { verdict, markedAt, dueAt };
 }
 

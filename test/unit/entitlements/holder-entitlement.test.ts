@@ -5,7 +5,6 @@ import {
   judgeHolderEntitlement,
   maxHolderGroupsLength,
   readHolderRecord,
-  refreshedHolderGroups,
 } from '../../../src/entitlements/holder-entitlement.js';
 import { holderGroupsAnnotation } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
@@ -68,20 +67,5 @@ describe('judgeHolderEntitlement', () => {
     ['a claim from before claims recorded groups', undefined, ['research'], [], 'unchecked'],
   ])('judges %s', (_, record, allowedGroups, allowedUsers, expected) => {
     expect(judgeHolderEntitlement(leaseWith(record), { poolId, allowedGroups, allowedUsers })).toBe(expected);
-  });
-});
-
-describe('refreshedHolderGroups', () => {
-  it('writes only when the groups changed', () => {
-    expect(refreshedHolderGroups(leaseWith('["ml"]'), ['ml'])).toBeUndefined();
-    expect(refreshedHolderGroups(leaseWith('["ml"]'), ['devs'])).toBe('["devs"]');
-  });
-
-  it('records the groups of a claim from before claims recorded them', () => {
-    expect(refreshedHolderGroups(leaseWith(undefined), ['ml'])).toBe('["ml"]');
-  });
-
-  it('leaves an unchecked claim unchecked', () => {
-    expect(refreshedHolderGroups(leaseWith('unchecked'), ['devs'])).toBeUndefined();
   });
 });
