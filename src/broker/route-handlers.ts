@@ -347,14 +347,14 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
       );
       return { desktop: view.id, task: task.id };
     },
-    async connectDesktop({ caller, params, desktop }) {
-      await checkStillEntitled(ctx, caller, desktop);
+    async connectDesktop({ caller, params }) {
       return await connect(ctx, {
         kind: kindOf(params),
         member: params.member,
         identity: caller.login,
         namespace: params.ns,
         asAdmin: caller.admin,
+        groups: caller.groups,
       });
     },
     async openapi() {
