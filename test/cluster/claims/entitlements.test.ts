@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { holderGroupsAnnotation } from '../../../src/keys.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
@@ -85,5 +86,20 @@ describe('a pool that lets only some groups and users claim', () => {
     expect((await vdi.connect({ member: onVm.member, identity: alice, probeTimeoutMs: 200 })).holder).toBe(
       alice,
     );
+  });
+
+  it('records the groups a claim was let in with; a retry with other groups records those in its renewal, and an operator’s claim records unchecked', async () => {
+    const { namespace, vdi } = await setUp('entitled-record');
+    const recorded = async (member: string) =>
+      (await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`))?.metadata.annotations?.[
+        holderGroupsAnnotation
+      ];
+    const first = await vdi.claim({ pool: 'gpu', identity: alice, groups: ['ml', 'devs'] });
+    expect(await recorded(first.member)).toBe('["devs","ml"]');
+    const retry = await vdi.claim({ pool: 'gpu', identity: alice, groups: ['research', 'ml'] });
+    expect(retry).toMatchObject({ member: first.member, retried: true });
+    expect(await recorded(first.member)).toBe('["ml","research"]');
+    const operators = await vdi.claim({ pool: 'gpu', identity: 'dave' });
+    expect(await recorded(operators.member)).toBe('unchecked');
   });
 });
