@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import type { DesktopKind } from '../../../src/desktop-backend.js';
+import { VdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
 import { holderGroupsAnnotation, notEntitledAtAnnotation } from '../../../src/keys.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
@@ -45,8 +46,12 @@ async function setUp(prefix: string, kind: DesktopKind) {
   const assigned = await vdi.assign({ pool, identity: 'dave', actor: 'admin@example.com', kind });
   const events: Array<VdiEvents['not-entitled'][0]> = [];
   vdi.events.on('not-entitled', (event) => events.push(event));
-  const engine = () =>
-    createSessionEngine(vdi.context, { namespaces: [namespace], policy: { disconnectGraceMs: grace } });
+  const engine = (options: { fence?: () => Promise<void> } = {}) =>
+    createSessionEngine(vdi.context, {
+      namespaces: [namespace],
+      policy: { disconnectGraceMs: grace },
+      ...options,
+    });
   // the pool stops letting ml in
   const revoke = (allowedGroups: string[]) =>
     kind === 'vm'
@@ -142,6 +147,19 @@ describe.each<DesktopKind>(['vm', 'ct'])(
       const restarted = setup.engine();
       expect(await restarted.runPass()).toMatchObject({ notEntitled: 0, reclaimed: 1, errors: [] });
       expect(await leaseOf(vdi, namespace, claimed)).toBeUndefined();
+    });
+
+    it('writes no mark from a replica that no longer leads: its fence refuses before the write', async () => {
+      const setup = await setUp(`not-entitled-fenced-${kind}`, kind);
+      const { vdi, namespace, claimed } = setup;
+      await setup.revoke(['research']);
+      const notLeader = new VdiError('NOT_LEADER', 'another replica leads now');
+      const result = await setup.engine({ fence: () => Promise.reject(notLeader) }).runPass();
+      expect(result).toMatchObject({ notEntitled: 0, reclaimed: 0 });
+      expect(result.errors.map((error) => error.code)).toEqual(['NOT_LEADER']);
+      expect(
+        (await leaseOf(vdi, namespace, claimed))?.metadata.annotations?.[notEntitledAtAnnotation],
+      ).toBeUndefined();
     });
   },
 );
