@@ -10,6 +10,7 @@ export type AuditAction =
   | 'vdi reclaim (disconnect-grace)'
   | 'vdi reclaim (max-duration)'
   | 'vdi reclaim (idle)'
+  | 'vdi reclaim (not-entitled)'
   | 'vdi reclaim notify'
   | 'vdi pool set'
   | 'vdi reclaim (expired)'

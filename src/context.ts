@@ -34,6 +34,11 @@ export interface VdiContext {
 export interface PoolClaimLimits {
   /** How many desktops one identity may hold, in all pools of the namespace, and still claim from this pool. */
   maxDesktopsPerUser?: number | undefined;
+  /**
+   * What the claim records of the holder's groups on its Lease (`corral.dev/vdi-holder-groups`), for the session
+   * engine to judge later whether the pool still lets the holder in; without it the claim is recorded unchecked.
+   */
+  holderGroups?: string | undefined;
 }
 
 /** What the claim path tells the entitlement hook: who claims from which pool. @category access */

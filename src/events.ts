@@ -29,14 +29,18 @@ export interface VdiEvents {
   ];
   /** The reclaim policy took a desktop back. */
   reclaimed: [
-    event: { desktopId: string; holder: string; reason: 'disconnect-grace' | 'max-duration' | 'idle' },
+    event: {
+      desktopId: string;
+      holder: string;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+    },
   ];
   /** A reclaim failed; the claim stays and the next pass tries again. */
   'reclaim-failed': [
     event: {
       desktopId: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
       error: string;
     },
   ];
@@ -49,11 +53,16 @@ export interface VdiEvents {
       desktopId: string;
       pool: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
       dueAt: string;
       webhook?: { ok: boolean; status?: number; error?: string };
     },
   ];
+  /**
+   * The pool of a claimed desktop no longer lets its holder in: the session engine marked the claim, and reclaims it
+   * at `reclaimAt` (RFC 3339) unless the pool lets the holder in again first.
+   */
+  'not-entitled': [event: { desktopId: string; holder: string; reclaimAt: string }];
   /** A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it. */
   'idle-warning': [event: { desktopId: string; holder: string; idleAt: string }];
   /** The engine renewed a claim's Lease. */

@@ -159,6 +159,13 @@ export type {
   UsbSupport,
 } from './desktop-backend.js';
 export { defaultDesktopKind } from './desktop-backend.js';
+export type { HolderRecord } from './entitlements/holder-entitlement.js';
+export {
+  formatHolderGroups,
+  judgeHolderEntitlement,
+  maxHolderGroupsLength,
+  readHolderRecord,
+} from './entitlements/holder-entitlement.js';
 export type { VdiErrorCode, VdiErrorOptions } from './errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from './errors.js';
 export type { VdiEvents } from './events.js';
@@ -171,6 +178,7 @@ export {
   consolesAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  holderGroupsAnnotation,
   idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
@@ -178,6 +186,7 @@ export {
   leaseNamePrefix,
   leasePoolLabel,
   minReadyAnnotation,
+  notEntitledAtAnnotation,
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
@@ -186,6 +195,7 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  uncheckedHolderGroups,
 } from './keys.js';
 export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
@@ -324,6 +334,7 @@ export type {
   SessionStep,
 } from './sessions/plan-reclaim-pass.js';
 export {
+  notEntitledReclaimAt,
   notifiedMark,
   planReclaimPass,
   policyFor,

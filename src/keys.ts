@@ -80,3 +80,16 @@ export const idleWarnedAnnotation = 'corral.dev/vdi-idle-warned';
 export const reclaimNotifiedAnnotation = 'corral.dev/vdi-reclaim-notified';
 /** Label on the ConfigMap `corral-vdi-pool-<pool>` that holds a pool's settings. @category keys */
 export const poolSettingsLabel = 'corral.dev/vdi-pool-settings';
+/**
+ * Lease annotation: the groups the holder's claim was let into its pool with, as a JSON list, refreshed when the
+ * broker sees the holder with other groups; `unchecked` for a claim that asked no entitlement (an administrator's
+ * assign or own claim, an operator's claim without groups). @category keys
+ */
+export const holderGroupsAnnotation = 'corral.dev/vdi-holder-groups';
+/**
+ * Lease annotation: when the session engine first saw the claim's holder no longer let into the pool (RFC 3339);
+ * the claim is reclaimed once the grace has passed since. @category keys
+ */
+export const notEntitledAtAnnotation = 'corral.dev/vdi-not-entitled-at';
+/** The {@link holderGroupsAnnotation} of a claim that asked no entitlement, which is never judged. @category keys */
+export const uncheckedHolderGroups = 'unchecked';

@@ -115,8 +115,8 @@ export interface Broker {
   keepSpares(): Promise<SparesPassResult>;
   /**
    * The gate of a console websocket (noVNC, terminal, RDP) of a claimed desktop: only its holder and the
-   * admins pass, and only while the desktop's pool lets the holder in. The console is counted by the session engine
-   * until the handle's `close()`.
+   * admins pass, and the holder only while the desktop's pool lets them in (always, for a desktop an admin assigned).
+   * The console is counted by the session engine until the handle's `close()`.
    *
    * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`, `MEMBER_NOT_FOUND`, `INVALID_INPUT`,
    *   `NOT_ENTITLED` (the pool no longer lets the holder in), `UNAUTHENTICATED` (an empty identity).

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { canOpenConsole } from '../access.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
+import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { VdiError } from '../errors.js';
 import type { ConsoleHandle, ConsoleKind, SessionEngine } from '../sessions/session-engine.js';
 import { parseOptions } from '../validate.js';
@@ -57,7 +58,7 @@ export function createConsoleGate(
     if (id.kind === 'reject') throw new VdiError(id.code, id.message);
     const { desktopKind, namespace, member } = id;
     const admin = isAdmin(identity, groups ?? []);
-    const { view } = await readDesktopAs(ctx, {
+    const { view, lease } = await readDesktopAs(ctx, {
       kind: desktopKind,
       namespace,
       member,
@@ -66,7 +67,7 @@ export function createConsoleGate(
       decide: (request) => canOpenConsole({ ...request, doing: 'open a console of' }),
     });
     const asker = { identity, groups: groups ?? [], isAdmin: admin };
-    await ctx.checkEntitlement(ctx, { kind: desktopKind, namespace, pool: view.pool, ...asker });
+    await checkHolderEntitlement(ctx, { kind: desktopKind, namespace, pool: view.pool, ...asker, lease });
     return await sessions.openConsole({ member, namespace, identity, kind });
   };
 }

@@ -5,6 +5,7 @@ import { canOpenConsole } from '../access.js';
 import { readMemberAs } from '../claims/read-held-member.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { ConsoleStream, DesktopKind, MemberConsole } from '../desktop-backend.js';
+import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { planConsoleStream } from '../sessions/plan-console-stream.js';
@@ -110,7 +111,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
   async function prepare(target: ConsoleTarget): Promise<{ handle: ConsoleHandle; stream: ConsoleStream }> {
     const { kind, namespace, member, protocol, caller } = target;
     const backend = backendFor(ctx, kind);
-    const { facts, marks } = await readMemberAs(ctx, backend, {
+    const { facts, marks, lease } = await readMemberAs(ctx, backend, {
       namespace,
       member,
       identity: caller.login,
@@ -120,7 +121,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
     const desktopId = formatDesktopId({ kind, namespace, member });
     if (facts) {
       const asker = { identity: caller.login, groups: caller.groups, isAdmin: caller.admin };
-      await ctx.checkEntitlement(ctx, { kind, namespace, pool: facts.pool, ...asker });
+      await checkHolderEntitlement(ctx, { kind, namespace, pool: facts.pool, ...asker, lease });
     }
     // a member gone under its claim reads as resetting: not running, so the planner refuses it as stopped
     const consoles = facts?.consoles ?? [];

@@ -8,6 +8,7 @@ import { leaseNameFor } from '../claims/lease-name.js';
 import { connect } from '../connect-planner/connect.js';
 import type { CtPoolView } from '../ct/ct-pool-service.js';
 import type { DesktopKind } from '../desktop-backend.js';
+import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { sessionIdAnnotation } from '../keys.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
@@ -84,6 +85,20 @@ const kindOf = (params: { kind: string }): DesktopKind => params.kind as Desktop
 const mayUse = (caller: Caller, pool: PoolEntitlement): boolean =>
   canUsePool({ identity: caller.login, groups: caller.groups, isAdmin: caller.admin, pool }).kind ===
   'allowed';
+
+// a holder whose pool no longer lets them in may still look at the desktop and release it, not use it
+async function checkStillEntitled(ctx: Vdi['context'], caller: Caller, desktop: ReadDesktop): Promise<void> {
+  const { view, lease } = desktop;
+  await checkHolderEntitlement(ctx, {
+    kind: view.kind,
+    namespace: view.namespace,
+    pool: view.pool,
+    identity: caller.login,
+    groups: caller.groups,
+    isAdmin: caller.admin,
+    lease,
+  });
+}
 
 // a member is free while nobody holds it and its Pod exists (one being made again is not handed out)
 function describeCtPool(pool: CtPoolView) {
@@ -283,6 +298,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
       return desktops.describe(desktop.view, desktop.lease);
     },
     async startDesktop({ caller, params, desktop }) {
+      await checkStillEntitled(ctx, caller, desktop);
       const started = await vdi.start({
         kind: kindOf(params),
         member: params.member,
@@ -338,6 +354,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         identity: caller.login,
         namespace: params.ns,
         asAdmin: caller.admin,
+        groups: caller.groups,
       });
     },
     async openapi() {

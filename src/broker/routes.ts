@@ -115,7 +115,11 @@ export const routes = {
     params: desktopParams,
     body: actionBodySchema,
     response: { status: 200, description: 'The desktop after the start.', schema: desktopSchema },
-    errors: { 409: 'The claim expired; claim the pool again.', 502: 'The start failed; the claim stays.' },
+    errors: {
+      403: "The desktop's pool no longer lets its holder in (`NOT_ENTITLED`); it may still be read and released.",
+      409: 'The claim expired; claim the pool again.',
+      502: 'The start failed; the claim stays.',
+    },
   }),
   releaseDesktop: defineRoute({
     method: 'POST',
@@ -139,7 +143,10 @@ export const routes = {
       description: 'The target console, the fallbacks and what was skipped.',
       schema: connectAnswerSchema,
     },
-    errors: { 409: 'The claim expired (claim again) or the desktop is stopped (start it first).' },
+    errors: {
+      403: "The desktop's pool no longer lets its holder in (`NOT_ENTITLED`).",
+      409: 'The claim expired (claim again) or the desktop is stopped (start it first).',
+    },
   }),
   openConsole: defineRoute({
     method: 'GET',
@@ -158,7 +165,9 @@ export const routes = {
     },
     errors: {
       400: 'Not a websocket upgrade request.',
-      403: 'A cross-site upgrade (Sec-Fetch-Site or an Origin of another host).',
+      403:
+        "A cross-site upgrade (Sec-Fetch-Site or an Origin of another host), or the desktop's pool no longer lets " +
+        'its holder in (`NOT_ENTITLED`).',
       409: 'The claim expired (claim again) or the desktop is stopped (start it first).',
       502: "The desktop's console did not open.",
     },

@@ -12,7 +12,13 @@ import {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { leaseHolderLabel, leasePoolLabel, sessionIdAnnotation } from '../keys.js';
+import {
+  holderGroupsAnnotation,
+  leaseHolderLabel,
+  leasePoolLabel,
+  sessionIdAnnotation,
+  uncheckedHolderGroups,
+} from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { lowestLimit, planUserLimit, type UserLimitDecision, userLimitError } from '../limits/user-limit.js';
 import {
@@ -137,10 +143,13 @@ export async function claimDesktop(
   try {
     // a front end that serves users passes their groups; an operator's own call is trusted, as its RBAC is
     let poolLimit: number | undefined;
+    // a claim that asks no entitlement is recorded so, and the session engine never judges it
+    let holderGroups = uncheckedHolderGroups;
     if (!how.skipEntitlement && groups !== undefined) {
       const target = { kind: backend.kind, namespace, pool, identity };
       const limits = await ctx.checkEntitlement(ctx, { ...target, groups, isAdmin: asAdmin ?? false });
       poolLimit = limits.maxDesktopsPerUser;
+      holderGroups = limits.holderGroups ?? uncheckedHolderGroups;
     }
     const result = await claimMember(ctx, backend, {
       namespace,
@@ -148,6 +157,7 @@ export async function claimDesktop(
       identity,
       order: how.order,
       actor: user,
+      holderGroups,
       // 0 is no limit
       limit: lowestLimit(maxDesktopsPerUser || undefined, poolLimit),
     });
@@ -190,6 +200,8 @@ interface ClaimAsked {
   identity: string;
   order: ClaimOrder;
   actor: string;
+  /** The `corral.dev/vdi-holder-groups` the claim records. */
+  holderGroups: string;
   /** How many desktops the identity may hold in the namespace; `undefined` for no limit. */
   limit: number | undefined;
 }
@@ -404,11 +416,18 @@ async function takeTurn(
       return { kind: 'refused', plan, waiters: waitlist.queue.length, passedOver };
     }
     if (plan.kind === 'renew') {
-      const renewed = await renewClaimLease(ctx, plan.lease);
+      const renewed = await renewClaimLease(ctx, plan.lease, refreshedGroupsOf(plan.lease, asked));
       // released or changed meanwhile: read again
       return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
-    const target = { kind: backend.kind, namespace, pool, member: plan.member.member, identity };
+    const target = {
+      kind: backend.kind,
+      namespace,
+      pool,
+      member: plan.member.member,
+      identity,
+      holderGroups: asked.holderGroups,
+    };
     const written = await takeMember(ctx, target, () =>
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
     );
@@ -417,6 +436,16 @@ async function takeTurn(
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);
   }
+}
+
+/**
+ * The holder groups a retry writes with its renewal: the groups the holder came with now, when the claim records
+ * others; an unchecked claim stays unchecked, and a retry that asks no entitlement changes nothing.
+ */
+function refreshedGroupsOf(lease: LeaseObject, asked: ClaimAsked): string | undefined {
+  const recorded = lease.metadata.annotations?.[holderGroupsAnnotation];
+  if (asked.holderGroups === uncheckedHolderGroups || recorded === uncheckedHolderGroups) return undefined;
+  return recorded === asked.holderGroups ? undefined : asked.holderGroups;
 }
 
 function poolNotFound({ namespace, pool }: ClaimAsked): VdiError {

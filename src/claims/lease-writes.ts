@@ -2,6 +2,7 @@ import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import {
+  holderGroupsAnnotation,
   leaseDurationSeconds,
   leaseHolderLabel,
   leaseKindLabel,
@@ -24,6 +25,8 @@ export interface ClaimTarget {
   pool: string;
   member: string;
   identity: string;
+  /** What the claim records of the holder's groups (`corral.dev/vdi-holder-groups`). */
+  holderGroups: string;
 }
 
 /**
@@ -42,7 +45,7 @@ export function ownClaimsSelector(pool: string, identity: string): string {
 }
 
 function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): LeaseObject {
-  const { kind, namespace, pool, member, identity } = target;
+  const { kind, namespace, pool, member, identity, holderGroups } = target;
   const now = ctx.clock.now().toISOString();
   const sessionId = ctx.newSessionId();
   return {
@@ -57,6 +60,7 @@ function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): Leas
       },
       annotations: {
         [sessionIdAnnotation]: sessionId,
+        [holderGroupsAnnotation]: holderGroups,
         // written with the claim itself, so a crash before the reset leaves the reset due, not forgotten
         ...(resetDue ? { [resetDueAnnotation]: sessionId } : {}),
       },
@@ -109,14 +113,24 @@ export async function clearResetMark(ctx: VdiContext, lease: LeaseObject): Promi
 }
 
 /**
- * Renews a claim for another Lease duration, conditional on the resourceVersion it was read at.
+ * Renews a claim for another Lease duration, conditional on the resourceVersion it was read at; with
+ * `holderGroups`, the holder groups it records change in the same write.
  *
  * @returns the Lease as written, or `undefined` when it changed or went meanwhile.
  */
-export async function renewClaimLease(ctx: VdiContext, lease: LeaseObject): Promise<LeaseObject | undefined> {
+export async function renewClaimLease(
+  ctx: VdiContext,
+  lease: LeaseObject,
+  holderGroups?: string,
+): Promise<LeaseObject | undefined> {
+  const annotations =
+    holderGroups === undefined
+      ? lease.metadata.annotations
+      : { ...lease.metadata.annotations, [holderGroupsAnnotation]: holderGroups };
   try {
     return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
       ...lease,
+      metadata: { ...lease.metadata, ...(annotations === undefined ? {} : { annotations }) },
       spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
     });
   } catch (error) {

@@ -51,13 +51,13 @@ export const settingsOptions = {
     type: 'string',
     value: 'GROUP',
     multiple: true,
-    help: 'Let only members of this group (and the allowed users, and admins) claim from the pool; repeat for more. Replaces the stored list.',
+    help: "Let only members of this group (and the allowed users, and admins) claim from the pool; repeat for more. Replaces the stored list; --allow-group '' clears it.",
   },
   'allow-user': {
     type: 'string',
     value: 'LOGIN',
     multiple: true,
-    help: 'Let this login claim from the pool when groups or users are limited; repeat for more. Replaces the stored list.',
+    help: "Let this login claim from the pool when groups or users are limited; repeat for more. Replaces the stored list; --allow-user '' clears it.",
   },
   'max-desktops-per-user': {
     type: 'string',
@@ -66,13 +66,25 @@ export const settingsOptions = {
   },
 } as const;
 
+/** A list flag where the one value `''` clears the list, as `--max-desktops-per-user 0` clears the limit. */
+function allowListFlag(input: CommandInput, name: string, command: CommandSpec): string[] | undefined {
+  const values = listFlag(input, name);
+  if (values === undefined || !values.includes('')) return values;
+  if (values.length > 1)
+    throw new UsageError(
+      `--${name} '' clears the list; give it alone, not beside other values`,
+      command.words,
+    );
+  return [];
+}
+
 /** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
 export function settingsFlags(input: CommandInput, command: CommandSpec) {
   const action = stringFlag(input, 'reclaim-action');
   const webhook = stringFlag(input, 'reclaim-webhook');
   const idle = stringFlag(input, 'idle-timeout');
-  const allowedGroups = listFlag(input, 'allow-group');
-  const allowedUsers = listFlag(input, 'allow-user');
+  const allowedGroups = allowListFlag(input, 'allow-group', command);
+  const allowedUsers = allowListFlag(input, 'allow-user', command);
   const limit = stringFlag(input, 'max-desktops-per-user');
   if (limit !== undefined && !/^\d+$/.test(limit)) {
     throw new UsageError(
@@ -583,7 +595,7 @@ export function poolStatusLines(status: PoolStatus): string[] {
   const header = `${status.name}  (${status.kind}, ns/${status.namespace}, ${count} member${count === 1 ? '' : 's'})  ${spares}  waiters ${status.waiters}`;
   const rows = status.members.map((member) => [
     member.name,
-    member.holder ?? 'free',
+    member.entitlement === 'not-entitled' ? `${member.holder} (not entitled)` : (member.holder ?? 'free'),
     member.phase,
     sessionText(member),
     member.spare ? 'spare' : member.warm ? 'warm' : '-',
@@ -605,7 +617,9 @@ const status: CommandSpec = {
     watch: { type: 'boolean', short: 'w', help: 'Keep watching: print the pool again each time it changes.' },
   },
   notes: [
-    'WARM is "spare" for a free member the keeper started, "warm" for another free member that runs. ' +
+    'A holder the pool no longer lets in shows "(not entitled)": the session engine reclaims the desktop after ' +
+      'the disconnect grace. ' +
+      'WARM is "spare" for a free member the keeper started, "warm" for another free member that runs. ' +
       'With -w and -o json, each change prints one JSON document.',
   ],
   examples: ['$ corral-vdi pool status devpool', '$ corral-vdi pool status devbox --kind ct -w -o json'],

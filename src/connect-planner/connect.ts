@@ -7,6 +7,7 @@ import {
   defaultDesktopKind,
   type MemberFacts,
 } from '../desktop-backend.js';
+import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { VdiError } from '../errors.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { checkDesktopAccess, type DesktopAccess } from './check-desktop-access.js';
@@ -29,6 +30,11 @@ export interface ConnectOptions {
   signal?: AbortSignal;
   /** The member's kind. @defaultValue `'vm'` */
   kind?: DesktopKind;
+  /**
+   * The caller's groups, as a front end that serves users passes them: a holder the desktop's pool no longer lets in
+   * is then refused (`NOT_ENTITLED`). Left out, the call is an operator's own and is not checked.
+   */
+  groups?: readonly string[];
 }
 
 /** The answer of {@link connect}. @category connect */
@@ -70,7 +76,8 @@ export interface UsableDesktop {
  * connect and USB redirection.
  *
  * @throws {@link VdiError} `INVALID_INPUT`, `MEMBER_NOT_FOUND`, `UNSUPPORTED_BACKEND` (a claim without a
- *   member of the served kind), `CLAIM_ENDED`, `CLAIM_EXPIRED`, `NOT_HOLDER`, `DESKTOP_STOPPED`.
+ *   member of the served kind), `CLAIM_ENDED`, `CLAIM_EXPIRED`, `NOT_HOLDER`, `NOT_ENTITLED` (with `groups`),
+ *   `DESKTOP_STOPPED`.
  */
 export async function readUsableDesktop(
   ctx: VdiContext,
@@ -80,6 +87,7 @@ export async function readUsableDesktop(
     namespace?: string;
     asAdmin?: boolean;
     kind?: DesktopKind;
+    groups?: readonly string[] | undefined;
     action: string;
   },
 ): Promise<UsableDesktop> {
@@ -108,6 +116,10 @@ export async function readUsableDesktop(
   const { desktopId } = facts;
   const state = classifyPoolMember({ member: facts, lease, identity, now: ctx.clock.now() });
   const access = checkDesktopAccess(state, { desktopId, asAdmin: options.asAdmin ?? false, action });
+  if (options.groups !== undefined) {
+    const asker = { identity, groups: options.groups, isAdmin: options.asAdmin ?? false };
+    await checkHolderEntitlement(ctx, { kind: backend.kind, namespace, pool: facts.pool, ...asker, lease });
+  }
   if (facts.power !== 'running') {
     throw new VdiError('DESKTOP_STOPPED', `${desktopId} is not running; start it first, then ${action} it.`, {
       details: { desktop: desktopId, phase: facts.phase },
@@ -129,7 +141,8 @@ export async function readUsableDesktop(
  * ```
  * @throws {@link VdiError} `CLAIM_ENDED` (404) when the member is not claimed; `CLAIM_EXPIRED` (409) when its
  *   claim ran out, so claim the pool again; `NOT_HOLDER` when another user holds it and the caller is not an
- *   admin; `DESKTOP_STOPPED` (409) when it does not run, so start it first; `MEMBER_NOT_FOUND`;
+ *   admin; `NOT_ENTITLED` (403), with `groups`, when the desktop's pool no longer lets its holder in;
+ *   `DESKTOP_STOPPED` (409) when it does not run, so start it first; `MEMBER_NOT_FOUND`;
  *   `UNSUPPORTED_BACKEND` when the member is not a KubeVirt VM or offers no console at all (the message says
  *   what would give it one); `INVALID_INPUT` for a malformed member name, identity or probe timeout.
  * @category connect

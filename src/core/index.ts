@@ -97,6 +97,13 @@ export type {
   UsbSupport,
 } from '../desktop-backend.js';
 export { defaultDesktopKind } from '../desktop-backend.js';
+export type { HolderRecord } from '../entitlements/holder-entitlement.js';
+export {
+  formatHolderGroups,
+  judgeHolderEntitlement,
+  maxHolderGroupsLength,
+  readHolderRecord,
+} from '../entitlements/holder-entitlement.js';
 export type { VdiErrorCode, VdiErrorOptions } from '../errors.js';
 export { httpStatusByCode, isVdiError, VdiError } from '../errors.js';
 export { formatTime, normalizeTime } from '../format-time.js';
@@ -109,6 +116,7 @@ export {
   consolesAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  holderGroupsAnnotation,
   idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
@@ -116,6 +124,7 @@ export {
   leaseNamePrefix,
   leasePoolLabel,
   minReadyAnnotation,
+  notEntitledAtAnnotation,
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
@@ -124,6 +133,7 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  uncheckedHolderGroups,
 } from '../keys.js';
 export type { LeaseObject, NodeObject, ObjectMeta } from '../kube-objects.js';
 export type {
@@ -203,6 +213,7 @@ export type {
 } from '../sessions/plan-reclaim-pass.js';
 export {
   claimKindOf,
+  notEntitledReclaimAt,
   notifiedMark,
   planReclaimPass,
   policyFor,

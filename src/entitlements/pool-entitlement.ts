@@ -2,10 +2,14 @@ import { canUsePool, type PoolEntitlement, refusalError } from '../access.js';
 import type { EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
 import { readCtPool } from '../ct/ct-pool-store.js';
 import type { DesktopKind } from '../desktop-backend.js';
+import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
+import { holderGroupsAnnotation, uncheckedHolderGroups } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
 import type { PoolSettings } from '../pools/pool-settings.js';
 import { poolSettingsOf } from '../pools/pool-settings.js';
 import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
+import { formatHolderGroups, readHolderRecord } from './holder-entitlement.js';
 
 /**
  * Who may claim from a pool, and under which limits, as stored: a VM pool's settings ConfigMap, a container pool's
@@ -33,7 +37,7 @@ export async function readPoolEntitlement(
 
 /**
  * The claim path's entitlement hook: reads the pool's allowed groups and users and asks {@link canUsePool}; lets
- * in, it answers the pool's per-user limit from the same read.
+ * in, it answers the pool's per-user limit from the same read and the groups the claim records.
  *
  * @throws {@link VdiError} `NOT_ENTITLED` naming the pool and what to ask for.
  */
@@ -44,5 +48,55 @@ export async function checkPoolEntitlement(
   const { maxDesktopsPerUser, ...pool } = await readPoolEntitlement(ctx, request);
   const decision = canUsePool({ ...request, pool });
   if (decision.kind === 'refused') throw refusalError(decision);
-  return maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser };
+  // an administrator's own claim asked no list, so nothing of it is judged later
+  const holderGroups = request.isAdmin
+    ? uncheckedHolderGroups
+    : formatHolderGroups(request.groups, pool.allowedGroups);
+  return { holderGroups, ...(maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser }) };
+}
+
+/**
+ * Whether the holder of a claimed desktop may still use it (open a console, connect, start it): the pool's lists
+ * judge the groups the holder comes with now, through the entitlement hook as a claim is judged. An administrator
+ * and the holder of an unchecked claim (an assign, an operator's claim) always may. On the way, the groups the claim
+ * records are brought up to the holder's current ones when they changed, so that the session engine judges what the
+ * identity provider says now; a claim that changed meanwhile is recorded at the holder's next request.
+ *
+ * @throws {@link VdiError} `NOT_ENTITLED` naming the pool and what to ask for.
+ */
+export async function checkHolderEntitlement(
+  ctx: VdiContext,
+  request: EntitlementRequest & { lease: LeaseObject | undefined },
+): Promise<void> {
+  const { lease, ...asked } = request;
+  if (asked.isAdmin || readHolderRecord(lease).kind === 'unchecked') return;
+  let recorded: string;
+  try {
+    recorded = (await ctx.checkEntitlement(ctx, asked)).holderGroups ?? formatHolderGroups(asked.groups);
+  } catch (error) {
+    if (isVdiError(error, 'NOT_ENTITLED'))
+      await recordHolderGroups(ctx, lease, asked.identity, formatHolderGroups(asked.groups));
+    throw error;
+  }
+  await recordHolderGroups(ctx, lease, asked.identity, recorded);
+}
+
+// one write, only when the record changes: conditional on the Lease as read
+async function recordHolderGroups(
+  ctx: VdiContext,
+  lease: LeaseObject | undefined,
+  identity: string,
+  value: string,
+): Promise<void> {
+  if (!lease || lease.spec.holderIdentity !== identity) return;
+  if (lease.metadata.annotations?.[holderGroupsAnnotation] === value) return;
+  const annotations = { ...lease.metadata.annotations, [holderGroupsAnnotation]: value };
+  try {
+    await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
+      ...lease,
+      metadata: { ...lease.metadata, annotations },
+    });
+  } catch (error) {
+    if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
+  }
 }

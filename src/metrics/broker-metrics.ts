@@ -109,7 +109,7 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
   });
   const reclaims = new Counter({
     name: `${prefix}reclaims_total`,
-    help: 'Reclaims by the session engine, by reason (disconnect-grace, max-duration) and result (ok, failed).',
+    help: 'Reclaims by the session engine, by reason (disconnect-grace, max-duration, idle, not-entitled) and result (ok, failed).',
     labelNames: ['reason', 'result'],
     registers,
   });

@@ -1,6 +1,7 @@
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import { isReleasing } from '../claims/releasing-mark.js';
+import { judgeHolderEntitlement, readHolderRecord } from '../entitlements/holder-entitlement.js';
 import type { DesktopKind } from '../ids.js';
 import {
   connectedAtAnnotation,
@@ -12,6 +13,7 @@ import {
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
+  notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
   removalHolder,
   sessionIdAnnotation,
@@ -123,6 +125,9 @@ export interface ReclaimPassInput {
  * - `reclaim`: the policy takes the desktop back for `reason`, due at `dueAt`; with `notify` (the pool's action)
  *   it reports that instead and keeps the claim. A reclaim the Lease says was reported
  *   (`corral.dev/vdi-reclaim-notified` naming the same reason and instant) is not due again.
+ * - `entitlement`: mark the claim `corral.dev/vdi-not-entitled-at` (`notEntitledAt`) the first time its pool no
+ *   longer lets its holder in, or clear that mark (`undefined`) once it does again; the claim is reclaimed for
+ *   `not-entitled` the policy's `disconnectGraceMs` after the mark.
  * - `warn`: warn the holder that the desktop goes idle at `idleAt`, and mark the Lease so it is warned once.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
@@ -148,6 +153,7 @@ export type SessionStep =
       dueAt: Date;
       notify: boolean;
     }
+  | { kind: 'entitlement'; member: string; lease: LeaseObject; notEntitledAt: Date | undefined }
   | { kind: 'warn'; member: string; lease: LeaseObject; idleAt: Date }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
@@ -172,7 +178,8 @@ export interface ReclaimPassPlan {
   needsMembers: boolean;
   /**
    * The pools' own settings must be read (plan again with `settings`): a reclaim is due (the action decides what it
-   * does), or a desktop has a broker console open (the pool's idle timeout applies).
+   * does), a desktop has a broker console open (the pool's idle timeout applies), or a claim records its holder's
+   * groups or is marked not entitled (the pool's allowed groups and users judge it).
    */
   needsSettings: boolean;
 }
@@ -396,13 +403,14 @@ function listedOf(input: Pick<ReclaimPassInput, 'members' | 'deleting'>): Listed
 // a step that would keep a claim alive, or wait on its release, first needs its member to be seen
 function needsMembers(step: SessionStep): boolean {
   if (step.kind === 'skip') return step.reason === 'unresolved' || step.reason === 'releasing';
-  return step.kind === 'renew' || step.kind === 'mark';
+  return step.kind === 'renew' || step.kind === 'mark' || step.kind === 'entitlement';
 }
 
 // a reclaim's action, and a connected desktop's idle timeout, may be the pool's own
 function needsSettings(step: SessionStep, input: ReclaimPassInput): boolean {
   if (step.kind === 'reclaim' || step.kind === 'warn') return true;
   if (step.kind === 'skip') return false;
+  if (isJudged(step.lease)) return true;
   const facts = sessionFactsOf(
     step.lease,
     input.consoles.get(step.member),
@@ -410,6 +418,52 @@ function needsSettings(step: SessionStep, input: ReclaimPassInput): boolean {
     input.inputs?.get(step.member),
   );
   return facts !== undefined && hasBrokerConsole(facts);
+}
+
+// a claim that records its holder's groups, or carries the mark, is judged against its pool's lists
+function isJudged(lease: LeaseObject): boolean {
+  return (
+    readHolderRecord(lease).kind === 'groups' ||
+    lease.metadata.annotations?.[notEntitledAtAnnotation] !== undefined
+  );
+}
+
+/**
+ * Whether a claim's pool still lets its holder in (`undefined` until the pools' settings are read), when it was
+ * first seen not to, and when its reclaim for that is due: the grace after the mark.
+ */
+interface EntitlementFacts {
+  verdict: ReturnType<typeof judgeHolderEntitlement> | undefined;
+  markedAt: Date | undefined;
+  dueAt: Date | undefined;
+}
+
+/**
+ * When the reclaim of a claim marked `corral.dev/vdi-not-entitled-at` is due: the policy's `disconnectGraceMs` after
+ * the mark; `undefined` for a claim not marked.
+ *
+ * @category sessions
+ */
+export function notEntitledReclaimAt(lease: LeaseObject, policy: ReclaimPolicy): Date | undefined {
+  const markedAt = parseMark(lease, notEntitledAtAnnotation);
+  return markedAt === undefined ? undefined : new Date(markedAt.getTime() + policy.disconnectGraceMs);
+}
+
+function entitlementOf(
+  lease: LeaseObject,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+  policy: ReclaimPolicy,
+): EntitlementFacts {
+  const markedAt = parseMark(lease, notEntitledAtAnnotation);
+  if (settings === undefined) return { verdict: undefined, markedAt, dueAt: undefined };
+  const own = settingsFor(lease, settings);
+  const verdict = judgeHolderEntitlement(lease, {
+    poolId: lease.metadata.labels?.[leasePoolLabel] ?? '',
+    allowedGroups: own?.allowedGroups,
+    allowedUsers: own?.allowedUsers,
+  });
+  const dueAt = verdict === 'not-entitled' ? notEntitledReclaimAt(lease, policy) : undefined;
+  return { verdict, markedAt, dueAt };
 }
 
 /** The members as listed: their Lease names, and which of them exist and are not being deleted. */
@@ -433,14 +487,19 @@ function stepFor(
   if (facts === undefined) return { kind: 'skip', lease, reason: 'no-start' };
   const policy = policyFor(lease, input.policy, input.settings);
   const reclaim = planReclaim(facts, input.now, policy);
-  if (reclaim.kind === 'reclaim') {
-    const dueAt = describeSession(facts, policy).reclaimAt ?? input.now;
+  const entitlement = entitlementOf(lease, input.settings, policy);
+  const due: { reason: ReclaimReason; dueAt: Date } | undefined =
+    reclaim.kind === 'reclaim'
+      ? { reason: reclaim.reason, dueAt: describeSession(facts, policy).reclaimAt ?? input.now }
+      : entitlement.dueAt !== undefined && entitlement.dueAt.getTime() <= input.now.getTime()
+        ? { reason: 'not-entitled', dueAt: entitlement.dueAt }
+        : undefined;
+  if (due) {
     const notify = settingsFor(lease, input.settings)?.reclaimAction === 'notify';
     const reported =
-      lease.metadata.annotations?.[reclaimNotifiedAnnotation] === notifiedMark(reclaim.reason, dueAt);
+      lease.metadata.annotations?.[reclaimNotifiedAnnotation] === notifiedMark(due.reason, due.dueAt);
     // a reported reclaim of a notify pool leaves the claim to its holder: it is renewed and marked as ever
-    if (!(notify && reported))
-      return { kind: 'reclaim', member, lease, reason: reclaim.reason, dueAt, notify };
+    if (!(notify && reported)) return { kind: 'reclaim', member, lease, ...due, notify };
   }
   // a claim without its member is never kept alive: only a release makes the member again
   if (listed && !listed.standing.has(member)) {
@@ -453,6 +512,13 @@ function stepFor(
     return isStalled(lease, input.now)
       ? { kind: 'resume', member, lease }
       : { kind: 'skip', lease, reason: 'releasing' };
+  }
+  // the mark is written once and kept, so a crash before the reclaim loses no grace and restarts none
+  if (entitlement.verdict !== undefined) {
+    const notEntitled = entitlement.verdict === 'not-entitled';
+    if (notEntitled !== (entitlement.markedAt !== undefined)) {
+      return { kind: 'entitlement', member, lease, notEntitledAt: notEntitled ? input.now : undefined };
+    }
   }
   const warning = planIdleWarning(facts, input.now, policy);
   if (

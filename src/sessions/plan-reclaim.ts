@@ -1,7 +1,12 @@
 import { VdiError } from '../errors.js';
 
-/** Why the reclaim policy takes a desktop back. @category sessions */
-export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle';
+/**
+ * Why the reclaim policy takes a desktop back. `not-entitled`: its pool no longer lets its holder in, and the grace
+ * has passed since the session engine first saw that (see `corral.dev/vdi-not-entitled-at`).
+ *
+ * @category sessions
+ */
+export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
 
 /**
  * The reclaim policy.

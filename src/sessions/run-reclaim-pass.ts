@@ -11,6 +11,7 @@ import { formatDesktopId } from '../ids.js';
 import {
   idleWarnedAnnotation,
   leasePoolLabel,
+  notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
   sessionIdAnnotation,
 } from '../keys.js';
@@ -48,6 +49,10 @@ export interface SessionPassResult {
   notified: number;
   /** Holders warned that their desktop goes idle soon. */
   warned: number;
+  /** Claims marked because their pool no longer lets their holder in; each is reclaimed after the grace. */
+  notEntitled: number;
+  /** Marks of claims whose pool lets their holder in again, cleared. */
+  entitledAgain: number;
   /** Releases that had stopped half way (member gone, or marked longer ago than the bound), finished by this pass. */
   resumed: number;
   /** Reclaims and resumed releases that failed; their claims stay and the next pass tries again. */
@@ -97,6 +102,8 @@ export async function runReclaimPass(ctx: VdiContext, setup: ReclaimPassSetup): 
     reclaimed: 0,
     notified: 0,
     warned: 0,
+    notEntitled: 0,
+    entitledAgain: 0,
     resumed: 0,
     failed: 0,
     cleared: 0,
@@ -193,6 +200,7 @@ async function passOverNamespace(
     (step): step is Due<'renew' | 'mark'> => step.kind === 'renew' || step.kind === 'mark',
   );
   const warnings = plan.steps.filter((step): step is Due<'warn'> => step.kind === 'warn');
+  const entitlements = plan.steps.filter((step): step is Due<'entitlement'> => step.kind === 'entitlement');
   const reclaims = plan.steps.filter(
     (step): step is Due<'reclaim' | 'resume'> => step.kind === 'reclaim' || step.kind === 'resume',
   );
@@ -201,6 +209,9 @@ async function passOverNamespace(
   );
   await forEachBounded(warnings, writeConcurrency, (step) =>
     warn(ctx, setup, namespace, step, result).catch(collect),
+  );
+  await forEachBounded(entitlements, writeConcurrency, (step) =>
+    markEntitlement(ctx, setup, namespace, step, result).catch(collect),
   );
   await forEachBounded(reclaims, reclaimConcurrency, (step) =>
     (step.kind === 'reclaim'
@@ -315,6 +326,47 @@ async function warn(
     desktopId: formatDesktopId({ kind, namespace, member }),
     holder: lease.spec.holderIdentity ?? '',
     idleAt: at,
+  });
+}
+
+/**
+ * Marks a claim whose pool no longer lets its holder in with the instant its grace runs from, or clears the mark of
+ * one that is let in again. The mark is the first of two writes: a process that stops before the reclaim leaves it,
+ * and the next pass (of any replica) reclaims once the grace since it has passed.
+ */
+async function markEntitlement(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  namespace: string,
+  { member, lease, notEntitledAt }: Due<'entitlement'>,
+  result: SessionPassResult,
+): Promise<void> {
+  await setup.fence?.();
+  const outcome = await updateClaimLease(
+    ctx,
+    { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
+    (current) => {
+      const { [notEntitledAtAnnotation]: marked, ...rest } = current.metadata.annotations ?? {};
+      // a release under way owns the claim; a mark written meanwhile by another pass stands
+      if (isReleasing(current) || (marked !== undefined) === (notEntitledAt !== undefined)) return undefined;
+      const annotations =
+        notEntitledAt === undefined
+          ? rest
+          : { ...rest, [notEntitledAtAnnotation]: notEntitledAt.toISOString() };
+      return { ...current, metadata: { ...current.metadata, annotations } };
+    },
+  );
+  if (outcome.kind !== 'written') return;
+  if (notEntitledAt === undefined) {
+    result.entitledAgain += 1;
+    return;
+  }
+  result.notEntitled += 1;
+  const kind = await kindOfClaim(setup, namespace, member, lease);
+  ctx.events.emit('not-entitled', {
+    desktopId: formatDesktopId({ kind, namespace, member }),
+    holder: lease.spec.holderIdentity ?? '',
+    reclaimAt: new Date(notEntitledAt.getTime() + setup.policy.disconnectGraceMs).toISOString(),
   });
 }
 

@@ -19,7 +19,7 @@ import {
   type ReclaimPolicy,
   type ReclaimReason,
 } from './plan-reclaim.js';
-import { policyFor, sessionFactsOf } from './plan-reclaim-pass.js';
+import { notEntitledReclaimAt, policyFor, sessionFactsOf } from './plan-reclaim-pass.js';
 import { planRenewal } from './plan-renewal.js';
 import { runReclaimPass, type SessionPassResult } from './run-reclaim-pass.js';
 
@@ -276,11 +276,17 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
       if (!facts) return empty;
       const own = policyFor(lease, policy, setup.poolSettings.get(namespace));
       const view = describeSession(facts, own, ctx.clock.now());
+      // the pass marks a claim whose pool no longer lets its holder in, and clears the mark when it does again
+      const notEntitledAt = notEntitledReclaimAt(lease, own);
+      const pending =
+        notEntitledAt !== undefined && (view.reclaimAt === undefined || notEntitledAt < view.reclaimAt)
+          ? { at: notEntitledAt, reason: 'not-entitled' as const }
+          : { at: view.reclaimAt, reason: view.reclaimReason };
       return {
         connected: view.connected,
         disconnectedAt: view.disconnectedAt?.toISOString(),
-        reclaimAt: view.reclaimAt?.toISOString(),
-        reclaimReason: view.reclaimReason,
+        reclaimAt: pending.at?.toISOString(),
+        reclaimReason: pending.reason,
         ...(view.idleWarning ? { idleWarning: true as const } : {}),
       };
     },

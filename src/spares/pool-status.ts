@@ -1,8 +1,15 @@
+import type { PoolEntitlement } from '../access.js';
 import { claimHolder, classifyMemberClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import type { DesktopKind, MemberFacts, MemberPower } from '../desktop-backend.js';
+import { judgeHolderEntitlement } from '../entitlements/holder-entitlement.js';
 import { formatPoolId } from '../ids.js';
-import { connectedAtAnnotation, disconnectedAtAnnotation, releasingAnnotation } from '../keys.js';
+import {
+  connectedAtAnnotation,
+  disconnectedAtAnnotation,
+  notEntitledAtAnnotation,
+  releasingAnnotation,
+} from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { compareNatural } from '../member-names.js';
 import { planSpares } from './plan-spares.js';
@@ -31,6 +38,14 @@ export interface PoolStatusMember {
   warm: boolean;
   /** Free, running and marked as a spare the keeper started (it stops it once the pool has too many). */
   spare: boolean;
+  /**
+   * Whether the pool's lists still let the holder in, judged from the groups the claim records: `not-entitled` is
+   * reclaimed after the grace; `unchecked` is never judged (an assign, a claim without groups, a claim from before
+   * claims recorded groups); `null` without a claim.
+   */
+  entitlement: 'entitled' | 'not-entitled' | 'unchecked' | null;
+  /** When the session engine first saw the holder no longer let in (RFC 3339); its reclaim runs from here. */
+  notEntitledAt: string | null;
 }
 
 /** A pool as `corral-vdi pool status` shows it. @category spares */
@@ -63,6 +78,8 @@ export interface PoolStatusInput {
   minReady: number | undefined;
   waiters: number;
   now: Date;
+  /** Who the pool lets in now; without it every holder is `entitled`. */
+  entitlement?: PoolEntitlement | undefined;
 }
 
 function sessionOf(lease: LeaseObject | undefined, held: boolean): SessionState {
@@ -77,8 +94,8 @@ function sessionOf(lease: LeaseObject | undefined, held: boolean): SessionState 
 }
 
 /**
- * Describes a pool for an operator: each member's holder, phase, session and whether it is warm or a spare, and
- * the pool's spares against its `minReady`. Pure.
+ * Describes a pool for an operator: each member's holder, phase, session, whether it is warm or a spare and
+ * whether the pool still lets its holder in, and the pool's spares against its `minReady`. Pure.
  *
  * @example
  * ```ts
@@ -104,6 +121,10 @@ export function describePoolStatus(input: PoolStatusInput): PoolStatus {
       const lease = leaseOf.get(leaseNameFor(member.member));
       const holder = claimHolder(classifyMemberClaim({ member, lease, now })) ?? null;
       const warm = ready.has(member.member);
+      const judged =
+        holder === null || lease === undefined
+          ? null
+          : judgeHolderEntitlement(lease, input.entitlement ?? { poolId: member.desktopId });
       return {
         name: member.member,
         id: member.desktopId,
@@ -113,6 +134,8 @@ export function describePoolStatus(input: PoolStatusInput): PoolStatus {
         session: sessionOf(lease, holder !== null),
         warm,
         spare: warm && marked.has(member.member),
+        entitlement: judged,
+        notEntitledAt: (holder !== null && lease?.metadata.annotations?.[notEntitledAtAnnotation]) || null,
       };
     });
   return {

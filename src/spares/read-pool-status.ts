@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { backendFor, type VdiContext } from '../context.js';
 import { requireCtPool } from '../ct/ct-pool-store.js';
+import { readPoolEntitlement } from '../entitlements/pool-entitlement.js';
 import { VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, spareAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
@@ -26,8 +28,8 @@ const statusSchema = z.object({
 
 /**
  * Reads a pool as an operator watches it (see {@link describePoolStatus}): a VM pool from its member VMs, their
- * `minReady` and spare marks, a container pool from its Pods and the `minReady` of its spec; for both the claim
- * Leases and the waiters' Leases.
+ * `minReady` and spare marks and its settings ConfigMap (who it lets in), a container pool from its Pods and its
+ * spec; for both the claim Leases and the waiters' Leases.
  *
  * @example
  * ```ts
@@ -62,9 +64,17 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
       minReady: stored.spec.minReady,
       waiters: liveWaiters(leases),
       now: ctx.clock.now(),
+      entitlement: {
+        poolId: formatPoolId({ kind, namespace, pool: name }),
+        allowedGroups: stored.spec.allowedGroups,
+        allowedUsers: stored.spec.allowedUsers,
+      },
     });
   }
-  const read = await readSpares(ctx, namespace, name);
+  const [read, entitlement] = await Promise.all([
+    readSpares(ctx, namespace, name),
+    readPoolEntitlement(ctx, { kind, namespace, pool: name }),
+  ]);
   if (read.vms.length === 0) {
     throw new VdiError(
       'POOL_NOT_FOUND',
@@ -87,5 +97,6 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
     minReady: readMinReady(read.vms),
     waiters: liveWaiters(read.leases),
     now: ctx.clock.now(),
+    entitlement,
   });
 }

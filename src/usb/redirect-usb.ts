@@ -18,6 +18,11 @@ export interface RedirectUsbOptions {
   namespace?: string;
   /** An admin may redirect to any claimed desktop. */
   asAdmin?: boolean;
+  /**
+   * The caller's groups, as a front end that serves users passes them: a holder the desktop's pool no longer lets in
+   * is then refused (`NOT_ENTITLED`). Left out, the call is an operator's own and is not checked.
+   */
+  groups?: readonly string[];
   /** Ends the redirection: virtctl gets SIGINT, then SIGTERM if it does not end within a few seconds. */
   signal?: AbortSignal;
   /**
@@ -76,7 +81,8 @@ export type RedirectUsbResult =
  * if (result.outcome === 'ended') process.exitCode = result.exitCode;
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` for a malformed device ID; `CLAIM_ENDED`, `CLAIM_EXPIRED` or
- *   `NOT_HOLDER` when the caller does not hold the desktop; `MEMBER_NOT_FOUND`; `UNSUPPORTED_BACKEND` when the
+ *   `NOT_HOLDER` when the caller does not hold the desktop; `NOT_ENTITLED`, with `groups`, when its pool no longer
+ *   lets its holder in; `MEMBER_NOT_FOUND`; `UNSUPPORTED_BACKEND` when the
  *   member is not a KubeVirt VM or the VM lacks `devices.clientPassthrough` (the message says how to add it);
  *   `DESKTOP_STOPPED` when it does not run; `COMMAND_NOT_FOUND` when `virtctl` or `usbredirect` is not on the
  *   PATH (the message says how to install it).

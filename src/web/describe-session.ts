@@ -6,6 +6,7 @@ const reclaimReasons: Readonly<Record<NonNullable<DesktopBody['reclaimReason']>,
   'disconnect-grace': 'no console has been open for the disconnect grace',
   'max-duration': 'the session reaches its longest allowed time',
   idle: 'no key or pointer input reached it through a console',
+  'not-entitled': 'its pool no longer lets you in',
 };
 
 /** Formats an RFC 3339 time for people, in the browser's locale and zone. */

@@ -237,6 +237,7 @@ describe.concurrent('a member whose previous instance is still going down', goin
       pool: 'devpool',
       member: 'devpool-1',
       identity: 'carol',
+      holderGroups: 'unchecked',
     };
     expect(await writeClaimLease(ctx, target, undefined)).toBeDefined();
     /**

@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { holderGroupsAnnotation } from '../../../src/keys.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
-import { caught, createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  caught,
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 const image = 'ghcr.io/acme/devbox:1.4';
@@ -61,5 +68,38 @@ describe('a pool that lets only some groups and users claim', () => {
     const error = await caught(setPoolSettings(vdi.context, { name: 'gpu', allowedGroups: ['ml,ops'] }));
     expect(error.code).toBe('INVALID_INPUT');
     expect((await vdi.getPool({ name: 'gpu' })).settings.allowedGroups).toEqual(['ml']);
+  });
+
+  it('refuses connect with the caller’s groups to a holder the pool no longer lets in, VM and container alike; an operator’s connect names no groups and is not checked', async () => {
+    const { namespace, vdi } = await setUp('entitled-connect');
+    const onVm = await vdi.claim({ pool: 'gpu', identity: alice, groups: ['ml'] });
+    const onCt = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct', groups: [] });
+    await setPoolSettings(vdi.context, { name: 'gpu', allowedGroups: ['research'] });
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, allowedUsers: [bob] } });
+    const refusals = [
+      await caught(vdi.connect({ member: onVm.member, identity: alice, groups: ['ml'] })),
+      await caught(vdi.connect({ member: onCt.member, identity: alice, kind: 'ct', groups: [] })),
+    ];
+    expect(refusals.map((error) => error.code)).toEqual(['NOT_ENTITLED', 'NOT_ENTITLED']);
+    expect(refusals[0]?.message).toContain(`vm/${namespace}/gpu`);
+    await waitForRunningVmi(vdi.context.cluster, namespace, onVm.member);
+    expect((await vdi.connect({ member: onVm.member, identity: alice, probeTimeoutMs: 200 })).holder).toBe(
+      alice,
+    );
+  });
+
+  it('records the groups a claim was let in with; a retry with other groups records those in its renewal, and an operator’s claim records unchecked', async () => {
+    const { namespace, vdi } = await setUp('entitled-record');
+    const recorded = async (member: string) =>
+      (await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`))?.metadata.annotations?.[
+        holderGroupsAnnotation
+      ];
+    const first = await vdi.claim({ pool: 'gpu', identity: alice, groups: ['ml', 'devs'] });
+    expect(await recorded(first.member)).toBe('["devs","ml"]');
+    const retry = await vdi.claim({ pool: 'gpu', identity: alice, groups: ['research', 'ml'] });
+    expect(retry).toMatchObject({ member: first.member, retried: true });
+    expect(await recorded(first.member)).toBe('["ml","research"]');
+    const operators = await vdi.claim({ pool: 'gpu', identity: 'dave' });
+    expect(await recorded(operators.member)).toBe('unchecked');
   });
 });

@@ -540,7 +540,8 @@ const expected: Record<string, string[]> = {
     'ct capacity',
     'ct-pool delete',
   ],
-  'list configmaps': ['list pools', 'session pass (reclaim)', 'ct-pool list'],
+  // a pass judges a claim that records its holder's groups (erin's) against its pool's lists
+  'list configmaps': ['list pools', 'session pass (renew)', 'session pass (reclaim)', 'ct-pool list'],
   'create configmaps': ['ct-pool apply'],
   'update configmaps': ['ct shrink'],
   'delete configmaps': ['ct-pool delete'],

@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
+import { holderGroupsAnnotation } from '../../../src/keys.js';
+import type { KubeCluster } from '../../../src/kube/cluster.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import {
   createPoolMembers,
   createTestNamespace,
@@ -177,5 +180,93 @@ describe('pool entitlements through the broker', () => {
     });
     const desktop = await api.call('GET', `/api/vdi/desktops/vm/${namespace}/${member}`, { as: alice });
     expect(desktop.body.owner).toBe(alice);
+  });
+});
+
+async function waitForReadyPod(kube: KubeCluster, namespace: string, name: string): Promise<void> {
+  await waitFor(() => kube.getPod(namespace, name), {
+    describe: `Pod ${namespace}/${name} to be Ready`,
+    until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+  });
+}
+
+describe.each(['vm', 'ct'] as const)('a holder of a %s desktop whose pool no longer lets them in', (kind) => {
+  const image = 'ghcr.io/acme/devbox:1.4';
+  // gpu lets the group ml in: alice claims through the broker as a member of ml, an admin assigns carol the other
+  async function setUpHeld() {
+    const setup = await setUp();
+    const { api, namespace } = setup;
+    if (kind === 'vm') {
+      await createPoolMembers(cluster(), namespace, 'gpu', 2);
+      await setPoolSettings(api.vdi.context, { name: 'gpu', namespace, allowedGroups: ['ml'] });
+    } else {
+      await api.vdi.applyCtPool({ spec: { name: 'gpu', image, size: 2, allowedGroups: ['ml'] } });
+      await api.vdi.reconcileCtPool({ name: 'gpu' });
+      for (const member of ['gpu-1', 'gpu-2'])
+        await waitForReadyPod(api.vdi.context.cluster, namespace, member);
+    }
+    const claimed = await api.call('POST', `/api/vdi/pools/${kind}/${namespace}/gpu/claim`, {
+      as: alice,
+      headers: { [groupsHeader]: 'ml' },
+    });
+    expect(claimed.status).toBe(200);
+    const assigned = await api.vdi.assign({ pool: 'gpu', identity: carol, actor: bob, namespace, kind });
+    const members: string[] = [claimed.body.member, assigned.member];
+    if (kind === 'vm') {
+      for (const member of members) await waitForRunningVmi(api.vdi.context.cluster, namespace, member);
+    }
+    const desktopPath = (member: string) => `/api/vdi/desktops/${kind}/${namespace}/${member}`;
+    return { ...setup, mine: members[0] ?? '', carols: members[1] ?? '', desktopPath };
+  }
+  const protocol = kind === 'vm' ? 'vnc' : 'terminal';
+
+  it('refuses connect, start and consoles with 403 NOT_ENTITLED, lets the holder read and release it, and records the groups the holder came with', async () => {
+    const { api, namespace, mine, desktopPath } = await setUpHeld();
+    // the identity provider no longer puts alice in ml
+    const asAlice = { as: alice, headers: { [groupsHeader]: 'devs' } };
+    for (const [method, path] of [
+      ['GET', `${desktopPath(mine)}/connect`],
+      ['POST', `${desktopPath(mine)}/start`],
+    ] as const) {
+      const reply = await api.call(method, path, asAlice);
+      expect([path, reply.status, reply.body.error?.code]).toEqual([path, 403, 'NOT_ENTITLED']);
+      expect(reply.body.error.message).toContain(`${kind}/${namespace}/gpu`);
+    }
+    const refused = await refusedUpgrade(`${api.url}${desktopPath(mine)}/console/${protocol}`, {
+      'Tailscale-User-Login': alice,
+      [groupsHeader]: 'devs',
+    });
+    expect(refused).toMatchObject({ status: 403, code: 'NOT_ENTITLED' });
+    const lease = await api.vdi.context.cluster.getLease(namespace, `corral-vdi-${mine}`);
+    expect(lease?.metadata.annotations?.[holderGroupsAnnotation]).toBe('["devs"]');
+    // the pass judges the recorded groups, so it marks the claim for reclaim
+    expect(await api.broker.sessions.runPass()).toMatchObject({ notEntitled: 1, errors: [] });
+    const read = await api.call('GET', desktopPath(mine), asAlice);
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ owner: alice, reclaimReason: 'not-entitled' });
+    expect((await api.call('POST', `${desktopPath(mine)}/release`, asAlice)).status).toBe(202);
+  });
+
+  it('lets an admin and the holder of an assigned desktop connect and open a console, whatever their groups', async () => {
+    const { api, namespace, mine, carols, desktopPath } = await setUpHeld();
+    const asCarol = await api.call('GET', `${desktopPath(carols)}/connect`, { as: carol });
+    expect(asCarol.status).toBe(200);
+    const handle = await api.broker.authorizeConsole({
+      desktopId: `${kind}/${namespace}/${carols}`,
+      identity: carol,
+      kind: protocol,
+      groups: [],
+    });
+    await handle.close();
+    const asAdmin = await api.call('GET', `${desktopPath(mine)}/connect`, {
+      as: bob,
+      headers: { [groupsHeader]: 'vdi-admins' },
+    });
+    expect(asAdmin.status).toBe(200);
+    const asMember = await api.call('GET', `${desktopPath(mine)}/connect`, {
+      as: alice,
+      headers: { [groupsHeader]: 'ml' },
+    });
+    expect(asMember.status).toBe(200);
   });
 });

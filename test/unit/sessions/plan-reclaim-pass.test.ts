@@ -349,3 +349,93 @@ describe('claimKindOf', () => {
     expect(claimKindOf(lease)).toBe(kind);
   });
 });
+
+describe('planReclaimPass on a claim whose pool no longer lets its holder in', () => {
+  const member = 'devpool-1';
+  // the claim was let in with the group ml; the pool now lets in research only
+  function recorded(groups: string, notEntitledAt?: number): LeaseObject {
+    const lease = claim(member, { renewed: 5 });
+    lease.metadata.annotations = {
+      ...lease.metadata.annotations,
+      'corral.dev/vdi-holder-groups': groups,
+      ...(notEntitledAt === undefined
+        ? {}
+        : { 'corral.dev/vdi-not-entitled-at': at(notEntitledAt).toISOString() }),
+    };
+    return lease;
+  }
+  const research = new Map([['devpool', { allowedGroups: ['research'] }]]);
+  const ml = new Map([['devpool', { allowedGroups: ['ml'] }]]);
+  const members = { members: [member], deleting: [] };
+
+  it('asks for the pools’ settings when a claim records its holder’s groups, or is marked', () => {
+    expect(planReclaimPass({ ...base, leases: [recorded('["ml"]')], now: at(6) }).needsSettings).toBe(true);
+    expect(planReclaimPass({ ...base, leases: [recorded('unchecked', 5)], now: at(6) }).needsSettings).toBe(
+      true,
+    );
+    expect(planReclaimPass({ ...base, leases: [recorded('unchecked')], now: at(6) }).needsSettings).toBe(
+      false,
+    );
+  });
+
+  it('marks the claim the first time it sees the holder no longer let in, at now', () => {
+    expect(stepOf(recorded('["ml"]'), 6, { settings: research, ...members })).toMatchObject({
+      kind: 'entitlement',
+      member,
+      notEntitledAt: at(6),
+    });
+  });
+
+  it('keeps a marked claim until the grace since the mark has passed, then reclaims it for not-entitled', () => {
+    const lease = recorded('["ml"]', 6);
+    expect(stepOf(lease, 20, { settings: research, ...members })).toMatchObject({ kind: 'keep' });
+    expect(stepOf(lease, 21, { settings: research, ...members })).toMatchObject({
+      kind: 'reclaim',
+      reason: 'not-entitled',
+      dueAt: at(21),
+      notify: false,
+    });
+  });
+
+  it('reports the reclaim instead on a notify pool, once', () => {
+    const lease = recorded('["ml"]', 6);
+    const notify = new Map([['devpool', { allowedGroups: ['research'], reclaimAction: 'notify' as const }]]);
+    expect(stepOf(lease, 22, { settings: notify, ...members })).toMatchObject({
+      kind: 'reclaim',
+      reason: 'not-entitled',
+      notify: true,
+    });
+    lease.metadata.annotations = {
+      ...lease.metadata.annotations,
+      'corral.dev/vdi-reclaim-notified': `not-entitled ${at(21).toISOString()}`,
+    };
+    expect(stepOf(lease, 22, { settings: notify, ...members })).toMatchObject({ kind: 'keep' });
+  });
+
+  it('clears the mark of a claim whose pool lets its holder in again', () => {
+    expect(stepOf(recorded('["ml"]', 6), 10, { settings: ml, ...members })).toMatchObject({
+      kind: 'entitlement',
+      notEntitledAt: undefined,
+    });
+  });
+
+  it('never judges an unchecked claim (an assign, a claim without groups) or one that records nothing', () => {
+    const unrecorded = claim(member, { renewed: 5 });
+    for (const lease of [recorded('unchecked'), unrecorded]) {
+      expect(stepOf(lease, 10, { settings: research, ...members })).toMatchObject({ kind: 'keep' });
+    }
+  });
+
+  it('leaves a claim whose release is under way to that release', () => {
+    const lease = recorded('["ml"]');
+    lease.metadata.annotations = { ...lease.metadata.annotations, 'corral.dev/vdi-releasing': `s-${member}` };
+    expect(stepOf(lease, 6, { settings: research, ...members })).toMatchObject({
+      kind: 'skip',
+      reason: 'releasing',
+    });
+  });
+
+  it('does not mark a claim before the pools’ settings are read', () => {
+    expect(stepOf(recorded('["ml"]'), 6, members)).toMatchObject({ kind: 'keep' });
+  });
+});

@@ -68,6 +68,43 @@ describe('describePoolStatus', () => {
   });
 });
 
+describe('describePoolStatus of a pool that lets only some groups in', () => {
+  const status = describePoolStatus({
+    kind: 'vm',
+    namespace: 'corral-vms',
+    pool: 'gpu',
+    members: [
+      member('gpu-1', { power: 'running', holder: 'alice' }),
+      member('gpu-2', { power: 'running', holder: 'bob' }),
+      member('gpu-3', { power: 'running', holder: 'dave' }),
+      member('gpu-4', { power: 'stopped' }),
+    ],
+    leases: [
+      withMarks('gpu-1', 'alice', {
+        'corral.dev/vdi-holder-groups': '["ml"]',
+        'corral.dev/vdi-not-entitled-at': at(3),
+      }),
+      withMarks('gpu-2', 'bob', { 'corral.dev/vdi-holder-groups': '["research"]' }),
+      withMarks('gpu-3', 'dave', { 'corral.dev/vdi-holder-groups': 'unchecked' }),
+    ],
+    marked: new Set(),
+    minReady: undefined,
+    waiters: 0,
+    now,
+    entitlement: { poolId: 'vm/corral-vms/gpu', allowedGroups: ['research'] },
+  });
+
+  it('marks each claim whose holder the pool no longer lets in, with the pass’s mark, and never an assign', () => {
+    expect(status.members.map((entry) => [entry.name, entry.entitlement, entry.notEntitledAt])).toEqual([
+      ['gpu-1', 'not-entitled', at(3)],
+      ['gpu-2', 'entitled', null],
+      ['gpu-3', 'unchecked', null],
+      ['gpu-4', null, null],
+    ]);
+    expect(poolStatusLines(status)[2]).toMatch(/^gpu-1\s+alice \(not entitled\)\s+Running/);
+  });
+});
+
 describe('readMinReady', () => {
   const vm = (value?: string) => ({
     metadata: value === undefined ? {} : { annotations: { 'corral.dev/vdi-min-ready': value } },
