@@ -42,10 +42,15 @@ export async function makeMembers(
     try {
       await factory.removeMade({ ...input, outcomes });
       const left = outcomes.filter((outcome) => outcome.cloneLeft !== undefined);
+      const held = outcomes.filter((outcome) => outcome.heldBy !== undefined);
+      const kept =
+        held.length === 0
+          ? ''
+          : ` except ${held.map((outcome) => `${outcome.member} (held by ${outcome.heldBy})`).join(', ')}, which a claim took before this call gave up: it stays a member of the pool`;
       cleanup =
         left.length === 0
-          ? 'Everything this call made was removed again.'
-          : `The members this call made were removed again, but not the finished clone objects ${left.map((outcome) => outcome.clone).join(', ')} (${left[0]?.cloneLeft}); they make nothing more: delete them once the permission is granted.`;
+          ? `Everything this call made was removed again${kept}.`
+          : `The members this call made were removed again${kept}, but not the finished clone objects ${left.map((outcome) => outcome.clone).join(', ')} (${left[0]?.cloneLeft}); they make nothing more: delete them once the permission is granted.`;
     } catch (error) {
       cleanup = `Removing what was made failed (${(error as Error).message}); delete the pool to remove what remains.`;
     }

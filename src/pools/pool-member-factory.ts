@@ -18,7 +18,8 @@ export const defaultCloneConcurrency = 4;
  *   it); this call made nothing for it and leaves it alone.
  *
  * `removed` is set once cleanup deleted what the member left behind; `cloneLeft` says why a finished clone object
- * stayed when cleanup could delete the member but not that object.
+ * stayed when cleanup could delete the member but not that object; `heldBy` names who claimed the member this call
+ * made before it gave up (its VM was there and looked free): cleanup leaves such a member to its holder.
  *
  * @category pools
  */
@@ -33,6 +34,8 @@ export interface MemberOutcome {
   removed?: boolean;
   /** Why cleanup left the member's finished clone object behind (it makes nothing more), when it did. */
   cloneLeft?: string;
+  /** Who holds the member: a claim took it before this call gave up, so cleanup left it as a member of the pool. */
+  heldBy?: string;
 }
 
 /** What {@link MemberSource.makeMembers} makes. @category pools */

@@ -1,12 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { leaseNameFor } from '../claims/lease-name.js';
+import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
+import { type RemovalTarget, takeRemovalLease } from '../pools/removal-lease.js';
 import { formatDuration } from '../sessions/parse-duration.js';
 import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
 
@@ -234,6 +237,28 @@ async function deleteFinishedClone(
 }
 
 /**
+ * Deletes a member's VM under a removal Lease, as a shrink does, so that no claim takes it meanwhile; a member a
+ * claim already holds (its VM looked free before the call making it gave up) is left to it.
+ *
+ * @returns who holds the member when it was left, else `undefined`.
+ */
+async function deleteUnlessClaimed(
+  ctx: VdiContext,
+  target: RemovalTarget,
+  vm: VirtualMachine,
+): Promise<string | undefined> {
+  const removal = await takeRemovalLease(ctx, target, undefined);
+  if (removal === undefined) {
+    const lease = await ctx.cluster.getLease(target.namespace, leaseNameFor(target.member));
+    // the claim that held it may have ended since: the next cleanup (a pool delete) removes it
+    return lease?.spec.holderIdentity ?? 'a claim that has ended since';
+  }
+  await ctx.cluster.deleteVm(target.namespace, target.member, { uid: vm.metadata.uid ?? '' });
+  await deleteLeaseAsRead(ctx, removal);
+  return undefined;
+}
+
+/**
  * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
  * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
  */
@@ -253,9 +278,11 @@ export async function removeMembers(
     // only a VM this pool's clone made carries its label; any other VM of that name is left alone
     const vm = await ctx.cluster.getVm(namespace, outcome.member);
     if (vm?.metadata.labels?.[poolLabel] === pool) {
-      await ctx.cluster.deleteVm(namespace, outcome.member, { uid: vm.metadata.uid ?? '' });
+      const heldBy = await deleteUnlessClaimed(ctx, { namespace, pool, member: outcome.member }, vm);
+      if (heldBy !== undefined) outcome.heldBy = heldBy;
     }
-    if (left === undefined) outcome.removed = true;
+    if (outcome.heldBy !== undefined) outcome.removed = false;
+    else if (left === undefined) outcome.removed = true;
     else outcome.cloneLeft = left;
     done += 1;
     ctx.events.emit('pool-progress', {

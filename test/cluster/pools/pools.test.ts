@@ -7,6 +7,7 @@ import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
+import { defaultCloneTimeoutMs } from '../../../src/pools/pool-member-factory.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
@@ -268,6 +269,32 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.message).toMatch(/StorageClass or VolumeSnapshotClass/);
     expect(error.message).toMatch(/PVCs cannot be snapshotted/);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
+    expect(await kube.listClones(namespace)).toEqual([]);
+  });
+
+  it('leaves a member it made to the claim that took it before the grow gave up, and says so', async () => {
+    const { ctx, kube, namespace } = await setUp('grow-claimed', {
+      'devpool-2': { [simulatorAnnotations.neverFinish]: 'true' },
+    });
+    await kube.createVm(namespace, goldenVm('golden'));
+    await createPool(ctx, { name: 'devpool', from: 'golden', size: 1 });
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: ctx.clock });
+    await vdi.claim({ pool: 'devpool', identity: 'bob' });
+    const growing = failureOf(resizePool(ctx, { name: 'devpool', size: 2 }));
+    // the clone stays in RestoreInProgress with its target made, stopped: a member free to claim
+    await waitFor(() => kube.getVm(namespace, 'devpool-2'), {
+      describe: 'devpool-2 made and stopped',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped',
+    });
+    const carol = await vdi.claim({ pool: 'devpool', identity: 'carol' });
+    expect(carol.member).toBe('devpool-2');
+    (ctx.clock as ReturnType<typeof createTestClock>).advance(defaultCloneTimeoutMs + 60_000);
+
+    const error = await growing;
+    expect(error.code).toBe('CLONE_TIMEOUT');
+    expect(error.message).toContain('devpool-2 (held by carol)');
+    expect(await poolVms(kube, namespace, 'devpool')).toEqual(['devpool-1', 'devpool-2']);
+    expect((await kube.getLease(namespace, 'corral-vdi-devpool-2'))?.spec.holderIdentity).toBe('carol');
     expect(await kube.listClones(namespace)).toEqual([]);
   });
 
