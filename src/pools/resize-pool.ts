@@ -94,8 +94,10 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
       const objects = await factory.listTakenNames(namespace);
       const claimed = claimedNames(read.leases, ctx.clock.now());
       const taken = new Set([...objects, ...claimed.keys()]);
+      // judged on the VMs read with the Leases: a recreate's clone may make the VM again before the later list
+      const listed = new Set(read.vms.map((vm) => vm.metadata.name ?? ''));
       const resetting = [...claimed]
-        .filter(([member, lease]) => isResetting(lease, name, member, objects))
+        .filter(([member, lease]) => isResetting(lease, name, member, listed))
         .map(([member]) => member);
       const plan = planResize({ pool: read.pool, size, taken, resetting, source: parsed.from });
       const result: ResizePoolResult = {
