@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { tailscaleIdentity } from '../../../src/broker/identity.js';
 import { type BrokerServer, type ServeBrokerOptions, serveBroker } from '../../../src/broker/serve.js';
@@ -37,6 +38,29 @@ export async function launchChromium(): Promise<Browser> {
   mkdirSync(screenshotFolder, { recursive: true });
   // root in a container has no user namespaces for Chromium's sandbox
   return await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox'] });
+}
+
+/**
+ * Launches Chromium once for a test file and closes it after the file; each test's `cleanups` run after it, last
+ * added first.
+ */
+export function useChromium(): { browser: () => Browser; cleanups: Array<() => unknown> } {
+  let launched: Browser | undefined;
+  const cleanups: Array<() => unknown> = [];
+  beforeAll(async () => {
+    launched = await launchChromium();
+  });
+  afterAll(async () => {
+    await launched?.close();
+  });
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  const browser = () => {
+    if (!launched) throw new Error('Chromium is not launched yet: use the browser inside a test');
+    return launched;
+  };
+  return { browser, cleanups };
 }
 
 /** Saves a screenshot of the page under test-results/browser/. */

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { BrokerServer } from '../../../src/broker/serve.js';
 import { createVdiClient } from '../../../src/client/index.js';
@@ -15,26 +15,15 @@ import {
   alice,
   bob,
   keepScreenshot,
-  launchChromium,
   readVncScreen,
   showsScreen,
   startPageBroker,
   startSignInProxy,
+  useChromium,
 } from './browser-support.js';
 
 const cluster = useSharedCluster();
-let browser: Browser;
-const cleanups: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { browser, cleanups } = useChromium();
 
 async function setUp(devices: VmDevices = {}) {
   const namespace = await createTestNamespace(cluster(), 'web-console');
@@ -54,7 +43,7 @@ async function setUp(devices: VmDevices = {}) {
     proxies.set(login, proxy.url);
     return proxy.url;
   };
-  const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+  const context = await browser().newContext({ viewport: { width: 1100, height: 900 } });
   cleanups.push(() => context.close());
   const open = async (login: string, query = ''): Promise<Page> => {
     const page = await context.newPage();
@@ -268,7 +257,7 @@ describe('consoles in Chromium', () => {
     });
     const proxy = await startSignInProxy(server.url, alice, { holdUpgrades });
     cleanups.push(() => proxy.close());
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const context = await browser().newContext({ viewport: { width: 1100, height: 900 } });
     cleanups.push(() => context.close());
     const page = await context.newPage();
     await page.goto(`${proxy.url}/`);

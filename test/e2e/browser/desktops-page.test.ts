@@ -1,5 +1,5 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import type { BrokerServer } from '../../../src/broker/serve.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -8,24 +8,13 @@ import {
   alice,
   bob,
   keepScreenshot,
-  launchChromium,
   startPageBroker,
   startSignInProxy,
+  useChromium,
 } from './browser-support.js';
 
 const cluster = useSharedCluster();
-let browser: Browser;
-const cleanups: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { browser, cleanups } = useChromium();
 
 interface Stage {
   namespace: string;
@@ -44,7 +33,7 @@ async function setUp(size: number): Promise<Stage> {
     server,
     async open(login, query = '') {
       const proxy = await startSignInProxy(server.url, login);
-      const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+      const context = await browser().newContext({ viewport: { width: 1100, height: 800 } });
       cleanups.push(
         () => proxy.close(),
         () => context.close(),
@@ -117,7 +106,7 @@ describe('the Desktops page in Chromium', () => {
   it('loads with no console error and no failed request, the favicon included', async () => {
     const { namespace, server } = await setUp(1);
     const proxy = await startSignInProxy(server.url, alice);
-    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const context = await browser().newContext({ viewport: { width: 1100, height: 800 } });
     cleanups.push(
       () => proxy.close(),
       () => context.close(),

@@ -1,5 +1,4 @@
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { inputAtAnnotation } from '../../../src/keys.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
@@ -12,28 +11,11 @@ import {
   waitForRunningVmi,
 } from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
-import {
-  alice,
-  keepScreenshot,
-  launchChromium,
-  startPageBroker,
-  startSignInProxy,
-} from './browser-support.js';
+import { alice, keepScreenshot, startPageBroker, startSignInProxy, useChromium } from './browser-support.js';
 
 const minute = 60_000;
 const cluster = useSharedCluster();
-let browser: Browser;
-const cleanups: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { browser, cleanups } = useChromium();
 
 describe('the idle banner of the Desktops page', () => {
   it('shows a banner on a desktop about to be reclaimed as idle, and drops it after a key press in its console', async () => {
@@ -67,7 +49,7 @@ describe('the idle banner of the Desktops page', () => {
     clock.advance(26 * minute);
     expect(await server.broker.sessions.runPass()).toMatchObject({ warned: 1, reclaimed: 0 });
     const proxy = await startSignInProxy(server.url, alice);
-    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const context = await browser().newContext({ viewport: { width: 1100, height: 800 } });
     cleanups.push(
       () => proxy.close(),
       () => context.close(),

@@ -1,31 +1,14 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import {
-  alice,
-  keepScreenshot,
-  launchChromium,
-  startPageBroker,
-  startSignInProxy,
-} from './browser-support.js';
+import { alice, keepScreenshot, startPageBroker, startSignInProxy, useChromium } from './browser-support.js';
 
 const cluster = useSharedCluster();
 const image = 'ghcr.io/acme/devbox:1.4';
-let browser: Browser;
-const cleanups: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { browser, cleanups } = useChromium();
 
 const textOf = (page: Page, selector: string) => async () =>
   (await page.locator(selector).allTextContents()).join(' | ');
@@ -57,7 +40,7 @@ describe.each(['vm', 'ct'] as const)(
       expect(await server.broker.sessions.runPass()).toMatchObject({ notEntitled: 1, errors: [] });
 
       const proxy = await startSignInProxy(server.url, alice);
-      const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+      const context = await browser().newContext({ viewport: { width: 1100, height: 800 } });
       cleanups.push(
         () => proxy.close(),
         () => context.close(),

@@ -1,27 +1,15 @@
 import { createServer } from 'node:net';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createOidcSignIn } from '../../../src/broker/oidc-sign-in.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { startLocalIssuer } from '../../support/oidc-issuer.js';
-import { alice, keepScreenshot, launchChromium, startPageBroker } from './browser-support.js';
+import { alice, keepScreenshot, startPageBroker, useChromium } from './browser-support.js';
 
 const cluster = useSharedCluster();
-let browser: Browser;
-const cleanups: Array<() => Promise<unknown>> = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { browser, cleanups } = useChromium();
 
 // The issuer must know the redirect URI before the broker listens, so the broker's port is chosen first.
 async function freePort(): Promise<number> {
@@ -57,7 +45,7 @@ describe('the Desktops page with the broker’s own OIDC sign-in, in Chromium', 
     cleanups.push(() => server.close());
     // alice is no admin: the page lists the pool, and she claims from it, as a member of devs by the issuer's claim
     await setPoolSettings(server.broker.vdi.context, { name: 'devpool', namespace, allowedGroups: ['devs'] });
-    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    const context = await browser().newContext({ viewport: { width: 1100, height: 800 } });
     cleanups.push(() => context.close());
     const page = await context.newPage();
 
