@@ -1,0 +1,237 @@
+import {
+  AdmissionregistrationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1ValidatingWebhookConfiguration,
+} from '@kubernetes/client-node';
+import {
+  leaseDurationSeconds,
+  leaseMemberLabel,
+  leasePoolLabel,
+  poolLabel,
+  sessionIdAnnotation,
+} from '../../src/keys.js';
+import type { KubeCluster } from '../../src/kube/cluster.js';
+import { makeKeepAliveClient } from '../../src/kube/connections.js';
+import type { VirtualMachine } from '../../src/kubevirt-types.js';
+import { simulatorAnnotations } from '../../src/testing/kubevirt/fault-knobs.js';
+import { inParallel } from './measure.js';
+
+// writes in flight while seeding: enough to keep the apiserver's two cores busy
+const seedConcurrency = 128;
+const vmApi = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' } as const;
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Creates a namespace the simulator leaves alone: the seeding writes its VMs' status itself, as KubeVirt would. */
+export async function createPausedNamespace(kubeConfig: KubeConfig, name: string): Promise<void> {
+  await kubeConfig.makeApiClient(CoreV1Api).createNamespace({
+    body: { metadata: { name, annotations: { [simulatorAnnotations.paused]: 'true' } } },
+  });
+}
+
+/** A stopped desktop VM shaped like a clone of a golden VM: a root disk from a DataVolume, cloud-init, one NIC. */
+export function desktopVm(name: string, pool: string): VirtualMachine {
+  return {
+    metadata: { name, labels: { [poolLabel]: pool, 'app.kubernetes.io/part-of': 'desktops' } },
+    spec: {
+      runStrategy: 'Halted',
+      dataVolumeTemplates: [
+        {
+          metadata: { name: `${name}-root` },
+          spec: {
+            source: { pvc: { namespace: 'golden-images', name: 'ubuntu-desktop-24-04' } },
+            storage: { resources: { requests: { storage: '40Gi' } } },
+          },
+        },
+      ],
+      template: {
+        metadata: { labels: { [poolLabel]: pool, 'kubevirt.io/domain': name } },
+        spec: {
+          domain: {
+            cpu: { cores: 2 },
+            memory: { guest: '4Gi' },
+            resources: { requests: { memory: '4Gi' } },
+            devices: {
+              disks: [
+                { name: 'rootdisk', disk: { bus: 'virtio' } },
+                { name: 'cloudinit', disk: { bus: 'virtio' } },
+              ],
+              interfaces: [{ name: 'default', masquerade: {} }],
+              clientPassthrough: {},
+            },
+          },
+          networks: [{ name: 'default', pod: {} }],
+          volumes: [
+            { name: 'rootdisk', dataVolume: { name: `${name}-root` } },
+            {
+              name: 'cloudinit',
+              cloudInitNoCloud: { userData: '#cloud-config\nhostname: desktop\nssh_pwauth: false\n' },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/** Creates the stopped desktop VMs `names` of `pool` and writes each one's status as KubeVirt shows a stopped VM. */
+export async function seedDesktopVms(
+  kube: KubeCluster,
+  namespace: string,
+  pool: string,
+  names: readonly string[],
+): Promise<void> {
+  const custom = makeKeepAliveClient(kube.kubeConfig, CustomObjectsApi, () => {});
+  await inParallel(names.length, seedConcurrency, async (index) => {
+    const name = names[index] ?? '';
+    await kube.createVm(namespace, desktopVm(name, pool));
+    const status = {
+      printableStatus: 'Stopped',
+      created: false,
+      ready: false,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'False',
+          reason: 'VMINotExists',
+          message: 'VMI does not exist',
+          lastProbeTime: null,
+          lastTransitionTime: new Date().toISOString(),
+        },
+      ],
+      volumeSnapshotStatuses: [
+        {
+          name: 'rootdisk',
+          enabled: false,
+          reason: 'No VolumeSnapshotClass: Volume snapshots are not configured',
+        },
+        { name: 'cloudinit', enabled: false, reason: 'Snapshot is not supported for this volumeSource type' },
+      ],
+    };
+    await custom.patchNamespacedCustomObjectStatus(
+      { ...vmApi, namespace, name, body: { status } },
+      mergePatch,
+    );
+  });
+}
+
+/** Creates a claim Lease for each of `members`, held by `user-<n>@example.com`, renewed at `renewedAt(index)`. */
+export async function seedClaims(
+  kube: KubeCluster,
+  namespace: string,
+  pool: string,
+  members: readonly string[],
+  renewedAt: (index: number) => string,
+): Promise<void> {
+  await inParallel(members.length, seedConcurrency, async (index) => {
+    const member = members[index] ?? '';
+    await kube.createLease(namespace, {
+      metadata: {
+        name: `corral-vdi-${member}`,
+        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: member },
+        annotations: { [sessionIdAnnotation]: `scale-${namespace}-${index}` },
+      },
+      spec: {
+        holderIdentity: `user-${index + 1}@${namespace}.example.com`,
+        acquireTime: renewedAt(index),
+        renewTime: renewedAt(index),
+        leaseDurationSeconds,
+      },
+    });
+  });
+}
+
+/**
+ * Runs `seed` with the simulator's validating webhooks taken off and puts them back after, waiting until the
+ * apiserver calls them again: every object seeded is one they admit, and on this two-core machine they cut VM
+ * creates to a third. Everything measured runs with them on.
+ */
+export async function withoutAdmissionWebhooks(
+  kubeConfig: KubeConfig,
+  seed: () => Promise<void>,
+): Promise<void> {
+  const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  const configurations = (await admission.listValidatingWebhookConfiguration()).items;
+  for (const configuration of configurations) {
+    await admission.deleteValidatingWebhookConfiguration({ name: configuration.metadata?.name ?? '' });
+  }
+  try {
+    await seed();
+  } finally {
+    for (const configuration of configurations) {
+      const { name, labels, annotations } = configuration.metadata ?? {};
+      const body: V1ValidatingWebhookConfiguration = {
+        ...configuration,
+        metadata: { name, labels, annotations },
+      };
+      await admission.createValidatingWebhookConfiguration({ body });
+    }
+    await waitUntilAdmitting(kubeConfig);
+  }
+}
+
+// the simulator's own probe: a dry-run start its webhook refuses once the apiserver calls it again
+async function waitUntilAdmitting(kubeConfig: KubeConfig): Promise<void> {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const probe = {
+    apiVersion: 'kubevirt.io/v1',
+    kind: 'VirtualMachine',
+    metadata: { name: 'webhook-probe', annotations: { [simulatorAnnotations.failStart]: '422 probe' } },
+    spec: { runStrategy: 'Always', template: { spec: { domain: { devices: {} } } } },
+  };
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const refused = await custom
+      .createNamespacedCustomObject({ ...vmApi, namespace: 'default', body: probe, dryRun: 'All' })
+      .then(
+        () => false,
+        (error: unknown) => String((error as { body?: unknown }).body ?? error).includes('probe'),
+      );
+    if (refused) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('the simulator’s validating webhooks were not called again within 30 s of their return');
+}
+
+/** What one bare list of everything under `path` cost, read page by page as a client without caches reads it. */
+export interface BareList {
+  items: number;
+  pages: number;
+  bytes: number;
+  ms: number;
+}
+
+/**
+ * Lists `path` (`/apis/kubevirt.io/v1/namespaces/<ns>/virtualmachines`) in pages of `limit` through `continue`,
+ * with `labelSelector`: the floor of every row that reads a list.
+ */
+export async function listBare(
+  kubeConfig: KubeConfig,
+  target: { group: string; version: string; plural: string; namespace: string },
+  labelSelector: string | undefined,
+  limit = 500,
+): Promise<BareList> {
+  let bytes = 0;
+  const custom = makeKeepAliveClient(kubeConfig, CustomObjectsApi, (read) => {
+    bytes += read;
+  });
+  const started = performance.now();
+  let items = 0;
+  let pages = 0;
+  let next: string | undefined;
+  do {
+    const page = (await custom.listNamespacedCustomObject({
+      ...target,
+      limit,
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(next ? { _continue: next } : {}),
+    })) as { items: unknown[]; metadata?: { continue?: string } };
+    items += page.items.length;
+    pages += 1;
+    next = page.metadata?.continue || undefined;
+  } while (next);
+  return { items, pages, bytes, ms: performance.now() - started };
+}
