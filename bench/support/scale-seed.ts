@@ -1,12 +1,4 @@
-import {
-  AdmissionregistrationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ValidatingWebhookConfiguration,
-} from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -17,20 +9,12 @@ import {
 import type { KubeCluster } from '../../src/kube/cluster.js';
 import { makeKeepAliveClient } from '../../src/kube/connections.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
-import { simulatorAnnotations } from '../../src/testing/kubevirt/fault-knobs.js';
 import { inParallel } from './measure.js';
 
 // writes in flight while seeding: enough to keep the apiserver's two cores busy
 const seedConcurrency = 128;
 const vmApi = { group: 'kubevirt.io', version: 'v1', plural: 'virtualmachines' } as const;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-/** Creates a namespace the simulator leaves alone: the seeding writes its VMs' status itself, as KubeVirt would. */
-export async function createPausedNamespace(kubeConfig: KubeConfig, name: string): Promise<void> {
-  await kubeConfig.makeApiClient(CoreV1Api).createNamespace({
-    body: { metadata: { name, annotations: { [simulatorAnnotations.paused]: 'true' } } },
-  });
-}
 
 /** A stopped desktop VM shaped like a clone of a golden VM: a root disk from a DataVolume, cloud-init, one NIC. */
 export function desktopVm(name: string, pool: string): VirtualMachine {
@@ -77,7 +61,10 @@ export function desktopVm(name: string, pool: string): VirtualMachine {
   };
 }
 
-/** Creates the stopped desktop VMs `names` of `pool` and writes each one's status as KubeVirt shows a stopped VM. */
+/**
+ * Creates the stopped desktop VMs `names` of `pool`, `seedConcurrency` at a time, and writes each one's status as
+ * KubeVirt shows a stopped VM.
+ */
 export async function seedDesktopVms(
   kube: KubeCluster,
   namespace: string,
@@ -142,58 +129,6 @@ export async function seedClaims(
       },
     });
   });
-}
-
-/**
- * Runs `seed` with the simulator's validating webhooks taken off and puts them back after, waiting until the
- * apiserver calls them again: every object seeded is one they admit, and on this two-core machine they cut VM
- * creates to a third. Everything measured runs with them on.
- */
-export async function withoutAdmissionWebhooks(
-  kubeConfig: KubeConfig,
-  seed: () => Promise<void>,
-): Promise<void> {
-  const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
-  const configurations = (await admission.listValidatingWebhookConfiguration()).items;
-  for (const configuration of configurations) {
-    await admission.deleteValidatingWebhookConfiguration({ name: configuration.metadata?.name ?? '' });
-  }
-  try {
-    await seed();
-  } finally {
-    for (const configuration of configurations) {
-      const { name, labels, annotations } = configuration.metadata ?? {};
-      const body: V1ValidatingWebhookConfiguration = {
-        ...configuration,
-        metadata: { name, labels, annotations },
-      };
-      await admission.createValidatingWebhookConfiguration({ body });
-    }
-    await waitUntilAdmitting(kubeConfig);
-  }
-}
-
-// the simulator's own probe: a dry-run start its webhook refuses once the apiserver calls it again
-async function waitUntilAdmitting(kubeConfig: KubeConfig): Promise<void> {
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const probe = {
-    apiVersion: 'kubevirt.io/v1',
-    kind: 'VirtualMachine',
-    metadata: { name: 'webhook-probe', annotations: { [simulatorAnnotations.failStart]: '422 probe' } },
-    spec: { runStrategy: 'Always', template: { spec: { domain: { devices: {} } } } },
-  };
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const refused = await custom
-      .createNamespacedCustomObject({ ...vmApi, namespace: 'default', body: probe, dryRun: 'All' })
-      .then(
-        () => false,
-        (error: unknown) => String((error as { body?: unknown }).body ?? error).includes('probe'),
-      );
-    if (refused) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('the simulator’s validating webhooks were not called again within 30 s of their return');
 }
 
 /** What one bare list of everything under `path` cost, read page by page as a client without caches reads it. */
