@@ -61,19 +61,21 @@ export function desktopVm(name: string, pool: string): VirtualMachine {
   };
 }
 
+/** One desktop VM to make: its namespace, pool and name. */
+export interface SeededVm {
+  namespace: string;
+  pool: string;
+  name: string;
+}
+
 /**
- * Creates the stopped desktop VMs `names` of `pool`, `seedConcurrency` at a time, and writes each one's status as
- * KubeVirt shows a stopped VM.
+ * Creates the stopped desktop VMs `vms`, {@link seedConcurrency} at a time across namespaces and pools, and writes
+ * each one's status as KubeVirt shows a stopped VM.
  */
-export async function seedDesktopVms(
-  kube: KubeCluster,
-  namespace: string,
-  pool: string,
-  names: readonly string[],
-): Promise<void> {
+export async function seedDesktopVms(kube: KubeCluster, vms: readonly SeededVm[]): Promise<void> {
   const custom = makeKeepAliveClient(kube.kubeConfig, CustomObjectsApi, () => {});
-  await inParallel(names.length, seedConcurrency, async (index) => {
-    const name = names[index] ?? '';
+  await inParallel(vms.length, seedConcurrency, async (index) => {
+    const { namespace, pool, name } = vms[index] as SeededVm;
     await kube.createVm(namespace, desktopVm(name, pool));
     const status = {
       printableStatus: 'Stopped',
@@ -105,28 +107,23 @@ export async function seedDesktopVms(
   });
 }
 
-/** Creates a claim Lease for each of `members`, held by `user-<n>@example.com`, renewed at `renewedAt(index)`. */
-export async function seedClaims(
-  kube: KubeCluster,
-  namespace: string,
-  pool: string,
-  members: readonly string[],
-  renewedAt: (index: number) => string,
-): Promise<void> {
-  await inParallel(members.length, seedConcurrency, async (index) => {
-    const member = members[index] ?? '';
+/** One claim to make: the member's Lease, held by `holder`, last renewed at `renewedAt`. */
+export interface SeededClaim extends SeededVm {
+  holder: string;
+  renewedAt: string;
+}
+
+/** Creates a claim Lease for each of `claims`, {@link seedConcurrency} at a time. */
+export async function seedClaims(kube: KubeCluster, claims: readonly SeededClaim[]): Promise<void> {
+  await inParallel(claims.length, seedConcurrency, async (index) => {
+    const { namespace, pool, name, holder, renewedAt } = claims[index] as SeededClaim;
     await kube.createLease(namespace, {
       metadata: {
-        name: `corral-vdi-${member}`,
-        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: member },
-        annotations: { [sessionIdAnnotation]: `scale-${namespace}-${index}` },
+        name: `corral-vdi-${name}`,
+        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: name },
+        annotations: { [sessionIdAnnotation]: `scale-${namespace}-${name}` },
       },
-      spec: {
-        holderIdentity: `user-${index + 1}@${namespace}.example.com`,
-        acquireTime: renewedAt(index),
-        renewTime: renewedAt(index),
-        leaseDurationSeconds,
-      },
+      spec: { holderIdentity: holder, acquireTime: renewedAt, renewTime: renewedAt, leaseDurationSeconds },
     });
   });
 }
