@@ -382,6 +382,11 @@ describe('ten thousand desktops', () => {
     const vdi = await cachedVdi(desktopNamespaces, clock);
     const syncMs = performance.now() - syncStarted;
     const initialLists = vdi.context.cluster.requestCounts.get('list') ?? 0;
+    // every page of every first list made it into the caches
+    const cachedVms = desktopNamespaces.flatMap(
+      (namespace) => vdi.context.cluster.cachesOf(namespace)?.vms.list(poolLabel) ?? [],
+    );
+    expect(cachedVms.length).toBe(desktops);
     addRow({
       name: `this process's caches over ${desktops.toLocaleString('en')} desktops, start to synced`,
       figure: ms(syncMs),
