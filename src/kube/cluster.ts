@@ -94,6 +94,26 @@ interface PageRequest {
 const listPageSize = 500;
 
 /**
+ * Reads a list page by page with `readPage` ({@link listPageSize} objects each, through `continue`), each page a
+ * request of its own, and returns every item with the list's resourceVersion: the pages of one list are one snapshot.
+ */
+async function readAllPages<T>(readPage: (page: PageRequest) => Promise<unknown>): Promise<ListedObjects<T>> {
+  const items: T[] = [];
+  let resourceVersion = '';
+  let next: string | undefined;
+  do {
+    const page = (await readPage({
+      limit: listPageSize,
+      ...(next === undefined ? {} : { _continue: next }),
+    })) as ListPage<T>;
+    for (const item of page.items) items.push(item);
+    resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+    next = page.metadata?.continue || page.metadata?._continue || undefined;
+  } while (next !== undefined);
+  return { items, resourceVersion };
+}
+
+/**
  * Hears what the adapter sends, for metrics: each request try with its verb and answer, and each Lease write
  * the apiserver refused with 409.
  *
@@ -311,29 +331,6 @@ export class KubeCluster implements CacheSources {
     this.caches.clear();
   }
 
-  /**
-   * Reads a list page by page ({@link listPageSize} objects each, through `continue`), each page a request of its
-   * own, and returns every item with the list's resourceVersion: the pages of one list are one snapshot.
-   */
-  private async listInPages<T>(
-    doing: string,
-    readPage: (page: PageRequest) => Promise<unknown>,
-  ): Promise<ListedObjects<T>> {
-    const items: T[] = [];
-    let resourceVersion = '';
-    let next: string | undefined;
-    do {
-      const from = next;
-      const page = (await this.call('list', doing, () =>
-        readPage({ limit: listPageSize, ...(from === undefined ? {} : { _continue: from }) }),
-      )) as ListPage<T>;
-      for (const item of page.items) items.push(item);
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      next = page.metadata?.continue || page.metadata?._continue || undefined;
-    } while (next !== undefined);
-    return { items, resourceVersion };
-  }
-
   private async getOrUndefined<T>(
     verb: string,
     doing: string,
@@ -435,8 +432,10 @@ export class KubeCluster implements CacheSources {
 
   /** Lists a namespace's Leases with the list's resourceVersion, where a watch of them starts. */
   async listLeasesToWatch(namespace: string): Promise<ListedObjects<LeaseObject>> {
-    const listed = await this.listInPages<V1Lease>(`list Leases in ${namespace}`, (page) =>
-      this.coordination.listNamespacedLease({ namespace, ...page }),
+    const listed = await readAllPages<V1Lease>((page) =>
+      this.call('list', `list Leases in ${namespace}`, () =>
+        this.coordination.listNamespacedLease({ namespace, ...page }),
+      ),
     );
     return { items: listed.items.map(leaseFromApi), resourceVersion: listed.resourceVersion };
   }
@@ -540,14 +539,16 @@ export class KubeCluster implements CacheSources {
 
   /** Lists a namespace's VMs by label selector with the list's resourceVersion, where a watch of them starts. */
   async listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>> {
-    return await this.listInPages(`list VirtualMachines in ${namespace}`, (page) =>
-      this.custom.listNamespacedCustomObject({
-        ...kubevirt,
-        plural: 'virtualmachines',
-        namespace,
-        labelSelector,
-        ...page,
-      }),
+    return await readAllPages((page) =>
+      this.call('list', `list VirtualMachines in ${namespace}`, () =>
+        this.custom.listNamespacedCustomObject({
+          ...kubevirt,
+          plural: 'virtualmachines',
+          namespace,
+          labelSelector,
+          ...page,
+        }),
+      ),
     );
   }
 
@@ -638,13 +639,15 @@ export class KubeCluster implements CacheSources {
 
   /** Lists a namespace's VMIs with the list's resourceVersion, where a watch of them starts. */
   async listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>> {
-    return await this.listInPages(`list VirtualMachineInstances in ${namespace}`, (page) =>
-      this.custom.listNamespacedCustomObject({
-        ...kubevirt,
-        plural: 'virtualmachineinstances',
-        namespace,
-        ...page,
-      }),
+    return await readAllPages((page) =>
+      this.call('list', `list VirtualMachineInstances in ${namespace}`, () =>
+        this.custom.listNamespacedCustomObject({
+          ...kubevirt,
+          plural: 'virtualmachineinstances',
+          namespace,
+          ...page,
+        }),
+      ),
     );
   }
 
