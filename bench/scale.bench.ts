@@ -14,7 +14,6 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../src/audit.js';
 import { createBroker } from '../src/broker/broker.js';
 import { tailscaleIdentity, tailscaleLoginHeader } from '../src/broker/identity.js';
 import { isVdiError } from '../src/errors.js';
