@@ -172,6 +172,9 @@ export function createBroker(options: BrokerOptions): Broker {
   });
   // with caches, /readyz waits until they hold their first lists, which they start to read at start()
   const cachesSynced = settings.caches ? [started.then(() => vdi.waitForCacheSync())] : [];
+  // the loops' passes read the caches: run before these hold their first lists, each would list every served
+  // namespace from the apiserver beside them; caches refused for good leave the loops to the apiserver
+  const cachesHeld = Promise.all(cachesSynced).catch(() => {});
   const readiness = createReadiness([...settings.readiness, ...cachesSynced], log);
   const leader =
     settings.leaderElection === undefined
@@ -181,7 +184,7 @@ export function createBroker(options: BrokerOptions): Broker {
           namespace: settings.leaderElection.namespace ?? namespaces[0] ?? '',
           onStarted: () => {
             log(`broker: leading as ${leader?.identity}: this replica runs the session passes now`);
-            startLoops();
+            startLoopsOnceCached(() => leader?.isLeader() ?? false);
           },
           onStopped: async () => {
             await stopLoops();
@@ -230,6 +233,13 @@ export function createBroker(options: BrokerOptions): Broker {
   const ctPools = createCtReconcileLoop(loopOptions);
   const spares = createSparesLoop(loopOptions);
   let loopsRunning = false;
+  let stopping = false;
+
+  function startLoopsOnceCached(stillWanted: () => boolean): void {
+    void cachesHeld.then(() => {
+      if (!stopping && stillWanted()) startLoops();
+    });
+  }
 
   function startLoops(): void {
     loopsRunning = true;
@@ -334,9 +344,10 @@ export function createBroker(options: BrokerOptions): Broker {
       if (settings.caches) vdi.startCaches(namespaces);
       markStarted();
       if (leader) leader.start();
-      else startLoops();
+      else startLoopsOnceCached(() => true);
     },
     async stop() {
+      stopping = true;
       readiness.stop();
       await consoles.closeAll();
       // a leader stops its loops before it releases the Lease, so no pass outlives its term; a wait runs in this

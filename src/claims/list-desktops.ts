@@ -45,7 +45,8 @@ const getSchema = z.object({
 /**
  * The desktops someone holds (a live Lease, a v0.6.0 assignment, or a running member whose Lease is gone), of
  * `identity` when given; with `all`, every pool member, of every kind served. A claim whose member is gone or being
- * deleted is listed as its holder's desktop in phase `Resetting`.
+ * deleted is listed as its holder's desktop in phase `Resetting`. A namespace whose watch caches this process
+ * started (`vdi.startCaches`, as `broker serve` does) is read from them.
  *
  * @throws {@link VdiError} `INVALID_INPUT`.
  */
@@ -55,9 +56,15 @@ export async function listDesktops(ctx: VdiContext, options: ListDesktopsOptions
   const backends = Object.values(ctx.backends).filter((backend): backend is DesktopBackend => !!backend);
   const views: DesktopView[] = [];
   for (const namespace of namespaces) {
+    // a broker's caches answer it: read afresh, each Desktops page read every namespace it serves from etcd in turn
+    const how = { cached: ctx.cluster.isCaching(namespace) };
     const [leases, memberLists] = await Promise.all([
-      ctx.cluster.listLeases(namespace, pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${pool}`),
-      Promise.all(backends.map((backend) => backend.listMembers(namespace, pool))),
+      ctx.cluster.listLeases(
+        namespace,
+        pool === undefined ? leasePoolLabel : `${leasePoolLabel}=${pool}`,
+        how,
+      ),
+      Promise.all(backends.map((backend) => backend.listMembers(namespace, pool, how))),
     ]);
     const leaseByName = new Map(leases.map((lease) => [lease.metadata.name, lease]));
     const members = memberLists.flat();

@@ -3,6 +3,7 @@ import type { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { storedLease, storedVm, storedVmi } from './cache-transforms.js';
 import type { Sleep } from './retry.js';
 import { type ListedObjects, WatchCache, type WatchCacheSource } from './watch-cache.js';
 import type { OpenWatch, WatchEvent } from './watch-stream.js';
@@ -94,12 +95,14 @@ export function startNamespaceCaches(
     leases: cacheOf<LeaseObject>({
       describe: `Leases in ${namespace}`,
       labelSelector: undefined,
+      transform: storedLease,
       list: () => sources.listLeasesToWatch(namespace),
       watch: (version, onEvent, signal) => sources.watchLeases(namespace, from(version, onEvent, signal)),
     }),
     vms: cacheOf<VirtualMachine>({
       describe: `pool VirtualMachines in ${namespace}`,
       labelSelector: poolLabel,
+      transform: storedVm,
       list: () => sources.listVmsToWatch(namespace, poolLabel),
       watch: (version, onEvent, signal) =>
         sources.watchVms(namespace, poolLabel, from(version, onEvent, signal)),
@@ -107,6 +110,7 @@ export function startNamespaceCaches(
     vmis: cacheOf<VirtualMachineInstance>({
       describe: `VirtualMachineInstances in ${namespace}`,
       labelSelector: undefined,
+      transform: storedVmi,
       list: () => sources.listVmisToWatch(namespace),
       watch: (version, onEvent, signal) => sources.watchVmis(namespace, from(version, onEvent, signal)),
     }),

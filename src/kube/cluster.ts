@@ -76,9 +76,41 @@ function listVersion(options: ListOptions): { resourceVersion?: string } {
   return options.cached ? { resourceVersion: '0' } : {};
 }
 
-function listedOf<T>(list: unknown): ListedObjects<T> {
-  const { items, metadata } = list as { items: T[]; metadata?: { resourceVersion?: string } };
-  return { items, resourceVersion: metadata?.resourceVersion ?? '' };
+/** One page of a list: its items, and where the next page starts when there is one. */
+interface ListPage<T> {
+  items: T[];
+  // typed clients (Leases) name the token `_continue`, custom objects come as plain JSON with `continue`
+  metadata?: { resourceVersion?: string; continue?: string; _continue?: string };
+}
+
+/** Where one page of a list starts: `limit` objects from `_continue` (the first page without it). */
+interface PageRequest {
+  limit: number;
+  _continue?: string;
+}
+
+// as client-go's pager: a watch cache's first list of a big namespace comes in pages of this many, never as one
+// answer the apiserver must build and the process must hold whole
+const listPageSize = 500;
+
+/**
+ * Reads a list page by page with `readPage` ({@link listPageSize} objects each, through `continue`), each page a
+ * request of its own, and returns every item with the list's resourceVersion: the pages of one list are one snapshot.
+ */
+async function readAllPages<T>(readPage: (page: PageRequest) => Promise<unknown>): Promise<ListedObjects<T>> {
+  const items: T[] = [];
+  let resourceVersion = '';
+  let next: string | undefined;
+  do {
+    const page = (await readPage({
+      limit: listPageSize,
+      ...(next === undefined ? {} : { _continue: next }),
+    })) as ListPage<T>;
+    for (const item of page.items) items.push(item);
+    resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+    next = page.metadata?.continue || page.metadata?._continue || undefined;
+  } while (next !== undefined);
+  return { items, resourceVersion };
 }
 
 /**
@@ -400,10 +432,12 @@ export class KubeCluster implements CacheSources {
 
   /** Lists a namespace's Leases with the list's resourceVersion, where a watch of them starts. */
   async listLeasesToWatch(namespace: string): Promise<ListedObjects<LeaseObject>> {
-    const list = await this.call('list', `list Leases in ${namespace}`, () =>
-      this.coordination.listNamespacedLease({ namespace }),
+    const listed = await readAllPages<V1Lease>((page) =>
+      this.call('list', `list Leases in ${namespace}`, () =>
+        this.coordination.listNamespacedLease({ namespace, ...page }),
+      ),
     );
-    return { items: list.items.map(leaseFromApi), resourceVersion: list.metadata?.resourceVersion ?? '' };
+    return { items: listed.items.map(leaseFromApi), resourceVersion: listed.resourceVersion };
   }
 
   /** Watches a namespace's Leases; resolves once the watch is open, with its end. */
@@ -505,15 +539,17 @@ export class KubeCluster implements CacheSources {
 
   /** Lists a namespace's VMs by label selector with the list's resourceVersion, where a watch of them starts. */
   async listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>> {
-    const list = await this.call('list', `list VirtualMachines in ${namespace}`, () =>
-      this.custom.listNamespacedCustomObject({
-        ...kubevirt,
-        plural: 'virtualmachines',
-        namespace,
-        labelSelector,
-      }),
+    return await readAllPages((page) =>
+      this.call('list', `list VirtualMachines in ${namespace}`, () =>
+        this.custom.listNamespacedCustomObject({
+          ...kubevirt,
+          plural: 'virtualmachines',
+          namespace,
+          labelSelector,
+          ...page,
+        }),
+      ),
     );
-    return listedOf(list);
   }
 
   /** Watches a namespace's VMs by label selector; resolves once the watch is open, with its end. */
@@ -603,10 +639,16 @@ export class KubeCluster implements CacheSources {
 
   /** Lists a namespace's VMIs with the list's resourceVersion, where a watch of them starts. */
   async listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>> {
-    const list = await this.call('list', `list VirtualMachineInstances in ${namespace}`, () =>
-      this.custom.listNamespacedCustomObject({ ...kubevirt, plural: 'virtualmachineinstances', namespace }),
+    return await readAllPages((page) =>
+      this.call('list', `list VirtualMachineInstances in ${namespace}`, () =>
+        this.custom.listNamespacedCustomObject({
+          ...kubevirt,
+          plural: 'virtualmachineinstances',
+          namespace,
+          ...page,
+        }),
+      ),
     );
-    return listedOf(list);
   }
 
   /** Watches a namespace's VMIs; resolves once the watch is open, with its end. */

@@ -23,6 +23,11 @@ export interface WatchCacheSource<T> {
   describe: string;
   /** The label selector of both the list and the watch; every object of the namespace when undefined. */
   labelSelector: string | undefined;
+  /**
+   * What the cache keeps of each object it lists, hears of or is offered: the fields its readers use, as client-go's
+   * informer transforms keep them, so a big namespace costs the process what it reads and no more.
+   */
+  transform(object: T): T;
   /** Lists what is cached, with the list's resourceVersion. */
   list(): Promise<ListedObjects<T>>;
   /** Opens a watch from `resourceVersion`; resolves once it is open. */
@@ -253,9 +258,10 @@ export class WatchCache<T extends CachedObject> {
     const known = this.objects.get(name);
     // resourceVersions grow across the cluster, so this also orders a new object after the one it replaced
     if (known && !isNewerVersion(resourceVersion, known.metadata.resourceVersion)) return;
-    this.objects.set(name, object);
+    const kept = this.source.transform(object);
+    this.objects.set(name, kept);
     this.changes += 1;
-    this.emit({ type: known ? 'modified' : 'added', object });
+    this.emit({ type: known ? 'modified' : 'added', object: kept });
   }
 
   private drop(object: T): void {

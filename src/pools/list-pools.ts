@@ -24,7 +24,8 @@ const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.o
  * Lists the pools of the given namespaces, read back from the `corral.dev/vdi-pool` label of their VMs: each
  * member in natural order (`-2` before `-10`) with who has it (free, claimed by whom and since when, or a
  * v0.6.0 assignment) and its power state, and the pool's reclaim action and own settings (its ConfigMap
- * `corral-vdi-pool-<pool>`). `kubectl get vm -l corral.dev/vdi-pool` shows the same members.
+ * `corral-vdi-pool-<pool>`). `kubectl get vm -l corral.dev/vdi-pool` shows the same members. A namespace whose
+ * watch caches this process started (`vdi.startCaches`, as `broker serve` does) is read from them.
  *
  * @example
  * ```ts
@@ -41,7 +42,8 @@ export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {})
   const read = await Promise.all(
     namespaces.map(async (namespace) => {
       const [{ vms, leases }, settings] = await Promise.all([
-        readPools(ctx, namespace),
+        // a broker's caches answer it: read afresh, each Desktops page read every VM and Lease it serves from etcd
+        readPools(ctx, namespace, undefined, { cached: ctx.cluster.isCaching(namespace) }),
         readPoolSettingsIn(ctx, namespace),
       ]);
       return describePools({ namespace, vms, leases, now: ctx.clock.now(), settings });

@@ -1,13 +1,22 @@
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
+import type { ListOptions } from '../kube/cluster.js';
 import { describePools } from './pool-view.js';
 
-/** The pools of one namespace, or the one named `pool`, as {@link describePools} reads them now. */
-export async function readPools(ctx: VdiContext, namespace: string, pool?: string) {
+/**
+ * The pools of one namespace, or the one named `pool`, as {@link describePools} reads them now, or from this
+ * process's watch caches with `cached`.
+ */
+export async function readPools(
+  ctx: VdiContext,
+  namespace: string,
+  pool?: string,
+  options: ListOptions = {},
+) {
   const [vms, leases] = await Promise.all([
-    ctx.cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`),
-    ctx.cluster.listLeases(namespace),
+    ctx.cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`, options),
+    ctx.cluster.listLeases(namespace, undefined, options),
   ]);
   return { pools: describePools({ namespace, vms, leases, now: ctx.clock.now() }), vms, leases };
 }

@@ -45,6 +45,24 @@ describe('one claim liveness for listing and claiming, against the real apiserve
     expect(taken.filter((member) => listed.includes(member))).toEqual([]);
   });
 
+  it("lists desktops from this process's synced watch caches without reading VMs, VMIs or Leases again", async () => {
+    const namespace = await createTestNamespace(cluster(), 'cached-desktops');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    vdi.startCaches([namespace]);
+    try {
+      await vdi.waitForCacheSync();
+      const claimed = await vdi.claim({ pool: 'devpool', identity: 'alice@example.com' });
+      vdi.context.cluster.requestCounts.clear();
+      const listed = await vdi.listDesktops({ identity: 'alice@example.com' });
+      expect(listed.map((desktop) => desktop.member)).toEqual([claimed.member]);
+      // the container pools' Pods, which no cache holds, are the one list
+      expect(Object.fromEntries(vdi.context.cluster.requestCounts)).toEqual({ list: 1 });
+    } finally {
+      vdi.stopCaches();
+    }
+  });
+
   it('gives the holder of an expired claim CLAIM_EXPIRED, keeps its release, and lists it nowhere as theirs', async () => {
     const namespace = await createTestNamespace(cluster(), 'expired');
     await createPoolMembers(cluster(), namespace, 'devpool', 1);

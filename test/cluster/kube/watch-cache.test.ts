@@ -7,7 +7,13 @@ import { type CacheSources, startNamespaceCaches } from '../../../src/kube/clust
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { toVmMemberFacts } from '../../../src/vm/vm-member-facts.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  useSharedCluster,
+  waitForRunningVmi,
+} from '../../support/cluster.js';
 import { bindDocumentedRole } from '../rbac/documented-role.js';
 
 const cluster = useSharedCluster();
@@ -77,6 +83,62 @@ describe('the watch caches of a namespace', () => {
     expect(Number(kube.cachesOf(namespace)?.leases.resourceVersion())).toBeGreaterThan(Number(versionBefore));
     // every read above came from the cache
     expect(lists(kube)).toBe(3);
+  });
+
+  it('keep no managedFields nor anything else a member is not read from, and tell the same facts as fresh reads', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-kept');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const other = new KubeCluster(cluster().kubeConfig);
+    await other.createLease(namespace, claimLease('devpool-1', 'bob'));
+    await other.patchVm(namespace, 'devpool-1', { spec: { runStrategy: 'Always' } });
+    const freshVmi = await waitForRunningVmi(other, namespace, 'devpool-1');
+    const freshVm = await other.getVm(namespace, 'devpool-1');
+    const kube = await cachedCluster(namespace);
+    const caches = kube.cachesOf(namespace);
+    const kept = [
+      ...(caches?.leases.list() ?? []),
+      ...(caches?.vms.list(leasePoolLabel) ?? []),
+      ...(caches?.vmis.list() ?? []),
+    ];
+    expect(kept.length).toBe(4);
+    // the apiserver lists every object with them: the caches dropped them
+    expect(freshVm?.metadata).toHaveProperty('managedFields');
+    for (const object of kept) expect(object.metadata).not.toHaveProperty('managedFields');
+    const cachedVm = caches?.vms.get('devpool-1');
+    expect(cachedVm?.spec.template?.spec).not.toHaveProperty('volumes');
+    expect(cachedVm?.metadata.resourceVersion).toBe(freshVm?.metadata.resourceVersion);
+    if (!cachedVm || !freshVm) throw new Error('devpool-1 is missing');
+    expect(toVmMemberFacts(cachedVm, caches?.vmis.get('devpool-1'))).toEqual(
+      toVmMemberFacts(freshVm, freshVmi),
+    );
+    // a Lease written back from the cache keeps the apiserver's managedFields of it
+    const cachedLease = caches?.leases.get('corral-vdi-devpool-1');
+    if (!cachedLease) throw new Error('the Lease of devpool-1 is missing');
+    await kube.replaceLease(namespace, {
+      ...cachedLease,
+      spec: { ...cachedLease.spec, holderIdentity: 'carol' },
+    });
+    const written = await other.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(written?.spec.holderIdentity).toBe('carol');
+    const managedFields = (written?.metadata as { managedFields?: unknown[] } | undefined)?.managedFields;
+    expect(managedFields?.length).toBeGreaterThan(0);
+  });
+
+  it('read a namespace of more than one page as several pages of one list', async () => {
+    const namespace = await createTestNamespace(cluster(), 'cache-pages');
+    const other = new KubeCluster(cluster().kubeConfig);
+    const leases = 501;
+    for (let first = 0; first < leases; first += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, leases - first) }, (_, offset) =>
+          other.createLease(namespace, claimLease(`devpool-${first + offset + 1}`, 'bob')),
+        ),
+      );
+    }
+    const kube = await cachedCluster(namespace);
+    // two pages of Leases (500 and 1), one each of VMs and VMIs
+    expect(lists(kube)).toBe(4);
+    expect((await kube.listLeases(namespace, undefined, { cached: true })).length).toBe(leases);
   });
 
   it('answer a VM and its VMI by name without a request only once they have seen the resourceVersion asked for', async () => {

@@ -16,7 +16,7 @@ import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
 import { CloneFaultCluster } from '../../support/clone-faults.js';
-import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
@@ -156,6 +156,25 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     await createPool(ctx, { name: 'big', from: 'golden', size: 11, concurrency: 6 });
     const pool = await getPool(ctx, { name: 'big' });
     expect(pool.members.map((member) => member.name).slice(8)).toEqual(['big-9', 'big-10', 'big-11']);
+  });
+
+  it("lists the pools from this process's synced watch caches without reading VMs or Leases again", async () => {
+    const namespace = await createTestNamespace(cluster(), 'cached-list');
+    await createPoolMembers(cluster(), namespace, 'devpool', 2);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    vdi.startCaches([namespace]);
+    try {
+      await vdi.waitForCacheSync();
+      await vdi.claim({ pool: 'devpool', identity: 'alice@example.com' });
+      const kube = vdi.context.cluster;
+      kube.requestCounts.clear();
+      const [pool] = await listPools(vdi.context, { namespaces: [namespace] });
+      expect(pool?.counts).toMatchObject({ members: 2, claimed: 1 });
+      // the pool settings' ConfigMaps are not cached: their list is the one request
+      expect(Object.fromEntries(kube.requestCounts)).toEqual({ list: 1 });
+    } finally {
+      vdi.stopCaches();
+    }
   });
 
   it('does not find a golden VM that lives in another namespace, and says to pass that namespace', async () => {
