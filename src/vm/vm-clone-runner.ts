@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { VdiContext } from '../context.js';
-import { isVdiError, VdiError } from '../errors.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import type { VdiContext } from '../context.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
