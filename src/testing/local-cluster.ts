@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,6 +19,7 @@ import {
   type KubevirtWriteRecorder,
   startKubevirtWriteRecorder,
 } from './kubevirt-writes.js';
+import { startLoggedProcess as startProcess } from './logged-process.js';
 import { type NodeAgent, type NodeAgentOptions, startNodeAgent } from './node-agent/index.js';
 
 /** PEM material of a {@link LocalCluster}, for servers that take part in it (the simulator's aggregated API). @category testing */
@@ -181,15 +182,6 @@ function leaseAuditArgs(dir: string, logPath: string): string[] {
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
   ];
-}
-
-function startProcess(binary: string, args: string[], logPath: string): ChildProcess {
-  // appends: a restarted process writes after the log of the one it replaces
-  const log = createWriteStream(logPath, { flags: 'a' });
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  return child;
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {
