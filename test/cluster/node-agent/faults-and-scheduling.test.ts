@@ -5,7 +5,7 @@ import { createSimulatedNode } from '../../../src/testing/kubevirt/nodes.js';
 import { nodeAgentAnnotations } from '../../../src/testing/node-agent/pod-knobs.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import { createReadyPod, execInPod, samplePod } from './node-agent-support.js';
+import { createReadyPod, execInPod, samplePod, sharedNode } from './node-agent-support.js';
 
 const cluster = useSharedCluster();
 
@@ -55,8 +55,14 @@ describe("the node agent's fault knobs", () => {
   it('starts a Pod only once its start delay has passed on the namespace clock', async () => {
     const namespace = await createTestNamespace(cluster(), 'pod-faults');
     const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    // on the plane's own node: the test is about the delay, and in a loaded run a Pod the agent bound to a GPU node
+    // another test had made never ran
     const delayed = (name: string, ms: number) =>
-      samplePod(name, {}, { annotations: { [nodeAgentAnnotations.startDelayMs]: String(ms) } });
+      samplePod(
+        name,
+        {},
+        { annotations: { [nodeAgentAnnotations.startDelayMs]: String(ms) }, spec: { nodeName: sharedNode } },
+      );
     await core().createNamespacedPod({ namespace, body: delayed('slow-1', 60_000) });
     // A Pod due a second earlier shows when the agent has acted on the moved clock.
     await core().createNamespacedPod({ namespace, body: delayed('witness-1', 59_000) });

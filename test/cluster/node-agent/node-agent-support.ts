@@ -3,6 +3,9 @@ import { CoreV1Api, Exec, type KubeConfig, type V1Pod, type V1Status } from '@ku
 import { waitFor } from '../../../src/testing/wait-for.js';
 
 /** A Pod with one container `main`, as a test writes it. */
+/** The node of the shared plane's node agent and simulator, which no test deletes. */
+export const sharedNode = 'sim-node-1';
+
 export function samplePod(
   name: string,
   container: Partial<
