@@ -36,10 +36,17 @@ function failureReason(clone: VirtualMachineClone): string {
  */
 export async function waitForClone(
   ctx: VdiContext,
-  input: { namespace: string; name: string; timeoutMs: number; signal?: AbortSignal | undefined },
+  input: {
+    namespace: string;
+    name: string;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    /** When the clone was asked for (`ctx.clock` ms): the timeout counts from then. @defaultValue now */
+    since?: number | undefined;
+  },
 ): Promise<VirtualMachineClone> {
   const { namespace, name, timeoutMs, signal } = input;
-  const started = ctx.clock.now().getTime();
+  const started = input.since ?? ctx.clock.now().getTime();
   let interval = firstPollMs;
   for (;;) {
     const clone = await ctx.cluster.getClone(namespace, name);
@@ -119,12 +126,18 @@ async function createMemberClone(
  */
 export async function finishMemberClone(
   ctx: VdiContext,
-  input: { namespace: string; member: string; timeoutMs: number; signal?: AbortSignal | undefined },
+  input: {
+    namespace: string;
+    member: string;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    since?: number | undefined;
+  },
 ): Promise<void> {
-  const { namespace, member, timeoutMs, signal } = input;
+  const { namespace, member, timeoutMs, signal, since } = input;
   const name = cloneNameFor(member);
   try {
-    await waitForClone(ctx, { namespace, name, timeoutMs, signal });
+    await waitForClone(ctx, { namespace, name, timeoutMs, signal, since });
   } catch (error) {
     if (!isVdiError(error, 'CLONE_FAILED') || (await ctx.cluster.getClone(namespace, name))) throw error;
     const vm = await ctx.cluster.getVm(namespace, member);
@@ -155,8 +168,10 @@ export async function cloneMember(
 ): Promise<'made' | 'taken'> {
   const { namespace, pool, member, golden, ephemeral, timeoutMs, signal } = input;
   const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
+  // the timeout counts from the clone's creation, however long the create and the first read take
+  const since = ctx.clock.now().getTime();
   if ((await createMemberClone(ctx, clone, member)) === 'taken') return 'taken';
-  await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+  await finishMemberClone(ctx, { namespace, member, timeoutMs, signal, since });
   return 'made';
 }
 
