@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { startLoggedProcess } from '../../../src/testing/logged-process.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 
 const folders: string[] = [];
 afterEach(() => {
@@ -20,8 +21,11 @@ it('keeps logging a process that writes to stderr after its stdout closed, and e
     logPath,
   );
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  // the log's end is asynchronous: read it once it has flushed
-  await new Promise((resolve) => setImmediate(resolve));
   expect(code).toBe(0);
-  expect(readFileSync(logPath, 'utf8')).toBe('first\nlate on stderr\n');
+  // the log is written asynchronously: wait for the line after the close, then for nothing more
+  const logged = await waitFor(() => readFileSync(logPath, 'utf8'), {
+    describe: 'the late stderr line in the log',
+    until: (text) => text.includes('late on stderr'),
+  });
+  expect(logged).toBe('first\nlate on stderr\n');
 });
