@@ -116,6 +116,8 @@ describe('a renewal racing another write of the same Lease', () => {
     );
 
     expect(isVdiError(error, 'CLAIM_CHANGED')).toBe(true);
-    expect((await readLease(setup))?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe('a-newer-session');
+    expect((await readLease(setup))?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(
+      'a-newer-session',
+    );
   });
 });
