@@ -15,7 +15,10 @@ afterEach(() => {
   for (const stop of stopCaches.splice(0)) stop();
 });
 
-/** A pool whose members refuse to start, so a claim holds a stopped member (its start fails after the claim). */
+/**
+ * A pool whose members refuse to start, so a claim holds a stopped member (its start fails after the claim). The
+ * refusal is final (422), as a webhook's: a 5xx would be retried for seconds before the claim answers.
+ */
 async function setUp(prefix: string, members: number) {
   const namespace = await createTestNamespace(cluster(), prefix);
   await createPoolMembers(cluster(), namespace, 'devpool', members);
@@ -23,7 +26,7 @@ async function setUp(prefix: string, members: number) {
   const kube = vdi.context.cluster;
   for (const vm of await kube.listVms(namespace, 'corral.dev/vdi-pool=devpool')) {
     await kube.patchVm(namespace, vm.metadata.name ?? '', {
-      metadata: { annotations: { [simulatorAnnotations.failStart]: 'held back by the test' } },
+      metadata: { annotations: { [simulatorAnnotations.failStart]: '422 held back by the test' } },
     });
   }
   return { namespace, vdi, kube };
@@ -45,9 +48,10 @@ async function leaveCopy(vdi: Vdi, namespace: string, identity: string) {
 describe('a pass over members whose presentation copy outlived its claim', () => {
   it('removes a copy no claim names from a stopped member, keeps the copies of live claims and a v0.6.0 assignment', async () => {
     const { namespace, vdi, kube } = await setUp('left-copy', 4);
-    const left = await leaveCopy(vdi, namespace, 'alice');
     const bob = await vdi.claim({ pool: 'devpool', identity: 'bob' });
     const carol = await vdi.claim({ pool: 'devpool', identity: 'carol' });
+    // last, so that no claim of the test takes the stopped member alice's copy was left on: it is free
+    const left = await leaveCopy(vdi, namespace, 'alice');
     // bob's member still shows dave, whose claim of it ended before bob's: dave's take-back failed
     await kube.patchVm(namespace, bob.member, {
       metadata: { annotations: { [assignedTo]: 'dave', [sessionOf]: 'an-ended-session' } },
