@@ -18,6 +18,8 @@ export interface VdiContext {
   audit: AuditSink;
   /** The namespace a call uses when it names none. */
   defaultNamespace: string;
+  /** How long a claim or start waits for a member going down before it answers; see `VdiOptions.goingDownWaitMs`. */
+  goingDownWaitMs: number;
   /** A new, unguessable session ID. */
   newSessionId(): string;
   /** The backend that serves each desktop kind; a kind without one is not served. */

@@ -6,6 +6,7 @@ import { type AuditSink, MemoryAuditSink } from './audit.js';
 import type { AdmissionPlan } from './capacity/admit-pool.js';
 import { type PlanCapacityOptions, planCapacity } from './capacity/capacity-service.js';
 import { type ClaimsService, createClaimsService } from './claims/claims-service.js';
+import { defaultGoingDownWaitMs } from './claims/finish-takeover.js';
 import type { Clock } from './clock.js';
 import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
@@ -90,6 +91,13 @@ export interface VdiOptions {
   audit?: AuditSink;
   /** How transient apiserver errors are retried. */
   retry?: RetryOptions;
+  /**
+   * How long a claim or a start waits, looking every 200 ms, for a member whose previous instance is still going
+   * down (or the identity's own member being made again) before it answers `NO_FREE_MEMBER` or `STOP_FAILED`,
+   * both retryable. A broker behind a proxy with a short request timeout wants it below that timeout.
+   * @defaultValue `10000`
+   */
+  goingDownWaitMs?: number;
 }
 
 /** The SDK: every primitive, bound to one cluster. @category configuration */
@@ -172,6 +180,7 @@ const optionsSchema = z.object({
   retry: z
     .object({ retries: z.number().int().min(0).max(20).optional(), minDelayMs: z.number().min(0).optional() })
     .optional(),
+  goingDownWaitMs: z.number().int().min(0).max(600_000).optional(),
 });
 
 function loadDefaultKubeConfig(): KubeConfig {
@@ -204,6 +213,7 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     events,
     audit: parsed.audit ?? new MemoryAuditSink(),
     defaultNamespace: parsed.namespace ?? defaultNamespace,
+    goingDownWaitMs: parsed.goingDownWaitMs ?? defaultGoingDownWaitMs,
     newSessionId: randomUUID,
     backends: {},
     checkEntitlement: checkPoolEntitlement,

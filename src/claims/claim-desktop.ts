@@ -38,7 +38,7 @@ import {
 } from './claimant-lock.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
-import { downCheckMs, downChecks, finishTakeover } from './finish-takeover.js';
+import { downCheckMs, downChecksOf, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
 import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
@@ -284,7 +284,7 @@ async function claimMember(
       if (plan.code === 'POOL_NOT_FOUND') throw poolNotFound(asked);
       // members released a moment ago are still going down, or the identity's own is being made again: wait a
       // while rather than refuse
-      if ((plan.goingDown > 0 || plan.resetting !== undefined) && waits < downChecks) {
+      if ((plan.goingDown > 0 || plan.resetting !== undefined) && waits < downChecksOf(ctx)) {
         waits += 1;
         await sleep(downCheckMs);
         view = await readView(ctx, backend, asked, false);

@@ -11,10 +11,15 @@ import { isGoingDown } from './plan-claim.js';
 import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
 
-/** How often, and how many times, a claim looks again at a member whose previous instance is going down. */
+/** How often a claim looks again at a member whose previous instance is going down. */
 export const downCheckMs = 200;
-/** About ten seconds for a guest to finish going down before a claim stops waiting for it. */
-export const downChecks = 50;
+/** Ten seconds for a guest to finish going down before a claim stops waiting for it, unless the SDK says otherwise. */
+export const defaultGoingDownWaitMs = 10_000;
+
+/** How many looks a claim or start takes at a member going down within the context's wait. */
+export function downChecksOf(ctx: Pick<VdiContext, 'goingDownWaitMs'>): number {
+  return Math.ceil(ctx.goingDownWaitMs / downCheckMs);
+}
 const clearAttempts = 3;
 
 /** A member after its takeover reset: its facts, and the Lease without the mark. */
@@ -67,7 +72,7 @@ export async function finishTakeover(
     throw failed;
   }
   await recordAudit(ctx, { action: 'vdi reclaim (expired)', user: actor, target: desktopId });
-  const after = await waitUntilDown(backend, facts);
+  const after = await waitUntilDown(ctx, backend, facts);
   if (isGoingDown(after)) {
     // Clearing the mark would hand out a member the previous holder's guest still runs on; the holder retries.
     throw new VdiError(
@@ -79,10 +84,14 @@ export async function finishTakeover(
   return { facts: after, lease: await clearMark(ctx, lease, desktopId) };
 }
 
-/** Reads the member again every {@link downCheckMs}, up to {@link downChecks} times, until it is not going down. */
-export async function waitUntilDown(backend: DesktopBackend, facts: MemberFacts): Promise<MemberFacts> {
+/** Reads the member again every {@link downCheckMs}, within the context's wait, until it is not going down. */
+export async function waitUntilDown(
+  ctx: Pick<VdiContext, 'goingDownWaitMs'>,
+  backend: DesktopBackend,
+  facts: MemberFacts,
+): Promise<MemberFacts> {
   let current = facts;
-  for (let check = 1; check <= downChecks; check += 1) {
+  for (let check = 1; check <= downChecksOf(ctx); check += 1) {
     const read = await backend.readMember({ namespace: facts.namespace, member: facts.member });
     // gone: a recreate that a later reset finishes; the claim keeps what it knew
     if (read === undefined) return current;

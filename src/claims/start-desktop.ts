@@ -94,7 +94,7 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
     ({ facts, lease } = await finishTakeover(ctx, backend, { facts, lease, actor: identity }));
   } else if (lease && !isHandedOut(facts, lease)) {
     // a claim that won the member has not handed it out: the last holder's guest goes before this one starts
-    facts = await waitUntilDown(backend, facts);
+    facts = await waitUntilDown(ctx, backend, facts);
     if (isGoingDown(facts)) {
       throw new VdiError(
         'STOP_FAILED',

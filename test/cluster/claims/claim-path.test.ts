@@ -166,13 +166,16 @@ describe.concurrent('a claim planned on a view older than the cluster', () => {
 
 // A claim waits for a guest going down with 50 reads 200 ms apart: side by side on a busy machine that takes a minute.
 const goingDownWait = { timeout: 120_000 };
+// Where the member cannot finish going down before the test acts, a claim's wait for it always runs out: half a
+// second shows that as well as the default ten.
+const waitThatRunsOut = { goingDownWaitMs: 500 };
 
 describe.concurrent('a member whose previous instance is still going down', goingDownWait, () => {
   it('is not handed out: the next claim takes another member, or is told to try again in a moment', async () => {
     const namespace = await createTestNamespace(cluster(), 'slowstop');
     await createPoolMembers(cluster(), namespace, 'devpool', 2);
     const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
-    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, ...waitThatRunsOut });
     const kube = vdi.context.cluster;
     await kube.patchVm(namespace, 'devpool-1', {
       metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
@@ -328,7 +331,7 @@ describe.concurrent('a member whose previous instance is still going down', goin
   it('hands a member claimed right after a release, before KubeVirt shows the stop, out only once it stopped, and starts it', async () => {
     const namespace = await createTestNamespace(cluster(), 'stale-running');
     await createPoolMembers(cluster(), namespace, 'alpha', 1);
-    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, ...waitThatRunsOut });
     const kube = vdi.context.cluster;
     await vdi.claim({ pool: 'alpha', identity: 'ada@example.com' });
     await waitFor(() => kube.getVm(namespace, 'alpha-1'), {
@@ -361,12 +364,12 @@ describe.concurrent('a member whose previous instance is still going down', goin
 });
 
 describe.concurrent('a claim taking over an expired claim', goingDownWait, () => {
-  async function expiredClaim(prefix: string) {
+  async function expiredClaim(prefix: string, options: { goingDownWaitMs?: number } = {}) {
     const namespace = await createTestNamespace(cluster(), prefix);
     await createPoolMembers(cluster(), namespace, 'devpool', 1);
     const clock = createTestClock();
     const audit = new MemoryAuditSink();
-    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, audit });
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, audit, ...options });
     const kube = vdi.context.cluster;
     await vdi.claim({ pool: 'devpool', identity: 'bob' });
     const bobsInstance = await waitFor(async () => await kube.getVmi(namespace, 'devpool-1'), {
@@ -403,7 +406,7 @@ describe.concurrent('a claim taking over an expired claim', goingDownWait, () =>
   });
 
   it('keeps the reset due and answers a retryable STOP_FAILED while the previous instance is still going down', async () => {
-    const { namespace, vdi, kube, bobsUid } = await expiredClaim('takeover-slow');
+    const { namespace, vdi, kube, bobsUid } = await expiredClaim('takeover-slow', waitThatRunsOut);
     const guestClock = await createNamespaceClock(cluster().kubeConfig, namespace);
     await kube.patchVm(namespace, 'devpool-1', {
       metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
@@ -432,7 +435,7 @@ describe.concurrent('a claim taking over an expired claim', goingDownWait, () =>
   });
 
   it('does not start the member when a release of the same claim begins while the start finishes the reset', async () => {
-    const { namespace, vdi, kube } = await expiredClaim('takeover-release');
+    const { namespace, vdi, kube } = await expiredClaim('takeover-release', waitThatRunsOut);
     const guestClock = await createNamespaceClock(cluster().kubeConfig, namespace);
     await kube.patchVm(namespace, 'devpool-1', {
       metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '60000' } },
