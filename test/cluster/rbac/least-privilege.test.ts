@@ -290,9 +290,17 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
 /**
  * Runs a step the user failed as the admin, so the next steps find what it makes. A failed create's cleanup may
  * be a step behind the clone controller, which can still make a member a moment later (docs/pools.md): the pool
- * then exists, and is deleted as the docs say before the create is run again.
+ * then exists, and is deleted as the docs say before the create is run again. A claimant Lease the user could not
+ * delete would be taken over after 5 s unchanged (claim-races.test.ts proves it); the admin deletes it instead.
  */
 async function runAsAdmin(step: Step, admin: Vdi, state: RunState): Promise<void> {
+  const kube = admin.context.cluster;
+  const leases = await kube.listLeases(admin.namespace);
+  for (const { metadata } of leases.filter((lease) =>
+    lease.metadata.name?.startsWith('corral-vdi-claimant-'),
+  )) {
+    await kube.deleteLease(admin.namespace, metadata.name ?? '', { uid: metadata.uid ?? '' });
+  }
   try {
     await step.run(admin, state);
   } catch (error) {
