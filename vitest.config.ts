@@ -42,7 +42,7 @@ export default defineConfig({
           name: 'chaos',
           include: ['test/chaos/**/*.test.ts'],
           globalSetup: sharedControlPlane,
-          // A seeded storm of 45 s, then the rest state and the check.
+          // A seeded storm of 30 s, then the rest state and the check.
           testTimeout: 240_000,
           hookTimeout: 120_000,
         },

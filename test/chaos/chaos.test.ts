@@ -14,7 +14,7 @@ it('keeps every claim invariant through a storm of three processes of two lanes 
     lanes: 2,
     opsPerProcess: 400,
     // sized for the test command's budget; `npm run chaos` runs the long storm
-    durationMs: 45_000,
+    durationMs: 30_000,
     log: (line) => process.stderr.write(`${line}\n`),
   });
   process.stderr.write(`${summarizeStorm(report)}\n`);
