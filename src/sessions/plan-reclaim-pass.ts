@@ -1,6 +1,7 @@
 import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { parseRfc3339 } from '../claims/parse-time.js';
 import { isReleasing } from '../claims/releasing-mark.js';
+import { isResetDue } from '../claims/reset-mark.js';
 import { judgeHolderEntitlement, readHolderRecord } from '../entitlements/holder-entitlement.js';
 import type { DesktopKind } from '../ids.js';
 import {
@@ -134,13 +135,16 @@ export interface ReclaimPassInput {
  * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
  *   (a recreate failed), or its mark is older than {@link releaseStalledAfterMs} (its process died); resume that
  *   release, which resets the member (making it again when gone) and then ends the claim.
+ * - `finish-reset`: a claim that took the member over from an expired one (`corral.dev/vdi-reset-due`) and whose
+ *   recreate failed half way, leaving the member gone: make the member again and clear the mark, so the claim
+ *   stays its holder's and the pool gets its member back even when the holder does not come back for it.
  * - `keep`: a live claim with nothing due.
  * - `skip`: not a live claim of a member (`not-a-claim`: no member's Lease, or one a pool removal holds;
  *   `unresolved`: its member name is hashed and the members were not given; `expired`: it binds nobody;
  *   `releasing`: a release of it is under way (`corral.dev/vdi-releasing`, marked less than
  *   {@link releaseStalledAfterMs} ago) and the policy does not reclaim it, which would resume that release;
- *   `member-gone`: its member is gone or being deleted and no release of it is under way, so it is neither renewed
- *   nor marked and lapses unless a release resumes the reset; `no-start`: it carries no readable start).
+ *   `member-gone`: its member is gone or being deleted and neither a release nor a takeover reset of it is under
+ *   way, so it is neither renewed nor marked and lapses; `no-start`: it carries no readable start).
  *
  * @category sessions
  */
@@ -158,6 +162,7 @@ export type SessionStep =
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'resume'; member: string; lease: LeaseObject }
+  | { kind: 'finish-reset'; member: string; lease: LeaseObject }
   | { kind: 'keep'; member: string; lease: LeaseObject }
   | {
       kind: 'skip';
@@ -397,12 +402,14 @@ function listedOf(input: Pick<ReclaimPassInput, 'members' | 'deleting'>): Listed
   return {
     byLeaseName: new Map(members.map((member) => [leaseNameFor(member), member])),
     standing: new Set(members.filter((member) => !deleting.has(member))),
+    deleting,
   };
 }
 
-// a step that would keep a claim alive, or wait on its release, first needs its member to be seen
+// a step that would keep a claim alive, or wait on its release or its takeover's reset, first needs its member seen
 function needsMembers(step: SessionStep): boolean {
   if (step.kind === 'skip') return step.reason === 'unresolved' || step.reason === 'releasing';
+  if (isResetDue(step.lease)) return true;
   return step.kind === 'renew' || step.kind === 'mark' || step.kind === 'entitlement';
 }
 
@@ -470,6 +477,7 @@ function entitlementOf(
 interface ListedMembers {
   byLeaseName: ReadonlyMap<string, string>;
   standing: ReadonlySet<string>;
+  deleting: ReadonlySet<string>;
 }
 
 function stepFor(
@@ -501,11 +509,12 @@ function stepFor(
     // a reported reclaim of a notify pool leaves the claim to its holder: it is renewed and marked as ever
     if (!(notify && reported)) return { kind: 'reclaim', member, lease, ...due, notify };
   }
-  // a claim without its member is never kept alive: only a release makes the member again
+  // a claim without its member is never kept alive: only a release or a takeover's reset makes the member again
   if (listed && !listed.standing.has(member)) {
-    return isReleasing(lease)
-      ? { kind: 'resume', member, lease }
-      : { kind: 'skip', lease, reason: 'member-gone' };
+    if (isReleasing(lease)) return { kind: 'resume', member, lease };
+    // a member being deleted is left to its deletion; one that is gone is made again
+    if (isResetDue(lease) && !listed.deleting.has(member)) return { kind: 'finish-reset', member, lease };
+    return { kind: 'skip', lease, reason: 'member-gone' };
   }
   // a release under way owns the claim; a reclaim that is due resumes it, and so does one that stalled
   if (isReleasing(lease)) {

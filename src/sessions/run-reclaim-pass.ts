@@ -1,10 +1,16 @@
 import { recordAudit } from '../audit.js';
+import { finishTakeover } from '../claims/finish-takeover.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import type { VdiContext } from '../context.js';
 import { readCtPoolSettingsIn } from '../ct/ct-pool-store.js';
-import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../desktop-backend.js';
+import {
+  type DesktopBackend,
+  type DesktopKind,
+  defaultDesktopKind,
+  type MemberFacts,
+} from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
@@ -53,9 +59,12 @@ export interface SessionPassResult {
   notEntitled: number;
   /** Marks of claims whose pool lets their holder in again, cleared. */
   entitledAgain: number;
-  /** Releases that had stopped half way (member gone, or marked longer ago than the bound), finished by this pass. */
+  /**
+   * Releases that had stopped half way (member gone, or marked longer ago than the bound), and takeover resets whose
+   * recreate failed half way (member gone), finished by this pass.
+   */
   resumed: number;
-  /** Reclaims and resumed releases that failed; their claims stay and the next pass tries again. */
+  /** Reclaims, resumed releases and takeover resets that failed; their claims stay and the next pass tries again. */
   failed: number;
   /** Presentation copies removed because their claims had ended (a claim's take-back of its copy failed). */
   cleared: number;
@@ -202,7 +211,8 @@ async function passOverNamespace(
   const warnings = plan.steps.filter((step): step is Due<'warn'> => step.kind === 'warn');
   const entitlements = plan.steps.filter((step): step is Due<'entitlement'> => step.kind === 'entitlement');
   const reclaims = plan.steps.filter(
-    (step): step is Due<'reclaim' | 'resume'> => step.kind === 'reclaim' || step.kind === 'resume',
+    (step): step is Due<'reclaim' | 'resume' | 'finish-reset'> =>
+      step.kind === 'reclaim' || step.kind === 'resume' || step.kind === 'finish-reset',
   );
   await forEachBounded(writes, writeConcurrency, (step) =>
     write(ctx, setup, namespace, step, result).catch(collect),
@@ -216,7 +226,9 @@ async function passOverNamespace(
   await forEachBounded(reclaims, reclaimConcurrency, (step) =>
     (step.kind === 'reclaim'
       ? reclaim(ctx, setup, namespace, settings, step, result)
-      : resume(ctx, setup, namespace, step, result)
+      : step.kind === 'resume'
+        ? resume(ctx, setup, namespace, step, result)
+        : finishReset(ctx, setup, namespace, step, result)
     ).catch(collect),
   );
   await forEachBounded(planCopySweep(leases, listed), writeConcurrency, (copy) =>
@@ -566,4 +578,59 @@ async function resume(
     return;
   }
   result.resumed += 1;
+}
+
+/**
+ * Makes again a member that a claim took over and whose recreate failed half way, and clears the claim's reset
+ * mark: the claim stays its holder's, who gets the fresh member on their next claim or start.
+ */
+async function finishReset(
+  ctx: VdiContext,
+  setup: ReclaimPassSetup,
+  namespace: string,
+  { member, lease }: Due<'finish-reset'>,
+  result: SessionPassResult,
+): Promise<void> {
+  const kind = claimKindOf(lease) ?? defaultDesktopKind;
+  const backend = setup.backends.find((candidate) => candidate.kind === kind);
+  if (!backend) return;
+  const pool = lease.metadata.labels?.[leasePoolLabel] ?? '';
+  await setup.fence?.();
+  try {
+    await finishTakeover(ctx, backend, {
+      facts: goneMember({ kind, namespace, member, pool }),
+      lease,
+      actor: reclaimActor,
+    });
+  } catch (error) {
+    // claimed again or released meanwhile: the claim that did so owns the member now
+    if (isVdiError(error, 'CLAIM_CHANGED')) return;
+    if (isVdiError(error, 'NOT_LEADER')) throw error;
+    result.failed += 1;
+    return;
+  }
+  result.resumed += 1;
+}
+
+/** The facts of a member that does not exist: nothing runs on it, and only its reset makes it again. */
+function goneMember(at: { kind: DesktopKind; namespace: string; member: string; pool: string }): MemberFacts {
+  return {
+    ...at,
+    desktopId: formatDesktopId(at),
+    uid: '',
+    resourceVersion: '',
+    deleting: false,
+    power: 'stopped',
+    phase: 'Gone',
+    address: undefined,
+    node: undefined,
+    consoles: [],
+    devices: [],
+    // a member made again from its golden VM, whatever its pool keeps otherwise
+    ephemeral: true,
+    source: undefined,
+    presentation: { holder: undefined, label: undefined, claimedAt: undefined, sessionId: undefined },
+    previousInstance: false,
+    usesLegacyRunField: false,
+  };
 }

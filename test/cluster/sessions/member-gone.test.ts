@@ -146,4 +146,41 @@ describe('a claim whose member is gone', () => {
     expect(await kube.getVm(namespace, member)).toBeDefined();
     expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
   });
+
+  it("makes the member again when a takeover's recreate failed half way, and keeps the claim its new holder's", async () => {
+    const { namespace, clock, audit, kube, vdi, ctx, member } = await setUp('gone-takeover');
+    // alice's claim lapses; bob takes the member over, and the recreate of its reset fails after the delete
+    clock.advance(61 * minute);
+    kube.faults[member] = { [simulatorAnnotations.fail]: 'snapshot refused by the storage class' };
+    const failed = await failureOf(vdi.claim({ pool: 'eph', identity: 'bob@example.com' }));
+    expect(failed).toMatchObject({ code: 'RECREATE_FAILED', retryable: true });
+    expect(await kube.getVm(namespace, member)).toBeUndefined();
+    const taken = await kube.getLease(namespace, `corral-vdi-${member}`);
+    const session = taken?.metadata.annotations?.['corral.dev/vdi-session-id'];
+    expect(taken?.spec.holderIdentity).toBe('bob@example.com');
+    expect(taken?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBe(session);
+
+    // bob does not come back; once the storage is fixed the engine makes the member again
+    delete kube.faults[member];
+    const engine = createSessionEngine(ctx, { namespaces: [namespace] });
+    clock.advance(minute);
+    expect(await engine.runPass()).toMatchObject({ resumed: 1, failed: 0, errors: [] });
+    const remade = await kube.getVm(namespace, member);
+    expect(remade?.metadata.labels).toMatchObject({ 'corral.dev/vdi-ephemeral': 'true' });
+    const kept = await kube.getLease(namespace, `corral-vdi-${member}`);
+    expect(kept?.spec.holderIdentity).toBe('bob@example.com');
+    expect(kept?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(session);
+    expect(kept?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
+    expect(audit.list().at(-1)).toMatchObject({
+      action: 'vdi reclaim (expired)',
+      user: reclaimActor,
+      status: 'ok',
+    });
+    // a second pass has nothing left to finish, and bob's next claim hands him the member, same session
+    expect(await engine.runPass()).toMatchObject({ resumed: 0, failed: 0, errors: [] });
+    expect(await vdi.claim({ pool: 'eph', identity: 'bob@example.com' })).toMatchObject({
+      member,
+      sessionId: session,
+    });
+  });
 });

@@ -29,10 +29,12 @@ function claim(
     labelled?: boolean;
     holder?: string;
     releasing?: boolean;
+    resetDue?: boolean;
   } = {},
 ): LeaseObject {
   const annotations: Record<string, string> = { 'corral.dev/vdi-session-id': `s-${member}` };
   if (options.releasing) annotations['corral.dev/vdi-releasing'] = `s-${member}`;
+  if (options.resetDue) annotations['corral.dev/vdi-reset-due'] = `s-${member}`;
   if (options.connected !== undefined)
     annotations['corral.dev/vdi-connected-at'] = at(options.connected).toISOString();
   if (options.disconnected !== undefined)
@@ -248,6 +250,26 @@ describe('planReclaimPass', () => {
       ...gone,
     });
     expect(plan).toMatchObject({ desktops: 1, needsMembers: false });
+  });
+
+  it("finishes a takeover's reset whose member is gone, leaves one being deleted, and looks for the member first", () => {
+    const resetDue = claim(member, { resetDue: true });
+    expect(stepOf(resetDue, 5, { members: ['devpool-9'] })).toMatchObject({ kind: 'finish-reset', member });
+    expect(stepOf(resetDue, 5, { members: [member], deleting: [member] })).toMatchObject({
+      kind: 'skip',
+      reason: 'member-gone',
+    });
+    expect(stepOf(resetDue, 5, { members: [member] })).toMatchObject({ kind: 'keep', member });
+    // a claim with nothing else due asks for the members only while its reset is due
+    expect(planReclaimPass({ ...base, leases: [resetDue], now: at(5) }).needsMembers).toBe(true);
+    expect(planReclaimPass({ ...base, leases: [claim(member)], now: at(5) }).needsMembers).toBe(false);
+    // a release under way, or an expired claim, is not a reset to finish
+    const releasing = claim(member, { resetDue: true, releasing: true });
+    expect(stepOf(releasing, 5, { members: ['devpool-9'] })).toMatchObject({ kind: 'resume' });
+    expect(stepOf(resetDue, 61, { members: ['devpool-9'] })).toMatchObject({
+      kind: 'skip',
+      reason: 'expired',
+    });
   });
 
   it('leaves a release to itself until its mark is as old as the bound, then resumes it, member or not', () => {
