@@ -459,10 +459,19 @@ function checkRest(rest: RestState): Violation[] {
       violations.push({
         invariant: 'presentation-at-rest',
         member,
-        message: `at rest the Lease of ${member} names ${lease.holder} but the member does not exist`,
+        message: `at rest the Lease of ${member} names ${lease.holder} but the member does not exist${marksOf(lease)}`,
         evidence: [lease],
       });
   return violations;
+}
+
+// The marks a claim's Lease carries, for a violation's message: a release or a takeover reset under way.
+function marksOf(lease: LeaseChange): string {
+  const marks = [
+    ...(lease.releasing ? [`releasing ${lease.releasing}`] : []),
+    ...(lease.resetDue ? [`reset-due ${lease.resetDue}`] : []),
+  ];
+  return `; session ${lease.sessionId ?? 'none'}, renewed ${lease.renewTime ?? 'never'}${marks.length > 0 ? `, marked ${marks.join(', ')}` : ''}`;
 }
 
 /** Every failure is a `VdiError` whose code `docs/errors.md` documents. */
@@ -503,7 +512,13 @@ export function checkHistory(history: History): Violation[] {
   ];
 }
 
-/** The records around a violation: its evidence and every record of its member within `windowMs` of it. */
+// How many of a member's records a violation at rest shows.
+const lastRecordsAtRest = 16;
+
+/**
+ * The records around a violation: its evidence and every record of its member within `windowMs` of it; for a
+ * violation at rest, the member's last records however long before.
+ */
 export function sliceHistory(history: History, violation: Violation, windowMs = 3_000): HistoryRecord[] {
   const times = violation.evidence.map((record) => (record.kind === 'call' ? record.startedAt : record.at));
   const from = Math.min(...times) - windowMs;
@@ -518,7 +533,13 @@ export function sliceHistory(history: History, violation: Violation, windowMs = 
         record.name === violation.member ||
         record.name === leaseNameFor(violation.member) ||
         (record.kind === 'lease' && record.member === violation.member));
-  return [...history.calls, ...history.changes, ...history.leaseWrites]
-    .filter((record) => ofMember(record) && timeOf(record) >= from && timeOf(record) <= to)
+  const records = [...history.calls, ...history.changes, ...history.leaseWrites]
+    .filter(ofMember)
     .sort((a, b) => timeOf(a) - timeOf(b));
+  const around = records.filter((record) => timeOf(record) >= from && timeOf(record) <= to);
+  // a state at rest is seen long after what made it: then the member's last records tell how it came about
+  const aboutMember = (record: HistoryRecord) => record.kind !== 'clock';
+  return around.some(aboutMember) && !violation.invariant.endsWith('-at-rest')
+    ? around
+    : records.filter(aboutMember).slice(-lastRecordsAtRest);
 }

@@ -675,4 +675,23 @@ describe('sliceHistory', () => {
       0, 100, 100, 110, 350, 350,
     ]);
   });
+
+  it("shows a member's last records for a violation at rest, however long before, and the Lease's marks", () => {
+    const claimed = lease(100, 'alpha-9', 'cy', 's3');
+    const marked = lease(200, 'alpha-9', 'cy', 's3', { resetDue: 's3' });
+    const restLease = lease(60_000, 'alpha-9', 'cy', 's3', { resetDue: 's3' });
+    const found = history([], [clock(0, start), claimed, marked], {
+      leases: [restLease],
+      vms: [],
+      now: start,
+    });
+    const violation = checkHistory(found).find((each) => each.invariant === 'presentation-at-rest');
+    if (!violation) throw new Error('expected a violation at rest');
+    expect(violation.message).toContain('does not exist; session s3');
+    expect(violation.message).toContain('marked reset-due s3');
+    const slice = sliceHistory(found, violation);
+    expect(slice).toContain(claimed);
+    expect(slice).toContain(marked);
+    expect(slice.some((record) => record.kind === 'clock')).toBe(false);
+  });
 });
