@@ -72,52 +72,45 @@ describe('a renewal racing another write of the same Lease', () => {
     expect(Date.parse(lease?.spec.renewTime ?? '')).toBe(setup.clock.now().getTime());
   });
 
-  it('refuses when a release marked the claim between its read and its write', async () => {
-    const setup = await setUp('renewrelease');
+  // Another writer changes the claim's annotations just before the renewal's write; the renewal must refuse.
+  async function renewAfterAnnotating(
+    prefix: string,
+    annotate: (annotations: Record<string, string>) => Record<string, string>,
+  ) {
+    const setup = await setUp(prefix);
     await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
     const before = await readLease(setup);
+    if (!before) throw new Error('the claim wrote no Lease');
     setup.kube.beforeNextReplace(async () => {
+      const annotations = annotate({ ...before.metadata.annotations });
       await setup.vdi.context.cluster.replaceLease(setup.namespace, {
-        ...before!,
-        metadata: {
-          ...before!.metadata,
-          annotations: {
-            ...before!.metadata.annotations,
-            'corral.dev/vdi-releasing': before!.metadata.annotations?.['corral.dev/vdi-session-id'] ?? '',
-          },
-        },
+        ...before,
+        metadata: { ...before.metadata, annotations },
       });
     });
-
     const error = await renewDesktop(setup.ctx, { ...asAlice, namespace: setup.namespace }).catch(
       (caught: unknown) => caught,
     );
+    return { error, before, after: await readLease(setup) };
+  }
+
+  it('refuses when a release marked the claim between its read and its write', async () => {
+    const { error, before, after } = await renewAfterAnnotating('renewrelease', (annotations) => ({
+      ...annotations,
+      'corral.dev/vdi-releasing': annotations['corral.dev/vdi-session-id'] ?? '',
+    }));
 
     expect(isVdiError(error, 'CLAIM_CHANGED')).toBe(true);
-    expect((await readLease(setup))?.spec.renewTime).toBe(before?.spec.renewTime);
+    expect(after?.spec.renewTime).toBe(before.spec.renewTime);
   });
 
   it('refuses when a new claim replaced the expired one between its read and its write', async () => {
-    const setup = await setUp('renewreclaimed');
-    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
-    const before = await readLease(setup);
-    setup.kube.beforeNextReplace(async () => {
-      await setup.vdi.context.cluster.replaceLease(setup.namespace, {
-        ...before!,
-        metadata: {
-          ...before!.metadata,
-          annotations: { ...before!.metadata.annotations, 'corral.dev/vdi-session-id': 'a-newer-session' },
-        },
-      });
-    });
-
-    const error = await renewDesktop(setup.ctx, { ...asAlice, namespace: setup.namespace }).catch(
-      (caught: unknown) => caught,
-    );
+    const { error, after } = await renewAfterAnnotating('renewreclaimed', (annotations) => ({
+      ...annotations,
+      'corral.dev/vdi-session-id': 'a-newer-session',
+    }));
 
     expect(isVdiError(error, 'CLAIM_CHANGED')).toBe(true);
-    expect((await readLease(setup))?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(
-      'a-newer-session',
-    );
+    expect(after?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe('a-newer-session');
   });
 });
