@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { brokerCommands } from './broker-command.js';
 import type { ClusterSession } from './cluster-session.js';
 import { parseCommandLine } from './command-line.js';
@@ -25,9 +26,10 @@ export const cliCommands: readonly CommandSpec[] = [
   ...brokerCommands,
 ];
 
-/** The package version, read from the package.json two folders up (from src/cli and from dist/cli alike). */
+/** The package version, from the package's own package.json, found by name wherever the bundler put this code. */
 export function readCliVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  const path = createRequire(import.meta.url).resolve('@corral/vdi/package.json');
+  const manifest = JSON.parse(readFileSync(path, 'utf8')) as {
     version?: string;
   };
   return manifest.version ?? 'unknown';
