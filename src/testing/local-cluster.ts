@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -93,9 +93,11 @@ export interface LocalCluster extends LocalClusterAccess {
   restartApiserver(): Promise<void>;
   /**
    * Freezes etcd (`SIGSTOP`) for `ms` milliseconds, then lets it go on (`SIGCONT`); resolves once it runs again.
-   * Requests the apiserver sends meanwhile wait, as with a stalled disk or network.
+   * Requests the apiserver sends meanwhile wait, as with a stalled disk or network. On Linux the call returns its
+   * promise only once every etcd thread shows as stopped, so a request made right after it waits for the pause.
    *
-   * @throws `VdiError` `INVALID_INPUT` for a negative or non-finite `ms`, or while etcd is already frozen.
+   * @throws `VdiError` `INVALID_INPUT` for a negative or non-finite `ms`, or while etcd is already frozen;
+   *   `CONTROL_PLANE_FAILED` when etcd has not stopped 5 s after the signal.
    */
   pauseEtcd(ms: number): Promise<void>;
   /**
@@ -218,10 +220,44 @@ function freezerOf(child: ChildProcess, name: string): (ms: number) => Promise<v
     if (frozen) throw new VdiError('INVALID_INPUT', `${name} is paused already; wait for that pause to end.`);
     frozen = true;
     child.kill('SIGSTOP');
+    try {
+      waitUntilStopped(child, name);
+    } catch (error) {
+      child.kill('SIGCONT');
+      frozen = false;
+      throw error;
+    }
     await new Promise((resolve) => setTimeout(resolve, ms));
     child.kill('SIGCONT');
     frozen = false;
   };
+}
+
+const stopWaitMs = 5_000;
+
+/**
+ * Waits, blocking, until every thread of a process that was sent SIGSTOP shows as stopped in /proc. The signal is
+ * only queued by kill(): on a loaded machine etcd was seen to answer a write 5 ms after it, so a write sent next
+ * could land before the pause had begun.
+ */
+function waitUntilStopped(child: ChildProcess, name: string): void {
+  const tasks = `/proc/${child.pid}/task`;
+  // without /proc (not Linux) there is nothing to watch: the pause begins when the signal lands
+  if (!existsSync(tasks)) return;
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = performance.now() + stopWaitMs;
+  for (;;) {
+    const states = readdirSync(tasks).map((task) => {
+      const stat = readFileSync(join(tasks, task, 'stat'), 'utf8');
+      // the state follows the command name, which is in parentheses and may hold spaces
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    });
+    if (states.every((state) => state === 'T' || state === 't')) return;
+    if (performance.now() > deadline) {
+      throw new VdiError('CONTROL_PLANE_FAILED', `${name} did not stop within ${stopWaitMs} ms of SIGSTOP.`);
+    }
+    Atomics.wait(tick, 0, 0, 1);
+  }
 }
 
 // A process that outlives a killed parent ends the children and removes the data folder within a second.
