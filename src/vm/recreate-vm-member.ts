@@ -23,7 +23,7 @@ const goneInterval = 100;
 
 /**
  * The golden VM a member is made from: its own annotation, or once it is gone, the clone that last made it again,
- * or another ephemeral member's.
+ * another ephemeral member's annotation, or the clone of another member under way.
  */
 async function sourceOf(
   ctx: VdiContext,
@@ -56,14 +56,19 @@ async function sourceOf(
   const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? lastClone.spec.source.name : undefined;
   if (cloned) return cloned;
   const siblings = await ctx.cluster.listVms(namespace, `${poolLabel}=${pool}`);
-  const source = siblings
-    .filter((sibling) => sibling.metadata.labels?.[ephemeralLabel] === 'true')
-    .map((sibling) => sibling.metadata.annotations?.[sourceAnnotation])
-    .find(Boolean);
+  const source =
+    siblings
+      .filter((sibling) => sibling.metadata.labels?.[ephemeralLabel] === 'true')
+      .map((sibling) => sibling.metadata.annotations?.[sourceAnnotation])
+      .find(Boolean) ??
+    // every sibling may be part-way through its own reset, its VM gone and its clone under way
+    (await ctx.cluster.listClones(namespace, `${poolLabel}=${pool}`))
+      .map((clone) => clone.spec.source.name)
+      .find(Boolean);
   if (!source) {
     throw new VdiError(
       'MEMBER_NOT_FOUND',
-      `Member ${namespace}/${member} is gone, and no ephemeral member of pool "${pool}" tells which golden VM to recreate it from; resize the pool to make it again.`,
+      `Member ${namespace}/${member} is gone, and neither an ephemeral member of pool "${pool}" nor a clone of one tells which golden VM to recreate it from; resize the pool to make it again.`,
       { details: { member, namespace, pool } },
     );
   }

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
+import { createPool } from '../../../src/pools/pool-service.js';
+import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
+import { buildMemberClone, cloneNameFor } from '../../../src/vm/vm-clone-object.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
@@ -27,5 +31,52 @@ describe('recreating an ephemeral member', () => {
     expect((error as Error).message).toContain('names itself as its golden VM');
     expect((await vdi.context.cluster.getVm(namespace, 'eph-1'))?.metadata.uid).toBe(member.metadata.uid);
     expect(await vdi.context.cluster.listClones(namespace)).toEqual([]);
+  });
+
+  it("finds the golden VM in a sibling's clone under way when the member and every sibling VM are gone", async () => {
+    const namespace = await createTestNamespace(cluster(), 'recreate-gone');
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = vdi.context.cluster;
+    const golden = await kube.createVm(namespace, {
+      metadata: { name: 'golden' },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    });
+    await createPool(vdi.context, { name: 'eph', from: 'golden', size: 2, ephemeral: true });
+    // two resets killed part-way: eph-1's after its VM's delete, eph-2's once its clone was made and not yet done
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
+    await kube.deleteVm(namespace, 'eph-1');
+    await kube.deleteVm(namespace, 'eph-2');
+    await kube.createClone(
+      namespace,
+      buildMemberClone({ namespace, pool: 'eph', member: 'eph-2', golden, ephemeral: true }),
+    );
+
+    // its claim, marked releasing, still names the pool
+    await kube.createLease(namespace, {
+      metadata: {
+        name: 'corral-vdi-eph-1',
+        labels: { 'corral.dev/vdi-pool': 'eph', 'corral.dev/vdi-member': 'eph-1' },
+      },
+      spec: { holderIdentity: 'alice', renewTime: new Date().toISOString(), leaseDurationSeconds: 3600 },
+    });
+
+    const recreated = recreateMember(vdi.context, { namespace, vm: 'eph-1' });
+    const endedEarly = recreated.then(
+      () => Promise.reject(new Error('the recreate returned before its clone was made')),
+      (error: unknown) => Promise.reject(error),
+    );
+    const made = await Promise.race([
+      waitFor(() => kube.getClone(namespace, cloneNameFor('eph-1')), {
+        describe: "eph-1's clone to be made",
+        until: (clone) => clone !== undefined,
+      }),
+      endedEarly,
+    ]);
+    expect(made?.spec.source.name).toBe('golden');
+    await setSimulatorPaused(cluster().kubeConfig, namespace, false);
+    await recreated;
+    expect((await kube.getVm(namespace, 'eph-1'))?.metadata.annotations?.['corral.dev/vdi-source']).toBe(
+      'golden',
+    );
   });
 });
