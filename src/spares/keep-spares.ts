@@ -12,6 +12,7 @@ import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { takeRemovalLease } from '../pools/removal-lease.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
+import { listVmPoolMembers } from '../vm/vm-backend.js';
 import { readMinReady } from './min-ready.js';
 import { planSpares, type SparesPlan } from './plan-spares.js';
 import { markSpare } from './spare-writes.js';
@@ -48,9 +49,9 @@ const namespaceOnly = z.object({ namespace: namespaceSchema.optional() });
 
 /** Reads what a keeper pass of one VM pool plans from; `minReady` is 0 when no member carries one. */
 export async function readSpares(ctx: VdiContext, namespace: string, pool: string): Promise<SparesRead> {
-  const [vms, members, leases] = await Promise.all([
-    ctx.cluster.listVms(namespace, `${poolLabel}=${pool}`),
-    backendFor(ctx, 'vm').listMembers(namespace, pool),
+  // one list of the pool's VMs gives both their marks and their facts
+  const [{ vms, members }, leases] = await Promise.all([
+    listVmPoolMembers(ctx.cluster, namespace, pool),
     ctx.cluster.listLeases(namespace),
   ]);
   return { namespace, pool, minReady: readMinReady(vms) ?? 0, vms, members, leases };

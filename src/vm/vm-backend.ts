@@ -68,6 +68,24 @@ function factsOfListed(vm: VirtualMachine, vmi: VirtualMachineInstance | undefin
   return facts;
 }
 
+/**
+ * A VM pool's member VMs as listed and each one's facts, its instance taken from one list of the namespace's
+ * instances; every VM pool member of the namespace when `pool` is `undefined`.
+ */
+export async function listVmPoolMembers(
+  cluster: VdiContext['cluster'],
+  namespace: string,
+  pool: string | undefined,
+  options: { cached?: boolean } = {},
+): Promise<{ vms: VirtualMachine[]; members: MemberFacts[] }> {
+  const [vms, vmis] = await Promise.all([
+    cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`, options),
+    cluster.listVmis(namespace, options),
+  ]);
+  const vmiByName = new Map(vmis.map((vmi) => [vmi.metadata.name, vmi]));
+  return { vms, members: vms.map((vm) => factsOfListed(vm, vmiByName.get(vm.metadata.name))) };
+}
+
 interface RequiredMember {
   vm: VirtualMachine;
   vmi: VirtualMachineInstance | undefined;
@@ -176,12 +194,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     async listMembers(namespace, pool, options = {}) {
       validateNamespace(namespace);
       if (pool !== undefined) validatePoolName(pool);
-      const [vms, vmis] = await Promise.all([
-        cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`, options),
-        cluster.listVmis(namespace, options),
-      ]);
-      const vmiByName = new Map(vmis.map((vmi) => [vmi.metadata.name, vmi]));
-      return vms.map((vm) => factsOfListed(vm, vmiByName.get(vm.metadata.name)));
+      return (await listVmPoolMembers(cluster, namespace, pool, options)).members;
     },
 
     followMembers(namespace, pool, onChange) {

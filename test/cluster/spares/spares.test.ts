@@ -11,6 +11,7 @@ import {
   planFromRead,
   readSpares,
 } from '../../../src/spares/keep-spares.js';
+import { readPoolStatus } from '../../../src/spares/read-pool-status.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -45,6 +46,16 @@ class DyingCluster extends KubeCluster {
   }
 }
 
+/** The adapter of a read that counts how often it lists VMs. */
+class CountingCluster extends KubeCluster {
+  vmLists = 0;
+
+  override async listVms(...args: Parameters<KubeCluster['listVms']>) {
+    this.vmLists += 1;
+    return await super.listVms(...args);
+  }
+}
+
 async function setUp(prefix: string, size: number) {
   const namespace = await createTestNamespace(cluster(), prefix);
   await createPoolMembers(cluster(), namespace, 'devpool', size);
@@ -64,6 +75,21 @@ async function setUp(prefix: string, size: number) {
 }
 
 describe('the spare keeper', () => {
+  it("reads a pool's VMs once for a keeper pass and once for the pool's status", async () => {
+    const { namespace, vdi } = await setUp('spares-one-list', 3);
+    const kube = new CountingCluster(cluster().kubeConfig);
+    const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
+    const read = await readSpares(ctx, namespace, 'devpool');
+    expect([read.vms.length, read.members.map((member) => member.member).sort(), kube.vmLists]).toEqual([
+      3,
+      ['devpool-1', 'devpool-2', 'devpool-3'],
+      1,
+    ]);
+    kube.vmLists = 0;
+    const status = await readPoolStatus(ctx, { name: 'devpool', namespace });
+    expect([status.members.length, kube.vmLists]).toEqual([3, 1]);
+  });
+
   it('starts spares up to minReady, a claim gets one warm, and it stops its own surplus spares only', async () => {
     const { namespace, vdi, ctx, kube, power, annotation } = await setUp('spares-keep', 4);
     expect(await setPool(ctx, { name: 'devpool', minReady: 2 })).toMatchObject({ minReady: 2 });
