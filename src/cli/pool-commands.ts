@@ -15,6 +15,13 @@ import {
   requiredFlag,
   stringFlag,
 } from './command-spec.js';
+import {
+  type MemberPage,
+  memberPageLine,
+  memberPageOptions,
+  memberPageRequest,
+  pageOfMembers,
+} from './member-page.js';
 import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 
@@ -229,18 +236,20 @@ function powerText(printable: string): string {
   return printable.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
 }
 
-function printPool(terminal: Terminal, pool: PoolView): void {
+function printPool(terminal: Terminal, pool: PoolView, page: MemberPage<PoolView['members'][number]>): void {
   const { paint } = terminal;
   const count = pool.counts.members;
   terminal.print(
     `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'}; ${settingsText(pool)})`,
   );
-  for (const member of pool.members) {
+  for (const member of page.members) {
     const holder = holderColumn(member.state);
     const shown =
       member.state.kind === 'free' ? paint.green(holder.padEnd(25)) : paint.yellow(holder.padEnd(25));
     terminal.print(`  ${member.name.padEnd(25)}${shown}${powerText(member.power)}`);
   }
+  const pageLine = memberPageLine(page);
+  if (pageLine !== undefined) terminal.print(`  ${paint.dim(pageLine)}`);
 }
 
 function table(rows: string[][]): string[] {
@@ -356,9 +365,20 @@ const list: CommandSpec = {
   options: {
     ...clusterOptions,
     'all-namespaces': { type: 'boolean', short: 'A', help: 'List the pools of every namespace.' },
+    ...memberPageOptions,
   },
-  examples: ['$ corral-vdi pool list', '$ corral-vdi pool list -A -o json'],
+  notes: [
+    'The counts are always of the whole pool. With --limit, -o json gives each pool a "page" with the total, ' +
+      'the members skipped and "next", the --after of the next page.',
+  ],
+  examples: [
+    '$ corral-vdi pool list',
+    '$ corral-vdi pool list -A -o json',
+    '$ corral-vdi pool list --limit 50 --after devpool-50',
+  ],
   async run(input) {
+    const request = memberPageRequest(input, list);
+    const paged = request.limit !== undefined || request.after !== undefined;
     const session = await input.cluster();
     const all = booleanFlag(input, 'all-namespaces');
     if (all && stringFlag(input, 'namespace') !== undefined)
@@ -369,15 +389,19 @@ const list: CommandSpec = {
     const { terminal } = input;
     if (terminal.json) {
       terminal.printJson({
-        pools: pools.map((pool) => ({
-          id: pool.id,
-          name: pool.name,
-          namespace: pool.namespace,
-          counts: pool.counts,
-          reclaimAction: pool.reclaimAction,
-          settings: pool.settings,
-          members: pool.members.map(toMemberJson),
-        })),
+        pools: pools.map((pool) => {
+          const { members, ...page } = pageOfMembers(pool.members, (member) => member.name, request);
+          return {
+            id: pool.id,
+            name: pool.name,
+            namespace: pool.namespace,
+            counts: pool.counts,
+            reclaimAction: pool.reclaimAction,
+            settings: pool.settings,
+            members: members.map(toMemberJson),
+            ...(paged ? { page } : {}),
+          };
+        }),
       });
       return 0;
     }
@@ -385,7 +409,12 @@ const list: CommandSpec = {
       terminal.print(all ? 'no pools in any namespace' : `no pools in namespace ${session.namespace}`);
       return 0;
     }
-    for (const pool of pools) printPool(terminal, pool);
+    for (const pool of pools)
+      printPool(
+        terminal,
+        pool,
+        pageOfMembers(pool.members, (member) => member.name, request),
+      );
     return 0;
   },
 };
@@ -586,22 +615,35 @@ function sessionText(member: PoolStatus['members'][number]): string {
 }
 
 /** The lines `pool status` prints for one reading of a pool. */
-export function poolStatusLines(status: PoolStatus): string[] {
+export function poolStatusLines(
+  status: PoolStatus,
+  page: MemberPage<PoolStatus['members'][number]> = pageOfMembers(status.members, nameOfStatusMember, {
+    limit: undefined,
+    after: undefined,
+  }),
+): string[] {
   const count = status.members.length;
   const spares =
     status.minReady === null
       ? `${status.warm} warm, no spares set`
       : `${status.warm}/${status.minReady} warm${status.short > 0 ? ` (${status.short} short)` : ''}`;
   const header = `${status.name}  (${status.kind}, ns/${status.namespace}, ${count} member${count === 1 ? '' : 's'})  ${spares}  waiters ${status.waiters}`;
-  const rows = status.members.map((member) => [
+  const rows = page.members.map((member) => [
     member.name,
     member.entitlement === 'not-entitled' ? `${member.holder} (not entitled)` : (member.holder ?? 'free'),
     member.phase,
     sessionText(member),
     member.spare ? 'spare' : member.warm ? 'warm' : '-',
   ]);
-  return [header, ...table([['MEMBER', 'HOLDER', 'PHASE', 'SESSION', 'WARM'], ...rows])];
+  const pageLine = memberPageLine(page);
+  return [
+    header,
+    ...table([['MEMBER', 'HOLDER', 'PHASE', 'SESSION', 'WARM'], ...rows]),
+    ...(pageLine === undefined ? [] : [pageLine]),
+  ];
 }
+
+const nameOfStatusMember = (member: PoolStatus['members'][number]) => member.name;
 
 const status: CommandSpec = {
   words: ['pool', 'status'],
@@ -615,15 +657,20 @@ const status: CommandSpec = {
       help: 'The kind of the pool: vm (default) or ct, a container pool.',
     },
     watch: { type: 'boolean', short: 'w', help: 'Keep watching: print the pool again each time it changes.' },
+    ...memberPageOptions,
   },
   notes: [
     'A holder the pool no longer lets in shows "(not entitled)": the session engine reclaims the desktop after ' +
       'the disconnect grace. ' +
       'WARM is "spare" for a free member the keeper started, "warm" for another free member that runs. ' +
-      'With -w and -o json, each change prints one JSON document.',
+      'With -w and -o json, each change prints one JSON document. ' +
+      'The header counts the whole pool; with --limit, -o json adds a "page" with the total, the members ' +
+      'skipped and "next", the --after of the next page.',
   ],
   examples: ['$ corral-vdi pool status devpool', '$ corral-vdi pool status devbox --kind ct -w -o json'],
   async run(input) {
+    const request = memberPageRequest(input, status);
+    const paged = request.limit !== undefined || request.after !== undefined;
     const kind = stringFlag(input, 'kind') ?? 'vm';
     if (kind !== 'vm' && kind !== 'ct')
       throw new UsageError(`--kind takes vm or ct, not "${kind}"`, status.words);
@@ -632,8 +679,9 @@ const status: CommandSpec = {
     const read = () =>
       session.vdi.readPoolStatus({ name: input.args.name ?? '', namespace: session.namespace, kind });
     const show = (reading: PoolStatus) => {
-      if (terminal.json) terminal.printJson({ status: reading });
-      else terminal.print(...poolStatusLines(reading));
+      const { members, ...page } = pageOfMembers(reading.members, nameOfStatusMember, request);
+      if (terminal.json) terminal.printJson({ status: { ...reading, members }, ...(paged ? { page } : {}) });
+      else terminal.print(...poolStatusLines(reading, { members, ...page }));
     };
     if (!booleanFlag(input, 'watch')) {
       show(await read());

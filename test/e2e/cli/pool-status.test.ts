@@ -81,6 +81,57 @@ describe.concurrent('corral-vdi pool set and pool status', () => {
     });
   });
 
+  it('pages the members of pool status and pool list with --limit and --after, counting the whole pool', async () => {
+    const namespace = await poolOf('cli-page', 5);
+    const status = await cli(['pool', 'status', 'devpool', '-n', namespace, '--limit', '2']);
+    expect(status.code, status.stderr).toBe(0);
+    const lines = status.stdout.trimEnd().split('\n');
+    expect(lines[0]).toContain(`ns/${namespace}, 5 members)`);
+    expect(lines.slice(2).map((line) => line.split(/\s+/)[0])).toEqual(['devpool-1', 'devpool-2', 'members']);
+    expect(lines.at(-1)).toBe('members 1-2 of 5; next: --after devpool-2');
+
+    type Paged = {
+      members: Array<{ name: string }>;
+      page: { total: number; skipped: number; next?: string };
+    };
+    const next = jsonOf<{ status: Paged } & Pick<Paged, 'page'>>(
+      await cli([
+        'pool',
+        'status',
+        'devpool',
+        '-n',
+        namespace,
+        '--limit',
+        '2',
+        '--after',
+        'devpool-2',
+        '-o',
+        'json',
+      ]),
+    );
+    expect([next.status.members.map((member) => member.name), next.page]).toEqual([
+      ['devpool-3', 'devpool-4'],
+      { total: 5, skipped: 2, next: 'devpool-4' },
+    ]);
+
+    const listed = jsonOf<{ pools: Array<Paged & { counts: { members: number } }> }>(
+      await cli(['pool', 'list', '-n', namespace, '--limit', '2', '--after', 'devpool-4', '-o', 'json']),
+    );
+    expect(
+      listed.pools.map((pool) => [pool.counts.members, pool.members.map((member) => member.name), pool.page]),
+    ).toEqual([[5, ['devpool-5'], { total: 5, skipped: 4 }]]);
+    const text = await cli(['pool', 'list', '-n', namespace, '--limit', '3']);
+    expect(text.stdout.trimEnd().split('\n').at(-1)?.trim()).toBe(
+      'members 1-3 of 5; next: --after devpool-3',
+    );
+
+    const refused = await cli(['pool', 'list', '-n', namespace, '--limit', '0', '-o', 'json']);
+    expect([refused.code, jsonOf<{ error: { message: string } }>(refused).error.message]).toEqual([
+      2,
+      '--limit takes a whole number from 1 to 10000, not "0"',
+    ]);
+  });
+
   it('follows a pool with -w, printing it again when a member is assigned', async ({ onTestFinished }) => {
     const namespace = await poolOf('cli-status-watch', 1);
     const child = startCli([
