@@ -66,11 +66,14 @@ describe("the node agent's fault knobs", () => {
     await core().createNamespacedPod({ namespace, body: delayed('slow-1', 60_000) });
     // A Pod due a second earlier shows when the agent has acted on the moved clock.
     await core().createNamespacedPod({ namespace, body: delayed('witness-1', 59_000) });
-    const creating = await waitFor(() => readPod(namespace, 'slow-1'), {
-      describe: 'slow-1 to be bound and creating its container',
-      until: (pod) => pod.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ContainerCreating',
-    });
-    expect(creating.status?.phase).toBe('Pending');
+    // both delays count from the agent's first look at the Pod: the clock moves only once it has looked at each
+    for (const name of ['slow-1', 'witness-1']) {
+      const creating = await waitFor(() => readPod(namespace, name), {
+        describe: `${name} to be bound and creating its container`,
+        until: (pod) => pod.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ContainerCreating',
+      });
+      expect(creating.status?.phase).toBe('Pending');
+    }
     await clock.advance(59_000);
     await waitFor(() => readPod(namespace, 'witness-1'), {
       describe: 'witness-1 to run once its delay passed',
