@@ -185,7 +185,7 @@ const connectOptionSchema = z
     z.object({ protocol: z.literal('rdp'), host: z.string(), port: z.int() }),
     z.object({ protocol: z.literal('vnc'), namespace: z.string(), vm: z.string() }),
     z.object({ protocol: z.literal('serial'), namespace: z.string(), vm: z.string() }),
-    z.object({ protocol: z.literal('terminal'), namespace: z.string(), pod: z.string() }),
+    z.object({ protocol: z.literal('terminal'), namespace: z.string(), pod: z.string(), shell: z.string() }),
   ])
   .register(componentRegistry, { id: 'ConnectOption', description: 'A console on offer.' });
 

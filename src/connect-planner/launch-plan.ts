@@ -19,7 +19,7 @@ export interface LaunchPlan {
  * - RDP: `xfreerdp /v:<ip>` (FreeRDP);
  * - VNC: `virtctl vnc <vm> -n <ns>`;
  * - serial: `virtctl console <vm> -n <ns>`;
- * - terminal: `kubectl exec -it -n <ns> <pod> -- /bin/sh`.
+ * - terminal: `kubectl exec -it -n <ns> <pod> -- <shell>`, the pool's shell.
  *
  * @example
  * ```ts
@@ -43,7 +43,7 @@ export function planLaunch(option: ConnectOption): LaunchPlan {
     case 'terminal':
       return {
         protocol: 'terminal',
-        argv: ['kubectl', 'exec', '-it', '-n', option.namespace, option.pod, '--', '/bin/sh'],
+        argv: ['kubectl', 'exec', '-it', '-n', option.namespace, option.pod, '--', option.shell],
       };
   }
 }

@@ -68,6 +68,8 @@ export interface CtConnectFacts {
   namespace: string;
   /** The member's pod. */
   pod: string;
+  /** The shell a terminal runs, as its pool's spec says. @defaultValue `'/bin/sh'` */
+  shell?: string;
 }
 
 /** The facts of one connect. @category connect */
@@ -110,6 +112,8 @@ export type ConnectOption =
       namespace: string;
       /** The member's pod. */
       pod: string;
+      /** The shell it runs: the pool's. */
+      shell: string;
     };
 
 /** A protocol that is not on offer, and why, in words for the person connecting. @category connect */
@@ -238,7 +242,12 @@ export function planConnect(facts: ConnectFacts): ConnectPlan {
   if (facts.kind === 'ct') {
     return {
       kind: 'connect',
-      target: { protocol: 'terminal', namespace: facts.namespace, pod: facts.pod },
+      target: {
+        protocol: 'terminal',
+        namespace: facts.namespace,
+        pod: facts.pod,
+        shell: facts.shell ?? '/bin/sh',
+      },
       fallbacks: [],
       skipped: (['rdp', 'vnc', 'serial'] as const).map((protocol) => ({ protocol, reason: ctOnlyTerminal })),
     };

@@ -123,7 +123,8 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
           { details: { desktop: facts.desktopId, phase: facts.phase } },
         );
       }
-      return { kind: 'ct', namespace: facts.namespace, pod: facts.member };
+      const { spec } = await requireCtPool(ctx, ref.namespace, facts.pool);
+      return { kind: 'ct', namespace: facts.namespace, pod: facts.member, shell: spec.shell };
     },
 
     async checkUsbSupport(ref) {

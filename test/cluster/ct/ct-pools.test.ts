@@ -397,7 +397,7 @@ describe('container pools', () => {
     const ref = { namespace, member: 'devbox-1' };
     await waitReady(kube, namespace, 'devbox-1');
     const facts = await cts.gatherConnectFacts(ref);
-    expect(facts).toEqual({ kind: 'ct', namespace, pod: 'devbox-1' });
+    expect(facts).toEqual({ kind: 'ct', namespace, pod: 'devbox-1', shell: '/bin/sh' });
     const plan = planConnect(facts);
     expect(plan).toMatchObject({ kind: 'connect', target: { protocol: 'terminal' } });
     expect(JSON.stringify(plan)).toMatch(/rdp/);

@@ -49,7 +49,8 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     const namespace = await createNamespace(cluster(), 'cli-ct');
     const kube = new KubeCluster(cluster().kubeConfig);
     const file = join(tmpdir(), `devbox-${namespace}.yaml`);
-    writeFileSync(file, 'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 1\nshell: /bin/sh\n');
+    // not the default shell: connect must name the pool's own
+    writeFileSync(file, 'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 1\nshell: /bin/bash\n');
 
     const bad = await cli([
       'ct-pool',
@@ -89,6 +90,11 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
       0,
       expect.stringMatching(/^connect: terminal: .*\nskipped: rdp: a CT member offers only its terminal/m),
     ]);
+    expect(planned.stdout).toContain(`kubectl exec -it -n ${namespace} devbox-1 -- /bin/bash`);
+    const plannedJson = jsonOf<{ target: { shell: string } }>(
+      await cli(['connect', 'devbox-1', '--kind', 'ct', '--user', 'alice', '-n', namespace, '-o', 'json']),
+    );
+    expect(plannedJson.target.shell).toBe('/bin/bash');
 
     const attached = await typeInto(
       [

@@ -15,8 +15,8 @@ describe('planLaunch', () => {
       ['virtctl', 'console', 'devpool-1', '-n', 'corral-vms'],
     ],
     [
-      { protocol: 'terminal', namespace: 'corral-cts', pod: 'ctpool-1-0' },
-      ['kubectl', 'exec', '-it', '-n', 'corral-cts', 'ctpool-1-0', '--', '/bin/sh'],
+      { protocol: 'terminal', namespace: 'corral-cts', pod: 'ctpool-1-0', shell: '/bin/zsh' },
+      ['kubectl', 'exec', '-it', '-n', 'corral-cts', 'ctpool-1-0', '--', '/bin/zsh'],
     ],
   ])('runs %j as %j', (option, argv) => {
     expect(planLaunch(option)).toEqual({ protocol: option.protocol, argv });

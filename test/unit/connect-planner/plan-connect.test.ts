@@ -138,12 +138,27 @@ describe('planConnect for a CT member', () => {
   it('offers only the terminal and says so for every other protocol', () => {
     expect(planConnect({ kind: 'ct', namespace: 'corral-cts', pod: 'ctpool-1-0' })).toEqual({
       kind: 'connect',
-      target: { protocol: 'terminal', namespace: 'corral-cts', pod: 'ctpool-1-0' },
+      target: { protocol: 'terminal', namespace: 'corral-cts', pod: 'ctpool-1-0', shell: '/bin/sh' },
       fallbacks: [],
       skipped: ['rdp', 'vnc', 'serial'].map((protocol) => ({
         protocol,
         reason: 'a CT member offers only its terminal',
       })),
+    });
+  });
+
+  it("runs the pool's shell in the terminal, /bin/sh when the facts name none", () => {
+    const plan = planConnect({
+      kind: 'ct',
+      namespace: 'corral-cts',
+      pod: 'ctpool-1-0',
+      shell: '/bin/bash',
+    });
+    expect(plan.kind === 'connect' && plan.target).toEqual({
+      protocol: 'terminal',
+      namespace: 'corral-cts',
+      pod: 'ctpool-1-0',
+      shell: '/bin/bash',
     });
   });
 });

@@ -51,7 +51,11 @@ describe('runLaunchPlan', () => {
   it.each([
     ['xfreerdp', planLaunch({ protocol: 'rdp', host: '10.0.0.1', port: 3389 }), 'apt install freerdp2-x11'],
     ['virtctl', planLaunch({ protocol: 'serial', namespace: 'ns', vm: 'vm' }), 'KubeVirt release page'],
-    ['kubectl', planLaunch({ protocol: 'terminal', namespace: 'ns', pod: 'pod' }), 'Install kubectl'],
+    [
+      'kubectl',
+      planLaunch({ protocol: 'terminal', namespace: 'ns', pod: 'pod', shell: '/bin/sh' }),
+      'Install kubectl',
+    ],
   ])('reports a missing %s with an install hint', async (program, plan, hint) => {
     fakes.usePath('only');
     const error = await runLaunchPlan(plan, { stdio: 'ignore' }).catch((caught: unknown) => caught);

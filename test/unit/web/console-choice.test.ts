@@ -50,7 +50,9 @@ describe('the console the page opens', () => {
 
   it('opens a container terminal', () => {
     const chosen = chooseConsole(
-      answer({ target: { protocol: 'terminal', namespace: 'corral-cts', pod: 'ctpool-1' } }),
+      answer({
+        target: { protocol: 'terminal', namespace: 'corral-cts', pod: 'ctpool-1', shell: '/bin/sh' },
+      }),
     );
     expect(chosen.protocol).toBe('terminal');
   });
