@@ -36,7 +36,10 @@ export const disconnectedAtAnnotation = 'corral.dev/vdi-disconnected-at';
 export const consolesAnnotation = 'corral.dev/vdi-consoles';
 /** Label on a VM of an ephemeral pool: the member is recreated from its source on release. @category keys */
 export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
-/** Annotation on a VM of an ephemeral pool naming the golden VM it is recreated from. @category keys */
+/**
+ * Annotation on a VM of an ephemeral pool naming the golden VM it is recreated from; a claim of such a member records
+ * it on its Lease too, so a reset stopped after the VM's delete still knows what to clone. @category keys
+ */
 export const sourceAnnotation = 'corral.dev/vdi-source';
 /** Prefix of a claim's Lease name: `corral-vdi-<member>`. @category keys */
 export const leaseNamePrefix = 'corral-vdi-';

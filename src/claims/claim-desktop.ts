@@ -427,6 +427,7 @@ async function takeTurn(
       member: plan.member.member,
       identity,
       holderGroups: asked.holderGroups,
+      source: plan.member.ephemeral ? plan.member.source : undefined,
     };
     const written = await takeMember(ctx, target, () =>
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),

@@ -11,6 +11,7 @@ import {
   releasingAnnotation,
   resetDueAnnotation,
   sessionIdAnnotation,
+  sourceAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { shortHash } from './hash.js';
@@ -27,6 +28,8 @@ export interface ClaimTarget {
   identity: string;
   /** What the claim records of the holder's groups (`corral.dev/vdi-holder-groups`). */
   holderGroups: string;
+  /** What an ephemeral member is made again from (its golden VM), recorded on the claim (`corral.dev/vdi-source`). */
+  source?: string | undefined;
 }
 
 /**
@@ -45,7 +48,7 @@ export function ownClaimsSelector(pool: string, identity: string): string {
 }
 
 function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): LeaseObject {
-  const { kind, namespace, pool, member, identity, holderGroups } = target;
+  const { kind, namespace, pool, member, identity, holderGroups, source } = target;
   const now = ctx.clock.now().toISOString();
   const sessionId = ctx.newSessionId();
   return {
@@ -63,6 +66,8 @@ function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): Leas
         [holderGroupsAnnotation]: holderGroups,
         // written with the claim itself, so a crash before the reset leaves the reset due, not forgotten
         ...(resetDue ? { [resetDueAnnotation]: sessionId } : {}),
+        // a reset that stops between the member's delete and its clone still knows what to clone
+        ...(source === undefined ? {} : { [sourceAnnotation]: source }),
       },
     },
     spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },

@@ -23,7 +23,7 @@ const goneInterval = 100;
 
 /**
  * The golden VM a member is made from: its own annotation, or once it is gone, the clone that last made it again,
- * another ephemeral member's annotation, or the clone of another member under way.
+ * its claim's record, another ephemeral member's annotation, or the clone of another member under way.
  */
 async function sourceOf(
   ctx: VdiContext,
@@ -55,6 +55,13 @@ async function sourceOf(
   // a failed clone of this pool kept for inspection still names the golden VM
   const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? lastClone.spec.source.name : undefined;
   if (cloned) return cloned;
+  // so does the claim that holds the member while it is reset
+  const claim = await ctx.cluster.getLease(namespace, leaseNameFor(member));
+  const recorded =
+    claim?.metadata.labels?.[leasePoolLabel] === pool
+      ? claim.metadata.annotations?.[sourceAnnotation]
+      : undefined;
+  if (recorded) return recorded;
   const siblings = await ctx.cluster.listVms(namespace, `${poolLabel}=${pool}`);
   const source =
     siblings

@@ -79,4 +79,32 @@ describe('recreating an ephemeral member', () => {
       'golden',
     );
   });
+
+  it('makes the only member of a pool again from the golden VM its claim recorded, after a reset stopped between the delete and the clone', async () => {
+    const namespace = await createTestNamespace(cluster(), 'recreate-alone');
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = vdi.context.cluster;
+    await kube.createVm(namespace, {
+      metadata: { name: 'golden' },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    });
+    await createPool(vdi.context, { name: 'solo', from: 'golden', size: 1, ephemeral: true });
+    const claimed = await vdi.claim({ pool: 'solo', identity: 'alice@example.com' });
+    expect(
+      (await kube.getLease(namespace, 'corral-vdi-solo-1'))?.metadata.annotations?.['corral.dev/vdi-source'],
+    ).toBe('golden');
+    // the reset's first write landed, and it stopped before its clone: nothing else names the golden VM
+    await kube.deleteVm(namespace, claimed.member);
+    await waitFor(() => kube.getVm(namespace, claimed.member), {
+      describe: `${claimed.member} to go`,
+      until: (vm) => vm === undefined,
+    });
+
+    await recreateMember(vdi.context, { namespace, vm: claimed.member });
+    const made = await kube.getVm(namespace, claimed.member);
+    expect([
+      made?.metadata.annotations?.['corral.dev/vdi-source'],
+      made?.metadata.labels?.['corral.dev/vdi-pool'],
+    ]).toEqual(['golden', 'solo']);
+  });
 });
