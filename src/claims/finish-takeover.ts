@@ -42,9 +42,16 @@ export interface FinishedTakeover {
 export async function finishTakeover(
   ctx: VdiContext,
   backend: DesktopBackend,
-  taken: { facts: MemberFacts; lease: LeaseObject; actor: string },
+  taken: {
+    facts: MemberFacts;
+    lease: LeaseObject;
+    actor: string;
+    /** Called before the reset and before the mark's clear; a throw stops there, as a crash would. */
+    fence?: () => Promise<void>;
+  },
 ): Promise<FinishedTakeover> {
   const { facts, lease, actor } = taken;
+  const fence = taken.fence ?? (async () => {});
   const { namespace, member, pool, desktopId } = facts;
   // Another claim of the holder may have finished this reset since this one read the Lease, and handed the member
   // out: it is not reset twice. A claim that is no longer this one's is not reset at all.
@@ -55,6 +62,7 @@ export async function finishTakeover(
   if (!isResetDue(current)) {
     return { facts: (await backend.readMember({ namespace, member })) ?? facts, lease: current };
   }
+  await fence();
   try {
     await backend.resetMember({ namespace, member, pool });
   } catch (error) {
@@ -81,6 +89,7 @@ export async function finishTakeover(
       { retryable: true, details: { desktopId } },
     );
   }
+  await fence();
   return { facts: after, lease: await clearMark(ctx, lease, desktopId) };
 }
 

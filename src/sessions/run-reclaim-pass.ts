@@ -595,12 +595,12 @@ async function finishReset(
   const backend = setup.backends.find((candidate) => candidate.kind === kind);
   if (!backend) return;
   const pool = lease.metadata.labels?.[leasePoolLabel] ?? '';
-  await setup.fence?.();
   try {
     await finishTakeover(ctx, backend, {
       facts: goneMember({ kind, namespace, member, pool }),
       lease,
       actor: reclaimActor,
+      ...fenceOf(setup),
     });
   } catch (error) {
     // claimed again or released meanwhile: the claim that did so owns the member now

@@ -4,7 +4,7 @@ import { MemoryAuditSink } from '../../../src/audit.js';
 import { type ClaimsService, createClaimsService } from '../../../src/claims/claims-service.js';
 import { readDesktopAs } from '../../../src/claims/read-held-member.js';
 import type { VdiContext } from '../../../src/context.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { isVdiError, VdiError } from '../../../src/errors.js';
 import { releasingAnnotation } from '../../../src/keys.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { createSessionEngine, reclaimActor } from '../../../src/sessions/session-engine.js';
@@ -182,5 +182,38 @@ describe('a claim whose member is gone', () => {
       member,
       sessionId: session,
     });
+  });
+
+  it("stops a fenced finish between the member made again and the mark cleared, and the holder's next claim clears it", async () => {
+    const { namespace, clock, kube, vdi, ctx, member } = await setUp('gone-fenced');
+    clock.advance(61 * minute);
+    kube.faults[member] = { [simulatorAnnotations.fail]: 'snapshot refused by the storage class' };
+    await failureOf(vdi.claim({ pool: 'eph', identity: 'bob@example.com' }));
+    delete kube.faults[member];
+
+    // a replica that loses the leader Lease once its recreate is done: its next write must not land
+    const notLeader = new VdiError('NOT_LEADER', 'another replica leads now');
+    const fenced = createSessionEngine(ctx, {
+      namespaces: [namespace],
+      fence: async () => {
+        if (await kube.getVm(namespace, member)) throw notLeader;
+      },
+    });
+    clock.advance(minute);
+    expect(await fenced.runPass()).toMatchObject({ resumed: 0, errors: [notLeader] });
+    const lease = await kube.getLease(namespace, `corral-vdi-${member}`);
+    expect(lease?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBe(
+      lease?.metadata.annotations?.['corral.dev/vdi-session-id'],
+    );
+
+    // the member is there again, so only its holder's next claim finishes the reset, as after any takeover
+    const leader = createSessionEngine(ctx, { namespaces: [namespace] });
+    expect(await leader.runPass()).toMatchObject({ resumed: 0, failed: 0, errors: [] });
+    expect(await vdi.claim({ pool: 'eph', identity: 'bob@example.com' })).toMatchObject({
+      member,
+      sessionId: lease?.metadata.annotations?.['corral.dev/vdi-session-id'],
+    });
+    const cleared = await kube.getLease(namespace, `corral-vdi-${member}`);
+    expect(cleared?.metadata.annotations?.['corral.dev/vdi-reset-due']).toBeUndefined();
   });
 });
