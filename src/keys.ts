@@ -37,8 +37,9 @@ export const consolesAnnotation = 'corral.dev/vdi-consoles';
 /** Label on a VM of an ephemeral pool: the member is recreated from its source on release. @category keys */
 export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
 /**
- * Annotation on a VM of an ephemeral pool naming the golden VM it is recreated from; a claim of such a member records
- * it on its Lease too, so a reset stopped after the VM's delete still knows what to clone. @category keys
+ * Annotation on a VM of an ephemeral pool naming the golden VM it is recreated from. A claim of an ephemeral member
+ * records the member's source on its Lease too (a VM's golden VM, a container's image), so a reset stopped after the
+ * member's delete still knows what to make it from. @category keys
  */
 export const sourceAnnotation = 'corral.dev/vdi-source';
 /** Prefix of a claim's Lease name: `corral-vdi-<member>`. @category keys */

@@ -28,7 +28,7 @@ export interface ClaimTarget {
   identity: string;
   /** What the claim records of the holder's groups (`corral.dev/vdi-holder-groups`). */
   holderGroups: string;
-  /** What an ephemeral member is made again from (its golden VM), recorded on the claim (`corral.dev/vdi-source`). */
+  /** What an ephemeral member is made again from (a VM's golden VM), recorded on the claim (`corral.dev/vdi-source`). */
   source?: string | undefined;
 }
 

@@ -44,6 +44,11 @@ export function memberPageRequest(input: CommandInput, command: CommandSpec): Me
   return { limit: text === undefined ? undefined : Number(text), after: stringFlag(input, 'after') };
 }
 
+/** Whether the command was asked for a page rather than every member. */
+export function asksForPage(request: MemberPageRequest): boolean {
+  return request.limit !== undefined || request.after !== undefined;
+}
+
 /** The page of `members` (in natural order of `nameOf`) that `request` asks for. */
 export function pageOfMembers<T>(
   members: readonly T[],

@@ -16,6 +16,7 @@ import {
   stringFlag,
 } from './command-spec.js';
 import {
+  asksForPage,
   type MemberPage,
   memberPageLine,
   memberPageOptions,
@@ -378,7 +379,7 @@ const list: CommandSpec = {
   ],
   async run(input) {
     const request = memberPageRequest(input, list);
-    const paged = request.limit !== undefined || request.after !== undefined;
+    const paged = asksForPage(request);
     const session = await input.cluster();
     const all = booleanFlag(input, 'all-namespaces');
     if (all && stringFlag(input, 'namespace') !== undefined)
@@ -670,7 +671,7 @@ const status: CommandSpec = {
   examples: ['$ corral-vdi pool status devpool', '$ corral-vdi pool status devbox --kind ct -w -o json'],
   async run(input) {
     const request = memberPageRequest(input, status);
-    const paged = request.limit !== undefined || request.after !== undefined;
+    const paged = asksForPage(request);
     const kind = stringFlag(input, 'kind') ?? 'vm';
     if (kind !== 'vm' && kind !== 'ct')
       throw new UsageError(`--kind takes vm or ct, not "${kind}"`, status.words);
@@ -679,9 +680,11 @@ const status: CommandSpec = {
     const read = () =>
       session.vdi.readPoolStatus({ name: input.args.name ?? '', namespace: session.namespace, kind });
     const show = (reading: PoolStatus) => {
-      const { members, ...page } = pageOfMembers(reading.members, nameOfStatusMember, request);
-      if (terminal.json) terminal.printJson({ status: { ...reading, members }, ...(paged ? { page } : {}) });
-      else terminal.print(...poolStatusLines(reading, { members, ...page }));
+      const page = pageOfMembers(reading.members, nameOfStatusMember, request);
+      const { members, ...position } = page;
+      if (terminal.json)
+        terminal.printJson({ status: { ...reading, members }, ...(paged ? { page: position } : {}) });
+      else terminal.print(...poolStatusLines(reading, page));
     };
     if (!booleanFlag(input, 'watch')) {
       show(await read());

@@ -68,9 +68,12 @@ export interface CtConnectFacts {
   namespace: string;
   /** The member's pod. */
   pod: string;
-  /** The shell a terminal runs, as its pool's spec says. @defaultValue `'/bin/sh'` */
+  /** The shell a terminal runs, as its pool's spec says. @defaultValue {@link defaultTerminalShell} */
   shell?: string;
 }
+
+/** The shell a container desktop's terminal runs when its pool names none. @category connect */
+export const defaultTerminalShell = '/bin/sh';
 
 /** The facts of one connect. @category connect */
 export type ConnectFacts = VmConnectFacts | CtConnectFacts;
@@ -246,7 +249,7 @@ export function planConnect(facts: ConnectFacts): ConnectPlan {
         protocol: 'terminal',
         namespace: facts.namespace,
         pod: facts.pod,
-        shell: facts.shell ?? '/bin/sh',
+        shell: facts.shell ?? defaultTerminalShell,
       },
       fallbacks: [],
       skipped: (['rdp', 'vnc', 'serial'] as const).map((protocol) => ({ protocol, reason: ctOnlyTerminal })),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { defaultTerminalShell } from '../connect-planner/plan-connect.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { maxPoolSize } from '../pools/pool-options.js';
 import { checkPoolSettings, type PoolSettings, type ReclaimAction } from '../pools/pool-settings.js';
@@ -143,7 +144,7 @@ function schemaFor(options: ParseCtPoolSpecOptions) {
       shell: z
         .string()
         .regex(/^\/\S*$/, 'must be an absolute path such as /bin/bash')
-        .default('/bin/sh'),
+        .default(defaultTerminalShell),
       labels: z
         .record(
           labelKey.refine(
