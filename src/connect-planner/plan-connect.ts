@@ -68,7 +68,7 @@ export interface CtConnectFacts {
   namespace: string;
   /** The member's pod. */
   pod: string;
-  /** The shell a terminal runs, as its pool's spec says. @defaultValue {@link defaultTerminalShell} */
+  /** The shell a terminal runs, as its pool's spec says. @defaultValue `'/bin/sh'` */
   shell?: string;
 }
 
