@@ -42,6 +42,12 @@ export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
  * member's delete still knows what to make it from. @category keys
  */
 export const sourceAnnotation = 'corral.dev/vdi-source';
+/**
+ * Label a pool puts on a golden VM that has no label at all, before its first clone: KubeVirt's restore can add a
+ * member's pool label only into a label map the golden VM already has (its webhook refuses a patch that writes the
+ * whole map). Members do not inherit it (their clones leave out `corral.dev/*`). @category keys
+ */
+export const goldenLabel = 'corral.dev/vdi-golden';
 /** Prefix of a claim's Lease name: `corral-vdi-<member>`. @category keys */
 export const leaseNamePrefix = 'corral-vdi-';
 /** How long a Lease lives without renewal. @category keys */

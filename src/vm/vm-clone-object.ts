@@ -1,4 +1,5 @@
 import { shortHash } from '../claims/hash.js';
+import { VdiError } from '../errors.js';
 import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { maxSubdomainLength } from '../validate.js';
@@ -11,8 +12,6 @@ import { maxSubdomainLength } from '../validate.js';
  */
 export const cloneKeyFilters: readonly string[] = ['*', '!corral.dev/*'];
 
-// how KubeVirt reads the exclusion above: a regular expression searched anywhere in the key
-const excludedKey = /corral.dev\/*/;
 const cloneSuffix = '-clone';
 
 /**
@@ -40,7 +39,7 @@ export interface MemberCloneInput {
   namespace: string;
   pool: string;
   member: string;
-  /** The golden VM as read from the cluster (its labels and run field decide the patches). */
+  /** The golden VM as read from the cluster, with at least one label (see {@link goldenLabel}). */
   golden: VirtualMachine;
   ephemeral: boolean;
 }
@@ -64,6 +63,11 @@ function addOperation(path: string, value: unknown): string {
  * it), `spec.runStrategy: Halted`, and no deprecated `spec.running`. The clone object carries the pool label,
  * so a pool delete finds leftovers.
  *
+ * Each patch adds one key, as KubeVirt's restore webhook demands (a path under `/spec/`, `/metadata/labels/` or
+ * `/metadata/annotations/`, and no `:` or `,` in a value). A label can only be added into a map that exists: the
+ * restore starts the target with all of the golden VM's labels (the filters remove keys, never the map), so the
+ * golden VM needs one label at least, which the callers give it ({@link goldenLabel}).
+ *
  * @example
  * ```ts
  * const clone = buildMemberClone({ namespace: 'corral-vms', pool: 'devpool', member: 'devpool-1', golden, ephemeral: false });
@@ -73,18 +77,19 @@ function addOperation(path: string, value: unknown): string {
  */
 export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
   const { namespace, pool, member, golden, ephemeral } = input;
+  if (Object.keys(golden.metadata.labels ?? {}).length === 0) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `The golden VM "${golden.metadata.name}" has no label, so a clone cannot add the pool label to its copy; label it first.`,
+    );
+  }
   const marks: Record<string, string> = {
     [poolLabel]: pool,
     ...(ephemeral ? { [ephemeralLabel]: 'true' } : {}),
   };
-  const keptLabels = Object.keys(golden.metadata.labels ?? {}).filter((key) => !excludedKey.test(key));
-  // a JSON patch cannot add a key to a map that is absent, so without kept labels the whole map is written
-  const labelOperations =
-    keptLabels.length > 0
-      ? Object.entries(marks).map(([key, value]) =>
-          addOperation(`/metadata/labels/${pointerToken(key)}`, value),
-        )
-      : [addOperation('/metadata/labels', marks)];
+  const labelOperations = Object.entries(marks).map(([key, value]) =>
+    addOperation(`/metadata/labels/${pointerToken(key)}`, value),
+  );
   // the restore always annotates its target, so the annotation map exists when the patches run
   const annotationOperations = [
     addOperation(`/metadata/annotations/${pointerToken(sourceAnnotation)}`, golden.metadata.name),

@@ -5,7 +5,7 @@ import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
-import { poolLabel } from '../keys.js';
+import { goldenLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
@@ -148,7 +148,22 @@ export async function finishMemberClone(
 }
 
 /**
- * Makes one member: creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
+ * The golden VM with a label map a clone can add the pool label into: as read when it has a label, else after
+ * labelling it {@link goldenLabel} (a metadata write; the VM's spec and run state stay as they are).
+ */
+async function withLabelMap(
+  ctx: VdiContext,
+  namespace: string,
+  golden: VirtualMachine,
+): Promise<VirtualMachine> {
+  if (Object.keys(golden.metadata.labels ?? {}).length > 0) return golden;
+  return await ctx.cluster.patchVm(namespace, golden.metadata.name ?? '', {
+    metadata: { labels: { [goldenLabel]: 'true' } },
+  });
+}
+
+/**
+ * Makes one member: labels a golden VM that has no label ({@link withLabelMap}), creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
  * did not succeed keeps its object, for inspection or for cleanup.
  *
  * @returns `taken` when another call is making or made a member of that name; this call then made nothing.
@@ -166,7 +181,8 @@ export async function cloneMember(
     signal?: AbortSignal | undefined;
   },
 ): Promise<'made' | 'taken'> {
-  const { namespace, pool, member, golden, ephemeral, timeoutMs, signal } = input;
+  const { namespace, pool, member, ephemeral, timeoutMs, signal } = input;
+  const golden = await withLabelMap(ctx, namespace, input.golden);
   const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
   // the timeout counts from the clone's creation, however long the create and the first read take
   const since = ctx.clock.now().getTime();
@@ -185,6 +201,8 @@ export async function cloneMembers(
   input: MakeMembersInput & { golden: VirtualMachine },
 ): Promise<MemberOutcome[]> {
   const { namespace, pool, members, concurrency, signal } = input;
+  // once for all members, not once per clone
+  const golden = await withLabelMap(ctx, namespace, input.golden);
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   const outcomes: MemberOutcome[] = members.map((member) => ({
     member,
@@ -201,7 +219,7 @@ export async function cloneMembers(
       const outcome = outcomes[index] as MemberOutcome;
       ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done, total });
       try {
-        if ((await cloneMember(ctx, { ...input, member })) === 'made') outcome.status = 'ready';
+        if ((await cloneMember(ctx, { ...input, golden, member })) === 'made') outcome.status = 'ready';
         else {
           failed = true;
           outcome.status = 'taken';

@@ -164,6 +164,12 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
       );
     const built = buildCloneTarget(clone, source);
     if (built.kind === 'invalid') return await fail(clone, built.message, now);
+    if (built.kind === 'refused') {
+      log(
+        `${namespace}/${clone.metadata.name}: the restore is refused, so the clone waits: ${built.message}`,
+      );
+      return;
+    }
     const restoreName = restoreNameOf(clone);
     setRestoring(targetKey, true);
     holds.set(`${namespace}/${clone.metadata.name}`, { targetKey, restoreName });

@@ -74,16 +74,47 @@ function emptyToUndefined(entries: Record<string, string>): Record<string, strin
 }
 
 /**
+ * What KubeVirt's restore webhook refuses about a clone's patches, or undefined when it lets them pass. It reads
+ * each patch as text split on `,` and then on `:`, wants exactly one `:` in each piece, and a `path` under
+ * `/spec/`, `/metadata/labels/` or `/metadata/annotations/`. KubeVirt's clone controller keeps asking for the
+ * refused restore, so the clone stays in `RestoreInProgress`.
+ */
+export function restorePatchRefusal(patches: readonly string[]): string | undefined {
+  for (const patch of patches) {
+    for (const piece of patch.replace(/^[{}]+|[{}]+$/g, '').split(',')) {
+      const parts = piece.split(':');
+      if (parts.length !== 2) {
+        return `patch format is not valid - one ":" expected in a single key-value json patch: ${piece}`;
+      }
+      const [key, value] = parts.map((part) => part.trim()) as [string, string];
+      if (key !== '"path"') continue;
+      if (value.startsWith('"/metadata/labels/') || value.startsWith('"/metadata/annotations/')) continue;
+      if (!value.startsWith('"/spec/'))
+        return `patching is valid only for elements under /spec/ only: ${piece}`;
+    }
+  }
+  return undefined;
+}
+
+/**
  * Builds the VM a clone restores into, as KubeVirt does: a copy of the source VM's spec under the target name;
- * labels and annotations of the VM and of its template kept per the clone's filters; MAC addresses taken from
+ * labels and annotations of the VM and of its template kept per the clone's filters (the VM's label map stays,
+ * emptied, when the filters remove every label of a source that has some); MAC addresses taken from
  * `newMacAddresses` (or cleared); the firmware UUID cleared and the serial set from `newSMBiosSerial`; then the
  * clone's JSON `patches`. The run strategy is the source's.
  */
 export function buildCloneTarget(
   clone: VirtualMachineClone,
   source: VirtualMachine,
-): { kind: 'vm'; vm: VirtualMachine } | { kind: 'invalid'; message: string } {
+):
+  | { kind: 'vm'; vm: VirtualMachine }
+  | { kind: 'invalid'; message: string }
+  | { kind: 'refused'; message: string } {
   const spec = clone.spec as VirtualMachineClone['spec'] & CloneSpecExtras;
+  const operations = parseJsonPatches(spec.patches ?? []);
+  if (!Array.isArray(operations)) return { kind: 'invalid', message: operations.invalid };
+  const refusal = restorePatchRefusal(spec.patches ?? []);
+  if (refusal) return { kind: 'refused', message: refusal };
   const vmSpec = structuredClone(source.spec);
   const template = vmSpec.template;
   if (template?.metadata) {
@@ -110,7 +141,11 @@ export function buildCloneTarget(
     if (spec.newSMBiosSerial) firmware.serial = spec.newSMBiosSerial;
     else delete firmware.serial;
   }
-  const labels = emptyToUndefined(filterClonedKeys(source.metadata.labels, spec.labelFilters));
+  // the restore copies every label and the filters remove keys with patches: the map outlives its keys
+  const labels =
+    Object.keys(source.metadata.labels ?? {}).length > 0
+      ? filterClonedKeys(source.metadata.labels, spec.labelFilters)
+      : undefined;
   const annotations = {
     ...filterClonedKeys(withoutSimulatorKnobs(source.metadata.annotations), spec.annotationFilters),
     [lastRestoreAnnotation]: restoreMarkOf(clone),
@@ -126,8 +161,6 @@ export function buildCloneTarget(
     },
     spec: vmSpec,
   };
-  const operations = parseJsonPatches(spec.patches ?? []);
-  if (!Array.isArray(operations)) return { kind: 'invalid', message: operations.invalid };
   const patched = applyJsonPatch(target, operations);
   if (patched.kind === 'invalid') return { kind: 'invalid', message: `patch failed: ${patched.message}` };
   return { kind: 'vm', vm: patched.document as VirtualMachine };

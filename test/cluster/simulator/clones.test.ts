@@ -52,7 +52,7 @@ describe('the VirtualMachineClone controller', () => {
         annotationFilters: ['corral.dev/vdi-source'],
         template: { labelFilters: ['*', '!corral.dev/*'] },
         patches: [
-          '{"op":"replace","path":"/spec/template/spec/domain/devices/interfaces/0/macAddress","value":"02:00:00:00:00:01"}',
+          '{"op":"add","path":"/spec/template/spec/domain/devices/interfaces/0/model","value":"virtio"}',
           '{"op":"add","path":"/metadata/labels/corral.dev~1vdi-pool","value":"devpool"}',
         ],
       }),
@@ -76,7 +76,7 @@ describe('the VirtualMachineClone controller', () => {
     expect(target?.spec.template?.metadata?.annotations).toEqual({ note: 'template' });
     const devices = target?.spec.template?.spec?.domain?.devices;
     expect(devices?.interfaces).toEqual([
-      { name: 'default', masquerade: {}, macAddress: '02:00:00:00:00:01' },
+      { name: 'default', masquerade: {}, model: 'virtio' },
     ]);
     expect(devices?.gpus).toEqual([{ name: 'gpu1', deviceName: 'nvidia.com/A10' }]);
     expect(target?.spec.runStrategy).toBe('Halted');

@@ -37,11 +37,13 @@ describe('recreating an ephemeral member', () => {
     const namespace = await createTestNamespace(cluster(), 'recreate-gone');
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
     const kube = vdi.context.cluster;
-    const golden = await kube.createVm(namespace, {
+    await kube.createVm(namespace, {
       metadata: { name: 'golden' },
       spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
     });
     await createPool(vdi.context, { name: 'eph', from: 'golden', size: 2, ephemeral: true });
+    // as the pool create left it: labelled, so that a clone can add the pool label to its copy
+    const golden = (await kube.getVm(namespace, 'golden'))!;
     // two resets killed part-way: eph-1's after its VM's delete, eph-2's once its clone was made and not yet done
     await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     await kube.deleteVm(namespace, 'eph-1');

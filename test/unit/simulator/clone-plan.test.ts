@@ -133,6 +133,25 @@ describe('buildCloneTarget', () => {
     ).toMatchObject({ kind: 'invalid' });
     expect(buildCloneTarget(clone({ patches: ['nope'] }), source)).toMatchObject({ kind: 'invalid' });
   });
+
+  it('holds back, as KubeVirt’s restore webhook does, a patch outside /spec/ or a value with a colon', () => {
+    const wholeMap = '{"op":"add","path":"/metadata/labels","value":{"corral.dev/vdi-pool":"devpool"}}';
+    expect(buildCloneTarget(clone({ patches: [wholeMap] }), source)).toMatchObject({
+      kind: 'refused',
+      message: expect.stringContaining('only for elements under /spec/'),
+    });
+    expect(
+      buildCloneTarget(clone({ patches: ['{"op":"add","path":"/spec/x","value":"a:b"}'] }), source),
+    ).toMatchObject({ kind: 'refused', message: expect.stringContaining('one ":" expected') });
+    expect(
+      buildCloneTarget(clone({ patches: ['{"op":"add","path":"/metadata/labels/a","value":"b"}'] }), source),
+    ).toMatchObject({ kind: 'vm' });
+  });
+
+  it('keeps the label map of a source whose labels the filters all remove', () => {
+    const built = buildCloneTarget(clone({ labelFilters: ['!.*'] }), source);
+    expect((built as { vm: VirtualMachine }).vm.metadata.labels).toEqual({});
+  });
 });
 
 describe('validateClone', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { filterClonedKeys } from '../../../src/testing/kubevirt/clone-filters.js';
+import { restorePatchRefusal } from '../../../src/testing/kubevirt/clone-plan.js';
 import { applyJsonPatch, parseJsonPatches } from '../../../src/testing/kubevirt/json-patch.js';
 import { buildMemberClone, cloneKeyFilters, cloneNameFor } from '../../../src/vm/vm-clone-object.js';
 
@@ -11,7 +12,10 @@ function golden(
   return { metadata: { name: 'golden-desktop', ...metadata }, spec } as VirtualMachine;
 }
 
-/** Applies the clone's patches to what the clone controller has before them: the filtered golden metadata. */
+/**
+ * Applies the clone's patches to what KubeVirt's restore has before them: the golden VM's labels less the filtered
+ * ones (the map stays, emptied, when it had keys) and its kept annotations.
+ */
 function patchedTarget(vm: VirtualMachine, ephemeral = false): VirtualMachine {
   const clone = buildMemberClone({
     namespace: 'corral-vms',
@@ -24,7 +28,7 @@ function patchedTarget(vm: VirtualMachine, ephemeral = false): VirtualMachine {
   const target = {
     metadata: {
       name: 'devpool-1',
-      ...(Object.keys(labels).length > 0 ? { labels } : {}),
+      ...(vm.metadata.labels && Object.keys(vm.metadata.labels).length > 0 ? { labels } : {}),
       annotations: {
         ...filterClonedKeys(vm.metadata.annotations, clone.spec.annotationFilters),
         'restore.kubevirt.io/lastRestoreUID': 'x',
@@ -45,7 +49,7 @@ describe('buildMemberClone', () => {
       namespace: 'corral-vms',
       pool: 'devpool',
       member: 'devpool-2',
-      golden: golden({}),
+      golden: golden({ labels: { app: 'desktop' } }),
       ephemeral: false,
     });
     expect(clone.apiVersion).toBeUndefined();
@@ -80,11 +84,35 @@ describe('buildMemberClone', () => {
     });
   });
 
-  it('writes the labels whole when the golden VM has none left to keep', () => {
-    expect(patchedTarget(golden({})).metadata.labels).toEqual({ 'corral.dev/vdi-pool': 'devpool' });
+  it('adds the marks key by key, also into a label map the filters emptied', () => {
     expect(patchedTarget(golden({ labels: { 'corral.dev/vdi-pool': 'x' } })).metadata.labels).toEqual({
       'corral.dev/vdi-pool': 'devpool',
     });
+  });
+
+  it('writes only patches that KubeVirt’s restore webhook lets through', () => {
+    for (const ephemeral of [false, true]) {
+      const clone = buildMemberClone({
+        namespace: 'corral-vms',
+        pool: 'devpool',
+        member: 'devpool-1',
+        golden: golden({ labels: { app: 'desktop' } }, { running: true }),
+        ephemeral,
+      });
+      expect(restorePatchRefusal(clone.spec.patches ?? [])).toBeUndefined();
+    }
+  });
+
+  it('refuses a golden VM without a label, whose copy would have no label map to add to', () => {
+    expect(() =>
+      buildMemberClone({
+        namespace: 'corral-vms',
+        pool: 'devpool',
+        member: 'devpool-1',
+        golden: golden({}),
+        ephemeral: false,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
   });
 
   it('marks an ephemeral member', () => {
@@ -96,8 +124,11 @@ describe('buildMemberClone', () => {
   });
 
   it('starts the member stopped, replacing the deprecated spec.running', () => {
-    expect(patchedTarget(golden({}, { runStrategy: 'Always' })).spec).toEqual({ runStrategy: 'Halted' });
-    expect(patchedTarget(golden({}, { running: true })).spec).toEqual({ runStrategy: 'Halted' });
+    const labels = { app: 'desktop' };
+    expect(patchedTarget(golden({ labels }, { runStrategy: 'Always' })).spec).toEqual({
+      runStrategy: 'Halted',
+    });
+    expect(patchedTarget(golden({ labels }, { running: true })).spec).toEqual({ runStrategy: 'Halted' });
   });
 });
 
