@@ -24,7 +24,8 @@ export async function rawRequest(
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   const context = new RequestContext(new URL(path, cluster.server).toString(), HttpMethod[method]);
-  context.setHeaderParam('Accept', 'application/json');
+  // as client-go asks: virt-api's start, stop and restart routes name no representation and answer 406 to JSON alone
+  context.setHeaderParam('Accept', 'application/json, */*');
   context.setHeaderParam('User-Agent', 'corral-vdi');
   if (body !== undefined) {
     context.setHeaderParam('Content-Type', 'application/json');
