@@ -84,7 +84,7 @@ prepare 'create the namespace corral-vms and the stopped VM golden-desktop (kube
     body: {
       apiVersion: 'kubevirt.io/v1', kind: 'VirtualMachine',
       metadata: { name: 'golden-desktop' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {}, memory: { guest: '1Gi' } } } } },
     },
   });
   console.log('namespace/corral-vms created');

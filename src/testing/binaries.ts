@@ -45,19 +45,42 @@ export function controlPlaneCacheDir(): string {
   return join(cacheHome, 'corral-vdi', 'bin', selectedKubernetesVersion());
 }
 
-function buildScriptPath(): string {
-  // The script ships in the package beside dist/ and src/.
-  const candidates = ['../../scripts/build-control-plane.sh', '../scripts/build-control-plane.sh'].map(
-    (relative) => fileURLToPath(new URL(relative, import.meta.url)),
+function buildScriptPath(name: string): string {
+  // The scripts ship in the package beside dist/ and src/.
+  const candidates = [`../../scripts/${name}`, `../scripts/${name}`].map((relative) =>
+    fileURLToPath(new URL(relative, import.meta.url)),
   );
   const found = candidates.find((candidate) => existsSync(candidate));
   if (!found) {
     throw new VdiError(
       'CONTROL_PLANE_FAILED',
-      'The control-plane build script is missing from the package; reinstall @corral/vdi.',
+      `The build script ${name} is missing from the package; reinstall @corral/vdi.`,
     );
   }
   return found;
+}
+
+/** Runs one of the package's build scripts, passing its progress lines on; rejects with its last lines. */
+async function runBuildScript(
+  name: string,
+  what: string,
+  log: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('bash', [buildScriptPath(name)], { stdio: ['ignore', 'ignore', 'pipe'], env });
+    let tail = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      tail = (tail + chunk).slice(-4000);
+      for (const line of chunk.split('\n')) if (line.trim()) log(line);
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new VdiError('CONTROL_PLANE_FAILED', `Building ${what} failed:\n${tail.trim()}`)),
+    );
+  });
 }
 
 /**
@@ -86,25 +109,7 @@ export async function ensureControlPlaneBinaries(
 
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   log(`control-plane binaries not found in ${cacheDir}; building them (a few minutes, once)`);
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn('bash', [buildScriptPath()], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let tail = '';
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      tail = (tail + chunk).slice(-4000);
-      for (const line of chunk.split('\n')) if (line.trim()) log(line);
-    });
-    child.on('error', reject);
-    child.on('exit', (code) =>
-      code === 0
-        ? resolve()
-        : reject(
-            new VdiError(
-              'CONTROL_PLANE_FAILED',
-              `Building the control-plane binaries failed:\n${tail.trim()}`,
-            ),
-          ),
-    );
-  });
+  await runBuildScript('build-control-plane.sh', 'the control-plane binaries', log);
   if (!isExecutable(cached.kubeApiserver) || !isExecutable(cached.etcd)) {
     throw new VdiError(
       'CONTROL_PLANE_FAILED',
@@ -112,4 +117,66 @@ export async function ensureControlPlaneBinaries(
     );
   }
   return { ...cached, source: 'built' };
+}
+
+/**
+ * The KubeVirt release whose virt-api and virt-controller the local control plane runs unless
+ * `CORRAL_KUBEVIRT_VERSION` names another (v1.6.0 and newer are built). @category testing
+ */
+export const localKubevirtVersion = 'v1.9.0';
+
+/** The KubeVirt release the controllers are looked for and built at: `CORRAL_KUBEVIRT_VERSION` or the default. @category testing */
+export function selectedKubevirtVersion(): string {
+  return process.env.CORRAL_KUBEVIRT_VERSION || localKubevirtVersion;
+}
+
+/** Where KubeVirt's own controllers were found. @category testing */
+export interface KubevirtBinaries {
+  version: string;
+  virtApi: string;
+  virtController: string;
+  /** Writes KubeVirt's install objects and certificates with virt-operator's own code. */
+  kubevirtInstall: string;
+  /** The cache, or a build that just ran. */
+  source: 'cache' | 'built';
+}
+
+/** The folder of the cached KubeVirt binaries: `$XDG_CACHE_HOME/corral-vdi/bin/kubevirt-<version>`. @category testing */
+export function kubevirtCacheDir(version = selectedKubevirtVersion()): string {
+  const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(cacheHome, 'corral-vdi', 'bin', `kubevirt-${version}`);
+}
+
+/**
+ * Finds KubeVirt's virt-api and virt-controller of {@link selectedKubevirtVersion} in the cache, else builds them
+ * from the Go module proxy with `scripts/build-kubevirt.sh` (needs Go 1.26; about ten minutes on two cores the
+ * first time, 2.3 GB of Go caches).
+ *
+ * @throws `VdiError` `CONTROL_PLANE_FAILED` when the build fails, with its last lines and how to run it again.
+ * @category testing
+ */
+export async function ensureKubevirtBinaries(options: EnsureBinariesOptions = {}): Promise<KubevirtBinaries> {
+  const version = selectedKubevirtVersion();
+  const dir = kubevirtCacheDir(version);
+  const found = {
+    version,
+    virtApi: join(dir, 'virt-api'),
+    virtController: join(dir, 'virt-controller'),
+    kubevirtInstall: join(dir, 'kubevirt-install'),
+  };
+  const complete = () => [found.virtApi, found.virtController, found.kubevirtInstall].every(isExecutable);
+  if (complete()) return { ...found, source: 'cache' };
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  log(`KubeVirt ${version} controllers not found in ${dir}; building them (about ten minutes, once)`);
+  await runBuildScript('build-kubevirt.sh', `KubeVirt ${version}'s controllers`, log, {
+    ...process.env,
+    CORRAL_KUBEVIRT_VERSION: version,
+  });
+  if (!complete()) {
+    throw new VdiError(
+      'CONTROL_PLANE_FAILED',
+      `The build finished but ${dir} lacks virt-api, virt-controller or kubevirt-install.`,
+    );
+  }
+  return { ...found, source: 'built' };
 }

@@ -4,8 +4,13 @@ export {
   controlPlaneCacheDir,
   type EnsureBinariesOptions,
   ensureControlPlaneBinaries,
+  ensureKubevirtBinaries,
+  type KubevirtBinaries,
+  kubevirtCacheDir,
   localKubernetesVersion,
+  localKubevirtVersion,
   selectedKubernetesVersion,
+  selectedKubevirtVersion,
 } from './binaries.js';
 export { type FixtureSet, loadFixtures } from './fixtures.js';
 export {
@@ -22,9 +27,18 @@ export {
   simulatorAnnotations,
   startKubevirtSimulator,
 } from './kubevirt/index.js';
+export {
+  isKubevirtNodePod,
+  type RealKubevirt,
+  type RealKubevirtCluster,
+  type RealKubevirtOptions,
+  startRealKubevirt,
+} from './kubevirt-real/index.js';
 export type { KubevirtWrite } from './kubevirt-writes.js';
 export {
   connectLocalCluster,
+  defaultKubevirtKind,
+  type KubevirtKind,
   type LocalCluster,
   type LocalClusterAccess,
   type LocalClusterCertificates,

@@ -2,7 +2,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -14,6 +13,7 @@ import {
   type KubevirtSimulatorOptions,
   startKubevirtSimulator,
 } from './kubevirt/index.js';
+import { isKubevirtNodePod, type RealKubevirt, startRealKubevirt } from './kubevirt-real/index.js';
 import {
   type KubevirtWrite,
   type KubevirtWriteRecorder,
@@ -21,6 +21,14 @@ import {
 } from './kubevirt-writes.js';
 import { startLoggedProcess as startProcess } from './logged-process.js';
 import { type NodeAgent, type NodeAgentOptions, startNodeAgent } from './node-agent/index.js';
+import {
+  exitDescription,
+  freeLoopbackPort,
+  killProcess,
+  stopProcess,
+  tailOf,
+  waitUntilUp,
+} from './process-supervision.js';
 
 /** PEM material of a {@link LocalCluster}, for servers that take part in it (the simulator's aggregated API). @category testing */
 export interface LocalClusterCertificates {
@@ -76,8 +84,10 @@ export interface LocalClusterAccess {
 
 /** A running etcd + kube-apiserver on loopback, as the process that started it sees it. @category testing */
 export interface LocalCluster extends LocalClusterAccess {
-  /** The KubeVirt simulator, unless it was turned off. */
+  /** The KubeVirt simulator, when it runs (`kubevirt: 'simulated'`, unless it was turned off). */
   simulator: KubevirtSimulator | undefined;
+  /** KubeVirt's own virt-api and virt-controller, when they run (`kubevirt: 'real'`). */
+  realKubevirt: RealKubevirt | undefined;
   /** The node agent that runs Pods, unless it was turned off. */
   nodeAgent: NodeAgent | undefined;
   /** How long the start took, in milliseconds. */
@@ -111,7 +121,13 @@ export interface LocalCluster extends LocalClusterAccess {
 
 /** Options of {@link startLocalCluster}. @category testing */
 export interface StartLocalClusterOptions {
-  /** Start the KubeVirt simulator (default), with these options, or not at all (`false`). */
+  /**
+   * Which KubeVirt runs: `'real'`, KubeVirt's own virt-api and virt-controller with a stand-in of virt-handler on
+   * the node agent's node ({@link startRealKubevirt}; needs the node agent), or `'simulated'`, the TypeScript
+   * simulator. Default: the environment's `CORRAL_KUBEVIRT` (`real` or `simulated`), else `'simulated'`.
+   */
+  kubevirt?: KubevirtKind;
+  /** With `kubevirt: 'simulated'`: start the KubeVirt simulator (default), with these options, or not at all (`false`). */
   simulator?: boolean | KubevirtSimulatorOptions;
   /**
    * Start the node agent that runs Pods (default), with these options, or not at all (`false`). Its node defaults
@@ -135,32 +151,25 @@ export interface StartLocalClusterOptions {
   log?: (line: string) => void;
 }
 
-const clusterName = 'corral-vdi-local';
+/** Which KubeVirt a local cluster runs. @category testing */
+export type KubevirtKind = 'real' | 'simulated';
 
-async function freeLoopbackPort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
+/** The KubeVirt a local cluster runs unless its options say: `CORRAL_KUBEVIRT`, else `'simulated'`. @category testing */
+export function defaultKubevirtKind(): KubevirtKind {
+  const chosen = process.env.CORRAL_KUBEVIRT?.trim();
+  if (chosen === undefined || chosen === '') return 'simulated';
+  if (chosen === 'real' || chosen === 'simulated') return chosen;
+  throw new VdiError(
+    'INVALID_INPUT',
+    `CORRAL_KUBEVIRT is "${chosen}"; set it to real or simulated, or unset it.`,
+  );
 }
+
+const clusterName = 'corral-vdi-local';
 
 function dataRoot(): string {
   // etcd fsyncs on every write; memory-backed storage keeps big tests fast.
   return existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-}
-
-function tailOf(path: string, lines = 30): string {
-  try {
-    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
 }
 
 // Lease writes at level Request (what was sent, not what came back), every other request not at all.
@@ -184,27 +193,6 @@ function leaseAuditArgs(dir: string, logPath: string): string[] {
     '--audit-log-format=json',
     '--audit-log-mode=blocking',
   ];
-}
-
-function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 5000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-// SIGKILL, as a crash: no shutdown, no goodbye to clients.
-function killProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
 }
 
 // The timer is the fault itself: the process stays frozen for exactly that long, whatever the caller does.
@@ -286,28 +274,6 @@ function httpsGet(url: string, ca: string, token: string): Promise<{ status: num
     req.on('error', reject);
     req.end();
   });
-}
-
-async function waitUntilUp(
-  what: string,
-  check: () => Promise<boolean>,
-  exited: () => string | undefined,
-  timeoutMs: number,
-) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const exitedWith = exited();
-    if (exitedWith) throw new Error(`${what} exited (${exitedWith})`);
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what} was not ready within ${timeoutMs / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-function exitDescription(child: ChildProcess): string | undefined {
-  if (child.exitCode !== null) return `exit code ${child.exitCode}`;
-  if (child.signalCode !== null) return `signal ${child.signalCode}`;
-  return undefined;
 }
 
 function kubeConfigFor(
@@ -412,11 +378,19 @@ export function connectLocalCluster(connection: LocalClusterConnection): LocalCl
 export async function startLocalCluster(options: StartLocalClusterOptions = {}): Promise<LocalCluster> {
   const started = Date.now();
   const log = options.log ?? (() => {});
+  const kubevirtKind = options.kubevirt ?? defaultKubevirtKind();
+  if (kubevirtKind === 'real' && options.nodeAgent === false) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      "KubeVirt's own controllers need the node agent to run their launcher Pods; leave nodeAgent on or use kubevirt: 'simulated'.",
+    );
+  }
   const binaries = await ensureControlPlaneBinaries({ log });
   const dir = mkdtempSync(join(dataRoot(), 'corral-vdi-cluster-'));
   const children: ChildProcess[] = [];
   let reaper: ChildProcess | undefined;
   let simulator: KubevirtSimulator | undefined;
+  let realKubevirt: RealKubevirt | undefined;
   let nodeAgent: NodeAgent | undefined;
   let recorder: KubevirtWriteRecorder | undefined;
 
@@ -428,6 +402,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    await realKubevirt?.stop();
     await nodeAgent?.stop();
     await simulator?.stop();
     await recorder?.close();
@@ -602,7 +577,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       kubeConfig,
     );
 
-    if (options.simulator !== false) {
+    if (kubevirtKind === 'simulated' && options.simulator !== false) {
       simulator = await startKubevirtSimulator(
         { kubeConfig, certificates },
         typeof options.simulator === 'object' ? options.simulator : {},
@@ -614,10 +589,17 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
         { kubeConfig, certificates },
         {
           nodeName: simulator?.nodeName,
+          ...(kubevirtKind === 'real' ? { idlePods: isKubevirtNodePod } : {}),
           ...(typeof options.nodeAgent === 'object' ? options.nodeAgent : {}),
         },
       );
       log(`node agent ready on ${nodeAgent.kubeletUrl}`);
+    }
+    if (kubevirtKind === 'real' && nodeAgent) {
+      realKubevirt = await startRealKubevirt(
+        { kubeConfig, server, caPem: ca.certPem, dataDir: dir },
+        { nodeName: nodeAgent.nodeName, log },
+      );
     }
     const kubevirtWrites = () => {
       if (!recorder) {
@@ -631,6 +613,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     return {
       ...access,
       simulator,
+      realKubevirt,
       nodeAgent,
       startupMs: Date.now() - started,
       stop,

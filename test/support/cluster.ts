@@ -69,13 +69,13 @@ export async function createTestNamespace(cluster: LocalClusterAccess, prefix = 
   return name;
 }
 
-/** A minimal stopped VM, as a golden VM or a pool member. */
+/** A minimal stopped VM, as a golden VM or a pool member: KubeVirt refuses to run one without memory. */
 export function stoppedVm(name: string, labels: Record<string, string> = {}): VirtualMachine {
   return {
     metadata: { name, labels },
     spec: {
       runStrategy: 'Halted',
-      template: { spec: { domain: { devices: {} } } },
+      template: { spec: { domain: { devices: {}, memory: { guest: '128Mi' } } } },
     },
   };
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type Informer, startInformer } from '../kubevirt/informer.js';
 import { IpPool, parseIpRange } from '../kubevirt/ip-pool.js';
 import { mergePatch, splitKey } from '../kubevirt/kube-calls.js';
@@ -17,6 +17,11 @@ export interface NodeAgentOptions {
   nodeName?: string;
   /** The CIDR inside 127.0.0.0/8 that Pod IPs come from, one per Pod while it runs. Default `127.2.0.0/16`. */
   podIpRange?: string;
+  /**
+   * Pods whose containers run a process that only waits (`sleep infinity`) in place of their commands, for images
+   * this node cannot run, such as KubeVirt's launcher. Default: none.
+   */
+  idlePods?: (pod: V1Pod) => boolean;
   /** Receives a line per binding, stream and deletion, every knob it cannot read, and every failed step it retries. */
   log?: (line: string) => void;
 }
@@ -167,6 +172,7 @@ export async function startNodeAgent(
       dataDir,
       scopeOf: scopes.of,
       requeue: (key, ms) => (ms === undefined ? podQueue.add(key) : podQueue.addAfter(key, ms)),
+      isIdle: options.idlePods ?? (() => false),
       log,
     });
 

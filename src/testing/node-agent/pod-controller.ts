@@ -31,6 +31,8 @@ export interface PodControllerOptions {
   scopeOf: (namespace: string) => Promise<NamespaceScope>;
   /** Asks for another look at a Pod's key, now or after `ms` milliseconds. */
   requeue: (key: string, ms?: number) => void;
+  /** Pods whose containers run a process that only waits, in place of their commands. */
+  isIdle: (pod: V1Pod) => boolean;
   log: (line: string) => void;
 }
 
@@ -259,6 +261,7 @@ export function createPodController(options: PodControllerOptions): PodControlle
         dir: join(options.dataDir, `${namespace}_${pod.metadata?.name ?? ''}_${uid}`),
         podIp: run.podIp,
         onChange: () => options.requeue(key),
+        idle: options.isIdle(pod),
       });
       run.sandbox.start(knobs.failStart);
     }

@@ -64,6 +64,8 @@ export interface PodSandboxOptions {
   podIp: string;
   /** Called whenever a container's state changed, so the Pod's status is written again. */
   onChange: () => void;
+  /** Run a process that only waits in place of each container's command (an image this node cannot run). */
+  idle?: boolean;
 }
 
 /** The longest wait before a crashed container starts again (kubelet's is five minutes; tests cannot wait that long). */
@@ -103,6 +105,8 @@ function environmentOf(pod: V1Pod, container: V1Container, dir: string, podIp: s
 
 /** The stand-in for an image's entrypoint when the spec names no command: a shell that reads its input. */
 const defaultEntrypoint = ['/bin/sh'];
+/** What an idle container runs: a process that stays up until it is stopped. */
+const idleCommand = ['sleep', 'infinity'];
 
 /**
  * The local processes of one Pod: each container's main process in the Pod's scratch folder, restarted as the
@@ -187,7 +191,9 @@ export class PodSandbox {
       this.finish(record, undefined, { exitCode: 128, reason: 'StartError', message: failStart }, failStart);
       return;
     }
-    const command = [...(record.spec.command ?? []), ...(record.spec.args ?? [])];
+    const command = this.options.idle
+      ? idleCommand
+      : [...(record.spec.command ?? []), ...(record.spec.args ?? [])];
     const tty = record.spec.tty === true;
     const started = new Date();
     const main = startLocalProcess(command.length > 0 ? command : defaultEntrypoint, {

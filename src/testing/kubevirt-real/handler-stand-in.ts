@@ -1,0 +1,181 @@
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { VirtualMachineInstance } from '../../kubevirt-types.js';
+import { type Informer, startInformer } from '../kubevirt/informer.js';
+import {
+  httpStatusOf,
+  kubevirtResources,
+  mergePatch,
+  splitKey,
+  unlessNotFound,
+} from '../kubevirt/kube-calls.js';
+import { createSimulatedNode } from '../kubevirt/nodes.js';
+import { KeyedWorkQueue } from '../kubevirt/work-queue.js';
+import { kubevirtNamespace } from './install.js';
+
+/** The labels KubeVirt's launcher Pods select a node by, and the devices they request, as virt-handler reports them. */
+const nodeLabels = {
+  'kubevirt.io/schedulable': 'true',
+  'machine-type.node.kubevirt.io/q35': 'true',
+  'kubernetes.io/arch': 'amd64',
+  'kubernetes.io/os': 'linux',
+};
+const kubevirtDevices = {
+  'devices.kubevirt.io/kvm': '1k',
+  'devices.kubevirt.io/tun': '1k',
+  'devices.kubevirt.io/vhost-net': '1k',
+};
+
+/** Options of {@link startHandlerStandIn}. */
+export interface HandlerStandInOptions {
+  /** An administrator's configuration: the node, the handler Pod and the reads. */
+  kubeConfig: KubeConfig;
+  /** A kubeconfig of the `kubevirt-controller` service account: KubeVirt's VMI mutator keeps the status it writes. */
+  controllerKubeconfig: string;
+  nodeName: string;
+  /** `status.allocatable` of the node beside KubeVirt's devices. */
+  allocatable: Record<string, string>;
+  version: string;
+  log: (line: string) => void;
+}
+
+/** A running stand-in of virt-handler on one node. */
+export interface HandlerStandIn {
+  nodeName: string;
+  stop(): Promise<void>;
+}
+
+/** Whether a Pod is one of KubeVirt's whose image this node does not run (launcher or handler). */
+export function isKubevirtNodePod(pod: V1Pod): boolean {
+  const role = pod.metadata?.labels?.['kubevirt.io'];
+  return role === 'virt-launcher' || role === 'virt-handler';
+}
+
+function isFinal(vmi: VirtualMachineInstance): boolean {
+  return vmi.status?.phase === 'Succeeded' || vmi.status?.phase === 'Failed';
+}
+
+/**
+ * Plays virt-handler for one node, as KubeVirt's own KWOK density test does, plus what that leaves out: labels the
+ * node and reports KubeVirt's devices, runs a handler Pod there, turns a VMI that virt-controller
+ * scheduled onto the node `Running` with its launcher Pod's address as the guest's (as masquerade networking
+ * shows it), and ends a VMI being deleted as a shut-down guest (`Succeeded`), so that virt-controller removes its
+ * launcher Pod and its finalizer. Status writes go as `kubevirt-controller`, whose writes KubeVirt keeps.
+ */
+export async function startHandlerStandIn(options: HandlerStandInOptions): Promise<HandlerStandIn> {
+  const { kubeConfig, nodeName, log } = options;
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const controllerConfig = new KubeConfig();
+  controllerConfig.loadFromString(options.controllerKubeconfig);
+  const asController = controllerConfig.makeApiClient(CustomObjectsApi);
+  const queue = new KeyedWorkQueue(8, log);
+
+  // no heartbeat annotation: virt-controller counts a node without one as responsive
+  await createSimulatedNode(kubeConfig, {
+    name: nodeName,
+    allocatable: { ...options.allocatable, ...kubevirtDevices },
+    labels: nodeLabels,
+  });
+
+  const handlerPod = `virt-handler-${nodeName}`;
+  await unlessNotFound(
+    core.deleteNamespacedPod({ namespace: kubevirtNamespace, name: handlerPod, gracePeriodSeconds: 0 }),
+  );
+  await core.createNamespacedPod({
+    namespace: kubevirtNamespace,
+    body: {
+      metadata: { name: handlerPod, labels: { 'kubevirt.io': 'virt-handler' } },
+      spec: {
+        nodeName,
+        containers: [{ name: 'virt-handler', image: `quay.io/kubevirt/virt-handler:${options.version}` }],
+      },
+    },
+  });
+
+  const launcherAddress = async (vmi: VirtualMachineInstance): Promise<string | undefined> => {
+    const { items } = await core.listNamespacedPod({
+      namespace: vmi.metadata.namespace ?? '',
+      labelSelector: `kubevirt.io/created-by=${vmi.metadata.uid ?? ''}`,
+    });
+    return items.find((pod) => pod.status?.phase === 'Running' && pod.status.podIP)?.status?.podIP;
+  };
+
+  const writeStatus = async (vmi: VirtualMachineInstance, status: Record<string, unknown>) => {
+    const { namespace = '', name = '' } = vmi.metadata;
+    try {
+      // a VMI has no status subresource: its status is written with the object, at the version read
+      await asController.patchNamespacedCustomObject(
+        {
+          ...kubevirtResources.vmi,
+          namespace,
+          name,
+          body: { metadata: { resourceVersion: vmi.metadata.resourceVersion }, status },
+        },
+        mergePatch,
+      );
+    } catch (error) {
+      // changed or gone meanwhile: its own event brings the next look
+      if (httpStatusOf(error) !== 409 && httpStatusOf(error) !== 404) throw error;
+    }
+  };
+
+  let vmis: Informer<VirtualMachineInstance> | undefined;
+  const reconcile = async (key: string) => {
+    const vmi = vmis?.get(key);
+    if (!vmi || vmi.status?.nodeName !== nodeName || isFinal(vmi)) return;
+    const now = new Date().toISOString();
+    const transitions = (vmi.status?.phaseTransitionTimestamps as unknown[] | undefined) ?? [];
+    if (vmi.metadata.deletionTimestamp) {
+      log(`${key}: the guest shuts down`);
+      await writeStatus(vmi, {
+        phase: 'Succeeded',
+        phaseTransitionTimestamps: [...transitions, { phase: 'Succeeded', phaseTransitionTimestamp: now }],
+      });
+      return;
+    }
+    if (vmi.status?.phase !== 'Scheduled') return;
+    const address = await launcherAddress(vmi);
+    if (address === undefined) {
+      queue.addAfter(key, 200);
+      return;
+    }
+    const declared = vmi.spec?.domain?.devices?.interfaces as { name?: string }[] | undefined;
+    log(`${key}: the guest runs at ${address}`);
+    await writeStatus(vmi, {
+      phase: 'Running',
+      conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: now }],
+      interfaces: [
+        {
+          name: declared?.[0]?.name ?? 'default',
+          ipAddress: address,
+          ipAddresses: [address],
+          interfaceName: 'eth0',
+          infoSource: 'domain, guest-agent',
+        },
+      ],
+      guestOSInfo: {},
+      migrationTransport: 'Unix',
+      phaseTransitionTimestamps: [...transitions, { phase: 'Running', phaseTransitionTimestamp: now }],
+    });
+  };
+
+  vmis = await startInformer<VirtualMachineInstance>({
+    kubeConfig,
+    resource: kubevirtResources.vmi,
+    onChange: (key) => queue.add(key),
+    log,
+  });
+  queue.start(reconcile);
+
+  return {
+    nodeName,
+    stop: async () => {
+      vmis?.stop();
+      await queue.stop();
+    },
+  };
+}
+
+/** The `namespace/name` of the handler Pod of a node. */
+export function handlerPodRef(nodeName: string): { namespace: string; name: string } {
+  return splitKey(`${kubevirtNamespace}/virt-handler-${nodeName}`);
+}

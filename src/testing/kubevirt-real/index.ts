@@ -1,0 +1,7 @@
+export { isKubevirtNodePod } from './handler-stand-in.js';
+export {
+  type RealKubevirt,
+  type RealKubevirtCluster,
+  type RealKubevirtOptions,
+  startRealKubevirt,
+} from './real-kubevirt.js';

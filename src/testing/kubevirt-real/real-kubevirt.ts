@@ -1,0 +1,209 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApiregistrationV1Api, CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { VdiError } from '../../errors.js';
+import { ensureKubevirtBinaries } from '../binaries.js';
+import { startLoggedProcess } from '../logged-process.js';
+import {
+  exitDescription,
+  freeLoopbackPort,
+  stopProcess,
+  tailOf,
+  waitUntilUp,
+} from '../process-supervision.js';
+import { type HandlerStandIn, startHandlerStandIn } from './handler-stand-in.js';
+import {
+  generateInstall,
+  installKubevirt,
+  kubevirtNamespace,
+  serviceAccountKubeconfig,
+  serviceAccounts,
+} from './install.js';
+
+/** Options of {@link startRealKubevirt}. @category testing */
+export interface RealKubevirtOptions {
+  /** The node the handler stand-in plays virt-handler on (the node agent's, so it runs the launcher Pods). */
+  nodeName: string;
+  /** `status.allocatable` of that node beside KubeVirt's devices. */
+  allocatable?: Record<string, string>;
+  /** Receives a line per step, and the stand-in's lines. */
+  log?: (line: string) => void;
+}
+
+/** What {@link startRealKubevirt} needs of the cluster. @category testing */
+export interface RealKubevirtCluster {
+  kubeConfig: KubeConfig;
+  /** The apiserver's URL, which the programs' own kubeconfigs name. */
+  server: string;
+  /** The apiserver's CA. */
+  caPem: string;
+  /** A folder for the install objects, the certificates, the kubeconfigs and the programs' logs. */
+  dataDir: string;
+}
+
+/** KubeVirt's own virt-api and virt-controller on a local control plane. @category testing */
+export interface RealKubevirt {
+  /** The KubeVirt release that runs, `v1.9.0` unless `CORRAL_KUBEVIRT_VERSION` names another. */
+  version: string;
+  /** The node whose virt-handler the stand-in plays. */
+  nodeName: string;
+  /** The logs of virt-api and virt-controller. */
+  logs: { virtApi: string; virtController: string };
+  /** Stops virt-controller (SIGTERM): VMs, VMIs and clones stay as they are until {@link RealKubevirt.startController}. */
+  stopController(): Promise<void>;
+  /** Starts virt-controller again after {@link RealKubevirt.stopController}; resolves once it leads. */
+  startController(): Promise<void>;
+  /** Stops the stand-in, virt-controller and virt-api. Leaves every object in the cluster as it is. */
+  stop(): Promise<void>;
+}
+
+// Short leases, so that a restarted virt-controller leads again within seconds, not the default 15 s.
+const leaderElection = [
+  '--leader-elect-lease-duration=4s',
+  '--leader-elect-renew-deadline=3s',
+  '--leader-elect-retry-period=1s',
+];
+
+async function isApiServiceAvailable(kubeConfig: KubeConfig, name: string): Promise<boolean> {
+  const service = await kubeConfig.makeApiClient(ApiregistrationV1Api).readAPIService({ name });
+  return service.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') === true;
+}
+
+/**
+ * Runs KubeVirt's own virt-api and virt-controller (built by {@link ensureKubevirtBinaries}) against a control
+ * plane, as virt-operator would deploy them: its install objects and certificates from virt-operator's own code,
+ * each program with a token of its own service account, the webhooks and `subresources.kubevirt.io` pointed at
+ * virt-api on loopback. A stand-in plays virt-handler on `nodeName` (docs/simulator.md says what it does); the
+ * node agent must run there with `idlePods: isKubevirtNodePod`. Resolves once virt-api's APIService is
+ * `Available` and virt-controller holds its leader Lease.
+ *
+ * @throws `VdiError` `CONTROL_PLANE_FAILED` with the program's last log lines when one does not come up.
+ * @category testing
+ */
+export async function startRealKubevirt(
+  cluster: RealKubevirtCluster,
+  options: RealKubevirtOptions,
+): Promise<RealKubevirt> {
+  const log = options.log ?? (() => {});
+  const { kubeConfig } = cluster;
+  const binaries = await ensureKubevirtBinaries({ log });
+  const dir = join(cluster.dataDir, 'kubevirt');
+  mkdirSync(dir, { recursive: true });
+  const { objects, certificates } = await generateInstall(binaries, dir);
+  const [apiPort, controllerPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+  await installKubevirt(kubeConfig, objects, certificates, apiPort);
+  const kubeconfigOf = async (account: string) => {
+    const path = join(dir, `${account}.kubeconfig`);
+    const text = await serviceAccountKubeconfig(kubeConfig, account, cluster.server, cluster.caPem);
+    writeFileSync(path, text, { mode: 0o600 });
+    return { path, text };
+  };
+  const apiAccount = await kubeconfigOf(serviceAccounts.api);
+  const controllerAccount = await kubeconfigOf(serviceAccounts.controller);
+  const logs = { virtApi: join(dir, 'virt-api.log'), virtController: join(dir, 'virt-controller.log') };
+
+  const children = new Set<ChildProcess>();
+  let standIn: HandlerStandIn | undefined;
+  const failed = (what: string, logPath: string) => (error: Error) => {
+    throw new VdiError(
+      'CONTROL_PLANE_FAILED',
+      `${what}: ${error.message}; its log ends:\n${tailOf(logPath)}`,
+    );
+  };
+  const virtApi = startLoggedProcess(
+    binaries.virtApi,
+    [
+      `--kubeconfig=${apiAccount.path}`,
+      '--listen=127.0.0.1',
+      `--port=${apiPort}`,
+      `--tls-cert-file=${certificates.api.certPath}`,
+      `--tls-key-file=${certificates.api.keyPath}`,
+      `--handler-cert-file=${certificates.handlerClient.certPath}`,
+      `--handler-key-file=${certificates.handlerClient.keyPath}`,
+    ],
+    logs.virtApi,
+  );
+  children.add(virtApi);
+
+  let controller: ChildProcess | undefined;
+  const startController = async () => {
+    const since = new Date();
+    controller = startLoggedProcess(
+      binaries.virtController,
+      [
+        `--kubeconfig=${controllerAccount.path}`,
+        '--listen=127.0.0.1',
+        `--port=${controllerPort}`,
+        `--prom-cert-file=${certificates.controller.certPath}`,
+        `--prom-key-file=${certificates.controller.keyPath}`,
+        `--launcher-image=quay.io/kubevirt/virt-launcher:${binaries.version}`,
+        ...leaderElection,
+      ],
+      logs.virtController,
+    );
+    const running = controller;
+    children.add(running);
+    const leases = kubeConfig.makeApiClient(CoordinationV1Api);
+    await waitUntilUp(
+      'virt-controller',
+      async () => {
+        const lease = await leases.readNamespacedLease({
+          name: 'virt-controller',
+          namespace: kubevirtNamespace,
+        });
+        const renewed = lease.spec?.renewTime ?? lease.spec?.acquireTime;
+        return (
+          lease.spec?.holderIdentity !== undefined && renewed !== undefined && new Date(renewed) >= since
+        );
+      },
+      () => exitDescription(running),
+      60_000,
+    ).catch(failed('virt-controller did not lead', logs.virtController));
+    log(`virt-controller ${binaries.version} leads`);
+  };
+  const stopController = async () => {
+    if (!controller) return;
+    const stopping = controller;
+    controller = undefined;
+    children.delete(stopping);
+    await stopProcess(stopping);
+  };
+  const stop = async () => {
+    await standIn?.stop();
+    for (const child of children) await stopProcess(child);
+    children.clear();
+  };
+
+  try {
+    await waitUntilUp(
+      'virt-api',
+      () => isApiServiceAvailable(kubeConfig, 'v1.subresources.kubevirt.io'),
+      () => exitDescription(virtApi),
+      60_000,
+    ).catch(failed('virt-api did not serve', logs.virtApi));
+    log(`virt-api ${binaries.version} serves on https://127.0.0.1:${apiPort}`);
+    await startController();
+    standIn = await startHandlerStandIn({
+      kubeConfig,
+      controllerKubeconfig: controllerAccount.text,
+      nodeName: options.nodeName,
+      allocatable: options.allocatable ?? { cpu: '8', memory: '16Gi', pods: '110' },
+      version: binaries.version,
+      log,
+    });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    version: binaries.version,
+    nodeName: options.nodeName,
+    logs,
+    stopController,
+    startController: async () => {
+      if (!controller) await startController();
+    },
+    stop,
+  };
+}

@@ -1,0 +1,148 @@
+import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { goldenLabel } from '../../../src/keys.js';
+import { createPool } from '../../../src/pools/pool-service.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
+import { createVdi, type Vdi } from '../../../src/vdi.js';
+import { stoppedVm, usePrivateCluster, waitForRunningVmi } from '../../support/cluster.js';
+
+// KubeVirt's own virt-api and virt-controller, with the stand-in of virt-handler on the node agent's node.
+const cluster = usePrivateCluster({ kubevirt: 'real' });
+
+let namespaceCount = 0;
+async function namespaceFor(prefix: string): Promise<Vdi> {
+  namespaceCount += 1;
+  const name = `${prefix}-${namespaceCount}`;
+  await cluster()
+    .kubeConfig.makeApiClient(CoreV1Api)
+    .createNamespace({ body: { metadata: { name } } });
+  return createVdi({ kubeConfig: cluster().kubeConfig, namespace: name });
+}
+
+/** The field managers that wrote an object, as the apiserver records them. */
+function managersOf(object: unknown): string[] {
+  const fields = (object as { metadata?: { managedFields?: { manager?: string }[] } } | undefined)?.metadata
+    ?.managedFields;
+  return (fields ?? []).map((field) => field.manager ?? '');
+}
+
+describe("KubeVirt's own controllers make what the SDK asks for", () => {
+  const seen: { kind: string; name: string; namespace: string }[] = [];
+  const watches: AbortController[] = [];
+  beforeAll(async () => {
+    // every snapshot and restore a clone makes, seen as it is created: KubeVirt removes both once the clone ends
+    const watch = new Watch(cluster().kubeConfig);
+    for (const plural of ['virtualmachinesnapshots', 'virtualmachinerestores']) {
+      watches.push(
+        await watch.watch(
+          `/apis/snapshot.kubevirt.io/v1beta1/${plural}`,
+          {},
+          (phase, object: { kind: string; metadata: { name: string; namespace: string } }) => {
+            if (phase === 'ADDED') seen.push({ kind: object.kind, ...object.metadata });
+          },
+          () => {},
+        ),
+      );
+    }
+  });
+  afterAll(() => {
+    for (const watch of watches) watch.abort();
+  });
+
+  it('creates a pool from a golden VM without labels and from one with labels, and both finish', async () => {
+    const vdi = await namespaceFor('real-pools');
+    await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('bare'));
+    await vdi.context.cluster.createVm(
+      vdi.namespace,
+      stoppedVm('labelled', { app: 'desktop', 'corral.dev/vdi-pool': 'elsewhere' }),
+    );
+    const bare = await createPool(vdi.context, {
+      name: 'bare-pool',
+      from: 'bare',
+      size: 2,
+      cloneTimeoutMs: 30_000,
+    });
+    const labelled = await createPool(vdi.context, {
+      name: 'labelled-pool',
+      from: 'labelled',
+      size: 1,
+      cloneTimeoutMs: 30_000,
+    });
+    expect(bare.members).toEqual(['bare-pool-1', 'bare-pool-2']);
+    expect(labelled.members).toEqual(['labelled-pool-1']);
+
+    const member = await vdi.context.cluster.getVm(vdi.namespace, 'bare-pool-1');
+    expect(member?.metadata.labels).toEqual({ 'corral.dev/vdi-pool': 'bare-pool' });
+    expect(member?.metadata.annotations?.['corral.dev/vdi-source']).toBe('bare');
+    expect(member?.spec.runStrategy).toBe('Halted');
+    // the golden VM without a label got the one label the restore needs; the labelled one was left as it was
+    expect((await vdi.context.cluster.getVm(vdi.namespace, 'bare'))?.metadata.labels).toEqual({
+      [goldenLabel]: 'true',
+    });
+    expect((await vdi.context.cluster.getVm(vdi.namespace, 'labelled'))?.metadata.labels).toEqual({
+      app: 'desktop',
+      'corral.dev/vdi-pool': 'elsewhere',
+    });
+    const labelledMember = await vdi.context.cluster.getVm(vdi.namespace, 'labelled-pool-1');
+    expect(labelledMember?.metadata.labels).toEqual({
+      app: 'desktop',
+      'corral.dev/vdi-pool': 'labelled-pool',
+    });
+
+    // KubeVirt's restore made each member, through a snapshot and a restore of its own
+    expect(labelledMember?.metadata.annotations?.['restore.kubevirt.io/lastRestoreUID']).toBeTruthy();
+    expect(managersOf(labelledMember)).toContain('virt-controller');
+    const ours = seen.filter((object) => object.namespace === vdi.namespace);
+    expect(ours.filter((object) => object.kind === 'VirtualMachineSnapshot')).toHaveLength(3);
+    expect(ours.filter((object) => object.kind === 'VirtualMachineRestore')).toHaveLength(3);
+  });
+
+  it('runs a claimed member through virt-controller: its VMI, its launcher Pod and the mutator’s defaults', async () => {
+    const vdi = await namespaceFor('real-claim');
+    await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('golden', { app: 'desktop' }));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, cloneTimeoutMs: 30_000 });
+    const desktop = await vdi.claim({ pool: 'devpool', identity: 'alice@example.com' });
+    const vmi = await waitForRunningVmi(vdi.context.cluster, vdi.namespace, desktop.member);
+
+    // virt-api's mutator defaulted the VM, as KubeVirt does and the simulator did not
+    const vm = await vdi.context.cluster.getVm(vdi.namespace, desktop.member);
+    expect(vm?.spec.template?.spec?.domain?.machine).toEqual({ type: 'q35' });
+    expect(vm?.spec.template?.spec?.architecture).toBe('amd64');
+    // virt-controller made the VMI and its launcher Pod; the stand-in of virt-handler only ran it
+    expect(managersOf(vmi)).toContain('virt-controller');
+    const { items: pods } = await cluster()
+      .kubeConfig.makeApiClient(CoreV1Api)
+      .listNamespacedPod({ namespace: vdi.namespace, labelSelector: 'kubevirt.io=virt-launcher' });
+    expect(pods).toHaveLength(1);
+    expect(pods[0]?.metadata?.name).toMatch(new RegExp(`^virt-launcher-${desktop.member}-`));
+    expect(pods[0]?.metadata?.ownerReferences?.[0]).toMatchObject({
+      kind: 'VirtualMachineInstance',
+      name: desktop.member,
+    });
+    expect(managersOf(pods[0])).toContain('virt-controller');
+    expect(vmi.status?.interfaces?.[0]?.ipAddress).toBe(pods[0]?.status?.podIP);
+
+    // a release stops the member: KubeVirt removes the VMI and its launcher Pod
+    await vdi.release({ member: desktop.member, identity: 'alice@example.com' });
+    await waitFor(
+      async () => ({
+        vmi: await vdi.context.cluster.getVmi(vdi.namespace, desktop.member),
+        pods: await cluster()
+          .kubeConfig.makeApiClient(CoreV1Api)
+          .listNamespacedPod({ namespace: vdi.namespace, labelSelector: 'kubevirt.io=virt-launcher' }),
+      }),
+      {
+        describe: `the VMI and launcher Pod of ${desktop.member} to go`,
+        until: (found) => found.vmi === undefined && found.pods.items.length === 0,
+      },
+    );
+    const leases = await cluster().kubeConfig.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group: 'coordination.k8s.io',
+      version: 'v1',
+      namespace: 'kubevirt',
+      plural: 'leases',
+      name: 'virt-controller',
+    });
+    expect((leases as { spec: { holderIdentity: string } }).spec.holderIdentity).toBeTruthy();
+  });
+});
