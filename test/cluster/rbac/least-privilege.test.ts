@@ -251,11 +251,14 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
     kube.listLeases(namespace, leasePoolLabel),
     kube.listClones(namespace),
   ]);
-  // a clone left behind is finished, so it makes nothing more, and the error names it (docs/pools.md)
-  for (const clone of clones) {
-    expect(['Succeeded', 'Failed']).toContain(clone.status?.phase);
-    expect(failure.message).toContain(clone.metadata.name);
-  }
+  // clones left behind are finished, so they make nothing more, and the error gives the command that removes
+  // exactly them (docs/pools.md)
+  for (const clone of clones) expect(['Succeeded', 'Failed']).toContain(clone.status?.phase);
+  const removal = /"kubectl delete virtualmachineclones\.clone\.kubevirt\.io -n (\S+) ([^"]+)"/.exec(
+    failure.message,
+  );
+  expect(removal?.[2]?.split(' ').sort() ?? []).toEqual(clones.map((clone) => clone.metadata.name).sort());
+  if (removal) expect(removal[1]).toBe(namespace);
   const [pods, services, homeClaims] = await Promise.all([
     kube.listPods(namespace, `${kindLabel}=ct`),
     kube.listServices(namespace, `${kindLabel}=ct`),
