@@ -11,6 +11,12 @@ export interface VdiEvents {
   ];
   /** A claimant lost the Lease race for a member and moved on. */
   'claim-conflict': [event: { desktopId: string; identity: string }];
+  /**
+   * A claim could not delete its claimant Lease `lease` as it ended (most often the identity may not delete Leases;
+   * `error` says why). The claim's own answer stands; the identity's next claim of the same pool (or, for its
+   * namespace-wide Lease, its next claim under a per-user limit) waits 5 s for the Lease and then takes it over.
+   */
+  'claimant-lease-left': [event: { namespace: string; lease: string; identity: string; error: string }];
   /** A desktop was started (or found running). */
   started: [event: { desktopId: string; identity: string }];
   /** A start failed; the claim stays. */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import type { DesktopKind, MemberConsole } from '../desktop-backend.js';
+import type { VdiEvents } from '../events.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
@@ -166,6 +167,12 @@ export function createBroker(options: BrokerOptions): Broker {
     readConsoles: () => consoles.list(),
     log,
   });
+  // a claim answers whether or not its claimant Lease could be deleted; what it left is the operator's to see
+  const logClaimantLeaseLeft = (left: VdiEvents['claimant-lease-left'][0]) =>
+    log(
+      `broker: a claim of ${left.identity} left its claimant Lease ${left.namespace}/${left.lease} (${left.error}); the identity's next claim that takes it waits 5 s for it: grant delete on leases`,
+    );
+  ctx.events.on('claimant-lease-left', logClaimantLeaseLeft);
   let markStarted: () => void = () => {};
   const started = new Promise<void>((resolve) => {
     markStarted = resolve;
@@ -357,6 +364,7 @@ export function createBroker(options: BrokerOptions): Broker {
       await tasks.settled();
       if (settings.caches) vdi.stopCaches();
       metrics.detach();
+      ctx.events.off('claimant-lease-left', logClaimantLeaseLeft);
     },
     isLeader: () => (leader ? leader.isLeader() : loopsRunning),
     leader,

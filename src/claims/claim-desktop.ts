@@ -259,17 +259,11 @@ async function claimMember(
       await giveBackClaimantLocks(ctx, held.locks);
       throw error;
     }
+    // never fails: a claimant Lease it cannot delete is told as an event, and the claim answers as it went
     const unlocking = giveBackClaimantLocks(ctx, held.locks);
-    // awaited below; a failure meanwhile is not an unhandled one
-    unlocking.catch(() => undefined);
     if (turn.kind === 'won') {
       // the claimant Lease is deleted while the claim finishes: the member's Lease already holds the claim
-      const result = await finishClaim(ctx, backend, turn, asked).catch(async (error: unknown) => {
-        await unlocking.catch(() => undefined);
-        throw error;
-      });
-      // a claimant Lease that may not be deleted is said, though the claim holds: the caller's retry renews it
-      await unlocking;
+      const result = await finishClaim(ctx, backend, turn, asked).finally(() => unlocking);
       if (result) return result;
     } else await unlocking;
     if (turn.kind === 'limited') throw userLimitError(asked.identity, turn.refusal);

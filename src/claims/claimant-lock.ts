@@ -151,8 +151,9 @@ export async function takeClaimantLocks(
 }
 
 /**
- * Deletes the claimant Leases a claim holds. One that cannot be deleted now (the apiserver went away) is taken over
- * as stale by the next claim; a refusal (no delete right) is the caller's to fix, and is said.
+ * Deletes the claimant Leases a claim holds. One that cannot be deleted (the apiserver went away, or the identity may
+ * not delete Leases) never changes what the claim answers: it is told as a `claimant-lease-left` event, and the next
+ * claim of its scope takes it over once it stayed unchanged for {@link claimantStaleMs}.
  */
 export async function giveBackClaimantLocks(
   ctx: VdiContext,
@@ -162,8 +163,13 @@ export async function giveBackClaimantLocks(
     locks.map(async (lock) => {
       if (!lock) return;
       await deleteLeaseAsRead(ctx, lock.lease).catch((error: unknown) => {
-        if (isVdiError(error) && error.retryable) return false;
-        throw error;
+        const { metadata, spec } = lock.lease;
+        ctx.events.emit('claimant-lease-left', {
+          namespace: metadata.namespace ?? '',
+          lease: metadata.name ?? '',
+          identity: spec.holderIdentity ?? '',
+          error: error instanceof Error ? error.message : String(error),
+        });
       });
     }),
   );

@@ -55,7 +55,7 @@ const outcomeOf = (error: unknown) => (isVdiError(error) ? error.code : 'INTERNA
 
 /**
  * Creates the metrics of one broker: pool gauges, claims, releases, reclaims, reclaim passes, Lease conflicts,
- * apiserver requests, open consoles and leader state. It listens to `ctx.cluster` and `ctx.events` until
+ * claimant Leases left, apiserver requests, open consoles and leader state. It listens to `ctx.cluster` and `ctx.events` until
  * {@link BrokerMetrics.detach}.
  *
  * @example
@@ -125,6 +125,11 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
     labelNames: ['verb'],
     registers,
   });
+  const claimantLeasesLeft = new Counter({
+    name: `${prefix}claimant_leases_left_total`,
+    help: 'Claimant Leases a claim could not delete as it ended (most often no delete on Leases); each makes the next claim of its identity and pool wait 5 s.',
+    registers,
+  });
   const requests = new Counter({
     name: `${prefix}apiserver_requests_total`,
     help: 'Apiserver requests, each try, by verb and code: 2xx, the failure status, or error without an answer.',
@@ -155,8 +160,10 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
   const onReclaimed = ({ reason }: VdiEvents['reclaimed'][0]) => reclaims.inc({ reason, result: 'ok' });
   const onReclaimFailed = ({ reason }: VdiEvents['reclaim-failed'][0]) =>
     reclaims.inc({ reason, result: 'failed' });
+  const onClaimantLeaseLeft = () => claimantLeasesLeft.inc();
   ctx.events.on('reclaimed', onReclaimed);
   ctx.events.on('reclaim-failed', onReclaimFailed);
+  ctx.events.on('claimant-lease-left', onClaimantLeaseLeft);
 
   async function readPoolGauges(): Promise<void> {
     for (const gauge of Object.values(pools)) gauge.reset();
@@ -219,6 +226,7 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
       stopObserving();
       ctx.events.off('reclaimed', onReclaimed);
       ctx.events.off('reclaim-failed', onReclaimFailed);
+      ctx.events.off('claimant-lease-left', onClaimantLeaseLeft);
     },
   };
 }

@@ -50,12 +50,18 @@ export async function makeMembers(
       cleanup =
         left.length === 0
           ? `Everything this call made was removed again${kept}.`
-          : `The members this call made were removed again${kept}, but not the finished clone objects ${left.map((outcome) => outcome.clone).join(', ')} (${left[0]?.cloneLeft}); they make nothing more: delete them once the permission is granted.`;
+          : `The members this call made were removed again${kept}, but not the finished clone objects ${left.map((outcome) => outcome.clone).join(', ')} (${left[0]?.cloneLeft}); they make nothing more: once the permission is granted, remove them with "${removeClonesCommand(input.namespace, left)}", or a later create of the pool replaces them.`;
     } catch (error) {
       cleanup = `Removing what was made failed (${(error as Error).message}); delete the pool to remove what remains.`;
     }
   }
   throw makeFailure(outcomes, input, cleanup);
+}
+
+// only the VM factory leaves objects behind (`cloneLeft`): its members' VirtualMachineClones
+function removeClonesCommand(namespace: string, left: readonly MemberOutcome[]): string {
+  const names = left.map((outcome) => outcome.clone).join(' ');
+  return `kubectl delete virtualmachineclones.clone.kubevirt.io -n ${namespace} ${names}`;
 }
 
 function makeFailure(

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { createBroker } from '../../../src/broker/broker.js';
+import { tailscaleIdentity } from '../../../src/broker/identity.js';
+import { claimantLeaseName } from '../../../src/claims/claimant-lock.js';
 import { ctMemberLabel, kindLabel } from '../../../src/ct/ct-keys.js';
 import { isVdiError } from '../../../src/errors.js';
 import { assignedToKey, leasePoolLabel, removalHolder } from '../../../src/keys.js';
@@ -248,11 +251,14 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
     kube.listLeases(namespace, leasePoolLabel),
     kube.listClones(namespace),
   ]);
-  // a clone left behind is finished, so it makes nothing more, and the error names it (docs/pools.md)
-  for (const clone of clones) {
-    expect(['Succeeded', 'Failed']).toContain(clone.status?.phase);
-    expect(failure.message).toContain(clone.metadata.name);
-  }
+  // clones left behind are finished, so they make nothing more, and the error gives the command that removes
+  // exactly them (docs/pools.md)
+  for (const clone of clones) expect(['Succeeded', 'Failed']).toContain(clone.status?.phase);
+  const removal = /"kubectl delete virtualmachineclones\.clone\.kubevirt\.io -n (\S+) ([^"]+)"/.exec(
+    failure.message,
+  );
+  expect(removal?.[2]?.split(' ').sort() ?? []).toEqual(clones.map((clone) => clone.metadata.name).sort());
+  if (removal) expect(removal[1]).toBe(namespace);
   const [pods, services, homeClaims] = await Promise.all([
     kube.listPods(namespace, `${kindLabel}=ct`),
     kube.listServices(namespace, `${kindLabel}=ct`),
@@ -310,10 +316,16 @@ async function runAsAdmin(step: Step, admin: Vdi, state: RunState): Promise<void
   }
 }
 
+/** The claimant Leases a case's broker logged and counted as left behind by claims that answered all the same. */
+interface LeftClaimants {
+  logged: string[];
+  counted: number;
+}
+
 async function runCase(
   missing: Permission | undefined,
   index: number,
-): Promise<{ failed: Record<string, Failure> }> {
+): Promise<{ failed: Record<string, Failure>; left: LeftClaimants }> {
   const namespace = await createTestNamespace(cluster(), 'rbac');
   const clock = createTestClock();
   const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
@@ -328,6 +340,14 @@ async function runCase(
   ]);
   // the SDK's own retries of transient apiserver errors, as a user gets them: a refusal is never retried
   const vdi = createVdi({ kubeConfig, namespace, clock });
+  // the broker an operator runs on that SDK: what a claim cannot clean up goes to its log and metrics
+  const logged: string[] = [];
+  const broker = createBroker({
+    vdi,
+    identity: [tailscaleIdentity({ trustHeaders: true })],
+    namespaces: [namespace],
+    log: (line) => logged.push(line),
+  });
   const state: RunState = { clock, admin, members: {} };
   const failed: Record<string, Failure> = {};
   try {
@@ -342,10 +362,27 @@ async function runCase(
       }
     }
   } finally {
+    await broker.stop();
     await unbind();
   }
-  return { failed };
+  const counter = await broker.metrics.registry.getSingleMetric(leftClaimantsMetric)?.get();
+  const left = {
+    logged: logged.filter((line) => line.includes('claimant Lease')),
+    counted: counter?.values[0]?.value ?? 0,
+  };
+  return { failed, left };
 }
+
+const leftClaimantsMetric = 'corral_vdi_claimant_leases_left_total';
+const deleteLeases = 'delete leases.coordination.k8s.io';
+// the claimant Leases of the claims in the steps: alice's and bob's on p, erin's for the namespace and on p, dave's on c
+const claimantsOfTheSteps = [
+  { pool: 'p', identity: 'alice' },
+  { pool: 'p', identity: 'bob' },
+  { identity: 'erin' },
+  { pool: 'p', identity: 'erin' },
+  { pool: 'c', identity: 'dave' },
+].map(claimantLeaseName);
 
 const caseTimeoutMs = 5 * minute;
 const rows = [undefined, ...documentedPermissions()].map((missing) => ({
@@ -357,7 +394,7 @@ describe('an identity bound to exactly the documented Role, less one permission 
   it.concurrent.each(rows)(
     'without $name, fails exactly the operations that need it, FORBIDDEN and naming it, leaving what the docs describe',
     async ({ missing, name }) => {
-      const { failed } = await runCase(
+      const { failed, left } = await runCase(
         missing,
         rows.findIndex((row) => row.name === name),
       );
@@ -376,6 +413,11 @@ describe('an identity bound to exactly the documented Role, less one permission 
         );
       }
       expect(Object.keys(failed)).toEqual(expected[name]);
+      // a claim that may not delete its claimant Lease answers its desktop; the broker logs and counts the Lease
+      const leftBehind = name === deleteLeases ? claimantsOfTheSteps : [];
+      expect(left.counted, `claimant Leases counted as left without ${name}`).toBe(leftBehind.length);
+      expect(left.logged).toHaveLength(leftBehind.length);
+      for (const lease of leftBehind) expect(left.logged.join('\n')).toContain(lease);
     },
     caseTimeoutMs,
   );
@@ -448,16 +490,13 @@ const expected: Record<string, string[]> = {
     'session pass (reclaim)',
     'ct release',
   ],
+  // a claim that may not delete its claimant Lease still answers its desktop, and the broker says what it left
   'delete leases.coordination.k8s.io': [
     'pool shrink',
-    'claim',
-    'assign',
     'release',
     'unassign',
-    'claim with a limit',
     'session pass (reclaim)',
     'pool delete',
-    'ct claim',
     'ct release',
     'ct shrink',
     'ct-pool delete',
