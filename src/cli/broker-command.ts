@@ -46,15 +46,24 @@ async function identityFrom(
   });
 }
 
-// A secret from a file, such as a mounted Secret's key: the file's text without its final newline.
-function secretFile(input: CommandInput, flag: string): string | undefined {
-  const path = stringFlag(input, flag);
-  if (path === undefined) return undefined;
+// The text of a file a flag names, such as a mounted Secret's key, without its final newline.
+function flagFile(flag: string, path: string): string {
   try {
     return readFileSync(path, 'utf8').trim();
   } catch (error) {
     throw new UsageError(`--${flag}: cannot read ${path}: ${(error as Error).message}`, serve.words);
   }
+}
+
+function secretFile(input: CommandInput, flag: string): string | undefined {
+  const path = stringFlag(input, flag);
+  return path === undefined ? undefined : flagFile(flag, path);
+}
+
+/** The issuer's CA bundle, from --oidc-ca-file or CORRAL_OIDC_CA_FILE. */
+function issuerCaFrom(input: CommandInput): { issuerCa?: string } {
+  const path = stringFlag(input, 'oidc-ca-file') ?? (input.env.CORRAL_OIDC_CA_FILE?.trim() || undefined);
+  return path === undefined ? {} : { issuerCa: flagFile('oidc-ca-file', path) };
 }
 
 /** The OIDC sign-in the --oidc-* flags ask for; the redirect URL defaults to the broker's own listen address. */
@@ -83,6 +92,7 @@ async function signInFrom(
     redirectUrl,
     ...(clientSecret === undefined ? {} : { clientSecret }),
     ...(sessionSecret === undefined ? {} : { sessionSecret }),
+    ...issuerCaFrom(input),
     ...optional('oidc-audience', 'audience'),
     ...optional('oidc-groups-claim', 'groupsClaim'),
     ...optional('oidc-login-claim', 'loginClaim'),
@@ -196,6 +206,11 @@ const serve: CommandSpec = {
       type: 'string',
       value: 'ID',
       help: "The broker's client ID at the issuer (with --oidc-issuer).",
+    },
+    'oidc-ca-file': {
+      type: 'string',
+      value: 'FILE',
+      help: "A PEM file of the CA certificates that sign the issuer's https certificate, such as a company CA, trusted beside Node's own roots. Also CORRAL_OIDC_CA_FILE. An http issuer is allowed on loopback only.",
     },
     'oidc-client-secret-file': {
       type: 'string',
