@@ -7,6 +7,7 @@ import { Agent, fetch as fetchWith } from 'undici';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { VdiError } from '../errors.js';
+import type { SessionEnds } from '../session-ends/session-ends.js';
 import { parseOptions } from '../validate.js';
 import { systemClock } from '../vdi.js';
 import { answerFailure } from './answers.js';
@@ -66,6 +67,13 @@ export interface OidcSignInOptions {
   keyRefetchCooldownMs?: number;
   /** Where the time comes from, for the expiry of tokens and sessions. */
   clock?: Clock;
+  /**
+   * Where sign-outs are recorded (see `createSessionEnds`): Sign out then ends the session in every browser that
+   * has a copy of its cookie and on every replica, and an admin can end all of a user's sessions. Each request
+   * with a session cookie reads it (from the watch cache: no request); each sign-out writes it. Without it, Sign
+   * out only clears the cookie of the browser that signs out, and a copy of it stays valid until it expires.
+   */
+  sessionEnds?: SessionEnds;
 }
 
 /**
@@ -120,6 +128,9 @@ const optionsSchema = z.object({
   sessionSecret: z.string().optional(),
   keyRefetchCooldownMs: z.int().min(0).optional(),
   clock: z.custom<Clock>((value) => typeof (value as Clock | undefined)?.now === 'function').optional(),
+  sessionEnds: z
+    .custom<SessionEnds>((value) => typeof (value as SessionEnds | undefined)?.endedAt === 'function')
+    .optional(),
 });
 
 const loopbackHosts = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -304,9 +315,14 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
     });
   const clearCookie = (name: string) => cookieHeader(name, '', { secure, maxAgeSeconds: 0 });
 
-  async function sessionOf(headers: Headers): Promise<Session | 'expired' | 'forged' | undefined> {
+  // 'ended': signed in at or before the user's last sign-out, in this browser or another, or an admin's end
+  async function sessionOf(headers: Headers): Promise<Session | 'expired' | 'forged' | 'ended' | undefined> {
     const sealed = readCookie(headers, names.session);
-    return sealed === undefined ? undefined : await unsealSession(key, sealed, clock.now());
+    if (sealed === undefined) return undefined;
+    const session = await unsealSession(key, sealed, clock.now());
+    if (typeof session === 'string' || parsed.sessionEnds === undefined) return session;
+    const endedAt = await parsed.sessionEnds.endedAt(session.login);
+    return endedAt !== undefined && session.signedInAt <= endedAt ? 'ended' : session;
   }
 
   const identity: IdentityProvider = {
@@ -317,6 +333,9 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
       const session = await sessionOf(headers);
       if (session === 'expired')
         return { refused: 'Your sign-in expired; reload the page to sign in again.' };
+      if (session === 'ended') {
+        return { refused: 'This session was signed out; reload the page to sign in again.' };
+      }
       if (session === 'forged') {
         return {
           refused: `The session cookie is not one this broker sealed (changed, or sealed with another key); sign in again at ${signInPaths.login}.`,
@@ -410,6 +429,23 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
     res.setHeader('set-cookie', sessionCookie(await sealSession(key, session, now), now));
   }
 
+  // Records the sign-out, so every copy of the cookie is refused; a failed record is said, not taken for a sign-out.
+  async function endSession(headers: Headers): Promise<SignInAnswer | undefined> {
+    const session = await sessionOf(headers);
+    if (parsed.sessionEnds === undefined || session === undefined || typeof session === 'string') return;
+    // never before the session's own sign-in, which another replica's clock may have put a moment ahead
+    const at = new Date(Math.max(clock.now().getTime(), session.signedInAt.getTime()));
+    try {
+      await parsed.sessionEnds.end(session.login, at);
+    } catch (error) {
+      if (!(error instanceof VdiError)) throw error;
+      return refusal(
+        answerFailure(error.code, `The sign-out could not be recorded (${error.message}); try again.`),
+      );
+    }
+    return undefined;
+  }
+
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<SignInAnswer | undefined> {
     const url = new URL(req.url ?? '/', 'http://broker.invalid');
     const headers = headersOfNode(req);
@@ -428,6 +464,8 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
             answerFailure('FORBIDDEN', 'Sign out from the Desktops page itself, not from another site.'),
           );
         }
+        const ended = await endSession(headers);
+        if (ended) return ended;
         const page = {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { BrokerLeaderElection, BrokerLogger } from '../broker/broker-options.js';
 import type { IdentityProvider } from '../broker/identity.js';
 import type { OidcSignIn } from '../broker/oidc-sign-in.js';
+import type { SessionEnds } from '../session-ends/session-ends.js';
 import { durationSchema } from '../validate.js';
 import {
   booleanFlag,
@@ -71,6 +72,7 @@ async function signInFrom(
   input: CommandInput,
   issuer: string,
   listen: string,
+  sessionEnds: SessionEnds,
 ): Promise<{ signIn: OidcSignIn; sealedPerProcess: boolean }> {
   const clientId = requiredFlag(input, serve, 'oidc-client-id');
   const { parseListenAddress } = await import('../broker/serve.js');
@@ -93,6 +95,7 @@ async function signInFrom(
     ...(clientSecret === undefined ? {} : { clientSecret }),
     ...(sessionSecret === undefined ? {} : { sessionSecret }),
     ...issuerCaFrom(input),
+    sessionEnds,
     ...optional('oidc-audience', 'audience'),
     ...optional('oidc-groups-claim', 'groupsClaim'),
     ...optional('oidc-login-claim', 'loginClaim'),
@@ -349,8 +352,25 @@ const serve: CommandSpec = {
     const listen = stringFlag(input, 'listen');
     const metricsListen = stringFlag(input, 'metrics-listen');
     const ui = booleanFlag(input, 'ui');
+    // sign-outs are kept in the first served namespace, whose Leases every replica caches
+    const sessionsNamespace = namespaces[0] ?? session.namespace;
+    const { createVdi } = await import('../vdi.js');
+    const { MemoryAuditSink } = await import('../audit.js');
+    const vdi = createVdi({
+      kubeConfig: session.kubeConfig,
+      namespace: sessionsNamespace,
+      audit: new MemoryAuditSink(),
+    });
+    const { createSessionEnds } = await import('../session-ends/session-ends.js');
     const oidc =
-      issuer === undefined ? undefined : await signInFrom(input, issuer, listen ?? '127.0.0.1:8080');
+      issuer === undefined
+        ? undefined
+        : await signInFrom(
+            input,
+            issuer,
+            listen ?? '127.0.0.1:8080',
+            createSessionEnds(vdi.context, sessionsNamespace),
+          );
     if (oidc?.sealedPerProcess) {
       log(
         'broker: no --oidc-session-key-file, so this process seals sessions with a key of its own: they end when it stops, and replicas do not share them.',
@@ -359,7 +379,7 @@ const serve: CommandSpec = {
     const server = await serveBroker({
       ...settings,
       namespaces,
-      kubeConfig: session.kubeConfig,
+      vdi,
       identity: [
         oidc
           ? oidc.signIn.identity
@@ -409,5 +429,31 @@ const serve: CommandSpec = {
   },
 };
 
-/** `broker serve`. */
-export const brokerCommands: readonly CommandSpec[] = [serve];
+const endSessions: CommandSpec = {
+  words: ['broker', 'end-sessions'],
+  summary:
+    "End every session of a user at the broker's own sign-in (--oidc-issuer), in every browser and on every replica.",
+  args: ['login'],
+  options: { ...clusterOptions },
+  notes: [
+    'Give the namespace the brokers keep sign-outs in: the first of their served namespaces (-n or CORRAL_VDI_NAMESPACES). ' +
+      'The brokers refuse the sessions within seconds; the user signs in at the issuer again, and can do so at once. ' +
+      "It writes the Lease corral-sessions-<hash of the login> there (get, create and update on Leases); it ends no claim: release the user's desktops with unassign.",
+  ],
+  examples: ['$ corral-vdi broker end-sessions alice@example.com -n corral-vms'],
+  async run(input) {
+    const login = input.args.login ?? '';
+    const session = await input.cluster();
+    const { createSessionEnds } = await import('../session-ends/session-ends.js');
+    const endedAt = new Date();
+    await createSessionEnds(session.vdi.context, session.namespace).end(login, endedAt);
+    const { terminal } = input;
+    if (terminal.json)
+      terminal.printJson({ login, namespace: session.namespace, endedAt: endedAt.toISOString() });
+    else terminal.print(`ended the sessions of ${login} signed in before ${endedAt.toISOString()}`);
+    return 0;
+  },
+};
+
+/** `broker serve` and `broker end-sessions`. */
+export const brokerCommands: readonly CommandSpec[] = [serve, endSessions];

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sealSession, sessionKeyFrom } from '../../../src/broker/session-cookie.js';
 import { createCertificateAuthority, issueCertificate } from '../../../src/testing/certificates.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { type LocalIssuer, startLocalIssuer } from '../../support/oidc-issuer.js';
 import { cliEnv, collectOutput, createNamespace, runCli, startCli, useCliCluster } from './cli-support.js';
 
@@ -125,5 +126,41 @@ describe('corral-vdi broker serve --oidc-issuer', () => {
       expect(served.said).toBe(issuer.url);
       expect(await statusOf(served.url, { authorization: `Bearer ${token}` })).toBe(200);
     }
+  });
+
+  it("ends a user's sessions with broker end-sessions: the serving broker refuses their cookies, and no one else's", async () => {
+    const namespace = await createNamespace(cluster(), 'cli-oidc-end');
+    const probe = await serveWithIssuer(namespace);
+    const served = await serveWithIssuer(namespace, ['--oidc-session-key-file', probe.keyFile]);
+    const cookieOf = async (login: string) => {
+      const now = new Date(Date.now() - 60_000);
+      const { sealed } = await sealSession(
+        sessionKeyFrom(sessionSecret),
+        { login, groups: ['vdi-admins'], signedInAt: now },
+        now,
+      );
+      return { cookie: `corral-vdi-session=${sealed}` };
+    };
+    const bob = await cookieOf('bob@example.com');
+    const carol = await cookieOf('carol@example.com');
+    const ended = await runCli(
+      [
+        'broker',
+        'end-sessions',
+        'bob@example.com',
+        '-n',
+        namespace,
+        '--kubeconfig',
+        cluster().kubeconfigPath,
+      ],
+      brokerEnv(),
+    );
+    expect(ended.code).toBe(0);
+    expect(ended.stdout).toMatch(/^ended the sessions of bob@example.com signed in before /);
+    await waitFor(async () => (await statusOf(served.url, bob)) === 401, {
+      describe: "the broker to refuse bob's session",
+      timeoutMs: 5_000,
+    });
+    expect(await statusOf(served.url, carol)).toBe(200);
   });
 });
