@@ -302,6 +302,14 @@ export {
 } from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { SessionEnds } from './session-ends/session-ends.js';
+export {
+  createSessionEnds,
+  sessionEndsLabel,
+  sessionEndsLeaseName,
+  sessionEndsLoginAnnotation,
+  sessionsEndedAtAnnotation,
+} from './session-ends/session-ends.js';
 export type { ConsoleEntry } from './sessions/console-entries.js';
 export { readConsoleEntries } from './sessions/console-entries.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';

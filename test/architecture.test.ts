@@ -115,6 +115,7 @@ const serviceFolders = [
   'upgrade/',
   'leader/',
   'waitlist/',
+  'session-ends/',
 ];
 const frontEndFolders = ['cli/', 'broker/'];
 const browserFolders = ['client/', 'web/'];

@@ -1,9 +1,13 @@
+import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createRemoteJWKSet } from 'jose';
+import { rootCertificates } from 'node:tls';
+import { createRemoteJWKSet, customFetch } from 'jose';
 import * as client from 'openid-client';
+import { Agent, fetch as fetchWith } from 'undici';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { VdiError } from '../errors.js';
+import type { SessionEnds } from '../session-ends/session-ends.js';
 import { parseOptions } from '../validate.js';
 import { systemClock } from '../vdi.js';
 import { answerFailure } from './answers.js';
@@ -25,8 +29,17 @@ import {
 
 /** Options of {@link createOidcSignIn}. @category broker */
 export interface OidcSignInOptions {
-  /** The issuer's URL, as its discovery document names it, such as `https://login.example.com/realms/corp`. */
+  /**
+   * The issuer's URL, as its discovery document names it, such as `https://login.example.com/realms/corp`. Plain
+   * `http` is allowed only for an issuer on loopback (`127.0.0.1`, `[::1]`, `localhost`).
+   */
   issuer: string;
+  /**
+   * The CA certificates (PEM, one or more) that sign the issuer's TLS certificate, when a company CA does: the
+   * broker trusts them for its requests to the issuer (discovery, keys, code redemption, userinfo), beside Node's
+   * bundled roots.
+   */
+  issuerCa?: string;
   /** The broker's client ID at the issuer. */
   clientId: string;
   /** The client secret, for a confidential client; without it the broker signs in as a public client (PKCE only). */
@@ -54,6 +67,13 @@ export interface OidcSignInOptions {
   keyRefetchCooldownMs?: number;
   /** Where the time comes from, for the expiry of tokens and sessions. */
   clock?: Clock;
+  /**
+   * Where sign-outs are recorded (see `createSessionEnds`): Sign out then ends the session in every browser that
+   * has a copy of its cookie and on every replica, and an admin can end all of a user's sessions. Each request
+   * with a session cookie reads it (from the watch cache: no request); each sign-out writes it. Without it, Sign
+   * out only clears the cookie of the browser that signs out, and a copy of it stays valid until it expires.
+   */
+  sessionEnds?: SessionEnds;
 }
 
 /**
@@ -76,8 +96,26 @@ export interface OidcSignIn {
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
 }
 
+const pemCertificate = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
+
+function isCaBundle(text: string): boolean {
+  const certificates = text.match(pemCertificate) ?? [];
+  try {
+    return certificates.length > 0 && certificates.every((pem) => new X509Certificate(pem).ca);
+  } catch {
+    return false;
+  }
+}
+
 const optionsSchema = z.object({
   issuer: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://login.example.com' }),
+  issuerCa: z
+    .string()
+    .refine(
+      isCaBundle,
+      'must be PEM CA certificates (-----BEGIN CERTIFICATE-----), such as a CA bundle file holds',
+    )
+    .optional(),
   clientId: z.string().min(1),
   clientSecret: z.string().min(1).optional(),
   audience: z.string().min(1).optional(),
@@ -90,6 +128,9 @@ const optionsSchema = z.object({
   sessionSecret: z.string().optional(),
   keyRefetchCooldownMs: z.int().min(0).optional(),
   clock: z.custom<Clock>((value) => typeof (value as Clock | undefined)?.now === 'function').optional(),
+  sessionEnds: z
+    .custom<SessionEnds>((value) => typeof (value as SessionEnds | undefined)?.endedAt === 'function')
+    .optional(),
 });
 
 const loopbackHosts = new Set(['127.0.0.1', '[::1]', 'localhost']);
@@ -118,10 +159,45 @@ function scopesFor(metadata: client.ServerMetadata): string {
   ].join(' ');
 }
 
+// What openid-client and jose each pass is a subset of fetch's init.
+type IssuerFetch = (url: string, init: object) => Promise<Response>;
+
+// Node's fetch trusts only its bundled roots, so the issuer's requests alone go through an agent that adds the CA.
+function fetchTrusting(caPem: string): IssuerFetch {
+  const dispatcher = new Agent({ connect: { ca: [...rootCertificates, caPem] } });
+  return async (url, init) =>
+    (await fetchWith(url, { ...init, dispatcher } as Parameters<typeof fetchWith>[1])) as unknown as Response;
+}
+
+const untrustedChainCodes = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+]);
+
+// fetch says only "fetch failed"; the reason, such as an untrusted certificate, is in its cause.
+function discoveryFailure(issuer: URL, error: unknown): VdiError {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const reason = [(error as Error).message, cause?.message].filter(Boolean).join(': ');
+  const next = untrustedChainCodes.has(cause?.code ?? '')
+    ? "the issuer's certificate is signed by a CA the broker does not trust: give that CA as issuerCa (broker serve --oidc-ca-file)"
+    : 'check the issuer URL and that the broker reaches it';
+  return new VdiError(
+    'INTERNAL',
+    `Cannot read the OpenID configuration of ${issuer.href} (${reason}); ${next}.`,
+    {
+      cause: error,
+    },
+  );
+}
+
 async function discover(
   issuer: URL,
   clientId: string,
   clientSecret: string | undefined,
+  issuerFetch: IssuerFetch | undefined,
 ): Promise<client.Configuration> {
   // plain http only for an issuer on this machine, such as the test kit's
   const insecure = issuer.protocol === 'http:';
@@ -137,14 +213,14 @@ async function discover(
       clientId,
       clientSecret,
       clientSecret === undefined ? client.None() : undefined,
-      { execute: insecure ? [client.allowInsecureRequests] : [], timeout: 10 },
+      {
+        execute: insecure ? [client.allowInsecureRequests] : [],
+        timeout: 10,
+        ...(issuerFetch === undefined ? {} : { [client.customFetch]: issuerFetch }),
+      },
     );
   } catch (error) {
-    throw new VdiError(
-      'INTERNAL',
-      `Cannot read the OpenID configuration of ${issuer.href} (${(error as Error).message}); check the issuer URL and that the broker reaches it.`,
-      { cause: error },
-    );
+    throw discoveryFailure(issuer, error);
   }
 }
 
@@ -195,8 +271,9 @@ shared computer.</p><p><a href="/">Sign in again</a></p></body></html>
  * });
  * const server = await serveBroker({ ...brokerOptionsFromEnv(process.env), identity: [signIn.identity], signIn });
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` for bad options (an http issuer off loopback, a session secret under 32
- *   characters); `INTERNAL` when the issuer's discovery document cannot be read.
+ * @throws {@link VdiError} `INVALID_INPUT` for bad options (an http issuer off loopback, an `issuerCa` without a PEM
+ *   CA certificate, a session secret under 32 characters); `INTERNAL` when the issuer's discovery document cannot
+ *   be read, naming `issuerCa` when the issuer's certificate is signed by a CA the broker does not trust.
  * @category broker
  */
 export async function createOidcSignIn(options: OidcSignInOptions): Promise<OidcSignIn> {
@@ -209,7 +286,8 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
   const names = secure
     ? { session: '__Host-corral-vdi-session', signIn: '__Host-corral-vdi-sign-in' }
     : { session: 'corral-vdi-session', signIn: 'corral-vdi-sign-in' };
-  const config = await discover(new URL(parsed.issuer), parsed.clientId, parsed.clientSecret);
+  const issuerFetch = parsed.issuerCa === undefined ? undefined : fetchTrusting(parsed.issuerCa);
+  const config = await discover(new URL(parsed.issuer), parsed.clientId, parsed.clientSecret, issuerFetch);
   const metadata = config.serverMetadata();
   if (metadata.jwks_uri === undefined) {
     throw new VdiError(
@@ -222,6 +300,7 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
     cooldownDuration: parsed.keyRefetchCooldownMs ?? 30_000,
     cacheMaxAge: 10 * 60_000,
     timeoutDuration: 5_000,
+    ...(issuerFetch === undefined ? {} : { [customFetch]: issuerFetch }),
   });
   const expected: TokenExpectations = {
     issuer: metadata.issuer,
@@ -236,9 +315,14 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
     });
   const clearCookie = (name: string) => cookieHeader(name, '', { secure, maxAgeSeconds: 0 });
 
-  async function sessionOf(headers: Headers): Promise<Session | 'expired' | 'forged' | undefined> {
+  // 'ended': signed in at or before the user's last sign-out, in this browser or another, or an admin's end
+  async function sessionOf(headers: Headers): Promise<Session | 'expired' | 'forged' | 'ended' | undefined> {
     const sealed = readCookie(headers, names.session);
-    return sealed === undefined ? undefined : await unsealSession(key, sealed, clock.now());
+    if (sealed === undefined) return undefined;
+    const session = await unsealSession(key, sealed, clock.now());
+    if (typeof session === 'string' || parsed.sessionEnds === undefined) return session;
+    const endedAt = await parsed.sessionEnds.endedAt(session.login);
+    return endedAt !== undefined && session.signedInAt <= endedAt ? 'ended' : session;
   }
 
   const identity: IdentityProvider = {
@@ -249,6 +333,9 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
       const session = await sessionOf(headers);
       if (session === 'expired')
         return { refused: 'Your sign-in expired; reload the page to sign in again.' };
+      if (session === 'ended') {
+        return { refused: 'This session was signed out; reload the page to sign in again.' };
+      }
       if (session === 'forged') {
         return {
           refused: `The session cookie is not one this broker sealed (changed, or sealed with another key); sign in again at ${signInPaths.login}.`,
@@ -342,6 +429,23 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
     res.setHeader('set-cookie', sessionCookie(await sealSession(key, session, now), now));
   }
 
+  // Records the sign-out, so every copy of the cookie is refused; a failed record is said, not taken for a sign-out.
+  async function endSession(headers: Headers): Promise<SignInAnswer | undefined> {
+    const session = await sessionOf(headers);
+    if (parsed.sessionEnds === undefined || session === undefined || typeof session === 'string') return;
+    // never before the session's own sign-in, which another replica's clock may have put a moment ahead
+    const at = new Date(Math.max(clock.now().getTime(), session.signedInAt.getTime()));
+    try {
+      await parsed.sessionEnds.end(session.login, at);
+    } catch (error) {
+      if (!(error instanceof VdiError)) throw error;
+      return refusal(
+        answerFailure(error.code, `The sign-out could not be recorded (${error.message}); try again.`),
+      );
+    }
+    return undefined;
+  }
+
   async function answer(req: IncomingMessage, res: ServerResponse): Promise<SignInAnswer | undefined> {
     const url = new URL(req.url ?? '/', 'http://broker.invalid');
     const headers = headersOfNode(req);
@@ -360,6 +464,8 @@ export async function createOidcSignIn(options: OidcSignInOptions): Promise<Oidc
             answerFailure('FORBIDDEN', 'Sign out from the Desktops page itself, not from another site.'),
           );
         }
+        const ended = await endSession(headers);
+        if (ended) return ended;
         const page = {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',

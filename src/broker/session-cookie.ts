@@ -101,7 +101,8 @@ export async function sealSession(
   const sealed = await seal(
     key,
     sessionAudience,
-    { sub: session.login, groups: session.groups, sia: Math.floor(session.signedInAt.getTime() / 1000) },
+    // in seconds with the milliseconds, so a sign-out a moment after a sign-in tells the two apart
+    { sub: session.login, groups: session.groups, sia: session.signedInAt.getTime() / 1000 },
     now,
     expiresAt,
   );

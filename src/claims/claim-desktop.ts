@@ -119,7 +119,7 @@ export interface ClaimHow {
  * claim (by `actor`, default the identity) in the audit and as a `claimed` event.
  *
  * @throws {@link VdiError} `NO_FREE_MEMBER` (retryable while members are going down, or while the identity's own
- *   member is being made again), `USER_LIMIT_REACHED` (nothing written), `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
+ *   member is being made again), `USER_LIMIT_REACHED` (nothing written when the identity held the limit already), `POOL_NOT_FOUND`, `CLAIM_CHANGED` (retryable) when the pool's
  *   claims kept changing, `STOP_FAILED` / `RECREATE_FAILED` (retryable) when a takeover's reset fails or its
  *   previous instance is still going down (the claim is held, still marked reset-due), `INVALID_INPUT`.
  */
@@ -235,6 +235,8 @@ async function claimMember(
   asked: ClaimAsked,
 ): Promise<ClaimResult> {
   const { namespace, pool } = asked;
+  const refusal = await limitReachedBeforeTurn(ctx, asked);
+  if (refusal) throw userLimitError(asked.identity, refusal);
   // with the process's caches synced, a turn plans from them as they are then: nothing is read before it
   let view: ClaimView | undefined = isPoolCacheSynced(ctx, namespace)
     ? undefined
@@ -289,6 +291,28 @@ async function claimMember(
     reads += 1;
     view = await readView(ctx, backend, asked, false);
   }
+}
+
+/**
+ * The refusal of a limited claim by an identity that holds its limit already, none of it in this pool (a claim
+ * there would return that desktop): decided before the turn, so such a refusal writes no Lease. A refusal the
+ * cache shows is confirmed by a quorum read, as the cache may lag a release; a claim it allows goes on to its turn,
+ * which counts again under the claimant Leases.
+ */
+async function limitReachedBeforeTurn(
+  ctx: VdiContext,
+  asked: ClaimAsked,
+): Promise<Extract<UserLimitDecision, { kind: 'refused' }> | undefined> {
+  const { namespace, pool, identity, limit } = asked;
+  if (limit === undefined) return undefined;
+  const selector = `${leaseHolderLabel}=${shortHash(identity)}`;
+  const refusalOf = (leases: LeaseObject[]) => {
+    if (leases.some((lease) => lease.metadata.labels?.[leasePoolLabel] === pool)) return undefined;
+    const decision = planUserLimit({ leases, identity, limit, now: ctx.clock.now() });
+    return decision.kind === 'refused' ? decision : undefined;
+  };
+  if (!refusalOf(await ctx.cluster.listLeases(namespace, selector, { cached: true }))) return undefined;
+  return refusalOf(await ctx.cluster.listLeases(namespace, selector));
 }
 
 /** The claimant Leases a turn holds; one taken over meanwhile is `undefined`. */

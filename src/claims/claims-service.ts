@@ -41,7 +41,8 @@ export interface ClaimsService {
    * than the identity may hold in the namespace is refused; one that returns the desktop held in the pool is not.
    *
    * @throws {@link VdiError} `NOT_ENTITLED` (with `groups`, before anything is written), `USER_LIMIT_REACHED`
-   *   (under a limit, before anything is written; `details.held` names the desktops held), `NO_FREE_MEMBER`,
+   *   (under a limit; before anything is written when the identity held the limit already; `details.held` names
+   *   the desktops held), `NO_FREE_MEMBER`,
    *   `POOL_NOT_FOUND`, `INVALID_INPUT`, `STOP_FAILED` or
    *   `RECREATE_FAILED` when a takeover's reset fails (the claim stays; claim again to finish it).
    */

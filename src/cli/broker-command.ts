@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import type { BrokerLeaderElection, BrokerLogger } from '../broker/broker-options.js';
 import type { IdentityProvider } from '../broker/identity.js';
 import type { OidcSignIn } from '../broker/oidc-sign-in.js';
+import type { SessionEnds } from '../session-ends/session-ends.js';
 import { durationSchema } from '../validate.js';
 import {
   booleanFlag,
@@ -46,10 +47,8 @@ async function identityFrom(
   });
 }
 
-// A secret from a file, such as a mounted Secret's key: the file's text without its final newline.
-function secretFile(input: CommandInput, flag: string): string | undefined {
-  const path = stringFlag(input, flag);
-  if (path === undefined) return undefined;
+// The text of a file a flag names, such as a mounted Secret's key, without its final newline.
+function flagFile(flag: string, path: string): string {
   try {
     return readFileSync(path, 'utf8').trim();
   } catch (error) {
@@ -57,11 +56,23 @@ function secretFile(input: CommandInput, flag: string): string | undefined {
   }
 }
 
+function secretFile(input: CommandInput, flag: string): string | undefined {
+  const path = stringFlag(input, flag);
+  return path === undefined ? undefined : flagFile(flag, path);
+}
+
+/** The issuer's CA bundle, from --oidc-ca-file or CORRAL_OIDC_CA_FILE. */
+function issuerCaFrom(input: CommandInput): { issuerCa?: string } {
+  const path = stringFlag(input, 'oidc-ca-file') ?? (input.env.CORRAL_OIDC_CA_FILE?.trim() || undefined);
+  return path === undefined ? {} : { issuerCa: flagFile('oidc-ca-file', path) };
+}
+
 /** The OIDC sign-in the --oidc-* flags ask for; the redirect URL defaults to the broker's own listen address. */
 async function signInFrom(
   input: CommandInput,
   issuer: string,
   listen: string,
+  sessionEnds: SessionEnds,
 ): Promise<{ signIn: OidcSignIn; sealedPerProcess: boolean }> {
   const clientId = requiredFlag(input, serve, 'oidc-client-id');
   const { parseListenAddress } = await import('../broker/serve.js');
@@ -83,6 +94,8 @@ async function signInFrom(
     redirectUrl,
     ...(clientSecret === undefined ? {} : { clientSecret }),
     ...(sessionSecret === undefined ? {} : { sessionSecret }),
+    ...issuerCaFrom(input),
+    sessionEnds,
     ...optional('oidc-audience', 'audience'),
     ...optional('oidc-groups-claim', 'groupsClaim'),
     ...optional('oidc-login-claim', 'loginClaim'),
@@ -196,6 +209,11 @@ const serve: CommandSpec = {
       type: 'string',
       value: 'ID',
       help: "The broker's client ID at the issuer (with --oidc-issuer).",
+    },
+    'oidc-ca-file': {
+      type: 'string',
+      value: 'FILE',
+      help: "A PEM file of the CA certificates that sign the issuer's https certificate, such as a company CA, trusted beside Node's own roots. Also CORRAL_OIDC_CA_FILE. An http issuer is allowed on loopback only.",
     },
     'oidc-client-secret-file': {
       type: 'string',
@@ -334,8 +352,25 @@ const serve: CommandSpec = {
     const listen = stringFlag(input, 'listen');
     const metricsListen = stringFlag(input, 'metrics-listen');
     const ui = booleanFlag(input, 'ui');
+    // sign-outs are kept in the first served namespace, whose Leases every replica caches
+    const sessionsNamespace = namespaces[0] ?? session.namespace;
+    const { createVdi } = await import('../vdi.js');
+    const { MemoryAuditSink } = await import('../audit.js');
+    const vdi = createVdi({
+      kubeConfig: session.kubeConfig,
+      namespace: sessionsNamespace,
+      audit: new MemoryAuditSink(),
+    });
+    const { createSessionEnds } = await import('../session-ends/session-ends.js');
     const oidc =
-      issuer === undefined ? undefined : await signInFrom(input, issuer, listen ?? '127.0.0.1:8080');
+      issuer === undefined
+        ? undefined
+        : await signInFrom(
+            input,
+            issuer,
+            listen ?? '127.0.0.1:8080',
+            createSessionEnds(vdi.context, sessionsNamespace),
+          );
     if (oidc?.sealedPerProcess) {
       log(
         'broker: no --oidc-session-key-file, so this process seals sessions with a key of its own: they end when it stops, and replicas do not share them.',
@@ -344,7 +379,7 @@ const serve: CommandSpec = {
     const server = await serveBroker({
       ...settings,
       namespaces,
-      kubeConfig: session.kubeConfig,
+      vdi,
       identity: [
         oidc
           ? oidc.signIn.identity
@@ -394,5 +429,31 @@ const serve: CommandSpec = {
   },
 };
 
-/** `broker serve`. */
-export const brokerCommands: readonly CommandSpec[] = [serve];
+const endSessions: CommandSpec = {
+  words: ['broker', 'end-sessions'],
+  summary:
+    "End every session of a user at the broker's own sign-in (--oidc-issuer), in every browser and on every replica.",
+  args: ['login'],
+  options: { ...clusterOptions },
+  notes: [
+    'Give the namespace the brokers keep sign-outs in: the first of their served namespaces (-n or CORRAL_VDI_NAMESPACES). ' +
+      'The brokers refuse the sessions within seconds; the user signs in at the issuer again, and can do so at once. ' +
+      "It writes the Lease corral-sessions-<hash of the login> there (get, create and update on Leases); it ends no claim: release the user's desktops with unassign.",
+  ],
+  examples: ['$ corral-vdi broker end-sessions alice@example.com -n corral-vms'],
+  async run(input) {
+    const login = input.args.login ?? '';
+    const session = await input.cluster();
+    const { createSessionEnds } = await import('../session-ends/session-ends.js');
+    const endedAt = new Date();
+    await createSessionEnds(session.vdi.context, session.namespace).end(login, endedAt);
+    const { terminal } = input;
+    if (terminal.json)
+      terminal.printJson({ login, namespace: session.namespace, endedAt: endedAt.toISOString() });
+    else terminal.print(`ended the sessions of ${login} signed in before ${endedAt.toISOString()}`);
+    return 0;
+  },
+};
+
+/** `broker serve` and `broker end-sessions`. */
+export const brokerCommands: readonly CommandSpec[] = [serve, endSessions];

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
 import Provider from 'oidc-provider';
@@ -16,6 +17,8 @@ export interface LocalIssuerOptions {
   redirectUris: string[];
   /** Who can sign in: by login, with their groups. */
   accounts: IssuerAccount[];
+  /** Serve https on `https://127.0.0.1:<port>` with this certificate and key (PEM) instead of plain http. */
+  tls?: { certPem: string; keyPem: string };
 }
 
 /** What a token of {@link LocalIssuer.mintToken} carries; what is not given takes the issuer's own values. */
@@ -33,12 +36,14 @@ export interface MintOptions {
 
 /** A real OpenID provider (`oidc-provider`) on loopback, with its own keys, for the broker's sign-in tests. */
 export interface LocalIssuer {
-  /** The issuer URL, `http://127.0.0.1:<port>`. */
+  /** The issuer URL, `http://127.0.0.1:<port>` (`https://127.0.0.1:<port>` with `tls`). */
   readonly url: string;
   readonly clientId: string;
   readonly clientSecret: string;
   /** How many times its JWKS has been fetched. */
   keyFetches(): number;
+  /** How many requests it has been sent. */
+  requests(): number;
   /** A token signed by its current key, as it would sign an ID token for the client. */
   mintToken(options: MintOptions): Promise<string>;
   /** Makes a new signing key and publishes it first, keeping the old one published beside it. */
@@ -70,13 +75,20 @@ export async function startLocalIssuer(options: LocalIssuerOptions): Promise<Loc
   const accounts = new Map(options.accounts.map((account) => [account.email, account]));
   let keys = [await makeSigningKey()];
   let fetches = 0;
+  let requests = 0;
   let handle: ReturnType<Provider['callback']> = () => {};
-  const server: Server = createServer((req, res) => {
+  const listener: Parameters<typeof createServer>[1] = (req, res) => {
+    requests++;
     if (req.url?.startsWith('/jwks')) fetches++;
     handle(req, res);
-  });
+  };
+  const { tls } = options;
+  const server: Server = tls
+    ? createTlsServer({ cert: tls.certPem, key: tls.keyPem }, listener)
+    : createServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
+  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
 
   // a provider takes its keys once, so a rotation makes a new one with the new list
   const startProvider = () => {
@@ -117,6 +129,7 @@ export async function startLocalIssuer(options: LocalIssuerOptions): Promise<Loc
     clientId,
     clientSecret,
     keyFetches: () => fetches,
+    requests: () => requests,
     async mintToken({ email, groups = [], audience = clientId, expiresIn = 300, claims = {} }) {
       const [current] = keys;
       if (!current) throw new Error('the issuer has no key');

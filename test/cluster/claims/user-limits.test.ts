@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { claimantLeaseName, claimantStaleMs } from '../../../src/claims/claimant-lock.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
+import type { LeaseObject } from '../../../src/kube-objects.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -31,21 +33,82 @@ async function leaseNames(vdi: Vdi, namespace: string): Promise<string[]> {
   return (await vdi.context.cluster.listLeases(namespace)).map((lease) => lease.metadata.name ?? '').sort();
 }
 
+/**
+ * What a watch of the namespace's Leases sees while `run` runs, as `<event> <name>`: a marker Lease written after it
+ * ends shows that every event before it arrived.
+ */
+async function leaseEventsDuring(namespace: string, run: () => Promise<unknown>): Promise<string[]> {
+  const kube = new KubeCluster(cluster().kubeConfig);
+  const { resourceVersion } = await kube.listLeasesToWatch(namespace);
+  const events: string[] = [];
+  const abort = new AbortController();
+  const marker = `watch-marker-${Date.now()}`;
+  let markerSeen = false;
+  await kube.watchLeases(namespace, {
+    resourceVersion,
+    signal: abort.signal,
+    onEvent: ({ type, object }) => {
+      const name = (object as LeaseObject).metadata?.name ?? '';
+      if (name === marker) markerSeen = true;
+      else if (type !== 'BOOKMARK' && !markerSeen) events.push(`${type} ${name}`);
+    },
+  });
+  try {
+    await run();
+    await kube.createLease(namespace, { metadata: { name: marker, namespace }, spec: {} });
+    await waitFor(() => markerSeen, { describe: 'the watch to see the marker Lease' });
+    return events;
+  } finally {
+    abort.abort();
+  }
+}
+
 describe('a per-user limit of the front end (the broker-wide maxDesktopsPerUser)', () => {
-  it('refuses the claim past the limit with USER_LIMIT_REACHED naming the desktops held, VM and container alike, and writes nothing', async () => {
-    const { namespace, vdi } = await setUp('limit-broker');
-    const dev = await vdi.claim({ pool: 'dev', identity: alice, maxDesktopsPerUser: 2 });
-    const devbox = await vdi.claim({ pool: 'devbox', kind: 'ct', identity: alice, maxDesktopsPerUser: 2 });
-    const before = await leaseNames(vdi, namespace);
-    const refusal = await caught(vdi.claim({ pool: 'gpu', identity: alice, maxDesktopsPerUser: 2 }));
-    expect(refusal.code).toBe('USER_LIMIT_REACHED');
-    expect(refusal.details).toEqual({ identity: alice, limit: 2, held: [devbox.id, dev.id] });
-    expect(refusal.message).toBe(
-      `${alice} may hold 2 desktops at a time and holds ${devbox.id}, ${dev.id}; release one, then claim again.`,
+  it.each([
+    ['from the apiserver', false],
+    ["from the process's synced watch caches", true],
+  ])(
+    'refuses the claim past the limit with USER_LIMIT_REACHED naming the desktops held, VM and container alike, and writes no Lease at all, reading %s',
+    async (_, caches) => {
+      const { namespace, vdi } = await setUp('limit-broker');
+      if (caches) {
+        vdi.startCaches([namespace]);
+        await vdi.waitForCacheSync();
+      }
+      const dev = await vdi.claim({ pool: 'dev', identity: alice, maxDesktopsPerUser: 2 });
+      const devbox = await vdi.claim({ pool: 'devbox', kind: 'ct', identity: alice, maxDesktopsPerUser: 2 });
+      let refusal: Awaited<ReturnType<typeof caught>> | undefined;
+      const written = await leaseEventsDuring(namespace, async () => {
+        refusal = await caught(vdi.claim({ pool: 'gpu', identity: alice, maxDesktopsPerUser: 2 }));
+      });
+      vdi.stopCaches();
+      expect(written).toEqual([]);
+      if (refusal === undefined) throw new Error('the claim was not refused');
+      expect(refusal.code).toBe('USER_LIMIT_REACHED');
+      expect(refusal.details).toEqual({ identity: alice, limit: 2, held: [devbox.id, dev.id] });
+      expect(refusal.message).toBe(
+        `${alice} may hold 2 desktops at a time and holds ${devbox.id}, ${dev.id}; release one, then claim again.`,
+      );
+      // the limit is per identity: another user claims as before
+      expect((await vdi.claim({ pool: 'gpu', identity: 'bob', maxDesktopsPerUser: 2 })).owner).toBe('bob');
+    },
+  );
+
+  it("shows a watcher of a claim refused in its turn (no free member) only the user's claimant Leases, created and deleted", async () => {
+    const { namespace, vdi } = await setUp('limit-observed');
+    await vdi.claim({ pool: 'gpu', identity: 'bob' });
+    await vdi.claim({ pool: 'gpu', identity: 'carol' });
+    const poolLock = claimantLeaseName({ pool: 'gpu', identity: alice });
+    const userLock = claimantLeaseName({ identity: alice });
+    const written = await leaseEventsDuring(namespace, async () => {
+      expect((await caught(vdi.claim({ pool: 'gpu', identity: alice, maxDesktopsPerUser: 2 }))).code).toBe(
+        'NO_FREE_MEMBER',
+      );
+    });
+    // each fresh read of the pool is a turn of its own
+    expect(new Set(written)).toEqual(
+      new Set([`ADDED ${userLock}`, `ADDED ${poolLock}`, `DELETED ${poolLock}`, `DELETED ${userLock}`]),
     );
-    expect(await leaseNames(vdi, namespace)).toEqual(before);
-    // the limit is per identity: another user claims as before
-    expect((await vdi.claim({ pool: 'gpu', identity: 'bob', maxDesktopsPerUser: 2 })).owner).toBe('bob');
   });
 
   it('returns a desktop the identity already holds in the pool, the same session, at the limit', async () => {
