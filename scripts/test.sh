@@ -8,6 +8,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 bash scripts/build-control-plane.sh >/dev/null
 # KubeVirt's own virtctl, for the USB redirection tests
 bash scripts/build-virtctl.sh >/dev/null
+# KubeVirt's own virt-api and virt-controller, for the tests that run on them
+bash scripts/build-kubevirt.sh >/dev/null
 # the browser tests drive Debian's Chromium; nothing is downloaded by the test libraries
 bash scripts/apt-install.sh chromium
 

@@ -10,6 +10,9 @@ say() { printf '\n\033[2m# %s\033[0m\n' "$*"; }
 
 bin_dir=$(bash scripts/build-control-plane.sh)
 export KUBEBUILDER_ASSETS="$bin_dir"
+# KubeVirt's own virt-api and virt-controller judge every write and run every VM of the walkthrough
+CORRAL_KUBEVIRT_ASSETS=$(bash scripts/build-kubevirt.sh)
+export CORRAL_KUBEVIRT_ASSETS CORRAL_KUBEVIRT=real
 
 if [ ! -f dist/cli/main.js ] || [ -n "$(find src package.json tsup.config.ts -newer dist/cli/main.js -print -quit)" ]; then
   printf '[walkthrough] building the package (npx tsup)\n' >&2
@@ -68,7 +71,7 @@ prepare() {
   node --input-type=module -e "$2" "${@:3}"
 }
 
-say '0. Start the local control plane: etcd, kube-apiserver and a KubeVirt simulator on 127.0.0.1.'
+say "0. Start the local control plane on 127.0.0.1: etcd, kube-apiserver, KubeVirt's own virt-api and virt-controller, and a stand-in for the node."
 run corral-vdi dev-cluster up --kubeconfig "$KUBECONFIG"
 cluster_up=1
 printf '$ export KUBECONFIG=%s\n' "$KUBECONFIG"

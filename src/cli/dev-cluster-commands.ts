@@ -18,6 +18,8 @@ const up: CommandSpec = {
     'It is for trying the CLI and for tests: a real apiserver on 127.0.0.1 whose VMs are simulated. The first ' +
       'start builds the control-plane binaries into ~/.cache/corral-vdi (a few minutes, once). A running one is ' +
       'reused.',
+    "With CORRAL_KUBEVIRT=real it runs KubeVirt's own virt-api and virt-controller instead of the simulator " +
+      '(built once with Go from the Go module proxy, about ten minutes); only the node is simulated.',
   ],
   examples: [
     '$ corral-vdi dev-cluster up --kubeconfig ./dev.kubeconfig',

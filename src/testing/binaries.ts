@@ -137,8 +137,8 @@ export interface KubevirtBinaries {
   virtController: string;
   /** Writes KubeVirt's install objects and certificates with virt-operator's own code. */
   kubevirtInstall: string;
-  /** The cache, or a build that just ran. */
-  source: 'cache' | 'built';
+  /** `CORRAL_KUBEVIRT_ASSETS`, the cache, or a build that just ran. */
+  source: 'kubevirt-assets' | 'cache' | 'built';
 }
 
 /** The folder of the cached KubeVirt binaries: `$XDG_CACHE_HOME/corral-vdi/bin/kubevirt-<version>`. @category testing */
@@ -148,7 +148,9 @@ export function kubevirtCacheDir(version = selectedKubevirtVersion()): string {
 }
 
 /**
- * Finds KubeVirt's virt-api and virt-controller of {@link selectedKubevirtVersion} in the cache, else builds them
+ * Finds KubeVirt's virt-api, virt-controller and kubevirt-install: in `CORRAL_KUBEVIRT_ASSETS` when it names a
+ * folder that has all three (as `scripts/build-kubevirt.sh` prints it), else those of
+ * {@link selectedKubevirtVersion} in the cache, else builds them
  * from the Go module proxy with `scripts/build-kubevirt.sh` (needs Go 1.26; about ten minutes on two cores the
  * first time, 2.3 GB of Go caches).
  *
@@ -157,7 +159,8 @@ export function kubevirtCacheDir(version = selectedKubevirtVersion()): string {
  */
 export async function ensureKubevirtBinaries(options: EnsureBinariesOptions = {}): Promise<KubevirtBinaries> {
   const version = selectedKubevirtVersion();
-  const dir = kubevirtCacheDir(version);
+  const assets = process.env.CORRAL_KUBEVIRT_ASSETS;
+  const dir = assets || kubevirtCacheDir(version);
   const found = {
     version,
     virtApi: join(dir, 'virt-api'),
@@ -165,7 +168,13 @@ export async function ensureKubevirtBinaries(options: EnsureBinariesOptions = {}
     kubevirtInstall: join(dir, 'kubevirt-install'),
   };
   const complete = () => [found.virtApi, found.virtController, found.kubevirtInstall].every(isExecutable);
-  if (complete()) return { ...found, source: 'cache' };
+  if (complete()) return { ...found, source: assets ? 'kubevirt-assets' : 'cache' };
+  if (assets) {
+    throw new VdiError(
+      'CONTROL_PLANE_FAILED',
+      `CORRAL_KUBEVIRT_ASSETS is ${assets}, which lacks virt-api, virt-controller or kubevirt-install; point it at the folder scripts/build-kubevirt.sh prints, or unset it.`,
+    );
+  }
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   log(`KubeVirt ${version} controllers not found in ${dir}; building them (about ten minutes, once)`);
   await runBuildScript('build-kubevirt.sh', `KubeVirt ${version}'s controllers`, log, {
