@@ -1,4 +1,6 @@
+import { listCtPoolNames } from '../ct/ct-pool-store.js';
 import type { ReconcileCtPoolResult } from '../ct/reconcile-ct-pool.js';
+import { formatPoolId } from '../ids.js';
 import type { Vdi } from '../vdi.js';
 import { createPeriodicPass, type PeriodicPass } from './periodic-pass.js';
 
@@ -29,9 +31,10 @@ export function createCtReconcileLoop(options: CtReconcileLoopOptions): CtReconc
   const { vdi, namespaces, intervalMs, log } = options;
 
   async function reconcileNamespace(namespace: string, result: CtReconcilePassResult): Promise<void> {
-    let pools: Awaited<ReturnType<Vdi['listCtPools']>>;
+    let pools: string[];
     try {
-      pools = await vdi.listCtPools({ namespace });
+      // with the broker's caches synced this asks nothing, so a namespace without container pools costs nothing
+      pools = await listCtPoolNames(vdi.context, namespace);
     } catch (error) {
       log(`broker: listing the container pools of ${namespace} failed: ${String(error)}`);
       result.failed.push(namespace);
@@ -39,10 +42,11 @@ export function createCtReconcileLoop(options: CtReconcileLoopOptions): CtReconc
     }
     for (const pool of pools) {
       try {
-        result.reconciled.push(await vdi.reconcileCtPool({ name: pool.name, namespace }));
+        result.reconciled.push(await vdi.reconcileCtPool({ name: pool, namespace }));
       } catch (error) {
-        log(`broker: reconciling ${pool.id} failed (the next pass tries again): ${String(error)}`);
-        result.failed.push(pool.id);
+        const id = formatPoolId({ kind: 'ct', namespace, pool });
+        log(`broker: reconciling ${id} failed (the next pass tries again): ${String(error)}`);
+        result.failed.push(id);
       }
     }
   }

@@ -58,9 +58,22 @@ export async function requireCtPool(ctx: VdiContext, namespace: string, pool: st
   );
 }
 
-/** The ConfigMaps of every container pool of a namespace. */
-export async function listCtPoolConfigMaps(ctx: VdiContext, namespace: string): Promise<ConfigMapObject[]> {
-  return await ctx.cluster.listConfigMaps(namespace, `${kindLabel}=ct,${poolLabel}`);
+/**
+ * The ConfigMaps of every container pool of a namespace; with `cached`, from this process's synced watch cache of
+ * the pools' ConfigMaps when it runs (as in a broker).
+ */
+export async function listCtPoolConfigMaps(
+  ctx: VdiContext,
+  namespace: string,
+  options: { cached?: boolean } = {},
+): Promise<ConfigMapObject[]> {
+  return await ctx.cluster.listConfigMaps(namespace, `${kindLabel}=ct,${poolLabel}`, options);
+}
+
+/** The names of the container pools of a namespace: from this process's watch caches when it runs them. */
+export async function listCtPoolNames(ctx: VdiContext, namespace: string): Promise<string[]> {
+  const configMaps = await listCtPoolConfigMaps(ctx, namespace, { cached: ctx.cluster.isCaching(namespace) });
+  return configMaps.map((configMap) => configMap.metadata.labels?.[poolLabel] ?? '').sort();
 }
 
 /**
@@ -70,9 +83,10 @@ export async function listCtPoolConfigMaps(ctx: VdiContext, namespace: string): 
 export async function readCtPoolSettingsIn(
   ctx: VdiContext,
   namespace: string,
+  options: { cached?: boolean } = {},
 ): Promise<Map<string, PoolSettings>> {
   const settings = new Map<string, PoolSettings>();
-  for (const configMap of await listCtPoolConfigMaps(ctx, namespace)) {
+  for (const configMap of await listCtPoolConfigMaps(ctx, namespace, options)) {
     const pool = configMap.metadata.labels?.[poolLabel] ?? '';
     try {
       settings.set(pool, ctPoolSettingsOf(specOf(configMap)));

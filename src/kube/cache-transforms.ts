@@ -1,4 +1,4 @@
-import type { LeaseObject, ObjectMeta } from '../kube-objects.js';
+import type { ConfigMapObject, LeaseObject, ObjectMeta } from '../kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance, VmDevices } from '../kubevirt-types.js';
 
 // kubectl apply's copy of the whole object: no reader of the caches looks at it, and it can be the biggest field
@@ -88,4 +88,17 @@ export function storedVmi(vmi: VirtualMachineInstance): VirtualMachineInstance {
         interfaces: vmi.status.interfaces?.map(({ name, ipAddress }) => definedFields({ name, ipAddress })),
       }),
   });
+}
+
+/**
+ * What the ConfigMap cache keeps of a pool's ConfigMap (a container pool's spec, a pool's settings): its data and its
+ * metadata without `managedFields` and kubectl's last-applied copy, which would double the spec it holds.
+ */
+export function storedConfigMap(configMap: ConfigMapObject): ConfigMapObject {
+  const metadata = withoutManagedFields(configMap.metadata);
+  if (metadata.annotations?.[lastAppliedAnnotation] !== undefined) {
+    const { [lastAppliedAnnotation]: _, ...annotations } = metadata.annotations;
+    metadata.annotations = annotations;
+  }
+  return definedFields({ metadata, data: configMap.data });
 }

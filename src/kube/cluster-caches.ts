@@ -1,9 +1,9 @@
 import type { Clock } from '../clock.js';
 import type { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
-import type { LeaseObject } from '../kube-objects.js';
+import type { ConfigMapObject, LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
-import { storedLease, storedVm, storedVmi } from './cache-transforms.js';
+import { storedConfigMap, storedLease, storedVm, storedVmi } from './cache-transforms.js';
 import type { Sleep } from './retry.js';
 import { type ListedObjects, WatchCache, type WatchCacheSource } from './watch-cache.js';
 import type { OpenWatch, WatchEvent } from './watch-stream.js';
@@ -32,13 +32,21 @@ export interface CacheSources {
   listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>>;
   /** Watches a namespace's VMIs; resolves once the watch is open. */
   watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch>;
+  /** Lists a namespace's ConfigMaps by label selector, with the list's resourceVersion. */
+  listConfigMapsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<ConfigMapObject>>;
+  /** Watches a namespace's ConfigMaps by label selector; resolves once the watch is open. */
+  watchConfigMaps(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
 }
 
-/** What the caches of one namespace hold: its Leases, the pool members' VMs and every VMI. */
+/**
+ * What the caches of one namespace hold: its Leases, the pool members' VMs, every VMI, and the pools' ConfigMaps
+ * (container pools' specs and pools' settings).
+ */
 export interface NamespaceCaches {
   leases: WatchCache<LeaseObject>;
   vms: WatchCache<VirtualMachine>;
   vmis: WatchCache<VirtualMachineInstance>;
+  configMaps: WatchCache<ConfigMapObject>;
 }
 
 /** Options of `KubeCluster.startCaches`. */
@@ -113,6 +121,15 @@ export function startNamespaceCaches(
       transform: storedVmi,
       list: () => sources.listVmisToWatch(namespace),
       watch: (version, onEvent, signal) => sources.watchVmis(namespace, from(version, onEvent, signal)),
+    }),
+    // the broker's loops find the pools they keep here: a container pool's spec, a pool's settings
+    configMaps: cacheOf<ConfigMapObject>({
+      describe: `pool ConfigMaps in ${namespace}`,
+      labelSelector: poolLabel,
+      transform: storedConfigMap,
+      list: () => sources.listConfigMapsToWatch(namespace, poolLabel),
+      watch: (version, onEvent, signal) =>
+        sources.watchConfigMaps(namespace, poolLabel, from(version, onEvent, signal)),
     }),
   };
 }

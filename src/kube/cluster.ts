@@ -800,27 +800,62 @@ export class KubeCluster implements CacheSources {
     )) as ConfigMapObject | undefined;
   }
 
-  /** Lists the ConfigMaps of a namespace by label selector. */
-  async listConfigMaps(namespace: string, labelSelector: string): Promise<ConfigMapObject[]> {
+  /**
+   * Lists the ConfigMaps of a namespace by label selector; with `cached`, from this process's synced cache of the
+   * pools' ConfigMaps (those labelled `corral.dev/vdi-pool`) when the selector lies within it.
+   */
+  async listConfigMaps(
+    namespace: string,
+    labelSelector: string,
+    options: ListOptions = {},
+  ): Promise<ConfigMapObject[]> {
+    const cached = options.cached ? this.caches.get(namespace)?.configMaps.list(labelSelector) : undefined;
+    if (cached) return cached;
     const list = await this.call('list', `list ConfigMaps in ${namespace}`, () =>
-      this.core.listNamespacedConfigMap({ namespace, labelSelector }),
+      this.core.listNamespacedConfigMap({ namespace, labelSelector, ...listVersion(options) }),
     );
     return list.items as ConfigMapObject[];
   }
 
+  /** Lists a namespace's ConfigMaps by label selector with the list's resourceVersion, where a watch starts. */
+  async listConfigMapsToWatch(
+    namespace: string,
+    labelSelector: string,
+  ): Promise<ListedObjects<ConfigMapObject>> {
+    return await readAllPages((page) =>
+      this.call('list', `list ConfigMaps in ${namespace}`, () =>
+        this.core.listNamespacedConfigMap({ namespace, labelSelector, ...page }),
+      ),
+    );
+  }
+
+  /** Watches a namespace's ConfigMaps by label selector; resolves once the watch is open, with its end. */
+  watchConfigMaps(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch> {
+    const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`;
+    return this.call('watch', `watch ConfigMaps in ${namespace}`, () =>
+      this.openWatch(`${path}${watchQuery(labelSelector, from)}`, from),
+    );
+  }
+
   /** Creates a ConfigMap. An existing one is `CONFLICT` with reason `AlreadyExists`. */
   async createConfigMap(namespace: string, configMap: ConfigMapObject): Promise<ConfigMapObject> {
-    return (await this.call('create', `create ConfigMap ${namespace}/${configMap.metadata.name}`, () =>
-      this.core.createNamespacedConfigMap({ namespace, body: configMap as never }),
+    const created = (await this.call(
+      'create',
+      `create ConfigMap ${namespace}/${configMap.metadata.name}`,
+      () => this.core.createNamespacedConfigMap({ namespace, body: configMap as never }),
     )) as ConfigMapObject;
+    this.caches.get(namespace)?.configMaps.offer(created);
+    return created;
   }
 
   /** Replaces a ConfigMap; its `metadata.resourceVersion` must be the one read, or `CONFLICT`. */
   async replaceConfigMap(namespace: string, configMap: ConfigMapObject): Promise<ConfigMapObject> {
     const name = configMap.metadata.name ?? '';
-    return (await this.call('update', `replace ConfigMap ${namespace}/${name}`, () =>
+    const replaced = (await this.call('update', `replace ConfigMap ${namespace}/${name}`, () =>
       this.core.replaceNamespacedConfigMap({ namespace, name, body: configMap as never }),
     )) as ConfigMapObject;
+    this.caches.get(namespace)?.configMaps.offer(replaced);
+    return replaced;
   }
 
   /**
@@ -839,6 +874,8 @@ export class KubeCluster implements CacheSources {
         body: { preconditions, propagationPolicy: 'Background' },
       }),
     );
+    // the background propagation leaves the ConfigMap no finalizer to wait for
+    this.caches.get(namespace)?.configMaps.forget(name, preconditions.uid);
     return deleted !== undefined;
   }
 

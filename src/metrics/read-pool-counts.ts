@@ -15,8 +15,9 @@ function sizeOf(configMap: Parameters<typeof specOf>[0]): [string, number][] {
 }
 
 /**
- * Reads the member counts of every pool of the namespaces: per namespace one list of claim Leases, the members of
- * each backend, and the container pools' specs, all from the apiserver's watch cache.
+ * Reads the member counts of every pool of the namespaces: per namespace the claim Leases, the members of each
+ * backend, and the container pools' specs, from this process's watch caches when it runs them and else from the
+ * apiserver's. Container members (Pods, which no cache holds) are listed only in a namespace with container pools.
  *
  * @throws {@link VdiError} what the adapter throws for a failed list.
  */
@@ -27,10 +28,12 @@ export async function readPoolCounts(
   const backends = Object.values(ctx.backends).filter((backend): backend is DesktopBackend => !!backend);
   const read = await Promise.all(
     namespaces.map(async (namespace) => {
-      const [leases, members, configMaps] = await Promise.all([
-        ctx.cluster.listLeases(namespace, leasePoolLabel, { cached: true }),
-        Promise.all(backends.map((backend) => backend.listMembers(namespace, undefined, { cached: true }))),
-        ctx.backends.ct ? listCtPoolConfigMaps(ctx, namespace) : [],
+      const how = { cached: true };
+      const configMaps = ctx.backends.ct ? await listCtPoolConfigMaps(ctx, namespace, how) : [];
+      const listed = backends.filter((backend) => backend.kind !== 'ct' || configMaps.length > 0);
+      const [leases, members] = await Promise.all([
+        ctx.cluster.listLeases(namespace, leasePoolLabel, how),
+        Promise.all(listed.map((backend) => backend.listMembers(namespace, undefined, how))),
       ]);
       return countPoolMembers({
         namespace,

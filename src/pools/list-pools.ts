@@ -44,7 +44,7 @@ export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {})
       const [{ vms, leases }, settings] = await Promise.all([
         // a broker's caches answer it: read afresh, each Desktops page read every VM and Lease it serves from etcd
         readPools(ctx, namespace, undefined, { cached: ctx.cluster.isCaching(namespace) }),
-        readPoolSettingsIn(ctx, namespace),
+        readPoolSettingsIn(ctx, namespace, { cached: ctx.cluster.isCaching(namespace) }),
       ]);
       return describePools({ namespace, vms, leases, now: ctx.clock.now(), settings });
     }),

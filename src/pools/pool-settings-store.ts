@@ -1,6 +1,6 @@
 import type { VdiContext } from '../context.js';
 import { isVdiError } from '../errors.js';
-import { poolSettingsLabel } from '../keys.js';
+import { poolLabel, poolSettingsLabel } from '../keys.js';
 import type { ConfigMapObject } from '../kube-objects.js';
 import {
   buildPoolSettingsConfigMap,
@@ -9,12 +9,21 @@ import {
   poolSettingsOf,
 } from './pool-settings.js';
 
-/** The settings of every pool of a namespace that has its own, by pool name. */
+/**
+ * The settings of every pool of a namespace that has its own, by pool name; with `cached`, from this process's
+ * synced watch cache of the pools' ConfigMaps when it runs (as in a broker).
+ */
 export async function readPoolSettingsIn(
   ctx: VdiContext,
   namespace: string,
+  options: { cached?: boolean } = {},
 ): Promise<Map<string, PoolSettings>> {
-  const configMaps = await ctx.cluster.listConfigMaps(namespace, `${poolSettingsLabel}=true`);
+  // every settings ConfigMap carries the pool label too, which lets the pools' ConfigMap cache answer
+  const configMaps = await ctx.cluster.listConfigMaps(
+    namespace,
+    `${poolLabel},${poolSettingsLabel}=true`,
+    options,
+  );
   return new Map(
     configMaps.map((configMap) => [
       configMap.metadata.name?.slice(poolSettingsName('').length) ?? '',

@@ -263,9 +263,11 @@ async function readSettingsIn(
   leases: readonly LeaseObject[],
 ): Promise<Map<string, PoolSettings>> {
   const containers = leases.some((lease) => claimKindOf(lease) === 'ct');
+  // cached settings a moment old plan as a pass a moment earlier would; a reclaim reads its claim fresh to act
+  const how = { cached: ctx.cluster.isCaching(namespace) };
   const [vms, cts] = await Promise.all([
-    readPoolSettingsIn(ctx, namespace),
-    containers ? readCtPoolSettingsIn(ctx, namespace) : new Map<string, PoolSettings>(),
+    readPoolSettingsIn(ctx, namespace, how),
+    containers ? readCtPoolSettingsIn(ctx, namespace, how) : new Map<string, PoolSettings>(),
   ]);
   return new Map([...vms, ...cts]);
 }

@@ -47,12 +47,21 @@ export interface SparesRead {
 const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
 const namespaceOnly = z.object({ namespace: namespaceSchema.optional() });
 
-/** Reads what a keeper pass of one VM pool plans from; `minReady` is 0 when no member carries one. */
-export async function readSpares(ctx: VdiContext, namespace: string, pool: string): Promise<SparesRead> {
+/**
+ * Reads what a keeper pass of one VM pool plans from; `minReady` is 0 when no member carries one. With `cached`,
+ * from this process's synced watch caches: every write of the pass is conditional on what it read, so a stale read
+ * costs a refused write or a pass's delay, never a member taken from its holder.
+ */
+export async function readSpares(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  options: { cached?: boolean } = {},
+): Promise<SparesRead> {
   // one list of the pool's VMs gives both their marks and their facts
   const [{ vms, members }, leases] = await Promise.all([
-    listVmPoolMembers(ctx.cluster, namespace, pool),
-    ctx.cluster.listLeases(namespace),
+    listVmPoolMembers(ctx.cluster, namespace, pool, options),
+    ctx.cluster.listLeases(namespace, undefined, options),
   ]);
   return { namespace, pool, minReady: readMinReady(vms) ?? 0, vms, members, leases };
 }
@@ -169,7 +178,10 @@ export async function keepPoolSpares(
 ): Promise<KeepSparesResult> {
   const parsed = parseOptions(poolSchema, options, 'keepPoolSpares');
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
-  const read = await readSpares(ctx, namespace, parsed.name);
+  return await keepReadPool(ctx, await readSpares(ctx, namespace, parsed.name));
+}
+
+async function keepReadPool(ctx: VdiContext, read: SparesRead): Promise<KeepSparesResult> {
   return await carryOutSpares(ctx, read, await planFromRead(ctx, read));
 }
 
@@ -194,7 +206,9 @@ export async function keepSpares(
 ): Promise<KeepSparesPassResult> {
   const parsed = parseOptions(namespaceOnly, options, 'keepSpares');
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
-  const vms = await ctx.cluster.listVms(namespace, poolLabel);
+  // with the namespace's watch caches started (as in a broker), a pass with nothing to do asks nothing
+  const cached = ctx.cluster.isCaching(namespace);
+  const vms = await ctx.cluster.listVms(namespace, poolLabel, { cached });
   const pools = new Map<string, VirtualMachine[]>();
   for (const vm of vms) {
     const pool = vm.metadata.labels?.[poolLabel] ?? '';
@@ -204,7 +218,7 @@ export async function keepSpares(
   for (const [pool, members] of [...pools].sort(([left], [right]) => left.localeCompare(right))) {
     if (readMinReady(members) === undefined) continue;
     try {
-      result.kept.push(await keepPoolSpares(ctx, { name: pool, namespace }));
+      result.kept.push(await keepReadPool(ctx, await readSpares(ctx, namespace, pool, { cached })));
     } catch (error) {
       result.failed.push({
         id: formatPoolId({ kind: 'vm', namespace, pool }),

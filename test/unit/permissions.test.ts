@@ -22,7 +22,8 @@ interface MethodRule {
 // the core API's resources a container pool uses, by the client-node call that names each
 const coreResources: Array<[RegExp, string]> = [
   [/openPodExec\(/, 'pods/exec'],
-  [/(Namespaced)?ConfigMap\(/, 'configmaps'],
+  // a watch names its collection's path
+  [/(Namespaced)?ConfigMap\(|\/configmaps`/, 'configmaps'],
   [/(Namespaced)?PersistentVolumeClaim\(/, 'persistentvolumeclaims'],
   [/(Namespaced)?Service\(/, 'services'],
   [/(Namespaced)?Pod(ForAllNamespaces)?\(/, 'pods'],

@@ -52,9 +52,9 @@ describe('the watch caches of a namespace', () => {
     const other = new KubeCluster(cluster().kubeConfig);
     await other.createLease(namespace, claimLease('devpool-1', 'bob'));
     const kube = await cachedCluster(namespace);
-    // one list each of Leases, VMs and VMIs, then only watches
-    expect(lists(kube)).toBe(3);
-    expect(kube.requestCounts.get('watch')).toBe(3);
+    // one list each of Leases, VMs, VMIs and the pools' ConfigMaps, then only watches
+    expect(lists(kube)).toBe(4);
+    expect(kube.requestCounts.get('watch')).toBe(4);
     const cached = () => kube.listLeases(namespace, `${leasePoolLabel}=devpool`, { cached: true });
     expect(holders(await cached())).toEqual([['corral-vdi-devpool-1', 'bob']]);
     expect((await kube.listVms(namespace, `${leasePoolLabel}=devpool`, { cached: true })).length).toBe(2);
@@ -82,7 +82,7 @@ describe('the watch caches of a namespace', () => {
     expect(holders(await cached())).toEqual([['corral-vdi-devpool-2', 'carol']]);
     expect(Number(kube.cachesOf(namespace)?.leases.resourceVersion())).toBeGreaterThan(Number(versionBefore));
     // every read above came from the cache
-    expect(lists(kube)).toBe(3);
+    expect(lists(kube)).toBe(4);
   });
 
   it('keep no managedFields nor anything else a member is not read from, and tell the same facts as fresh reads', async () => {
@@ -136,8 +136,8 @@ describe('the watch caches of a namespace', () => {
       );
     }
     const kube = await cachedCluster(namespace);
-    // two pages of Leases (500 and 1), one each of VMs and VMIs
-    expect(lists(kube)).toBe(4);
+    // two pages of Leases (500 and 1), one each of VMs, VMIs and the pools' ConfigMaps
+    expect(lists(kube)).toBe(5);
     expect((await kube.listLeases(namespace, undefined, { cached: true })).length).toBe(leases);
   });
 
@@ -296,7 +296,7 @@ describe('the watch caches of a namespace', () => {
     ]);
     await kube.deleteLease(namespace, 'corral-vdi-devpool-1', { uid: alices.metadata.uid ?? '' });
     expect(holders(await cached())).toEqual([['corral-vdi-devpool-2', 'bob']]);
-    expect(lists(kube)).toBe(3);
+    expect(lists(kube)).toBe(4);
   });
 
   it('back off after a refused watch, reject the sync with FORBIDDEN, and sync once the watch is granted', async () => {
@@ -391,14 +391,23 @@ describe('the watch caches of a namespace', () => {
         watched.push('vmis');
         return kube.watchVmis(ns, from);
       },
+      listConfigMapsToWatch: (ns, selector) => {
+        const list = listHeld.then(() => kube.listConfigMapsToWatch(ns, selector));
+        listed.push(list);
+        return list;
+      },
+      watchConfigMaps: (ns, selector, from) => {
+        watched.push('configMaps');
+        return kube.watchConfigMaps(ns, selector, from);
+      },
     };
     const caches = startNamespaceCaches(sources, namespace, { clock: createTestClock() });
-    for (const cache of [caches.leases, caches.vms, caches.vmis]) cache.stop();
+    for (const cache of Object.values(caches)) cache.stop();
     releaseList();
     await Promise.all(listed);
     // the rounds go on from the lists' answers within a few turns of the event loop
     for (let turn = 0; turn < 10; turn += 1) await new Promise((resolve) => setImmediate(resolve));
-    expect(listed).toHaveLength(3);
+    expect(listed).toHaveLength(4);
     expect(watched).toEqual([]);
   });
 });

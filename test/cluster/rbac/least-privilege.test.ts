@@ -588,7 +588,14 @@ const expected: Record<string, string[]> = {
     'ct-pool delete',
   ],
   // a pass judges a claim that records its holder's groups (erin's) against its pool's lists
-  'list configmaps': ['list pools', 'session pass (renew)', 'session pass (reclaim)', 'ct-pool list'],
+  'list configmaps': [
+    'list pools',
+    'session pass (renew)',
+    'session pass (reclaim)',
+    'ct-pool list',
+    'watch caches',
+  ],
+  'watch configmaps': ['watch caches'],
   'create configmaps': ['ct-pool apply'],
   'update configmaps': ['ct shrink'],
   'delete configmaps': ['ct-pool delete'],
