@@ -10,7 +10,9 @@ import {
 } from '../kubevirt/kube-calls.js';
 import { createSimulatedNode } from '../kubevirt/nodes.js';
 import { KeyedWorkQueue } from '../kubevirt/work-queue.js';
-import { kubevirtNamespace } from './install.js';
+import { waitFor } from '../wait-for.js';
+import { type HandlerConsoles, startHandlerConsoles } from './handler-consoles.js';
+import { type KubevirtCertificates, kubevirtNamespace } from './install.js';
 
 /** The labels KubeVirt's launcher Pods select a node by, and the devices they request, as virt-handler reports them. */
 const nodeLabels = {
@@ -35,6 +37,8 @@ export interface HandlerStandInOptions {
   /** `status.allocatable` of the node beside KubeVirt's devices. */
   allocatable: Record<string, string>;
   version: string;
+  /** KubeVirt's CA and the handler's serving pair, for the consoles virt-api dials. */
+  certificates: KubevirtCertificates;
   log: (line: string) => void;
 }
 
@@ -56,7 +60,8 @@ function isFinal(vmi: VirtualMachineInstance): boolean {
 
 /**
  * Plays virt-handler for one node, as KubeVirt's own KWOK density test does, plus what that leaves out: labels the
- * node and reports KubeVirt's devices, runs a handler Pod there, turns a VMI that virt-controller
+ * node and reports KubeVirt's devices, runs a handler Pod there that serves the guest's consoles to virt-api
+ * ({@link startHandlerConsoles}), turns a VMI that virt-controller
  * scheduled onto the node `Running` with its launcher Pod's address as the guest's (as masquerade networking
  * shows it), and ends a VMI being deleted as a shut-down guest (`Succeeded`), so that virt-controller removes its
  * launcher Pod and its finalizer. Status writes go as `kubevirt-controller`, whose writes KubeVirt keeps.
@@ -89,6 +94,18 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
         containers: [{ name: 'virt-handler', image: `quay.io/kubevirt/virt-handler:${options.version}` }],
       },
     },
+  });
+
+  const handlerAddress = await waitFor(
+    async () =>
+      (await core.readNamespacedPod({ namespace: kubevirtNamespace, name: handlerPod })).status?.podIP,
+    { describe: `the handler Pod ${handlerPod} to run with an address`, until: (ip) => ip !== undefined },
+  );
+  const consoles: HandlerConsoles = await startHandlerConsoles({
+    kubeConfig,
+    address: handlerAddress ?? '',
+    certificates: options.certificates,
+    log,
   });
 
   const launcherAddress = async (vmi: VirtualMachineInstance): Promise<string | undefined> => {
@@ -161,7 +178,10 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   vmis = await startInformer<VirtualMachineInstance>({
     kubeConfig,
     resource: kubevirtResources.vmi,
-    onChange: (key) => queue.add(key),
+    onChange: (key, vmi) => {
+      consoles.vmiChanged(key, vmi);
+      queue.add(key);
+    },
     log,
   });
   queue.start(reconcile);
@@ -171,6 +191,7 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     stop: async () => {
       vmis?.stop();
       await queue.stop();
+      await consoles.close();
     },
   };
 }

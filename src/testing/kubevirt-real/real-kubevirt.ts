@@ -190,6 +190,7 @@ export async function startRealKubevirt(
       nodeName: options.nodeName,
       allocatable: options.allocatable ?? { cpu: '8', memory: '16Gi', pods: '110' },
       version: binaries.version,
+      certificates,
       log,
     });
   } catch (error) {

@@ -5,6 +5,7 @@ import { createPool } from '../../../src/pools/pool-service.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { stoppedVm, usePrivateCluster, waitForRunningVmi } from '../../support/cluster.js';
+import { connectRfb, createByteReader } from '../../support/rfb-client.js';
 
 // KubeVirt's own virt-api and virt-controller, with the stand-in of virt-handler on the node agent's node.
 const cluster = usePrivateCluster({ kubevirt: 'real' });
@@ -97,7 +98,7 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
     expect(ours.filter((object) => object.kind === 'VirtualMachineRestore')).toHaveLength(3);
   });
 
-  it('runs a claimed member through virt-controller: its VMI, its launcher Pod and the mutator’s defaults', async () => {
+  it('runs a claimed member through virt-controller and serves its consoles through virt-api: its VMI, its launcher Pod, the mutator’s defaults', async () => {
     const vdi = await namespaceFor('real-claim');
     await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('golden', { app: 'desktop' }));
     await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, cloneTimeoutMs: 30_000 });
@@ -121,6 +122,25 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
     });
     expect(managersOf(pods[0])).toContain('virt-controller');
     expect(vmi.status?.interfaces?.[0]?.ipAddress).toBe(pods[0]?.status?.podIP);
+
+    // the consoles go through the apiserver to virt-api, which dials the node's handler over mutual TLS
+    const vnc = await vdi.context.cluster.openVmiConsole(vdi.namespace, desktop.member, 'vnc', 1 << 22);
+    try {
+      const rfb = await connectRfb(vnc);
+      expect([rfb.width, rfb.height, rfb.name]).toEqual([320, 200, desktop.member]);
+    } finally {
+      vnc.terminate();
+    }
+    const serial = await vdi.context.cluster.openVmiConsole(vdi.namespace, desktop.member, 'console', 1 << 22);
+    try {
+      const read = createByteReader(serial);
+      const banner = `\r\n${desktop.member} serial console (echo)\r\n`;
+      expect((await read(Buffer.byteLength(banner))).toString()).toBe(banner);
+      serial.send(Buffer.from('uptime\r'));
+      expect((await read(7)).toString()).toBe('uptime\r');
+    } finally {
+      serial.terminate();
+    }
 
     // a release stops the member: KubeVirt removes the VMI and its launcher Pod
     await vdi.release({ member: desktop.member, identity: 'alice@example.com' });
