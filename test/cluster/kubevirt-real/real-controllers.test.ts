@@ -165,4 +165,24 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
     });
     expect((leases as { spec: { holderIdentity: string } }).spec.holderIdentity).toBeTruthy();
   });
+
+  it('starts a claimed member only once virt-controller runs again, a fault expressed by stopping the real one', async () => {
+    const vdi = await namespaceFor('real-stopped');
+    await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('golden', { app: 'desktop' }));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, cloneTimeoutMs: 30_000 });
+    const kubevirt = cluster().realKubevirt;
+    if (!kubevirt) throw new Error('this file runs on KubeVirt’s own controllers');
+    await kubevirt.stopController();
+    try {
+      const desktop = await vdi.claim({ pool: 'devpool', identity: 'bob@example.com' });
+      // the claim wrote the start; nobody turns it into a VMI while the controller is away
+      const vm = await vdi.context.cluster.getVm(vdi.namespace, desktop.member);
+      expect(vm?.spec.runStrategy).toBe('Always');
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(await vdi.context.cluster.getVmi(vdi.namespace, desktop.member)).toBeUndefined();
+    } finally {
+      await kubevirt.startController();
+    }
+    await waitForRunningVmi(vdi.context.cluster, vdi.namespace, 'devpool-1');
+  });
 });
