@@ -42,7 +42,7 @@ async function waitForStopped(vdi: Vdi, pool: string, count: number, held?: stri
   });
 }
 
-describe('what the SDK writes to KubeVirt is what the apiserver keeps, on KubeVirt\'s own controllers', () => {
+describe("what the SDK writes to KubeVirt is what the apiserver keeps, on KubeVirt's own controllers", () => {
   it('stores every field of every write of the walkthrough flows as sent, and defaults nothing the SDK misreads', async () => {
     // VM pools: a create from a golden VM, claims that start members, a grow and a shrink
     const vms = await namespaceFor('fidelity-vm');
@@ -86,7 +86,11 @@ describe('what the SDK writes to KubeVirt is what the apiserver keeps, on KubeVi
     );
     // the flows reached every kind of write the SDK makes (KubeVirt's controllers write as themselves, unrecorded)
     expect([...kinds]).toEqual(
-      expect.arrayContaining(['create virtualmachines', 'create virtualmachineclones', 'patch virtualmachines']),
+      expect.arrayContaining([
+        'create virtualmachines',
+        'create virtualmachineclones',
+        'patch virtualmachines',
+      ]),
     );
     expect(writes.filter((write) => write.namespace === containers.namespace)).toEqual([]);
     expect(findLostFields(writes, statusSubresource)).toEqual([]);

@@ -131,7 +131,12 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
     } finally {
       vnc.terminate();
     }
-    const serial = await vdi.context.cluster.openVmiConsole(vdi.namespace, desktop.member, 'console', 1 << 22);
+    const serial = await vdi.context.cluster.openVmiConsole(
+      vdi.namespace,
+      desktop.member,
+      'console',
+      1 << 22,
+    );
     try {
       const read = createByteReader(serial);
       const banner = `\r\n${desktop.member} serial console (echo)\r\n`;

@@ -75,9 +75,7 @@ describe('the VirtualMachineClone controller', () => {
     expect(target?.spec.template?.metadata?.labels).toEqual({ app: 'desktop' });
     expect(target?.spec.template?.metadata?.annotations).toEqual({ note: 'template' });
     const devices = target?.spec.template?.spec?.domain?.devices;
-    expect(devices?.interfaces).toEqual([
-      { name: 'default', masquerade: {}, model: 'virtio' },
-    ]);
+    expect(devices?.interfaces).toEqual([{ name: 'default', masquerade: {}, model: 'virtio' }]);
     expect(devices?.gpus).toEqual([{ name: 'gpu1', deviceName: 'nvidia.com/A10' }]);
     expect(target?.spec.runStrategy).toBe('Halted');
     expect(target?.status?.restoreInProgress).toBeUndefined();
