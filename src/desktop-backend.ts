@@ -330,6 +330,15 @@ export interface DesktopBackend {
   sealRelease?(ref: MemberRef, holder: string, sessionId: string): Promise<void>;
 
   /**
+   * Undoes {@link DesktopBackend.sealRelease} when the release could not reset the member: while the member records
+   * `claim`'s session as released, removes that record and writes the claim's presentation copy back. Present
+   * exactly when `sealRelease` is.
+   *
+   * @throws `VdiError` `CONFLICT` (retryable) when the member kept changing.
+   */
+  unsealRelease?(ref: MemberRef, claim: ClaimToPresent): Promise<void>;
+
+  /**
    * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone), and with
    * `sessionId` only while it is that session's copy (a newer claim of the same holder keeps its own),
    * conditional on the member's resourceVersion, reading it again on a conflict. Idempotent.

@@ -313,7 +313,7 @@ export {
 export type { ConsoleEntry } from './sessions/console-entries.js';
 export { readConsoleEntries } from './sessions/console-entries.js';
 export { formatDuration, parseDuration } from './sessions/parse-duration.js';
-export type { ConsoleOpenFacts, ConsoleOpenPlan } from './sessions/plan-console-open.js';
+export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from './sessions/plan-console-stream.js';
 export { planConsoleStream } from './sessions/plan-console-stream.js';

@@ -6,10 +6,12 @@ import type { VdiEvents } from '../events.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
+import { formatDuration } from '../sessions/parse-duration.js';
+import { defaultReclaimPolicy } from '../sessions/plan-reclaim.js';
 import { type ConsoleHandle, createSessionEngine, type SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import { answerFailure, answerUnexpected } from './answers.js';
-import { type BrokerOptions, resolveBrokerOptions } from './broker-options.js';
+import { type BrokerOptions, type ResolvedBrokerOptions, resolveBrokerOptions } from './broker-options.js';
 import { createAdminCheck } from './caller-access.js';
 import { type AuthorizeConsoleOptions, createConsoleGate } from './console-gate.js';
 import {
@@ -86,7 +88,11 @@ export interface Broker {
   /**
    * Starts the session engine (renewal and reclaim), the container-pool reconcile loop and the spare keeper, all
    * every `intervalMs`; warns once when running in open mode. With `leaderElection`, it starts the elector
-   * instead, and the three loops run only while this replica leads.
+   * instead, and the three loops run only while this replica leads. Logs one line saying what it runs.
+   *
+   * With `enabled: false` the broker is off and this starts none of it: no loop, no elector, no cache; nothing
+   * renews or reclaims a claim, so claims expire as they do without a broker. The routes still answer (404 on
+   * `/api/vdi/`), as do `/healthz`, `/readyz` and the `authRequired` check of a host's other `/api` paths.
    */
   start(): void;
   /**
@@ -178,13 +184,15 @@ export function createBroker(options: BrokerOptions): Broker {
     markStarted = resolve;
   });
   // with caches, /readyz waits until they hold their first lists, which they start to read at start()
-  const cachesSynced = settings.caches ? [started.then(() => vdi.waitForCacheSync())] : [];
+  const cachesSynced =
+    settings.caches && settings.enabled ? [started.then(() => vdi.waitForCacheSync())] : [];
   // the loops' passes read the caches: run before these hold their first lists, each would list every served
   // namespace from the apiserver beside them; caches refused for good leave the loops to the apiserver
   const cachesHeld = Promise.all(cachesSynced).catch(() => {});
   const readiness = createReadiness([...settings.readiness, ...cachesSynced], log);
+  // a broker that is off has nothing to lead, and must not hold the Lease a replica that is on waits for
   const leader =
-    settings.leaderElection === undefined
+    settings.leaderElection === undefined || !settings.enabled
       ? undefined
       : createLeaderElector(ctx, {
           ...settings.leaderElection,
@@ -343,13 +351,15 @@ export function createBroker(options: BrokerOptions): Broker {
     reconcileCtPools: () => ctPools.runPass(),
     keepSpares: () => spares.runPass(),
     start() {
+      markStarted();
+      log(describeStart(settings, leader, loopOptions.intervalMs));
+      if (!settings.enabled) return;
       if (settings.admins.length === 0 && settings.adminGroups.length === 0) {
         log(
           'broker: CORRAL_ADMINS and CORRAL_ADMIN_GROUPS are empty, so every caller is an admin and may release any desktop (open mode); set an admin allowlist before offering the broker to more than one person.',
         );
       }
       if (settings.caches) vdi.startCaches(namespaces);
-      markStarted();
       if (leader) leader.start();
       else startLoopsOnceCached(() => true);
     },
@@ -362,7 +372,7 @@ export function createBroker(options: BrokerOptions): Broker {
       await Promise.all([leader?.stop(), waiters.cancelAll()]);
       await stopLoops();
       await tasks.settled();
-      if (settings.caches) vdi.stopCaches();
+      if (settings.caches && settings.enabled) vdi.stopCaches();
       metrics.detach();
       ctx.events.off('claimant-lease-left', logClaimantLeaseLeft);
     },
@@ -380,4 +390,29 @@ export function createBroker(options: BrokerOptions): Broker {
     sessions,
     vdi,
   };
+}
+
+/** What a started broker does, in one log line: the loops it runs and the policy they apply, or that it runs none. */
+function describeStart(
+  settings: ResolvedBrokerOptions,
+  leader: LeaderElector | undefined,
+  intervalMs: number,
+): string {
+  if (!settings.enabled) {
+    return (
+      'broker: off (enabled is false; CORRAL_VDI_BROKER=1 turns it on): every /api/vdi/ route answers 404, and this ' +
+      'process renews no claim, reclaims nothing, keeps no spares and reconciles no container pool.'
+    );
+  }
+  const policy = { ...defaultReclaimPolicy, ...settings.sessions.policy };
+  const durationOrOff = (ms: number | undefined) => (ms ? formatDuration(ms) : 'off');
+  const when = leader
+    ? `while this replica leads (Lease ${leader.namespace}/${leader.leaseName})`
+    : 'in this process';
+  return (
+    `broker: on for namespaces ${settings.namespaces.join(', ')}: every ${formatDuration(intervalMs)}, ${when}, ` +
+    `it renews the claims, reclaims by the policy (disconnect grace ${durationOrOff(policy.disconnectGraceMs)}, ` +
+    `max session ${durationOrOff(policy.maxSessionMs)}, idle ${durationOrOff(policy.idleTimeoutMs)} or the ` +
+    "pool's own), keeps warm spares and reconciles container pools."
+  );
 }

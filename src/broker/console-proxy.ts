@@ -151,6 +151,11 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
       stream,
       limits,
       target.protocol === 'terminal' ? terminalFraming : undefined,
+      // a console whose desktop was released goes down with its member: it closes saying so
+      () => {
+        const end = handle.ending();
+        return end && { code: closeCodeOf(end), reason: end.message };
+      },
     );
     const entry = {
       info: {

@@ -151,6 +151,8 @@ export function relayConsole(
   desktop: WebSocket,
   limits: RelayLimits,
   framing?: RelayFraming,
+  // how a close of the desktop's side reaches the browser instead, when its desktop's end is known (a release)
+  desktopEnded?: () => { code: number; reason: string } | undefined,
 ): ConsoleRelay {
   const stats = { bytesToClient: 0, bytesToDesktop: 0 };
   const closeBoth = (code: number, reason: string) => {
@@ -175,17 +177,22 @@ export function relayConsole(
       if (side.readyState === side.CLOSED) resolve();
       else side.once('close', () => resolve());
     });
-  const follow = (from: WebSocket, other: WebSocket, gone: string) => {
-    from.on('error', () => closeBoth(1011, gone));
+  const follow = (from: WebSocket, other: WebSocket, gone: string, ended?: typeof desktopEnded) => {
+    from.on('error', () => {
+      const end = ended?.();
+      closeBoth(end?.code ?? 1011, end?.reason ?? gone);
+    });
     from.once('close', (code: number, reason: Buffer) => {
+      const end = ended?.();
       // 1006: the connection dropped without a close frame (a half-close, a reset)
-      if (code === 1006) closeBoth(1011, gone);
+      if (end) closeBoth(end.code, end.reason);
+      else if (code === 1006) closeBoth(1011, gone);
       else if (other.readyState === other.OPEN) other.close(sendableCode(code), fitReason(reason.toString()));
       other.resume();
     });
   };
   follow(client, desktop, 'The browser side of the console dropped.');
-  follow(desktop, client, "The desktop's console dropped.");
+  follow(desktop, client, "The desktop's console dropped.", desktopEnded);
   // the desktop's stream arrives paused so nothing it said first is lost before these listeners
   desktop.resume();
 

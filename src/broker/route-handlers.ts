@@ -311,12 +311,6 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
     async releaseDesktop({ caller, params, desktop: { view, lease } }) {
       // the access check judged this claim: a newer one of the member is refused, not released
       const expectedSessionId = lease?.metadata.annotations?.[sessionIdAnnotation];
-      // the release owns the desktop from here: its consoles end now, not when the VM goes down under them
-      await sessions.endConsoles({
-        namespace: params.ns,
-        member: params.member,
-        end: { cause: 'released', message: 'The desktop was released; claim a desktop to go on.' },
-      });
       const suffix = ctx.newSessionId().replaceAll('-', '').slice(0, 12);
       const task = tasks.run(
         {
@@ -327,7 +321,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         },
         async () => {
           try {
-            await metrics.countRelease(
+            const released = await metrics.countRelease(
               view.owner === caller.login ? 'holder' : 'admin',
               vdi.release({
                 kind: kindOf(params),
@@ -338,6 +332,18 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
                 ...(expectedSessionId === undefined ? {} : { expectedSessionId }),
               }),
             );
+            // the consoles stay while the guest goes down, and close once it is gone: a failed release kept them
+            void sessions
+              .endConsolesWhenDown({
+                kind: kindOf(params),
+                namespace: params.ns,
+                member: params.member,
+                reset: released.reset,
+                end: { cause: 'released', message: 'The desktop was released; claim a desktop to go on.' },
+              })
+              .catch((error: unknown) =>
+                log(`broker: ending the consoles of ${view.id} failed: ${String(error)}`),
+              );
           } catch (error) {
             if (!isVdiError(error))
               log(`broker: the release of ${view.id} failed unexpectedly: ${String(error)}`);

@@ -234,10 +234,11 @@ function goldenNameOf(golden: VirtualMachine): string {
 function notPermittedMessage(golden: VirtualMachine, missing: DeviceNeed[]): string {
   const list = missing.map((need) => `"${need.resource}" (${need.requestedBy.join(', ')})`).join(', ');
   return (
-    `Golden VM "${goldenNameOf(golden)}" asks for ${list}, which the KubeVirt CR does not permit, so no node can ` +
-    'run a clone of it. Permit each resource in spec.configuration.permittedHostDevices of the KubeVirt CR: under ' +
-    'pciHostDevices for PCI passthrough or mediatedDevices for vGPU (with its resourceName, and ' +
-    'externalResourceProvider: true when a device plugin other than KubeVirt advertises it), then try again.'
+    `device admission failed: golden VM "${goldenNameOf(golden)}" asks for ${list}, which the KubeVirt CR does not ` +
+    'permit, so no node can run a clone of it. Permit each resource in spec.configuration.permittedHostDevices ' +
+    'of the KubeVirt CR: under pciHostDevices for PCI passthrough or mediatedDevices for vGPU (with its ' +
+    'resourceName, and externalResourceProvider: true when a device plugin other than KubeVirt advertises it), ' +
+    'then try again.'
   );
 }
 
@@ -258,8 +259,9 @@ const listedVmiLimit = 5;
 function insufficientMessage(golden: VirtualMachine, shortage: Shortage): string {
   const { size, needs, table, usage, unscheduled, nodeFits, fits } = shortage;
   const lines = [
-    `Not enough device capacity for ${size} member${size === 1 ? '' : 's'} cloned from "${goldenNameOf(golden)}": ` +
-      `each needs ${describeNeeds(needs)} on one node; the nodes can host ${fits} now, ${size - fits} short.`,
+    `insufficient device capacity for "${goldenNameOf(golden)}": each member cloned from it needs ` +
+      `${describeNeeds(needs)} on one node; the nodes can host ${fits} of ${size} member${size === 1 ? '' : 's'} ` +
+      `now, ${size - fits} short.`,
   ];
   const shortTotals = needs.flatMap((need) => {
     const rows = table.filter((row) => row.resource === need.resource && row.excluded === undefined);

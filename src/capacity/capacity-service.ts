@@ -42,7 +42,7 @@ export async function readGoldenVm(
   if (golden) return golden;
   throw new VdiError(
     'GOLDEN_NOT_FOUND',
-    `Golden VM "${name}" not found in namespace "${namespace}". Other namespaces are not searched: pass the ` +
+    `golden VM "${name}" not found in namespace "${namespace}". Other namespaces are not searched: pass the ` +
       'namespace where the golden VM lives.',
     { details: { golden: name, namespace } },
   );

@@ -492,20 +492,20 @@ function noFreeMember(
   if (waiters > 0) {
     return new VdiError(
       'NO_FREE_MEMBER',
-      `Pool "${pool}" in namespace "${namespace}" has no member free for you: ${waiters} claim(s) wait ahead and get the free ones first. Claim with wait to join the queue.`,
+      `pool has no free members for you: ${waiters} claim(s) wait ahead in pool "${pool}" in namespace "${namespace}" and get the free ones first. Claim with wait to join the queue.`,
       { retryable: true, details: { namespace, pool, members, goingDown, waiters } },
     );
   }
   if (goingDown > 0) {
     return new VdiError(
       'NO_FREE_MEMBER',
-      `Pool "${pool}" in namespace "${namespace}" has no free member yet: ${goingDown} released member(s) are still shutting down. Try again in a moment.`,
+      `pool has no free members yet: ${goingDown} released member(s) of pool "${pool}" in namespace "${namespace}" are still shutting down. Try again in a moment.`,
       { retryable: true, details: { namespace, pool, members, goingDown } },
     );
   }
   return new VdiError(
     'NO_FREE_MEMBER',
-    `Pool "${pool}" in namespace "${namespace}" has no free member: every member has a user. Release (unassign) one, or grow the pool.`,
+    `pool has no free members: every member of pool "${pool}" in namespace "${namespace}" has a user. Release (unassign) one, or grow the pool.`,
     { details: { namespace, pool, members } },
   );
 }

@@ -173,6 +173,40 @@ export async function markClaimReleasing(
 const deleteAttempts = 5;
 
 /**
+ * Gives a claim back to its holder after a release of it could not reset the member: removes the releasing mark of
+ * its session, conditional on the resourceVersion; a Lease changed since only by marks of the same releasing session
+ * (a console mark) is read again and written. A Lease of another claim, or no longer marked, is left alone.
+ *
+ * @returns whether the Lease is the claim's, unmarked, when this returns.
+ */
+export async function unmarkClaimReleasing(ctx: VdiContext, lease: LeaseObject): Promise<boolean> {
+  const namespace = lease.metadata.namespace ?? '';
+  const name = lease.metadata.name ?? '';
+  const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  let current: LeaseObject | undefined = lease;
+  for (let attempt = 1; attempt <= deleteAttempts; attempt += 1) {
+    if (current === undefined) return false;
+    const same =
+      current.metadata.uid === lease.metadata.uid &&
+      current.metadata.annotations?.[sessionIdAnnotation] === sessionId;
+    if (!same) return false;
+    if (!isReleasing(current)) return true;
+    const { [releasingAnnotation]: _mark, ...annotations } = current.metadata.annotations ?? {};
+    try {
+      await ctx.cluster.replaceLease(namespace, {
+        ...current,
+        metadata: { ...current.metadata, annotations },
+      });
+      return true;
+    } catch (error) {
+      if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;
+      current = await ctx.cluster.getLease(namespace, name);
+    }
+  }
+  return false;
+}
+
+/**
  * Ends a claim that {@link markClaimReleasing} made the release's own: deletes its Lease with its uid and the
  * resourceVersion last read as preconditions. A Lease changed since only by marks of the same releasing session
  * (a console mark) is read again and deleted; one of another claim is left alone.

@@ -71,8 +71,9 @@ export type ReleasePlan =
     };
 
 /**
- * Decides whether a release may go ahead and which steps it takes. Pure: the caller executes the plan; a step that
- * fails leaves the Lease marked releasing under the same holder, and the next release resumes from it.
+ * Decides whether a release may go ahead and which steps it takes. Pure: the caller executes the plan; a reset that
+ * fails with the member as found gives the claim back unmarked, and any other step that fails leaves the Lease
+ * marked releasing under the same holder, and the next release resumes from it.
  *
  * @example
  * ```ts

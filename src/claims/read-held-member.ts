@@ -78,7 +78,7 @@ export async function readHeldMember(
   if (isReleasing(lease)) {
     throw new VdiError(
       'CLAIM_ENDED',
-      `${desktopId} is being released; release it again to finish, or claim its pool for a desktop.`,
+      `${desktopId} is being released: its member is being stopped or made again. Should the release fail, the desktop stays yours as it was; start it again then.`,
       { details: { desktopId } },
     );
   }

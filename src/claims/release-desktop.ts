@@ -4,6 +4,7 @@ import {
   type DesktopBackend,
   type DesktopKind,
   defaultDesktopKind,
+  type MemberFacts,
   type ResetHow,
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -12,9 +13,10 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { failureReason } from './failure-reason.js';
-import { deleteReleasingLease, markClaimReleasing } from './lease-writes.js';
+import { deleteReleasingLease, markClaimReleasing, unmarkClaimReleasing } from './lease-writes.js';
 import { planRelease, type ReleasePlan } from './plan-release.js';
 import { readMemberClaim } from './read-member-claim.js';
+import { isReleasing } from './releasing-mark.js';
 
 /** What a release returns. @category claims */
 export interface ReleaseResult {
@@ -61,7 +63,11 @@ export interface ReleaseMemberOptions {
  * another member's copy is cleared, best-effort; then a persistent member is stopped (its disks stay), an
  * ephemeral one recreated from its golden VM; then the Lease is deleted. A desktop without a Lease (a v0.6.0 or
  * orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from taking it meanwhile.
- * A failed step leaves the Lease marked releasing under the same holder, and the next release finishes it.
+ * A reset that fails while the member is still the one the release found (the stop refused, or a recreate that
+ * failed before it deleted the member) gives the claim back as the holder had it: the member's copy written back,
+ * the mark removed; the holder keeps using the desktop, and the next release or reclaim pass tries again. Any other
+ * failed step (a write, a crash, a recreate that failed after the delete) leaves the Lease marked releasing under
+ * the same holder, and the next release, or the pass once the mark is stale or the member gone, finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
  *   `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing while its release was recorded;
@@ -73,7 +79,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   validateMemberName(member);
   validateIdentity(actor);
   const backend = backendFor(ctx, options.kind ?? defaultDesktopKind);
-  const { plan, lease } = await takeClaim(ctx, backend, { ...options, namespace });
+  const { plan, lease, facts: before } = await takeClaim(ctx, backend, { ...options, namespace });
 
   const { holder, force } = plan;
   const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
@@ -106,9 +112,13 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   } catch (error) {
     // a concurrent release of the same claim may have ended it meanwhile: answer as a repeated release would
     await refuseIfEnded(ctx, backend, { ...options, namespace, expectedSessionId: session });
+    const kept = await giveBack(ctx, backend, { namespace, member, plan, lease, before, fence });
+    const stays = kept
+      ? `so it stays claimed by ${holder} as before`
+      : `so it stays claimed by ${holder}, marked releasing`;
     const failed = new VdiError(
       plan.how === 'recreate' ? 'RECREATE_FAILED' : 'STOP_FAILED',
-      `Could not ${plan.how} ${desktopId}, so it stays claimed by ${holder}, marked releasing: ${failureReason(error)} Release it again once the cause is fixed.`,
+      `Could not ${plan.how} ${desktopId}, ${stays}: ${failureReason(error)} Release it again once the cause is fixed.`,
       { retryable: true, details: { desktopId }, cause: error },
     );
     await recordAudit(ctx, { action, user: actor, target: auditTarget, error: failed });
@@ -153,6 +163,58 @@ async function clearCopy(
     .catch((error: unknown) => (isVdiError(error, 'CONFLICT') ? undefined : error));
 }
 
+/**
+ * After a reset that failed, gives the claim back to its holder as they had it, while the member is still the one
+ * the release found (not deleted or made again part-way through a recreate): the presentation the release sealed is
+ * written back, then the releasing mark removed. Best-effort: a write that fails leaves the mark, and the next
+ * release, or the pass once the mark is stale, finishes the release as after a crash.
+ *
+ * @returns whether the claim is the holder's again, unmarked.
+ */
+async function giveBack(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  attempt: {
+    namespace: string;
+    member: string;
+    plan: ResetPlan;
+    lease: LeaseObject | undefined;
+    before: MemberFacts | undefined;
+    fence: () => Promise<void>;
+  },
+): Promise<boolean> {
+  const { namespace, member, plan, lease, before } = attempt;
+  // a claim without a Lease was never marked; its copy goes only once the stop is asked for
+  if (lease === undefined) return true;
+  try {
+    const [now, current] = await Promise.all([
+      backend.readMember({ namespace, member }),
+      ctx.cluster.getLease(namespace, lease.metadata.name ?? ''),
+    ]);
+    if (plan.interrupted || !before || !now || now.deleting || now.uid !== before.uid) return false;
+    const session = lease.metadata.annotations?.[sessionIdAnnotation] ?? '';
+    if (current === undefined || current.metadata.uid !== lease.metadata.uid || !isReleasing(current)) {
+      return false;
+    }
+    if (current.metadata.annotations?.[sessionIdAnnotation] !== session) return false;
+    if (plan.clearPresentation && backend.unsealRelease) {
+      await attempt.fence();
+      await backend.unsealRelease(
+        { namespace, member },
+        {
+          holder: plan.holder,
+          claimedAt: current.spec.acquireTime ?? ctx.clock.now().toISOString(),
+          sessionId: session,
+        },
+      );
+    }
+    await attempt.fence();
+    return await unmarkClaimReleasing(ctx, current);
+  } catch {
+    return false;
+  }
+}
+
 function sessionOf(plan: ResetPlan, lease: LeaseObject | undefined): string | undefined {
   return plan.lease === undefined ? undefined : (lease?.metadata.annotations?.[sessionIdAnnotation] ?? '');
 }
@@ -171,7 +233,7 @@ async function planAgain(ctx: VdiContext, backend: DesktopBackend, options: Rele
     expectedSessionId: options.expectedSessionId,
     now: ctx.clock.now(),
   });
-  return { plan, lease };
+  return { plan, lease, facts };
 }
 
 // Reads the claim again after a failed reset: one that ended meanwhile gets the refusal a repeated release gets.
@@ -188,16 +250,16 @@ async function takeClaim(
   ctx: VdiContext,
   backend: DesktopBackend,
   options: ReleaseMemberOptions,
-): Promise<{ plan: ResetPlan; lease: LeaseObject | undefined }> {
+): Promise<{ plan: ResetPlan; lease: LeaseObject | undefined; facts: MemberFacts | undefined }> {
   const { namespace, member } = options;
   let expectedSessionId = options.expectedSessionId;
   for (let attempt = 1; ; attempt += 1) {
-    const { plan, lease } = await planAgain(ctx, backend, { ...options, expectedSessionId });
+    const { plan, lease, facts } = await planAgain(ctx, backend, { ...options, expectedSessionId });
     if (plan.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
-    if (lease === undefined || plan.resume) return { plan, lease };
+    if (lease === undefined || plan.resume) return { plan, lease, facts };
     await options.fence?.();
     const marked = await markClaimReleasing(ctx, lease);
-    if (marked) return { plan, lease: marked };
+    if (marked) return { plan, lease: marked, facts };
     expectedSessionId ??= lease.metadata.annotations?.[sessionIdAnnotation] ?? '';
     if (attempt === takeAttempts) {
       const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });

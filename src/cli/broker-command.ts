@@ -305,8 +305,8 @@ const serve: CommandSpec = {
   },
   notes: [
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
-      'come from the environment: CORRAL_VDI_BROKER=1 turns the API on (otherwise every /api/vdi/ route answers ' +
-      '404), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_ADMIN_GROUPS, CORRAL_AUTH_REQUIRED, ' +
+      'come from the environment: CORRAL_VDI_BROKER=1 turns the broker on (otherwise every /api/vdi/ route answers ' +
+      '404 and nothing renews or reclaims claims), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_ADMIN_GROUPS, CORRAL_AUTH_REQUIRED, ' +
       'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT, CORRAL_VDI_IDLE_WARNING and ' +
       'CORRAL_MAX_DESKTOPS_PER_USER. A ' +
       'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
@@ -422,8 +422,6 @@ const serve: CommandSpec = {
       if (ui) terminal.print(`Desktops page: ${server.url}/`);
       if (server.metricsUrl) terminal.print(`metrics: ${server.metricsUrl}/metrics`);
     }
-    if (!settings.enabled)
-      terminal.note('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404');
     await server.closed;
     return 0;
   },

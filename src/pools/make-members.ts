@@ -75,11 +75,16 @@ function makeFailure(
   },
   cleanup: string,
 ): VdiError {
+  const first = outcomes.find((outcome) => outcome.status !== 'ready' && outcome.status !== 'not-started');
+  // a timeout's own words lead, as the original's message that users search for does
+  const lead = first?.status === 'timed-out' && first.error ? first : undefined;
   const report = outcomes
     .filter((outcome) => outcome.status !== 'ready' || input.keepPartial)
-    .map((outcome) => `${outcome.member}: ${outcome.status}${outcome.error ? ` (${outcome.error})` : ''}`)
+    .map((outcome) => {
+      const error = outcome.error && outcome !== lead ? ` (${outcome.error})` : '';
+      return `${outcome.member}: ${outcome.status}${error}`;
+    })
     .join('; ');
-  const first = outcomes.find((outcome) => outcome.status !== 'ready' && outcome.status !== 'not-started');
   const cancelled = input.signal?.aborted === true;
   // a missing permission is the caller's to fix, whichever step of making a member it stopped
   const code = cancelled
@@ -90,7 +95,8 @@ function makeFailure(
         ? 'CLONE_TIMEOUT'
         : 'CLONE_FAILED';
   const what = cancelled ? 'was cancelled' : 'failed';
-  return new VdiError(code, `${input.doing} ${what}: ${report}. ${cleanup}`, {
+  const message = `${input.doing} ${what}: ${report}. ${cleanup}`;
+  return new VdiError(code, lead ? `${lead.error} ${message}` : message, {
     // a name another call took is free to plan again once that call is done
     retryable: code === 'CLONE_TIMEOUT' || first?.status === 'taken',
     details: { pool: input.pool, namespace: input.namespace, members: outcomes, kept: input.keepPartial },

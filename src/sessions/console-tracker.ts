@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
 import { leaseNameFor } from '../claims/lease-name.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
+import type { DesktopBackend, DesktopKind, MemberRef, ResetHow } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
@@ -59,6 +61,12 @@ export interface ConsoleHandle {
    * released or reclaimed: close the connection then. The handle is closed already.
    */
   readonly ended: AbortSignal;
+  /**
+   * How the console ends once its desktop is down, when a release or reclaim of the desktop succeeded while it was
+   * open: its member's stop was accepted, and the console goes when the guest does (see
+   * {@link ConsoleTracker.endConsolesWhenDown}). `undefined` otherwise.
+   */
+  ending(): ConsoleEnd | undefined;
   /** Ends the console. The last one to close starts the desktop's disconnect grace. Never throws. */
   close(): Promise<void>;
 }
@@ -87,12 +95,48 @@ export interface ConsoleTracker {
   /** Ends every open console of a member in this process, counted or not, and closes their handles. */
   endConsoles(namespace: string, member: string, end: ConsoleEnd): Promise<number>;
   /**
+   * Ends the consoles of a member open in this process now once the member is down, after a release or reclaim
+   * reset it: at once for a `recreated` member (its old object is gone), else once its instance is gone. Meanwhile
+   * each console's `ending()` tells `end`, so one whose stream closes as the guest goes says why. Resolves with how
+   * many ended.
+   */
+  endConsolesWhenDown(target: DownTarget, end: ConsoleEnd): Promise<number>;
+  /**
    * The Lease with this replica's entry (of `entry`'s state, or as it stands; refreshed when `refresh`) and the
    * marks brought up to date, or `undefined` when it carries them.
    */
   mark(lease: LeaseObject, entry: TrackedConsoles | undefined, refresh: boolean): LeaseObject | undefined;
   /** Refreshes this replica's entries of desktops with consoles open, and writes any a failed write missed. */
   heartbeat(): Promise<void>;
+}
+
+/** A member a release or reclaim reset, and how. */
+export interface DownTarget {
+  kind: DesktopKind;
+  namespace: string;
+  member: string;
+  reset: ResetHow;
+}
+
+const downPollMs = 250;
+// a guest that has not gone after this long loses its consoles all the same: its claim ended
+const downPolls = (2 * 60_000) / downPollMs;
+
+/** Reads the member until it is gone or stopped with no instance left, for at most two minutes. */
+async function waitUntilStopped(backend: DesktopBackend, ref: MemberRef): Promise<void> {
+  for (let poll = 1; poll <= downPolls; poll += 1) {
+    const facts = await backend.readMember(ref).catch(() => null);
+    if (facts === undefined) return;
+    if (
+      facts !== null &&
+      !facts.previousInstance &&
+      facts.power !== 'running' &&
+      facts.power !== 'starting'
+    ) {
+      return;
+    }
+    await sleep(downPollMs);
+  }
 }
 
 /** What a {@link ConsoleTracker} records its consoles as. */
@@ -134,23 +178,29 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
   const tracked = new Map<string, TrackedConsoles>();
   let timer: ReturnType<typeof setInterval> | undefined;
   // every open handle, counted or not, so a release can end them all
-  const live = new Map<string, Set<{ handle: ConsoleHandle; controller: AbortController }>>();
+  type LiveConsole = { handle: ConsoleHandle; controller: AbortController; ending?: ConsoleEnd };
+  const live = new Map<string, Set<LiveConsole>>();
   const keyOf = (namespace: string, member: string) => `${namespace}/${member}`;
   // a namespace never holds a slash
   const splitKey = (key: string) => [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
 
-  function keepLive(key: string, handle: ConsoleHandle, controller: AbortController): ConsoleHandle {
+  function keepLive(
+    key: string,
+    handle: Omit<ConsoleHandle, 'ending'>,
+    controller: AbortController,
+  ): ConsoleHandle {
     const set = live.get(key) ?? new Set();
     live.set(key, set);
     const kept: ConsoleHandle = {
       ...handle,
+      ending: () => entry.ending,
       async close() {
         set.delete(entry);
         if (set.size === 0 && live.get(key) === set) live.delete(key);
         await handle.close();
       },
     };
-    const entry = { handle: kept, controller };
+    const entry: LiveConsole = { handle: kept, controller };
     set.add(entry);
     return kept;
   }
@@ -254,7 +304,7 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     const now = ctx.clock.now();
     // with the member gone, the Lease alone says whether it is claimed
     const claim = classifyMemberClaim({ member: facts ?? goneMember(member), lease, now });
-    const plan = planConsoleOpen(claim, desktopId, { releasing: isReleasing(lease) });
+    const plan = planConsoleOpen(claim, desktopId);
     if (plan.kind === 'reject') throw new VdiError(plan.code, plan.message, { details: { desktopId } });
     const key = keyOf(namespace, member);
     const controller = new AbortController();
@@ -348,9 +398,18 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     return entries.length;
   }
 
+  async function endConsolesWhenDown(target: DownTarget, end: ConsoleEnd): Promise<number> {
+    const { namespace, member } = target;
+    for (const entry of live.get(keyOf(namespace, member)) ?? []) entry.ending = end;
+    if (target.reset === 'stopped')
+      await waitUntilStopped(backendFor(ctx, target.kind), { namespace, member });
+    return await endConsoles(namespace, member, end);
+  }
+
   return {
     replicaId,
     openConsole,
+    endConsolesWhenDown,
     trackedFor,
     trackedIn(namespace) {
       const prefix = `${namespace}/`;

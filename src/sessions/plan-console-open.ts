@@ -3,11 +3,11 @@ import type { ClaimLiveness } from '../claims/claim-liveness.js';
 /**
  * What {@link planConsoleOpen} decides for a console about to open:
  *
- * - `count`: a live claim; its connected period is recorded on the Lease.
+ * - `count`: a live claim, also one whose release is under way: until the release has stopped or recreated the
+ *   member, the holder keeps the desktop, and a release that fails leaves it theirs.
  * - `uncounted`: a v0.6.0 assignment or a member whose Lease is gone (which only an administrator may open): no
  *   Lease carries marks, so the console opens without starting a grace when it closes.
- * - `reject`: `CLAIM_EXPIRED` or `CLAIM_ENDED` (also for a claim whose release is under way), with the message
- *   to throw.
+ * - `reject`: `CLAIM_EXPIRED` or `CLAIM_ENDED`, with the message to throw.
  *
  * @category sessions
  */
@@ -15,12 +15,6 @@ export type ConsoleOpenPlan =
   | { kind: 'count' }
   | { kind: 'uncounted' }
   | { kind: 'reject'; code: 'CLAIM_EXPIRED' | 'CLAIM_ENDED'; message: string };
-
-/** What {@link planConsoleOpen} needs besides the claim. @category sessions */
-export interface ConsoleOpenFacts {
-  /** The claim's Lease carries the `corral.dev/vdi-releasing` mark of its session (see `isReleasing`). */
-  releasing?: boolean;
-}
 
 /**
  * Decides whether a console of `desktopId` opens, and whether it counts, from its claim as
@@ -32,21 +26,9 @@ export interface ConsoleOpenFacts {
  * ```
  * @category sessions
  */
-export function planConsoleOpen(
-  claim: ClaimLiveness,
-  desktopId: string,
-  facts: ConsoleOpenFacts = {},
-): ConsoleOpenPlan {
+export function planConsoleOpen(claim: ClaimLiveness, desktopId: string): ConsoleOpenPlan {
   switch (claim.kind) {
     case 'held':
-      // the release owns the claim now: a console would only watch the desktop stop
-      if (facts.releasing) {
-        return {
-          kind: 'reject',
-          code: 'CLAIM_ENDED',
-          message: `Desktop ${desktopId} is being released; claim its pool again to get a desktop.`,
-        };
-      }
       return { kind: 'count' };
     case 'legacy':
     case 'orphan':

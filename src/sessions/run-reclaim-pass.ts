@@ -10,6 +10,7 @@ import {
   type DesktopKind,
   defaultDesktopKind,
   type MemberFacts,
+  type ResetHow,
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
@@ -421,14 +422,9 @@ async function reclaim(
     return;
   }
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
-  // a console outlives a claim only until the policy takes it back (max-duration reclaims with consoles open)
-  await tracker.endConsoles(namespace, member, {
-    cause: 'reclaimed',
-    reason: step.reason,
-    message: `The desktop was reclaimed (${step.reason}); claim a desktop again to go on.`,
-  });
+  let reset: ResetHow;
   try {
-    await releaseMember(ctx, {
+    ({ reset } = await releaseMember(ctx, {
       kind,
       namespace,
       member,
@@ -437,7 +433,7 @@ async function reclaim(
       auditAction: `vdi reclaim (${step.reason})`,
       ...(sessionId === undefined ? {} : { expectedSessionId: sessionId }),
       ...fenceOf(setup),
-    });
+    }));
   } catch (error) {
     // released by someone else meanwhile: nothing is left to reclaim
     if (isVdiError(error, 'CLAIM_ENDED', 'CLAIM_CHANGED')) return;
@@ -450,6 +446,18 @@ async function reclaim(
   }
   const entry = tracker.trackedFor(namespace, member, lease);
   if (entry) tracker.forget(namespace, member, entry);
+  // a console outlives the claim until the guest goes (a max-duration reclaim has consoles open); a failed reset
+  // kept them, so they end only now
+  void tracker
+    .endConsolesWhenDown(
+      { kind, namespace, member, reset },
+      {
+        cause: 'reclaimed',
+        reason: step.reason,
+        message: `The desktop was reclaimed (${step.reason}); claim a desktop again to go on.`,
+      },
+    )
+    .catch(() => undefined);
   result.reclaimed += 1;
   ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
-import type { DesktopBackend } from '../desktop-backend.js';
+import type { DesktopBackend, DesktopKind, ResetHow } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
 import {
@@ -119,6 +119,13 @@ export interface SessionEngine {
    * Resolves with how many ended, once their marks are written or left for the next pass.
    */
   endConsoles(options: EndConsolesOptions): Promise<number>;
+  /**
+   * Ends every console of a member open in this process once the member is down, as a release or reclaim does
+   * after its reset succeeded: at once for a `recreated` member, else once its instance is gone (at most two
+   * minutes). Until then each handle's `ending()` tells `end`, so a console whose stream closes as the guest goes
+   * says why. Resolves with how many ended.
+   */
+  endConsolesWhenDown(options: EndConsolesOptions & { kind: DesktopKind; reset: ResetHow }): Promise<number>;
   /**
    * Records input (a key, a pointer event, terminal bytes) that a console of this process carried to a desktop: it
    * keeps the desktop from idle reclaim. The Lease mark is written at most once per `inputMarkIntervalMs`. Never
@@ -244,6 +251,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
   return {
     openConsole: tracker.openConsole,
     endConsoles: ({ namespace, member, end }) => tracker.endConsoles(namespace, member, end),
+    endConsolesWhenDown: ({ end, ...target }) => tracker.endConsolesWhenDown(target, end),
     noteInput: ({ namespace, member }) => inputs.noteInput(namespace, member),
     runPass,
     heartbeat: tracker.heartbeat,

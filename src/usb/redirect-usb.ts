@@ -1,6 +1,7 @@
 import { readUsableDesktop } from '../connect-planner/connect.js';
-import type { VdiContext } from '../context.js';
-import { VdiError } from '../errors.js';
+import { backendFor, type VdiContext } from '../context.js';
+import { defaultDesktopKind, type MemberRef } from '../desktop-backend.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { commandNotFoundError } from '../launch/install-hints.js';
 import { findExecutable, type OutputStream, type ProcessExit, runProcess } from '../launch/run-process.js';
 import { parseUsbDeviceId } from './device-id.js';
@@ -65,6 +66,26 @@ export type RedirectUsbResult =
     } & ProcessExit);
 
 /**
+ * USB redirection is a VM feature, and `redirectUsb` names no kind: a name that is no VM but a member of another
+ * kind gets that kind's own answer (a container has no USB controller), not a hint to name its kind.
+ */
+async function refuseOtherKinds(ctx: VdiContext, ref: MemberRef, error: unknown): Promise<never> {
+  if (!isVdiError(error, 'MEMBER_NOT_FOUND', 'UNSUPPORTED_BACKEND')) throw error;
+  const vms = backendFor(ctx, defaultDesktopKind);
+  for (const backend of Object.values(ctx.backends)) {
+    if (backend === vms) continue;
+    const support = await backend.checkUsbSupport(ref).catch((missing: unknown) => {
+      if (isVdiError(missing, 'MEMBER_NOT_FOUND')) return undefined;
+      throw missing;
+    });
+    if (support?.kind === 'unsupported') {
+      throw new VdiError('UNSUPPORTED_BACKEND', support.reason, { details: support.details });
+    }
+  }
+  throw error;
+}
+
+/**
  * Redirects a USB device of this machine to a running KubeVirt desktop the caller holds, through
  * `virtctl usbredir <device> <vmi> -n <namespace>`, until the signal aborts it, this process gets SIGINT, or
  * virtctl ends. Everything is checked before anything starts; the security notice is shown (or passed to
@@ -82,15 +103,22 @@ export type RedirectUsbResult =
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` for a malformed device ID; `CLAIM_ENDED`, `CLAIM_EXPIRED` or
  *   `NOT_HOLDER` when the caller does not hold the desktop; `NOT_ENTITLED`, with `groups`, when its pool no longer
- *   lets its holder in; `MEMBER_NOT_FOUND`; `UNSUPPORTED_BACKEND` when the
- *   member is not a KubeVirt VM or the VM lacks `devices.clientPassthrough` (the message says how to add it);
+ *   lets its holder in; `MEMBER_NOT_FOUND`; `UNSUPPORTED_BACKEND` for a container member, claimed or not (USB
+ *   redirection is a VM feature), or a VM that lacks `devices.clientPassthrough` (the message says how to add it);
  *   `DESKTOP_STOPPED` when it does not run; `COMMAND_NOT_FOUND` when `virtctl` or `usbredirect` is not on the
  *   PATH (the message says how to install it).
  * @category usb
  */
 export async function redirectUsb(ctx: VdiContext, options: RedirectUsbOptions): Promise<RedirectUsbResult> {
   const device = parseUsbDeviceId(options.device).text;
-  const desktop = await readUsableDesktop(ctx, { ...options, action: 'redirect USB devices to' });
+  const desktop = await readUsableDesktop(ctx, { ...options, action: 'redirect USB devices to' }).catch(
+    (error: unknown) =>
+      refuseOtherKinds(
+        ctx,
+        { namespace: options.namespace ?? ctx.defaultNamespace, member: options.member },
+        error,
+      ),
+  );
   const { desktopId, namespace, backend } = desktop;
   const support = await backend.checkUsbSupport({ namespace, member: options.member });
   if (support.kind === 'unsupported') {

@@ -87,7 +87,7 @@ async function readGolden(ctx: VdiContext, namespace: string, name: string): Pro
   if (golden) return golden;
   throw new VdiError(
     'GOLDEN_NOT_FOUND',
-    `Golden VM "${name}" not found in namespace "${namespace}"; an ephemeral member is recreated from it, so restore it or recreate the pool.`,
+    `golden VM "${name}" not found in namespace "${namespace}"; an ephemeral member is recreated from it, so restore it or recreate the pool.`,
     { details: { golden: name, namespace } },
   );
 }

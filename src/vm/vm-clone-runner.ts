@@ -73,8 +73,9 @@ export async function waitForClone(
     if (ctx.clock.now().getTime() - started >= timeoutMs) {
       throw new VdiError(
         'CLONE_TIMEOUT',
-        `Timed out after ${formatDuration(timeoutMs)} waiting for VirtualMachineClone ${namespace}/${name} ` +
-          `(phase ${phase || 'not set'}) to produce its VM. See its phase with "kubectl get virtualmachineclone -n ` +
+        `timed out after ${formatDuration(timeoutMs)} waiting for the clone to produce VM ${namespace}/` +
+          `${clone.spec.target?.name ?? name}: VirtualMachineClone ${namespace}/${name} is in phase ` +
+          `${phase || 'not set'}. See its phase with "kubectl get virtualmachineclone -n ` +
           `${namespace} ${name}". A stuck clone almost always has one of two causes: the StorageClass or ` +
           "VolumeSnapshotClass the golden VM's disks need is missing or cannot snapshot, or one of its PVCs cannot be " +
           'snapshotted.',

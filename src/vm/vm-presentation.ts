@@ -180,6 +180,43 @@ export async function sealVmRelease(
 }
 
 /**
+ * Undoes {@link sealVmRelease} after a release that could not stop the member: while the VM records `claim`'s
+ * session as released, removes the record and writes the claim's copy back, conditional on the resourceVersion read.
+ * A VM that is gone, or records another session (a newer release), is not written.
+ *
+ * @throws `VdiError` `CONFLICT` (retryable) when the VM kept changing.
+ */
+export async function unsealVmRelease(
+  cluster: KubeCluster,
+  ref: MemberRef,
+  claim: ClaimToPresent,
+): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    const vm = await cluster.getVm(ref.namespace, ref.member);
+    if (vm?.metadata.annotations?.[releasedSessionAnnotation] !== claim.sessionId) return;
+    try {
+      await cluster.patchVm(ref.namespace, ref.member, {
+        metadata: {
+          resourceVersion: vm.metadata.resourceVersion,
+          labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
+          annotations: {
+            [releasedSessionAnnotation]: null,
+            [assignedToKey]: claim.holder,
+            [claimedAtAnnotation]: claim.claimedAt,
+            [sessionIdAnnotation]: claim.sessionId,
+          },
+        },
+      });
+      return;
+    } catch (error) {
+      if (isVdiError(error, 'NOT_FOUND')) return;
+      if (!isConflictReason(error, 'Conflict')) throw error;
+      if (attempt === attempts) throw keptChanging(ref, error, "the undone release's copy");
+    }
+  }
+}
+
+/**
  * Removes the VM's presentation copy while it still names `holder` (and, with `sessionId`, is that session's),
  * conditional on the resourceVersion read; a newer claim's copy is left alone.
  *

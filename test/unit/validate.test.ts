@@ -147,6 +147,7 @@ describe('the schemas', () => {
   it.each<[string, number | undefined]>([
     ['15m', 900_000],
     ['1h30m', 5_400_000],
+    ['1.5h', 5_400_000],
     ['0', 0],
     ['15min', undefined],
     ['', undefined],
@@ -154,7 +155,7 @@ describe('the schemas', () => {
     const parsed = durationSchema.safeParse(text);
     expect(parsed.success ? parsed.data : undefined).toBe(ms);
     if (!parsed.success)
-      expect(parsed.error.issues[0]?.message).toMatch(/^Duration ".*" .*; write whole numbers/);
+      expect(parsed.error.issues[0]?.message).toMatch(/^Duration ".*" .*; write numbers with units/);
   });
 });
 

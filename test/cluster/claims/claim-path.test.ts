@@ -198,6 +198,7 @@ describe.concurrent('a member whose previous instance is still going down', goin
     const error = await vdi.assign({ pool: 'devpool', identity: 'dave' }).catch((caught: unknown) => caught);
     expect(isVdiError(error, 'NO_FREE_MEMBER')).toBe(true);
     expect(error).toMatchObject({ retryable: true, details: { goingDown: 1 } });
+    expect((error as Error).message).toMatch(/^pool has no free members yet: /);
     expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
 
     await clock.advance(60_000);

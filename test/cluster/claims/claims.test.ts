@@ -123,6 +123,7 @@ describe('claim and release against the real apiserver', () => {
     );
     const other = await vdi.claim({ pool: 'devpool', identity: 'bob' }).catch((caught: unknown) => caught);
     expect(isVdiError(other, 'NO_FREE_MEMBER')).toBe(true);
+    expect((other as Error).message).toMatch(/^pool has no free members: every member of pool "devpool" /);
   });
 
   it('assigns the lowest free member in natural order, as an administrator expects', async () => {

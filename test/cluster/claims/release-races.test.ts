@@ -5,6 +5,7 @@ import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
@@ -285,5 +286,45 @@ describe('a release of a desktop whose Lease is gone', () => {
     const vm = await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1');
     expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
     expect(vm?.spec.runStrategy).toBe('Halted');
+  });
+});
+
+describe('a release whose stop fails leaves the holder the desktop as they had it', () => {
+  it('keeps the claim unmarked and presented, so the holder starts it, claims it back and releases it again', async () => {
+    const setup = await setUp('relfailstop');
+    const desktop = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    const kube = setup.vdi.context.cluster;
+    await kube.patchVm(setup.namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.failStop]: '409 refused by the test' } },
+    });
+
+    await expect(release(setup, 'alice')).rejects.toMatchObject({ code: 'STOP_FAILED', retryable: true });
+    const kept = await readLease(setup);
+    expect(kept?.spec.holderIdentity).toBe('alice');
+    expect(kept?.metadata.annotations?.['corral.dev/vdi-session-id']).toBe(desktop.sessionId);
+    expect(kept?.metadata.annotations?.['corral.dev/vdi-releasing']).toBeUndefined();
+    const vm = await kube.getVm(setup.namespace, 'devpool-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe('alice');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-released-session']).toBeUndefined();
+    expect(await runStrategy(setup)).toBe('Always');
+
+    expect(await setup.vdi.start({ member: 'devpool-1', identity: 'alice' })).toMatchObject({
+      owner: 'alice',
+    });
+    expect(await setup.vdi.claim({ pool: 'devpool', identity: 'alice' })).toMatchObject({
+      member: 'devpool-1',
+      sessionId: desktop.sessionId,
+      retried: true,
+    });
+    await expect(setup.vdi.claim({ pool: 'devpool', identity: 'bob' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+    });
+
+    await kube.patchVm(setup.namespace, 'devpool-1', {
+      metadata: { annotations: { [simulatorAnnotations.failStop]: null } },
+    });
+    expect(await release(setup, 'alice')).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(await readLease(setup)).toBeUndefined();
+    expect(await runStrategy(setup)).toBe('Halted');
   });
 });

@@ -208,6 +208,38 @@ describe('redirectUsb refusals, each before anything starts or changes', () => {
     expect(error.message).toMatch(/no KubeVirt VirtualMachine/);
   });
 
+  it('answers a claimed and an unclaimed container member that USB redirection is a VM feature, with no flag to pass', async () => {
+    const namespace = await createNamespace(cluster(), 'ctmember');
+    const vdi = createVdi({
+      kubeConfig: cluster().kubeConfig,
+      namespace,
+      clock: createTestClock(new Date()),
+    });
+    await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 2 } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    for (const pod of ['devbox-1', 'devbox-2']) {
+      await waitFor(() => vdi.context.cluster.getPod(namespace, pod), {
+        describe: `Pod ${namespace}/${pod} to be Ready`,
+        until: (found) =>
+          found?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+      });
+    }
+    const { member: claimed } = await vdi.claim({ pool: 'devbox', identity: 'alice', kind: 'ct' });
+    const unclaimed = claimed === 'devbox-1' ? 'devbox-2' : 'devbox-1';
+
+    for (const ctMember of [claimed, unclaimed]) {
+      const error = await refusal(vdi.context, namespace, { member: ctMember });
+      expect([ctMember, error.code]).toEqual([ctMember, 'UNSUPPORTED_BACKEND']);
+      expect(error.message).toMatch(
+        new RegExp(`^ct/${namespace}/${ctMember} is a container desktop: a container has no USB controller`),
+      );
+      expect(error.message).toContain('Claim a desktop from a VM pool');
+      expect(error.message).not.toContain('--kind');
+      expect(error.details).toEqual({ desktop: `ct/${namespace}/${ctMember}`, kind: 'ct' });
+    }
+    expect((await vdi.getDesktop({ member: claimed, kind: 'ct' })).owner).toBe('alice');
+  });
+
   it('refuses a VM without clientPassthrough and says how to enable it', async () => {
     const { ctx, namespace } = await setUp('nopassthrough', {});
     const error = await refusal(ctx, namespace);

@@ -188,7 +188,10 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
 
     const error = await failureOf(createPool(ctx, { name: 'devpool', from: 'golden-desktop', size: 2 }));
     expect(error.code).toBe('GOLDEN_NOT_FOUND');
-    expect(error.message).toMatch(new RegExp(`not found in namespace "${namespace}"`));
+    // the original troubleshooting guide's phrase comes first, so a search of that guide finds it
+    expect(error.message).toMatch(
+      new RegExp(`^golden VM "golden-desktop" not found in namespace "${namespace}"`),
+    );
     expect(error.message).toMatch(/pass the namespace where the golden VM lives/);
     expect(await kube.listVms(namespace)).toEqual([]);
     expect(await kube.listClones(namespace)).toEqual([]);
@@ -288,6 +291,9 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
 
     const error = await failureOf(createPool(ctx, { name: 'devpool', from: 'golden', size: 1 }));
     expect(error.code).toBe('CLONE_TIMEOUT');
+    expect(error.message).toMatch(
+      new RegExp(`^timed out after \\S+ waiting for the clone to produce VM ${namespace}/devpool-1\\b`),
+    );
     expect(error.message).toMatch(new RegExp(`VirtualMachineClone ${namespace}/devpool-1-clone`));
     expect(error.message).toMatch(/StorageClass or VolumeSnapshotClass/);
     expect(error.message).toMatch(/PVCs cannot be snapshotted/);

@@ -102,6 +102,33 @@ describe('a claim whose member is gone', () => {
     expect((await vdi.getDesktop({ member })).owner).toBeUndefined();
   });
 
+  it('gives the claim back when the recreate fails before it deletes the member, and the next release makes it again', async () => {
+    const { namespace, audit, kube, vdi, member } = await setUp('gone-before');
+    const golden = await kube.getVm(namespace, 'golden');
+    await kube.deleteVm(namespace, 'golden');
+    await waitFor(() => kube.getVm(namespace, 'golden'), {
+      describe: 'the golden VM to be gone',
+      until: (vm) => vm === undefined,
+    });
+
+    const failed = await failureOf(vdi.release({ member, identity: 'alice@example.com' }));
+    expect(failed.code).toBe('RECREATE_FAILED');
+    expect(failed.message).toContain('as before');
+    const lease = await kube.getLease(namespace, `corral-vdi-${member}`);
+    expect(lease?.spec.holderIdentity).toBe('alice@example.com');
+    expect(lease?.metadata.annotations?.[releasingAnnotation]).toBeUndefined();
+    expect(audit.list().at(-1)).toMatchObject({ action: 'vdi release', status: 'error' });
+    expect(await vdi.start({ member, identity: 'alice@example.com' })).toMatchObject({
+      owner: 'alice@example.com',
+    });
+
+    await kube.createVm(namespace, stoppedVm('golden', golden?.metadata.labels ?? {}));
+    expect(await vdi.release({ member, identity: 'alice@example.com' })).toMatchObject({
+      reset: 'recreated',
+    });
+    expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+  });
+
   it('keeps a failed resume claimed and Resetting, records it, and tries again on the next pass', async () => {
     const { namespace, clock, audit, kube, vdi, ctx, member } = await setUp('gone-retry');
     kube.faults[member] = { [simulatorAnnotations.fail]: 'no snapshot class' };

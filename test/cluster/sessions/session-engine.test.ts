@@ -3,9 +3,11 @@ import { type AuditRecord, MemoryAuditSink } from '../../../src/audit.js';
 import { isLeaseExpired } from '../../../src/claims/claim-liveness.js';
 import type { VdiEvents } from '../../../src/events.js';
 import {
+  assignedToKey,
   connectedAtAnnotation,
   disconnectedAtAnnotation,
   ephemeralLabel,
+  releasingAnnotation,
   sourceAnnotation,
 } from '../../../src/keys.js';
 import { createPool } from '../../../src/pools/pool-service.js';
@@ -308,6 +310,55 @@ describe('the session engine against a real apiserver', () => {
     expect(await leaseOf(setup, member)).toBeUndefined();
     await expectStopped(setup, member);
     expect(reclaimRecords(setup.audit).map((record) => record.status)).toEqual(['error', 'error', 'ok']);
+  });
+
+  it('leaves the holder a usable desktop when the stop is refused: a console opens, it starts, a claim returns it, and the next pass reclaims it', async () => {
+    const setup = await setUp();
+    const [member = ''] = setup.claimed;
+    const { cluster: kube } = setup.vdi.context;
+    const engine = setup.engine({ policy: { maxSessionMs: 30 * minute } });
+    const holder = 'user-1@example.com';
+    await kube.patchVm(setup.namespace, member, {
+      metadata: { annotations: { [simulatorAnnotations.failStop]: '409 refused by the test' } },
+    });
+    setup.clock.advance(31 * minute);
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 0, failed: 1 });
+    expect(reclaimRecords(setup.audit)).toEqual([
+      expect.objectContaining({
+        action: 'vdi reclaim (max-duration)',
+        status: 'error',
+        error: expect.stringContaining('refused by the test'),
+      }),
+    ]);
+
+    // the claim is as the holder had it: not marked, still theirs, and the member still presents it
+    const kept = await leaseOf(setup, member);
+    expect(kept?.spec.holderIdentity).toBe(holder);
+    expect(kept?.metadata.annotations?.[releasingAnnotation]).toBeUndefined();
+    expect((await kube.getVm(setup.namespace, member))?.metadata.annotations).toMatchObject({
+      [assignedToKey]: holder,
+    });
+    const handle = await engine.openConsole({ member, identity: holder, kind: 'vnc' });
+    expect(await setup.vdi.start({ member, identity: holder })).toMatchObject({
+      owner: holder,
+      running: true,
+    });
+    expect(await setup.vdi.claim({ pool: 'devpool', identity: holder })).toMatchObject({
+      member,
+      retried: true,
+    });
+    expect(handle.ended.aborted).toBe(false);
+
+    // the next pass tries again and succeeds; the console ends once the member stopped
+    await kube.patchVm(setup.namespace, member, {
+      metadata: { annotations: { [simulatorAnnotations.failStop]: null } },
+    });
+    setup.clock.advance(minute);
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 1, failed: 0 });
+    expect(await leaseOf(setup, member)).toBeUndefined();
+    await expectStopped(setup, member);
+    await waitFor(() => handle.ended.aborted, { describe: 'the console to end once the member stopped' });
+    expect(reclaimRecords(setup.audit).map((record) => record.status)).toEqual(['error', 'ok']);
   });
 
   it('keeps a claim alive past its Lease hour while the engine runs, reading only the Leases in passes with nothing due', async () => {

@@ -296,6 +296,9 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     clock.advance(60_000);
     const timedOut = await first;
     expect(timedOut).toMatchObject({ code: 'CLONE_TIMEOUT', retryable: true });
+    expect(timedOut.message).toMatch(
+      new RegExp(`^timed out after 1m waiting for the clone to produce VM ${namespace}/eph-1\\b`),
+    );
     const [pending] = await kube.listClones(namespace);
     expect(pending?.status?.phase).not.toBe('Succeeded');
 
@@ -315,6 +318,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
 
     const error = await failureOf(vms.resetMember({ namespace, member: 'eph-1', pool: 'eph' }));
     expect(error.code).toBe('GOLDEN_NOT_FOUND');
+    expect(error.message).toMatch(/^golden VM "golden" not found in namespace /);
     expect((await kube.getVm(namespace, 'eph-1'))?.metadata.uid).toBe(before?.metadata.uid);
   });
 

@@ -10,6 +10,7 @@ import {
 } from '../../../src/broker/schemas.js';
 import { isVdiError } from '../../../src/errors.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { admin, peerToken, type RunningBroker, startBroker } from './broker-support.js';
@@ -533,6 +534,49 @@ describe('the broker over HTTP', () => {
     // open mode: every caller is an admin
     const desktop = (await api.call('POST', claimPath(namespace), { as: alice })).body;
     expect((await api.call('GET', desktopPath(namespace, desktop.member), { as: bob })).status).toBe(200);
+  });
+
+  it('runs nothing of the broker when turned off: no renewal, no reclaim, no container-pool reconcile, and says so at start', async () => {
+    // the same claim and pool under a broker that is on show what its passes do, so the one that is off is seen to do none
+    const policy = { intervalMs: 50, maxSessionMs: 10 * minute };
+    const on = await setUp(1, policy);
+    const off = await setUp(1, { ...policy, enabled: false });
+    const leases = new Map<Setup, string | undefined>();
+    for (const setup of [on, off]) {
+      const { vdi } = setup.api;
+      await vdi.claim({ pool: 'devpool', identity: alice });
+      await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 1 } });
+      leases.set(
+        setup,
+        (await vdi.context.cluster.getLease(setup.namespace, 'corral-vdi-devpool-1'))?.metadata
+          .resourceVersion,
+      );
+      // past the maximum session, and past a third of the Lease's hour, when a renewal is due
+      setup.clock.advance(21 * minute);
+      setup.api.broker.start();
+    }
+
+    await waitFor(
+      async () => ({
+        lease: await on.api.vdi.context.cluster.getLease(on.namespace, 'corral-vdi-devpool-1'),
+        pod: await on.api.vdi.context.cluster.getPod(on.namespace, 'devbox-1'),
+      }),
+      {
+        describe: 'the broker that is on to reclaim devpool-1 and make devbox-1',
+        until: ({ lease, pod }) => !lease && !!pod,
+      },
+    );
+    const kube = off.api.vdi.context.cluster;
+    expect((await kube.getLease(off.namespace, 'corral-vdi-devpool-1'))?.metadata.resourceVersion).toBe(
+      leases.get(off),
+    );
+    expect(await kube.getPod(off.namespace, 'devbox-1')).toBeUndefined();
+    expect(off.api.broker.isLeader()).toBe(false);
+    expect(on.api.logs.filter((line) => line.startsWith('broker: on'))).toHaveLength(1);
+    expect(off.api.logs.filter((line) => line.startsWith('broker: '))).toEqual([
+      'broker: off (enabled is false; CORRAL_VDI_BROKER=1 turns it on): every /api/vdi/ route answers 404, and this ' +
+        'process renews no claim, reclaims nothing, keeps no spares and reconciles no container pool.',
+    ]);
   });
 
   it('refuses to start without an identity provider', () => {

@@ -216,6 +216,39 @@ describe("the broker's console websockets", () => {
     });
   });
 
+  it("keeps the holder's console open through an admin's release until the member has stopped, then closes it with 4001", async () => {
+    const { api, namespace, member, consolePath } = await setUp();
+    const kube = api.vdi.context.cluster;
+    await kube.patchVm(namespace, member, {
+      metadata: { annotations: { [simulatorAnnotations.stopDelayMs]: '3000' } },
+    });
+    const { socket } = await openRfb(api, consolePath('vnc'), alice);
+    const closed = closeOf(socket);
+    const release = await api.call('POST', `/api/vdi/desktops/vm/${namespace}/${member}/release`, {
+      as: admin,
+    });
+    expect(release.status).toBe(202);
+    await expect
+      .poll(
+        async () => (await api.call('GET', `/api/tasks/${release.body.task}`, { as: admin })).body.status,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe('done');
+    // the stop was accepted and the claim ended, but the guest is still going down: the console stays
+    expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
+    expect(await kube.getVmi(namespace, member)).toBeDefined();
+    expect(socket.readyState).toBe(WebSocket.OPEN);
+    expect(await closed).toEqual({
+      code: consoleCloseCodes.released,
+      reason: 'The desktop was released; claim a desktop to go on.',
+    });
+    // the member was down by the time its console closed
+    const vmi = await kube.getVmi(namespace, member);
+    expect(vmi === undefined || vmi.metadata.deletionTimestamp !== undefined).toBe(true);
+  });
+
   it('closes an open console with 4002 and the rule when the policy reclaims the desktop', async () => {
     const { api, namespace, member, clock, consolePath } = await setUp(1, { maxSessionMs: 30 * minute });
     const { socket } = await openSocket(api, consolePath('serial'), alice);

@@ -107,6 +107,11 @@ describe('corral-vdi broker serve', () => {
       CORRAL_ADMINS: 'admin',
     });
     expect(output).toContain(`(namespaces ${namespace}; login from header X-Forwarded-User)`);
+    expect(output).toContain(
+      `broker: on for namespaces ${namespace}: every 30s, in this process, it renews the claims, reclaims by the ` +
+        "policy (disconnect grace 15m, max session off, idle off or the pool's own), keeps warm spares and " +
+        'reconciles container pools.\n',
+    );
     const bob = { 'x-forwarded-user': 'bob' };
 
     const claim = await fetch(`${url}/api/vdi/pools/vm/${namespace}/devpool/claim`, {
@@ -180,15 +185,15 @@ describe('corral-vdi broker serve', () => {
     expect(await exitOf(child)).toBe(0);
   });
 
-  it('warns when CORRAL_VDI_BROKER is not 1, and then answers 404 on every /api/vdi/ route', async () => {
+  it('says at start that the broker is off when CORRAL_VDI_BROKER is not 1, and then answers 404 on every /api/vdi/ route', async () => {
     const namespace = await createNamespace(cluster(), 'broker-off');
     const { child, url, log } = await startBroker(namespace, {}, ['-o', 'json']);
-    await log.waitFor(/warning: CORRAL_VDI_BROKER is not 1.*\n/);
     const output = await log.waitFor(/\n\}\n/);
-    expect(output).toContain('warning: CORRAL_VDI_BROKER is not 1, so every /api/vdi/ route answers 404\n');
-    const started = JSON.parse(
-      output.replace(/^warning: .*\n/m, '').replace(/^broker: .*\n/gm, ''),
-    ) as unknown;
+    expect(output).toContain(
+      'broker: off (enabled is false; CORRAL_VDI_BROKER=1 turns it on): every /api/vdi/ route answers 404, and ' +
+        'this process renews no claim, reclaims nothing, keeps no spares and reconciles no container pool.\n',
+    );
+    const started = JSON.parse(output.replace(/^broker: .*\n/gm, '')) as unknown;
     expect(started).toEqual({
       url,
       enabled: false,

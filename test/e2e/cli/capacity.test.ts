@@ -43,8 +43,8 @@ describe('corral-vdi troubleshooting cases', () => {
     expect(refused).toMatchObject({ code: 1, stdout: '' });
     const lines = refused.stderr.trimEnd().split('\n');
     expect(lines[0]).toBe(
-      'error: Not enough device capacity for 3 members cloned from "golden-gpu": each needs 1 × example.com/cli-gpu ' +
-        '(pci-passthrough) on one node; the nodes can host 2 now, 1 short.',
+      'error: insufficient device capacity for "golden-gpu": each member cloned from it needs 1 × ' +
+        'example.com/cli-gpu (pci-passthrough) on one node; the nodes can host 2 of 3 members now, 1 short.',
     );
     expect(lines).toContain(
       '    cli-gpu-node: example.com/cli-gpu 2 allocatable, 0 in use, 2 free → hosts 2',
@@ -69,7 +69,7 @@ describe('corral-vdi troubleshooting cases', () => {
     expect(tooMany.code).toBe(1);
     expect(tooMany.stdout).toContain('3 members of "golden-gpu" do not fit');
     expect(tooMany.stderr).toMatch(
-      /^error: Not enough device capacity for 3 members .* Free units by stopping VMs that hold them, add nodes with these devices, or ask for fewer members\.\n$/,
+      /^error: insufficient device capacity for "golden-gpu": .* Free units by stopping VMs that hold them, add nodes with these devices, or ask for fewer members\.\n$/,
     );
     const json = jsonOf<{ fits: boolean; plan: { kind: string; shortfall: number } }>(
       await cli(['pool', 'plan', '--from', 'golden-gpu', '--size', '3', '-n', namespace, '-o', 'json']),

@@ -42,7 +42,11 @@ describe.concurrent('corral-vdi pool create when clones never finish', () => {
     const lines = text.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^error: Creating pool "devpool" failed: devpool-1: timed-out \(Timed out after 1ms waiting for VirtualMachineClone /,
+      new RegExp(
+        `^error: timed out after 1ms waiting for the clone to produce VM ${namespace}/devpool-1: ` +
+          `VirtualMachineClone ${namespace}/devpool-1-clone is in phase .* Creating pool "devpool" failed: ` +
+          'devpool-1: timed-out[;.] ',
+      ),
     );
     expect(lines[0]).toContain(`kubectl get virtualmachineclone -n ${namespace} devpool-1-clone`);
     expect(lines[0]).toContain('Everything this call made was removed again.');

@@ -273,7 +273,7 @@ describe.concurrent('corral-vdi troubleshooting cases', () => {
     ]);
     expect(missing).toMatchObject({ code: 1, stdout: '' });
     expect(missing.stderr).toBe(
-      `error: Golden VM "golden-desktop" not found in namespace "${elsewhere}". Other namespaces are not searched: ` +
+      `error: golden VM "golden-desktop" not found in namespace "${elsewhere}". Other namespaces are not searched: ` +
         'pass the namespace where the golden VM lives. Pass -n NAMESPACE where the golden VM lives.\n',
     );
     const json = jsonOf<{ error: unknown }>(
@@ -315,8 +315,8 @@ describe.concurrent('corral-vdi troubleshooting cases', () => {
     const full = await cli(['assign', 'devpool', 'bob', '-n', namespace]);
     expect(full).toMatchObject({ code: 1, stdout: '' });
     expect(full.stderr).toBe(
-      `error: Pool "devpool" in namespace "${namespace}" has no free member: every member has a user. Release ` +
-        '(unassign) one, or grow the pool. Free one with "corral-vdi unassign MEMBER", or grow it with ' +
+      `error: pool has no free members: every member of pool "devpool" in namespace "${namespace}" has a user. ` +
+        'Release (unassign) one, or grow the pool. Free one with "corral-vdi unassign MEMBER", or grow it with ' +
         '"corral-vdi pool resize devpool --size N".\n',
     );
   });

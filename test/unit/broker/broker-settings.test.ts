@@ -47,6 +47,22 @@ describe('brokerOptionsFromEnv', () => {
     });
   });
 
+  it("reads the durations as the original configuration writes them, in Go's grammar", () => {
+    expect(
+      brokerOptionsFromEnv({
+        CORRAL_VDI_DISCONNECT_GRACE: '1.5h',
+        CORRAL_VDI_MAX_SESSION: '2h45m30.5s',
+        CORRAL_VDI_IDLE_TIMEOUT: '300ms',
+        CORRAL_VDI_IDLE_WARNING: '500us',
+      }),
+    ).toMatchObject({
+      disconnectGraceMs: 5_400_000,
+      maxSessionMs: 9_930_500,
+      idleTimeoutMs: 300,
+      idleWarningMs: 1,
+    });
+  });
+
   it.each([
     ['0', false],
     ['off', false],

@@ -389,6 +389,19 @@ describe('admitPool', () => {
     }
   });
 
+  it.each(cases.filter((each) => each.kind === 'reject'))(
+    'starts the refusal with the phrase the original troubleshooting guide names: $name',
+    ({ input }) => {
+      const plan = admitPool(input);
+      if (plan.kind !== 'reject') throw new Error('expected a refusal');
+      const phrase =
+        plan.reason === 'insufficient'
+          ? 'insufficient device capacity for "golden-desktop"'
+          : 'device admission failed';
+      expect(plan.message.startsWith(`${phrase}: `)).toBe(true);
+    },
+  );
+
   it('tabulates every node and needed resource with its numbers', () => {
     const plan = admitPool({
       golden: golden([a10, a10], [nic]),

@@ -30,14 +30,6 @@ describe('planConsoleOpen', () => {
     expect(planConsoleOpen(claim, desktopId)).toMatchObject(expected);
   });
 
-  it('refuses a console of a live claim whose release is under way', () => {
-    expect(planConsoleOpen(held, desktopId, { releasing: true })).toEqual({
-      kind: 'reject',
-      code: 'CLAIM_ENDED',
-      message: `Desktop ${desktopId} is being released; claim its pool again to get a desktop.`,
-    });
-  });
-
   it('counts a console only for a live claim, and names the desktop in every refusal', () => {
     const claims = fc.constantFrom<ClaimLiveness>(
       held,
