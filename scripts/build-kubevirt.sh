@@ -141,13 +141,23 @@ func (*Clientset) TemplateV1beta1() *TemplateV1beta1Client { return nil }
 
 func (*TemplateV1beta1Client) RESTClient() rest.Interface { return nil }
 GO
+# The release's tag of a staging module, or its minor release's .0 when the proxy does not serve that tag
+# (kubevirt.io/client-go v1.6.1 is missing there; the staging modules rarely change within a minor release).
+staging_version() {
+  if GOFLAGS=-mod=mod go mod download "$1@$kubevirt_version" >/dev/null 2>&1; then
+    printf '%s\n' "$kubevirt_version"
+  else
+    say "the Go module proxy does not serve $1 $kubevirt_version; using ${kubevirt_version%.*}.0"
+    printf '%s\n' "${kubevirt_version%.*}.0"
+  fi
+}
 {
   printf 'module corral.dev/kubevirt-build\n\ngo 1.26.0\n\n'
   printf 'require kubevirt.io/kubevirt %s\n\n' "$kubevirt_version"
   sed -n '/^replace (/,/^)/p' "$kubevirt_dir/go.mod" | grep -v 'staging/src'
   for name in "${template_modules[@]}"; do printf 'replace kubevirt.io/%s => ./stand-ins/%s\n' "$name" "$name"; done
-  printf 'replace kubevirt.io/api => kubevirt.io/api %s\n' "$kubevirt_version"
-  printf 'replace kubevirt.io/client-go => kubevirt.io/client-go %s\n' "$kubevirt_version"
+  printf 'replace kubevirt.io/api => kubevirt.io/api %s\n' "$(staging_version kubevirt.io/api)"
+  printf 'replace kubevirt.io/client-go => kubevirt.io/client-go %s\n' "$(staging_version kubevirt.io/client-go)"
 } >go.mod
 cp "$scripts/kubevirt-install/main.go" main.go
 # the two commands are main packages of the dependency: a blank import cannot name them, so tidy keeps their

@@ -268,7 +268,8 @@ async function markDeployed(kubeConfig: KubeConfig): Promise<void> {
         apiVersion: 'kubevirt.io/v1',
         kind: 'KubeVirt',
         metadata: { name: ref.name, namespace: ref.namespace },
-        spec: { configuration: { developerConfiguration: { featureGates: [] } } },
+        // the pools' clones need Snapshot, a beta gate: 1.9 turns it on by default, 1.6 only when listed
+        spec: { configuration: { developerConfiguration: { featureGates: ['Snapshot'] } } },
       },
     });
   } catch (error) {
