@@ -29,9 +29,12 @@ export interface HelmRun {
   stderr: string;
 }
 
-/** Runs `helm <args>` with a home of the test's own, so no developer's repositories or plugins take part. */
+/**
+ * Runs `helm <args>` with a home of the test's own (its discovery cache included), so no developer's repositories,
+ * plugins or kubeconfig take part.
+ */
 export function runHelm(args: readonly string[], env: Record<string, string> = {}): Promise<HelmRun> {
-  const home = join(fileURLToPath(new URL('../../node_modules/.cache/helm', import.meta.url)));
+  const home = fileURLToPath(new URL('../../node_modules/.cache/helm', import.meta.url));
   return new Promise((resolve) => {
     execFile(
       helmBinary(),
@@ -39,6 +42,7 @@ export function runHelm(args: readonly string[], env: Record<string, string> = {
       {
         env: {
           PATH: process.env.PATH ?? '',
+          HOME: home,
           HELM_CACHE_HOME: join(home, 'cache'),
           HELM_CONFIG_HOME: join(home, 'config'),
           HELM_DATA_HOME: join(home, 'data'),
