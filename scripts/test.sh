@@ -10,6 +10,8 @@ bash scripts/build-control-plane.sh >/dev/null
 bash scripts/build-virtctl.sh >/dev/null
 # KubeVirt's own virt-api and virt-controller, for the tests that run on them
 bash scripts/build-kubevirt.sh >/dev/null
+# Helm, for the tests of the chart in deploy/helm
+bash scripts/build-helm.sh >/dev/null
 # the browser tests drive Debian's Chromium; nothing is downloaded by the test libraries
 bash scripts/apt-install.sh chromium
 

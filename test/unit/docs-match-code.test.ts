@@ -97,7 +97,10 @@ describe('the CLI the docs name', () => {
     const problems: string[] = [];
     for (const [page, text] of textOf) {
       for (const line of codeOf(text).map(withoutChoices)) {
-        for (const [, after] of line.matchAll(/(?:^|[\s$(])corral-vdi ([^|;&#`)]*)/g)) {
+        // after `helm install` or `helm uninstall`, corral-vdi is a release name
+        for (const [, after] of line.matchAll(
+          /(?:^|[\s$(])(?<!helm (?:un)?install )corral-vdi ([^|;&#`)]*)/g,
+        )) {
           if (notCommands.has(`corral-vdi ${after}`)) continue;
           const tokens = (after ?? '').trim().split(/\s+/).filter(Boolean);
           problems.push(
