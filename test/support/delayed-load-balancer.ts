@@ -11,6 +11,8 @@ export interface DelayedLoadBalancer {
   readonly url: string;
   /** Takes `backend` (`host:port`) out of the list after `delayMs`. */
   removeAfter(backend: string, delayMs: number): void;
+  /** How many connections went to `backend` so far. */
+  connectionsTo(backend: string): number;
   /** The backend a client connection from this local port went to. */
   backendOf(clientPort: number): string | undefined;
   close(): Promise<void>;
@@ -19,11 +21,13 @@ export interface DelayedLoadBalancer {
 export async function startDelayedLoadBalancer(backends: readonly string[]): Promise<DelayedLoadBalancer> {
   const list = [...backends];
   const backendByPort = new Map<number, string>();
+  const connections = new Map<string, number>();
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   let turn = 0;
   const server = createServer((client) => {
     const backend = list[turn++ % list.length] ?? '';
+    connections.set(backend, (connections.get(backend) ?? 0) + 1);
     if (client.remotePort !== undefined) backendByPort.set(client.remotePort, backend);
     const [host, port] = [
       backend.slice(0, backend.lastIndexOf(':')),
@@ -51,6 +55,7 @@ export async function startDelayedLoadBalancer(backends: readonly string[]): Pro
       }, delayMs);
       timers.add(timer);
     },
+    connectionsTo: (backend) => connections.get(backend) ?? 0,
     backendOf: (clientPort) => backendByPort.get(clientPort),
     close() {
       for (const timer of timers) clearTimeout(timer);

@@ -147,6 +147,7 @@ describe('two broker serve replicas behind a load balancer that drops a terminat
     await new Promise((resolve) => setTimeout(resolve, 500));
     const sentBefore = sent;
 
+    const toOldBefore = balancer.connectionsTo(old.backend);
     old.child.kill('SIGTERM');
     balancer.removeAfter(old.backend, endpointRemovalMs);
     const exitCode = await new Promise<number | null>((resolve) =>
@@ -159,12 +160,15 @@ describe('two broker serve replicas behind a load balancer that drops a terminat
     loading = false;
     await Promise.all(load);
 
+    const drainedConnections = balancer.connectionsTo(old.backend) - toOldBefore;
     const reopened = onOld.filter((each) => each.reopenedOn.length > 0).length;
     console.log(
-      `requests sent: ${sent} (${sent - sentBefore} from SIGTERM on), failed: ${failed.length}; consoles on the old replica: ${onOld.length}, reopened: ${reopened}`,
+      `requests sent: ${sent} (${sent - sentBefore} from SIGTERM on), failed: ${failed.length}; connections to the old replica after SIGTERM: ${drainedConnections}; consoles on the old replica: ${onOld.length}, reopened: ${reopened}`,
     );
     expect(exitCode).toBe(0);
     expect(failed).toEqual([]);
+    // the balancer still sent it new connections after SIGTERM, and each was answered
+    expect(drainedConnections).toBeGreaterThan(0);
     expect(consoleFailures).toBe(0);
     expect(onOld.map((each) => [each.closes, each.reopenedOn])).toEqual(
       onOld.map(() => [[1001], [other.backend]]),
