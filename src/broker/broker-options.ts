@@ -6,7 +6,7 @@ import type { LeaderElectorOptions } from '../leader/leader-elector.js';
 import type { SessionEngineOptions } from '../sessions/session-engine.js';
 import { parseOptions } from '../validate.js';
 import { createVdi, defaultNamespace, type KubeConfig, type Vdi } from '../vdi.js';
-import type { BrokerSettings } from './broker-settings.js';
+import { type BrokerSettings, defaultDrainDelayMs } from './broker-settings.js';
 import type { IdentityProvider } from './identity.js';
 
 /** An audit sink the broker can read back for `GET /api/tasklog`. @category broker */
@@ -115,6 +115,7 @@ export interface ResolvedBrokerOptions {
   log: BrokerLogger;
   leaderElection: BrokerLeaderElection | undefined;
   caches: boolean;
+  drainDelayMs: number;
 }
 
 const brokerOptionsSchema = z.object({
@@ -144,6 +145,7 @@ const brokerOptionsSchema = z.object({
   idleTimeoutMs: z.int().min(0).optional(),
   idleWarningMs: z.int().min(0).optional(),
   maxDesktopsPerUser: z.int().min(0).optional(),
+  drainDelayMs: z.int().min(0).optional(),
 });
 
 function isReadable(audit: AuditSink): audit is ReadableAuditSink {
@@ -209,5 +211,6 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
       }),
     leaderElection: options.leaderElection,
     caches: parsed.caches ?? false,
+    drainDelayMs: parsed.drainDelayMs ?? defaultDrainDelayMs,
   };
 }

@@ -37,7 +37,20 @@ export interface BrokerSettings {
    * own `maxDesktopsPerUser` may be lower.
    */
   maxDesktopsPerUser?: number;
+  /**
+   * How long a SIGTERM leaves the broker serving, with `/readyz` failing, before it shuts down, in ms: time for
+   * the platform to stop routing to it (endpoint removal reaches kube-proxy and ingresses a moment after a Pod
+   * begins to terminate). See {@link Broker.drain}.
+   */
+  drainDelayMs?: number;
 }
+
+/**
+ * The drain delay unless told otherwise: endpoint removal reaches kube-proxy and ingress controllers within a
+ * second or two on a healthy cluster, and 5 s of drain plus the 20 s shutdown bound stay inside Kubernetes'
+ * default 30 s grace period.
+ */
+export const defaultDrainDelayMs = 5_000;
 
 /** The environment variables {@link brokerOptionsFromEnv} reads. @category broker */
 export const brokerEnvironmentVariables = [
@@ -51,6 +64,7 @@ export const brokerEnvironmentVariables = [
   'CORRAL_VDI_IDLE_TIMEOUT',
   'CORRAL_VDI_IDLE_WARNING',
   'CORRAL_MAX_DESKTOPS_PER_USER',
+  'CORRAL_VDI_DRAIN_DELAY',
 ] as const;
 
 type BrokerEnvironmentVariable = (typeof brokerEnvironmentVariables)[number];
@@ -105,6 +119,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
   CORRAL_VDI_IDLE_TIMEOUT: duration,
   CORRAL_VDI_IDLE_WARNING: duration,
   CORRAL_MAX_DESKTOPS_PER_USER: count,
+  CORRAL_VDI_DRAIN_DELAY: duration,
 };
 
 /**
@@ -122,6 +137,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
  * | `CORRAL_VDI_IDLE_TIMEOUT` | reclaim a desktop whose broker consoles carried no input this long (`30m`; `0` off) | `0` |
  * | `CORRAL_VDI_IDLE_WARNING` | warn this long before an idle reclaim (`5m`; `0` none) | `5m` |
  * | `CORRAL_MAX_DESKTOPS_PER_USER` | how many desktops one user may hold in a namespace (`2`; `0` none) | `0` |
+ * | `CORRAL_VDI_DRAIN_DELAY` | keep serving this long after SIGTERM while `/readyz` fails (`10s`; `0` none) | `5s` |
  *
  * An unset or empty variable takes its default.
  *
@@ -160,5 +176,6 @@ export function brokerOptionsFromEnv(
     idleTimeoutMs: read('CORRAL_VDI_IDLE_TIMEOUT', 0),
     idleWarningMs: read('CORRAL_VDI_IDLE_WARNING', 5 * 60_000),
     maxDesktopsPerUser: read('CORRAL_MAX_DESKTOPS_PER_USER', 0),
+    drainDelayMs: read('CORRAL_VDI_DRAIN_DELAY', defaultDrainDelayMs),
   };
 }

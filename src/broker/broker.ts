@@ -96,6 +96,13 @@ export interface Broker {
    */
   start(): void;
   /**
+   * Fails `/readyz` at once and resolves after `drainDelayMs`, the broker serving meanwhile as before: time for
+   * the platform to stop routing requests to a replica on its way out. `serveBroker` drains on SIGTERM before it
+   * shuts down; a host of its own calls it before `stop()`. `stop()` ends a drain early. Calling it again returns
+   * the same promise.
+   */
+  drain(): Promise<void>;
+  /**
    * Fails `/readyz` at once, closes the open console websockets (1001), stops the session engine, the reconcile
    * loop and the spare keeper and waits for running releases. Nothing is reclaimed by stopping. A leader then
    * releases the leader Lease, so another replica takes over at once.
@@ -249,6 +256,8 @@ export function createBroker(options: BrokerOptions): Broker {
   const spares = createSparesLoop(loopOptions);
   let loopsRunning = false;
   let stopping = false;
+  let draining: Promise<void> | undefined;
+  let endDrain = () => {};
 
   function startLoopsOnceCached(stillWanted: () => boolean): void {
     void cachesHeld.then(() => {
@@ -363,9 +372,21 @@ export function createBroker(options: BrokerOptions): Broker {
       if (leader) leader.start();
       else startLoopsOnceCached(() => true);
     },
+    drain() {
+      readiness.stop();
+      draining ??= new Promise((resolve) => {
+        const timer = setTimeout(resolve, settings.drainDelayMs);
+        endDrain = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      return draining;
+    },
     async stop() {
       stopping = true;
       readiness.stop();
+      endDrain();
       await consoles.closeAll();
       // a leader stops its loops before it releases the Lease, so no pass outlives its term; a wait runs in this
       // process: stopping cancels it

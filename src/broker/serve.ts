@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { VdiError } from '../errors.js';
 import { answerFailure, answerUnexpected } from './answers.js';
 import { type Broker, type BrokerOptions, createBroker } from './broker.js';
+import { defaultDrainDelayMs } from './broker-settings.js';
 import { createDesktopsPage } from './desktops-page.js';
 import { writeNodeResponse } from './http-io.js';
 import type { OidcSignIn } from './oidc-sign-in.js';
@@ -16,7 +17,8 @@ export interface ServeBrokerOptions extends BrokerOptions {
    */
   listen?: string;
   /**
-   * Shut down gracefully on SIGTERM and SIGINT.
+   * Shut down gracefully on SIGTERM and SIGINT: on SIGTERM after the drain delay (`drainDelayMs`), serving
+   * meanwhile while `/readyz` fails; on SIGINT at once.
    * @defaultValue `true`
    */
   handleSignals?: boolean;
@@ -38,7 +40,8 @@ export interface ServeBrokerOptions extends BrokerOptions {
   metricsListen?: string;
   /**
    * How long a shutdown waits for running work (releases, a reclaim pass, requests in flight, the shutdown hooks)
-   * before it closes what is left, in ms. Keep it below the platform's grace period (Kubernetes: 30 s).
+   * before it closes what is left, in ms. Keep it and the drain delay together below the platform's grace period
+   * (Kubernetes: 30 s unless the Pod says otherwise).
    * @defaultValue 20000
    */
   shutdownTimeoutMs?: number;
@@ -56,11 +59,11 @@ export interface BrokerServer {
   /** The broker behind it, for its console gate and session engine. */
   readonly broker: Broker;
   /**
-   * Shuts down: `/readyz` fails at once, stops accepting connections, closes the open consoles (1001), stops the
-   * session engine, waits for running releases and lets requests in flight finish (each answer then closes its
-   * connection, so a client that keeps connections alive holds nothing open), then runs the shutdown hooks;
-   * after `shutdownTimeoutMs` it logs what it still waited for and closes the rest. Nothing is reclaimed by the
-   * shutdown. Calling it again returns the same promise.
+   * Shuts down at once, without the drain a SIGTERM gets: `/readyz` fails, stops accepting connections, closes
+   * the open consoles (1001), stops the session engine, waits for running releases and lets requests in flight
+   * finish (each answer then closes its connection, so a client that keeps connections alive holds nothing open),
+   * then runs the shutdown hooks; after `shutdownTimeoutMs` it logs what it still waited for and closes the rest.
+   * Nothing is reclaimed by the shutdown. Calling it again returns the same promise.
    */
   close(): Promise<void>;
   /** Adds work to the end of every shutdown, run in the order added; a hook that fails is logged and the rest go on. */
@@ -151,8 +154,10 @@ function createMetricsServer(broker: Broker): Server {
  * Lets a shutdown leave no kept-alive connection behind: from `endKeepAlive()` on, an answer not yet begun says
  * `Connection: close` and ends its connection, and one whose head went out closes its connection once sent.
  * `closeIdleConnections()` alone reaches only the connections idle at that moment, not those answering then.
+ * From `closeEachAnswer()` on, during a drain, answers not yet begun say `Connection: close` too, so a client
+ * whose connection is pinned to this replica opens its next one through the load balancer to a ready one.
  */
-function trackAnswers(server: Server): { endKeepAlive(): void } {
+function trackAnswers(server: Server): { closeEachAnswer(): void; endKeepAlive(): void } {
   const inFlight = new Set<ServerResponse>();
   let ending = false;
   const closeAfter = (res: ServerResponse) => {
@@ -166,6 +171,11 @@ function trackAnswers(server: Server): { endKeepAlive(): void } {
     res.once('close', () => inFlight.delete(res));
   });
   return {
+    // idle connections stay: closing one races a request the client sends on it at that moment
+    closeEachAnswer() {
+      ending = true;
+      for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
+    },
     endKeepAlive() {
       ending = true;
       for (const res of inFlight) closeAfter(res);
@@ -188,10 +198,11 @@ function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
 /**
  * Runs the broker as its own HTTP server: `corral-vdi broker serve [--listen 127.0.0.1:8080]` calls this.
  * It creates the broker with watch caches of its namespaces (`caches: true` unless told otherwise; `/readyz` waits
- * until they are synced), starts its session engine, and listens; on SIGTERM or SIGINT (or
- * {@link BrokerServer.close}) it fails `/readyz`, stops accepting, closes the consoles (1001), lets requests in
- * flight and running releases finish within `shutdownTimeoutMs`, stops the engine (a leader then releases its
- * Lease) and runs the shutdown hooks.
+ * until they are synced), starts its session engine, and listens. On SIGTERM it fails `/readyz` and goes on
+ * serving for `drainDelayMs` (each answer then closes its connection), so requests the platform still routes to
+ * it are answered; then, or at once on SIGINT or {@link BrokerServer.close}, it stops accepting, closes the
+ * consoles (1001), lets requests in flight and running releases finish within `shutdownTimeoutMs`, stops the
+ * engine (a leader then releases its Lease) and runs the shutdown hooks.
  *
  * @example
  * ```ts
@@ -281,11 +292,26 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     resolveClosed = resolve;
   });
   let closing: Promise<void> | undefined;
-  const onSignal = () => void close();
+  let draining: Promise<void> | undefined;
+  const onInterrupt = () => void close();
+  const onTerminate = () => void drainThenClose();
+  // SIGTERM is how the platform takes a replica out while its endpoints may still route requests here
+  function drainThenClose(): Promise<void> {
+    draining ??= (async () => {
+      log(
+        `broker: SIGTERM: /readyz fails and requests are still served for ${brokerOptions.drainDelayMs ?? defaultDrainDelayMs} ms, then the broker shuts down.`,
+        { level: 'info' },
+      );
+      for (const each of answers) each.closeEachAnswer();
+      await broker.drain();
+      await close();
+    })();
+    return draining;
+  }
   function close(): Promise<void> {
     closing ??= (async () => {
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onTerminate);
+      process.off('SIGINT', onInterrupt);
       const serversClosed = Promise.all(
         servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))),
       );
@@ -312,8 +338,9 @@ export async function serveBroker(options: ServeBrokerOptions): Promise<BrokerSe
     return closing;
   }
   if (handleSignals) {
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    // on, not once: a second SIGTERM during the drain must not kill the process
+    process.on('SIGTERM', onTerminate);
+    process.once('SIGINT', onInterrupt);
   }
   return { url, metricsUrl, broker, close, closed, onShutdown: (hook) => void hooks.push(hook) };
 }

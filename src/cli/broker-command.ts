@@ -260,6 +260,11 @@ const serve: CommandSpec = {
       value: 'N',
       help: 'Refuse a claim (409 USER_LIMIT_REACHED) to a user who holds N desktops in the namespace, in any pool (0: no limit, the default). A pool may set a lower one. Overrides CORRAL_MAX_DESKTOPS_PER_USER.',
     },
+    'drain-delay': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'On SIGTERM, keep serving this long while /readyz fails, so requests still routed here are answered, then shut down (default 5s; 0 none). Overrides CORRAL_VDI_DRAIN_DELAY.',
+    },
     ui: {
       type: 'boolean',
       help: 'Also serve the Desktops page at / (desktops, pools, consoles in the browser).',
@@ -307,12 +312,13 @@ const serve: CommandSpec = {
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the broker on (otherwise every /api/vdi/ route answers ' +
       '404 and nothing renews or reclaims claims), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_ADMIN_GROUPS, CORRAL_AUTH_REQUIRED, ' +
-      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT, CORRAL_VDI_IDLE_WARNING and ' +
-      'CORRAL_MAX_DESKTOPS_PER_USER. A ' +
+      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT, CORRAL_VDI_IDLE_WARNING, ' +
+      'CORRAL_MAX_DESKTOPS_PER_USER and CORRAL_VDI_DRAIN_DELAY. A ' +
       'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
     '/healthz and /readyz answer anyone, for the probes of the platform; /readyz fails as soon as a shutdown ' +
-      'begins. On SIGTERM or SIGINT the broker closes the consoles (1001), lets running releases and requests ' +
-      'finish for up to 20 s, stops the reclaim loop and exits 0.',
+      'begins. On SIGTERM the broker goes on serving for the drain delay (each answer closing its connection), ' +
+      'then, or at once on SIGINT, it closes the consoles (1001), lets running releases and requests finish for ' +
+      'up to 20 s, stops the reclaim loop and exits 0.',
   ],
   examples: [
     '$ CORRAL_VDI_BROKER=1 CORRAL_ADMINS=alice@example.com corral-vdi broker serve --trust-header Tailscale-User-Login',
@@ -346,6 +352,7 @@ const serve: CommandSpec = {
       ...brokerOptionsFromEnv(input.env),
       ...durationFlag(input, 'idle-timeout', 'idleTimeoutMs'),
       ...durationFlag(input, 'idle-warning', 'idleWarningMs'),
+      ...durationFlag(input, 'drain-delay', 'drainDelayMs'),
       ...limitFlag(input),
     };
     const namespaces = input.env.CORRAL_VDI_NAMESPACES?.trim() ? settings.namespaces : [session.namespace];

@@ -7,6 +7,7 @@ import {
   loadAllYaml,
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { parseDuration } from '../../../src/sessions/parse-duration.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { documentedPermissions, type Permission, permissionName } from '../rbac/documented-role.js';
 
@@ -233,4 +234,37 @@ describe('the OIDC variant of the deploy example (deploy/oidc/)', () => {
     expect(rules.length).toBeGreaterThan(0);
     expect(rules.flatMap((rule) => rule.resources)).not.toContain('secrets');
   });
+});
+
+describe('the shutdown of the deploy example and its OIDC variant', () => {
+  interface DrainedPod {
+    terminationGracePeriodSeconds: number;
+    containers: Array<{
+      name: string;
+      env?: Array<{ name: string; value: string }>;
+      lifecycle?: { preStop?: { sleep?: { seconds: number } } };
+    }>;
+  }
+  it.each([
+    ['deploy/', ''],
+    ['deploy/oidc/', 'oidc'],
+  ])(
+    '%s drains each broker before it stops, within a grace period that covers the drain and the 20 s shutdown bound',
+    (_, variant) => {
+      const deployment = deployObjects({ broker: 'corral-system', served: 'corral-vms' }, variant).find(
+        (object) => object.kind === 'Deployment',
+      ) as KubernetesObject & { spec: { template: { spec: DrainedPod } } };
+      const pod = deployment.spec.template.spec;
+      const broker = pod.containers.find((container) => container.name === 'broker');
+      const drain = broker?.env?.find((each) => each.name === 'CORRAL_VDI_DRAIN_DELAY')?.value ?? '0';
+      const drainSeconds = parseDuration(drain) / 1000;
+      expect(drainSeconds).toBeGreaterThan(0);
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(drainSeconds + 20);
+      // a sidecar in front of the broker takes SIGTERM only once the broker's drain and console closes are over
+      for (const sidecar of pod.containers.filter((container) => container.name !== 'broker')) {
+        expect(sidecar.lifecycle?.preStop?.sleep?.seconds).toBeGreaterThan(drainSeconds);
+        expect(sidecar.lifecycle?.preStop?.sleep?.seconds).toBeLessThan(pod.terminationGracePeriodSeconds);
+      }
+    },
+  );
 });

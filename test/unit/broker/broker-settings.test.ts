@@ -16,6 +16,7 @@ describe('brokerOptionsFromEnv', () => {
       idleTimeoutMs: 0,
       idleWarningMs: 5 * 60_000,
       maxDesktopsPerUser: 0,
+      drainDelayMs: 5_000,
     });
   });
 
@@ -32,6 +33,7 @@ describe('brokerOptionsFromEnv', () => {
         CORRAL_VDI_IDLE_TIMEOUT: '30m',
         CORRAL_VDI_IDLE_WARNING: '2m',
         CORRAL_MAX_DESKTOPS_PER_USER: ' 2 ',
+        CORRAL_VDI_DRAIN_DELAY: '10s',
       }),
     ).toEqual({
       enabled: true,
@@ -44,6 +46,7 @@ describe('brokerOptionsFromEnv', () => {
       idleTimeoutMs: 30 * 60_000,
       idleWarningMs: 2 * 60_000,
       maxDesktopsPerUser: 2,
+      drainDelayMs: 10_000,
     });
   });
 
@@ -54,12 +57,14 @@ describe('brokerOptionsFromEnv', () => {
         CORRAL_VDI_MAX_SESSION: '2h45m30.5s',
         CORRAL_VDI_IDLE_TIMEOUT: '300ms',
         CORRAL_VDI_IDLE_WARNING: '500us',
+        CORRAL_VDI_DRAIN_DELAY: '1m2.5s',
       }),
     ).toMatchObject({
       disconnectGraceMs: 5_400_000,
       maxSessionMs: 9_930_500,
       idleTimeoutMs: 300,
       idleWarningMs: 1,
+      drainDelayMs: 62_500,
     });
   });
 
