@@ -151,13 +151,17 @@ describe('the Helm chart (deploy/helm/corral-vdi)', () => {
     ).toEqual([]);
   });
 
-  it('sets CORRAL_VDI_DRAIN_DELAY only when drainDelay is given', async () => {
+  it('sets CORRAL_VDI_DRAIN_DELAY as drainDelay says, 10s by default, and leaves it out when empty', async () => {
     const names = (objects: KubernetesObject[]) => brokerEnv(objects)?.map((variable) => variable.name);
-    expect(names(await renderChart('corral-system'))).not.toContain('CORRAL_VDI_DRAIN_DELAY');
-    expect(brokerEnv(await renderChart('corral-system', { drainDelay: '10s' }))).toContainEqual({
+    expect(brokerEnv(await renderChart('corral-system'))).toContainEqual({
       name: 'CORRAL_VDI_DRAIN_DELAY',
       value: '10s',
     });
+    expect(brokerEnv(await renderChart('corral-system', { drainDelay: '30s' }))).toContainEqual({
+      name: 'CORRAL_VDI_DRAIN_DELAY',
+      value: '30s',
+    });
+    expect(names(await renderChart('corral-system', { drainDelay: '' }))).not.toContain('CORRAL_VDI_DRAIN_DELAY');
   });
 
   it('renders a ServiceMonitor of the metrics port only when asked, with the labels Prometheus selects by', async () => {
