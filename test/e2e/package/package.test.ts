@@ -212,6 +212,15 @@ describe.concurrent('the packed package in a fresh consumer project', () => {
     expect({ count: missing.length, first: missing.slice(0, 5) }).toEqual({ count: 0, first: [] });
   });
 
+  it('ships the build scripts the test kit runs, and the KubeVirt one answers from where it is installed', async () => {
+    for (const file of ['build-control-plane.sh', 'build-kubevirt.sh', 'kubevirt-install/main.go']) {
+      expect(existsSync(join(installed, 'scripts', file)), file).toBe(true);
+    }
+    // the binaries are cached by the test command's set-up, so the script only finds and names them
+    const { stdout } = await run('bash', [join(installed, 'scripts/build-kubevirt.sh')]);
+    expect(stdout.trim()).toMatch(/\/kubevirt-v\d+\.\d+\.\d+$/);
+  });
+
   it('publishes as public, as a scoped package must say', () => {
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
     expect(manifest.publishConfig).toEqual({ access: 'public' });
