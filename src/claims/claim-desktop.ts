@@ -44,6 +44,7 @@ import { memberFromLeaseName } from './lease-name.js';
 import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import {
+  freePageCursor,
   isPoolCacheSynced,
   membersBeingTaken,
   noteMemberWritten,
@@ -51,6 +52,7 @@ import {
   readFreePage,
   readPool,
   readWaiterLeases,
+  setFreePageCursor,
   takeMember,
   withOwnClaims,
 } from './pool-reads.js';
@@ -203,7 +205,8 @@ interface ClaimView {
 interface SmallRead {
   /** The members whose presentation copy names the identity: its own, or a v0.6.0 assignment to adopt. */
   named: MemberFacts[];
-  /** Where the next page of members that can be free starts, when there is one. */
+  /** Where the page shown starts (`undefined`: the first), and where the next one starts, when there is one. */
+  from: string | undefined;
   next: string | undefined;
   pages: number;
 }
@@ -389,8 +392,14 @@ async function readSmallView(
   const { namespace, pool, identity } = asked;
   if (asked.order !== 'random' || backend.listMembersByHolder === undefined) return undefined;
   const target = { namespace, pool };
+  const from = freePageCursor(ctx, target);
+  // a page read from a continue token the apiserver no longer serves: from the first page
+  const fromStart = () => {
+    setFreePageCursor(ctx, target, undefined);
+    return readFreePage(ctx, backend, target, undefined);
+  };
   const [page, named, waiters] = await Promise.all([
-    readFreePage(ctx, backend, target, undefined),
+    from === undefined ? fromStart() : readFreePage(ctx, backend, target, from).catch(fromStart),
     backend.listMembersByHolder(namespace, pool, { holder: identity, limit: namedPageSize }),
     readWaiterLeases(ctx, target),
   ]);
@@ -399,7 +408,7 @@ async function readSmallView(
     members: unionOf(page.members, named.members),
     leases: [],
     cached: true,
-    small: { named: named.members, next: page.continue, pages: 1 },
+    small: { named: named.members, from, next: page.continue, pages: 1 },
   };
 }
 
@@ -508,10 +517,17 @@ async function takeTurn(
       small = {
         ...small,
         members: unionOf(page?.members ?? [], pageRead.named, ownMembers),
-        small: { ...pageRead, next: page?.continue, pages: page ? pageRead.pages + 1 : maxSmallPages },
+        small: {
+          ...pageRead,
+          from: pageRead.next,
+          next: page?.continue,
+          pages: page ? pageRead.pages + 1 : maxSmallPages,
+        },
       };
       continue;
     }
+    // the pages ran out: the next claim starts from the first page again
+    if (plan.kind === 'refuse' && small?.small) setFreePageCursor(ctx, { namespace, pool }, undefined);
     // Only a claim that would take one more desktop counts against the limit, also one refused for want of a free
     // member (which would wait for one): not one that renews the identity's desktop here, or waits for it to be made
     // again.
@@ -545,6 +561,7 @@ async function takeTurn(
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
     );
     noteMemberWritten(ctx, target);
+    if (written && small?.small) setFreePageCursor(ctx, { namespace, pool }, small.small.from);
     if (written) return { kind: 'won', plan, lease: written };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);

@@ -27,6 +27,8 @@ interface PoolShare {
   notes: number;
   /** The pages of members that can be free being read now, by where each starts (`''` for the first). */
   pages: Map<string, Promise<MembersPage>>;
+  /** Where the page that last gave a claim of this process a member starts: the next claim reads from there. */
+  cursor: string | undefined;
   /** The read of the pool's waiter Leases in flight. */
   waiters: Promise<LeaseObject[]> | undefined;
 }
@@ -51,6 +53,7 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
       written: new Map(),
       notes: 0,
       pages: new Map(),
+      cursor: undefined,
       waiters: undefined,
     };
     byPool.set(key, share);
@@ -306,4 +309,24 @@ export async function readWaiterLeases(
   };
   read.then(forget, forget);
   return await read;
+}
+
+/**
+ * Where a claim of this process starts reading pages of members that can be free: the page that last gave one of its
+ * claims a member, so the claims of a busy process do not all walk again past the members they took.
+ */
+export function freePageCursor(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string },
+): string | undefined {
+  return shareOf(ctx, target.namespace, target.pool).cursor;
+}
+
+/** Sets where the next claim of this process starts reading pages; `undefined` for the first page. */
+export function setFreePageCursor(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string },
+  from: string | undefined,
+): void {
+  shareOf(ctx, target.namespace, target.pool).cursor = from;
 }
