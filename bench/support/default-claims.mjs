@@ -4,11 +4,10 @@
 import { pathToFileURL } from 'node:url';
 
 const asked = JSON.parse(process.argv[2] ?? '{}');
-const { KubeConfig } = await import('@kubernetes/client-node');
 const { createVdi, isVdiError } = await import(pathToFileURL(asked.sdk).href);
-const kubeConfig = new KubeConfig();
-kubeConfig.loadFromFile(asked.kubeconfigPath);
-const vdi = createVdi({ kubeConfig, namespace: asked.namespace });
+// the SDK loads the kubeconfig itself, as the CLI does: a build's own client library then reads it
+process.env.KUBECONFIG = asked.kubeconfigPath;
+const vdi = createVdi({ namespace: asked.namespace });
 const { cluster } = vdi.context;
 const waited = [];
 let refused = 0;
