@@ -44,6 +44,8 @@ const contendedMembers = sizeFromEnv('BENCH_CONTENDED_MEMBERS', 100);
 
 const bigPool = 'bigpool';
 const smallPool = 'smallpool';
+// the floor of the claims with the defaults: the cached claims take every member of the small pool
+const defaultSmallPool = 'smallpool-defaults';
 const contendedPool = 'contended';
 const poolsPerNamespace = Math.max(1, Math.round(pageProbePools / desktopNamespaceCount));
 const bigNamespace = 'scale-big';
@@ -67,6 +69,9 @@ const leaseTarget = (namespace: string) => ({
   namespace,
 });
 const cliPath = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const defaultClaimsPath = fileURLToPath(new URL('./support/default-claims.mjs', import.meta.url));
+// the built SDK the claims with the defaults run; another build (an earlier commit's) compares with it
+const sdkEntry = process.env.BENCH_SDK_ENTRY ?? fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const heapProbePath = fileURLToPath(new URL('./support/heap-probe.cjs', import.meta.url));
 
 setFlagsFromString('--expose-gc');
@@ -290,6 +295,7 @@ beforeAll(async () => {
   await seedDesktopVms(seeder, [
     ...poolOf(bigNamespace, bigPool, members),
     ...poolOf(smallNamespace, smallPool, smallMembers),
+    ...poolOf(smallNamespace, defaultSmallPool, smallMembers),
   ]);
   progress(`the ${members} members of ${bigPool} and the ${smallMembers} of ${smallPool}`);
   const perPool = Math.round(desktops / desktopNamespaceCount / poolsPerNamespace);
@@ -623,6 +629,72 @@ describe('ten thousand desktops', () => {
       goal: '≤ 3.5 requests',
       met: perClaim <= 3.5,
       note: `apiserver CPU ${round(apiserverCpuMs / claims, 1)} ms/claim`,
+    });
+  });
+
+  it(`claims with the defaults (no watch caches) at ${members} members against ${smallMembers}, each run a fresh process`, async () => {
+    const runClaims = async (namespace: string, pool: string, count: number) => {
+      const asked = {
+        kubeconfigPath: cluster?.kubeconfigPath ?? '',
+        namespace,
+        pool,
+        count,
+        concurrency,
+        sdk: sdkEntry,
+      };
+      const printed = await new Promise<string>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          [defaultClaimsPath, JSON.stringify(asked)],
+          { maxBuffer: 1 << 26, env: { ...process.env, KUBECONFIG: '' } },
+          (error, stdout) => (error ? reject(error) : resolve(stdout)),
+        );
+      });
+      return JSON.parse(printed) as { waited: number[]; refused: number; requests: number; bytes: number };
+    };
+    const smallRun = await runClaims(smallNamespace, defaultSmallPool, Math.min(claims, smallMembers));
+    const cpuBefore = cpuMsOf(apiserverPid);
+    const bigRun = await runClaims(bigNamespace, bigPool, claims);
+    const apiserverCpuMs = cpuMsOf(apiserverPid) - cpuBefore;
+    expect(smallRun.refused + bigRun.refused).toBe(0);
+    for (const [label, fraction] of [
+      ['p50', 0.5],
+      ['p99', 0.99],
+    ] as const) {
+      const figure = percentile(bigRun.waited, fraction);
+      const floor = percentile(smallRun.waited, fraction);
+      addRow({
+        name: `claim ${label} with the defaults at ${members.toLocaleString('en')} members (${claims} claims, a process)`,
+        figure: ms(figure),
+        floor: `${ms(floor)} at ${smallMembers}`,
+        ratio: round(figure / floor),
+        goal: label === 'p99' ? '≤ 1.5' : '',
+        met: label === 'p99' ? figure / floor <= 1.5 : null,
+        note: '',
+      });
+    }
+    const perClaim = (run: { waited: number[]; requests: number; bytes: number }) => ({
+      requests: run.requests / run.waited.length,
+      bytes: run.bytes / run.waited.length,
+    });
+    const [big, small] = [perClaim(bigRun), perClaim(smallRun)];
+    addRow({
+      name: `bytes read per claim with the defaults at ${members.toLocaleString('en')} members`,
+      figure: kib(big.bytes),
+      floor: `${kib(small.bytes)} at ${smallMembers}`,
+      ratio: round(big.bytes / small.bytes),
+      goal: '≤ 50 KiB',
+      met: big.bytes <= 50 * 1024,
+      note: `apiserver CPU ${round(apiserverCpuMs / bigRun.waited.length, 1)} ms/claim`,
+    });
+    addRow({
+      name: `apiserver requests per claim with the defaults at ${members.toLocaleString('en')} members`,
+      figure: String(round(big.requests)),
+      floor: `${round(small.requests)} at ${smallMembers}`,
+      ratio: round(big.requests / small.requests),
+      goal: '',
+      met: null,
+      note: '',
     });
   });
 

@@ -210,6 +210,21 @@ export interface OpenConsoleStreamOptions {
   maxPayload: number;
 }
 
+/** Which page {@link DesktopBackend.listMembersByHolder} reads. @category backends */
+export interface MembersByHolderPage {
+  /** The identity the copy names; left out, members whose copy names nobody. */
+  holder?: string;
+  limit: number;
+  /** Where the page starts: the `continue` of the page before; the first page without it. */
+  continue?: string;
+}
+
+/** A page of members, and where the next one starts when there is one. @category backends */
+export interface MembersPage {
+  members: MemberFacts[];
+  continue?: string;
+}
+
 /** One pool's members as a backend's caches hold them: see {@link DesktopBackend.followMembers}. @category backends */
 export interface MemberFollower {
   /** The names of the pool's members now. */
@@ -241,6 +256,14 @@ export interface DesktopBackend {
    * from its watch cache, a moment behind the latest writes: for planning that a precondition checks afterwards.
    */
   listMembers(namespace: string, pool?: string, options?: { cached?: boolean }): Promise<MemberFacts[]>;
+
+  /**
+   * A page of one pool's members picked by their presentation copy: those whose copy names nobody (`holder` left
+   * out), or those whose copy names `holder`; read fresh, up to `limit` from `continue`. A copy may lag its claim,
+   * so a page only proposes members, and the Lease write decides. A backend whose members carry no such copy
+   * leaves it out, and its claims read the whole pool.
+   */
+  listMembersByHolder?(namespace: string, pool: string, page: MembersByHolderPage): Promise<MembersPage>;
 
   /**
    * Follows one pool's members in this process's synced watch caches of `namespace`: `onChange` hears the name of

@@ -40,14 +40,19 @@ import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
 import { downCheckMs, downChecksOf, finishTakeover } from './finish-takeover.js';
 import { shortHash } from './hash.js';
+import { memberFromLeaseName } from './lease-name.js';
 import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import {
+  freePageCursor,
   isPoolCacheSynced,
   membersBeingTaken,
   noteMemberWritten,
   poolIndexOf,
+  readFreePage,
   readPool,
+  readWaiterLeases,
+  setFreePageCursor,
   takeMember,
   withOwnClaims,
 } from './pool-reads.js';
@@ -192,7 +197,24 @@ interface ClaimView {
   members: MemberFacts[];
   leases: LeaseObject[];
   cached: boolean;
+  /** Set when the view is a page of the members that can be free, not the whole pool. */
+  small?: SmallRead;
 }
+
+/** A view of a pool's members that can matter to one claim, read a page at a time. */
+interface SmallRead {
+  /** The members whose presentation copy names the identity: its own, or a v0.6.0 assignment to adopt. */
+  named: MemberFacts[];
+  /** Where the page shown starts (`undefined`: the first), and where the next one starts, when there is one. */
+  from: string | undefined;
+  next: string | undefined;
+  pages: number;
+}
+
+// how many pages of members that can be free a turn reads before it reads the whole pool
+const maxSmallPages = 8;
+// the members one identity's copies name in one pool: more than this and the claim reads the whole pool
+const namedPageSize = 50;
 
 interface ClaimAsked {
   namespace: string;
@@ -237,10 +259,13 @@ async function claimMember(
   const { namespace, pool } = asked;
   const refusal = await limitReachedBeforeTurn(ctx, asked);
   if (refusal) throw userLimitError(asked.identity, refusal);
-  // with the process's caches synced, a turn plans from them as they are then: nothing is read before it
+  // with the process's caches synced, a turn plans from them as they are then: nothing is read before it; else from
+  // the members that can be free, a page at a time, or the whole pool where a page cannot tell
+  const readSmallOrPool = async (fresh: boolean) =>
+    (await readSmallView(ctx, backend, asked)) ?? (await readView(ctx, backend, asked, !fresh));
   let view: ClaimView | undefined = isPoolCacheSynced(ctx, namespace)
     ? undefined
-    : await readView(ctx, backend, asked, true);
+    : await readSmallOrPool(false);
   let waits = 0;
   // Every fresh read follows members passed over, a lost race or a member given back, so they are bounded by the
   // pool's size.
@@ -289,7 +314,8 @@ async function claimMember(
       throw noFreeMember(asked, plan, view.members.length, turn.waiters);
     }
     reads += 1;
-    view = await readView(ctx, backend, asked, false);
+    // a member that went meanwhile, or a turn overtaken: a small view is read again as it was read
+    view = view?.small ? await readSmallOrPool(true) : await readView(ctx, backend, asked, false);
   }
 }
 
@@ -351,6 +377,49 @@ async function readView(
 }
 
 /**
+ * The members of a pool that can matter to a claim in random order, read without the whole pool: the first page of
+ * members whose presentation copy names nobody, and those whose copy names the identity; no claim Lease but the
+ * identity's own, read under the claimant Lease, so every member of the page looks free and its Lease create
+ * decides. `undefined` when the claim must plan over the whole pool: `assign` (lowest first), a backend without
+ * presentation copies to select by, a pool with waiters (their queue is planned over the whole pool), or an
+ * identity named on more members than a page holds.
+ */
+async function readSmallView(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  asked: ClaimAsked,
+): Promise<ClaimView | undefined> {
+  const { namespace, pool, identity } = asked;
+  if (asked.order !== 'random' || backend.listMembersByHolder === undefined) return undefined;
+  const target = { namespace, pool };
+  const from = freePageCursor(ctx, target);
+  // a page read from a continue token the apiserver no longer serves: from the first page
+  const fromStart = () => {
+    setFreePageCursor(ctx, target, undefined);
+    return readFreePage(ctx, backend, target, undefined);
+  };
+  const [page, named, waiters] = await Promise.all([
+    from === undefined ? fromStart() : readFreePage(ctx, backend, target, from).catch(fromStart),
+    backend.listMembersByHolder(namespace, pool, { holder: identity, limit: namedPageSize }),
+    readWaiterLeases(ctx, target),
+  ]);
+  if (waiters.length > 0 || named.continue !== undefined) return undefined;
+  return {
+    members: unionOf(page.members, named.members),
+    leases: [],
+    cached: true,
+    small: { named: named.members, from, next: page.continue, pages: 1 },
+  };
+}
+
+/** Members of several reads, each once: the later read of a member wins. */
+function unionOf(...reads: MemberFacts[][]): MemberFacts[] {
+  const byName = new Map<string, MemberFacts>();
+  for (const members of reads) for (const member of members) byName.set(member.member, member);
+  return [...byName.values()];
+}
+
+/**
  * One turn under the claimant Lease: the identity's own claims read fresh, then the plan; a take writes the
  * member's Lease, and after a lost race tries the next member the same view shows free.
  */
@@ -377,6 +446,19 @@ async function takeTurn(
     },
   );
   const own = everywhere.filter((lease) => lease.metadata.labels?.[leasePoolLabel] === pool);
+  // a small view shows the members of the identity's own claims only where their copy is written yet: each of the
+  // others is read by name (one gone is left out, and the plan finds its claim resetting)
+  let small = view?.small ? view : undefined;
+  const ownMembers: MemberFacts[] = [];
+  if (small) {
+    const shown = new Set(small.members.map((member) => member.member));
+    const unshown = own
+      .map((lease) => memberFromLeaseName(lease.metadata.name ?? ''))
+      .filter((member): member is string => member !== undefined && !shown.has(member));
+    const read = await Promise.all(unshown.map((member) => backend.readMember({ namespace, member })));
+    for (const member of read) if (member?.pool === pool) ownMembers.push(member);
+    small = { ...small, members: unionOf(small.members, ownMembers) };
+  }
   // The process's synced caches cost no request, and show what its other claims took since the view was read;
   // their index of the pool gives a claim in random order the few members that can matter to it, at once.
   const fromCaches = () => view === undefined || (view.cached && isPoolCacheSynced(ctx, namespace));
@@ -396,7 +478,8 @@ async function takeTurn(
     let now = ctx.clock.now();
     let current = excerptNow(new Set([...lost, ...takenHere]), now);
     if (current === undefined) {
-      current = view !== undefined && !fromCaches() ? view : await readView(ctx, backend, asked, true);
+      current =
+        small ?? (view !== undefined && !fromCaches() ? view : await readView(ctx, backend, asked, true));
       // what the process's other claims took while this one read
       takenHere = membersBeingTaken(ctx, { namespace, pool });
       now = ctx.clock.now();
@@ -418,6 +501,33 @@ async function takeTurn(
       now,
       exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
     });
+    // a page that offers nothing usable: the next page, until the pages end and the whole pool is read (as it is
+    // when a page's continue token has expired)
+    const pageRead = small?.small;
+    if (
+      small &&
+      pageRead?.next !== undefined &&
+      pageRead.pages < maxSmallPages &&
+      plan.kind === 'refuse' &&
+      plan.resetting === undefined
+    ) {
+      const page = await readFreePage(ctx, backend, { namespace, pool }, pageRead.next).catch(
+        () => undefined,
+      );
+      small = {
+        ...small,
+        members: unionOf(page?.members ?? [], pageRead.named, ownMembers),
+        small: {
+          ...pageRead,
+          from: pageRead.next,
+          next: page?.continue,
+          pages: page ? pageRead.pages + 1 : maxSmallPages,
+        },
+      };
+      continue;
+    }
+    // the pages ran out: the next claim starts from the first page again
+    if (plan.kind === 'refuse' && small?.small) setFreePageCursor(ctx, { namespace, pool }, undefined);
     // Only a claim that would take one more desktop counts against the limit, also one refused for want of a free
     // member (which would wait for one): not one that renews the identity's desktop here, or waits for it to be made
     // again.
@@ -451,6 +561,7 @@ async function takeTurn(
       writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
     );
     noteMemberWritten(ctx, target);
+    if (written && small?.small) setFreePageCursor(ctx, { namespace, pool }, small.small.from);
     if (written) return { kind: 'won', plan, lease: written };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);

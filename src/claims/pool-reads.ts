@@ -1,5 +1,5 @@
 import type { VdiContext } from '../context.js';
-import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
+import type { DesktopBackend, MemberFacts, MembersPage } from '../desktop-backend.js';
 import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { waiterLabel } from '../waitlist/waitlist-keys.js';
@@ -25,6 +25,12 @@ interface PoolShare {
    */
   written: Map<string, number>;
   notes: number;
+  /** The pages of members that can be free being read now, by where each starts (`''` for the first). */
+  pages: Map<string, Promise<MembersPage>>;
+  /** Where the page that last gave a claim of this process a member starts: the next claim reads from there. */
+  cursor: string | undefined;
+  /** The read of the pool's waiter Leases in flight. */
+  waiters: Promise<LeaseObject[]> | undefined;
 }
 
 // per adapter, so contexts with their own cluster share nothing
@@ -46,6 +52,9 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
       taking: new Map(),
       written: new Map(),
       notes: 0,
+      pages: new Map(),
+      cursor: undefined,
+      waiters: undefined,
     };
     byPool.set(key, share);
   }
@@ -243,4 +252,81 @@ export function withOwnClaims(
     (lease) => lease.metadata.labels?.[leaseHolderLabel] !== holderHash && !ownNames.has(lease.metadata.name),
   );
   return [...others, ...own];
+}
+
+// a page of members that can be free: a claim needs one, and the claims of a process share each page they read
+const freePageSize = 10;
+
+/**
+ * Reads a page of a pool's members whose presentation copy names nobody ({@link DesktopBackend.listMembersByHolder}),
+ * from `from` (the first page when `undefined`), sharing it with the claims of this process that ask for the same
+ * page while it is read. Members taken since are among those {@link membersBeingTaken} names, or their Lease write
+ * fails: a page only proposes.
+ */
+export async function readFreePage(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  target: { namespace: string; pool: string },
+  from: string | undefined,
+): Promise<MembersPage> {
+  const { namespace, pool } = target;
+  const { pages } = shareOf(ctx, namespace, pool);
+  const key = from ?? '';
+  let read = pages.get(key);
+  if (read === undefined) {
+    const listing = backend.listMembersByHolder;
+    if (listing === undefined) return { members: [] };
+    read = listing.call(backend, namespace, pool, {
+      limit: freePageSize,
+      ...(from === undefined ? {} : { continue: from }),
+    });
+    const issued = read;
+    pages.set(key, issued);
+    const forget = () => {
+      if (pages.get(key) === issued) pages.delete(key);
+    };
+    issued.then(forget, forget);
+  }
+  return await read;
+}
+
+/**
+ * The pool's waiter Leases as the apiserver's watch cache shows them, sharing the read in flight: a pool with waiters
+ * is planned whole, as their queue is.
+ */
+export async function readWaiterLeases(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string },
+): Promise<LeaseObject[]> {
+  const share = shareOf(ctx, target.namespace, target.pool);
+  if (share.waiters !== undefined) return await share.waiters;
+  const read = ctx.cluster.listLeases(target.namespace, `${leasePoolLabel}=${target.pool},${waiterLabel}`, {
+    cached: true,
+  });
+  share.waiters = read;
+  const forget = () => {
+    if (share.waiters === read) share.waiters = undefined;
+  };
+  read.then(forget, forget);
+  return await read;
+}
+
+/**
+ * Where a claim of this process starts reading pages of members that can be free: the page that last gave one of its
+ * claims a member, so the claims of a busy process do not all walk again past the members they took.
+ */
+export function freePageCursor(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string },
+): string | undefined {
+  return shareOf(ctx, target.namespace, target.pool).cursor;
+}
+
+/** Sets where the next claim of this process starts reading pages; `undefined` for the first page. */
+export function setFreePageCursor(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string },
+  from: string | undefined,
+): void {
+  shareOf(ctx, target.namespace, target.pool).cursor = from;
 }

@@ -502,6 +502,30 @@ export class KubeCluster implements CacheSources {
     return (list as { items: VirtualMachine[] }).items;
   }
 
+  /**
+   * One page of a namespace's VMs by label selector: up to `limit` from `continue` (the first page without it), and
+   * where the next page starts when there is one. A consistent read, which a current apiserver serves from its
+   * watch cache with the limit kept (a list at resourceVersion 0 would ignore the limit and answer every match).
+   */
+  async listVmsPage(
+    namespace: string,
+    labelSelector: string,
+    page: { limit: number; continue?: string },
+  ): Promise<{ items: VirtualMachine[]; continue?: string }> {
+    const list = (await this.call('list', `list VirtualMachines in ${namespace}`, () =>
+      this.custom.listNamespacedCustomObject({
+        ...kubevirt,
+        plural: 'virtualmachines',
+        namespace,
+        labelSelector,
+        limit: page.limit,
+        ...(page.continue === undefined ? {} : { _continue: page.continue }),
+      }),
+    )) as ListPage<VirtualMachine>;
+    const next = list.metadata?.continue || undefined;
+    return { items: list.items, ...(next === undefined ? {} : { continue: next }) };
+  }
+
   /** Creates a VM. */
   async createVm(namespace: string, vm: VirtualMachine): Promise<VirtualMachine> {
     const created: VirtualMachine = await this.call(

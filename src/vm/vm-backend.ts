@@ -1,4 +1,5 @@
 import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
+import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -9,7 +10,7 @@ import type {
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
-import { ephemeralLabel, poolLabel } from '../keys.js';
+import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import {
@@ -195,6 +196,29 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       validateNamespace(namespace);
       if (pool !== undefined) validatePoolName(pool);
       return (await listVmPoolMembers(cluster, namespace, pool, options)).members;
+    },
+
+    async listMembersByHolder(namespace, pool, { holder, limit, continue: from }) {
+      validateNamespace(namespace);
+      validatePoolName(pool);
+      const named =
+        holder === undefined ? `!${assignedToKey}` : `${assignedToKey}=${sanitizeLabelValue(holder)}`;
+      const page = await cluster.listVmsPage(namespace, `${poolLabel}=${pool},${named}`, {
+        limit,
+        ...(from === undefined ? {} : { continue: from }),
+      });
+      // only a VM that shows an instance has one to read: each by name, never the namespace's list
+      const members = await Promise.all(
+        page.items.map(async (vm) =>
+          toVmMemberFacts(
+            vm,
+            vm.status?.printableStatus === 'Stopped' && !vm.status.created
+              ? undefined
+              : await cluster.getVmi(namespace, vm.metadata.name ?? ''),
+          ),
+        ),
+      );
+      return { members, ...(page.continue === undefined ? {} : { continue: page.continue }) };
     },
 
     followMembers(namespace, pool, onChange) {

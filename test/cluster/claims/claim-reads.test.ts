@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { createTestClock } from '../../../src/testing/test-clock.js';
+import { createVdi } from '../../../src/vdi.js';
+import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+
+const cluster = useSharedCluster();
+
+/** The response bytes and requests of `claims` claims one after another, with the defaults (no watch caches). */
+async function readsOfClaims(namespace: string, pool: string, claims: number) {
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+  const kube = vdi.context.cluster;
+  const [bytesBefore, requestsBefore] = [kube.responseBytes, kube.requestTotal];
+  for (let index = 1; index <= claims; index += 1) await vdi.claim({ pool, identity: `user-${index}` });
+  return {
+    bytes: (kube.responseBytes - bytesBefore) / claims,
+    requests: (kube.requestTotal - requestsBefore) / claims,
+  };
+}
+
+describe('the reads of a claim without watch caches', () => {
+  it('a claim in a pool of 500 members reads about as much as one in a pool of 20', async () => {
+    const [small, big] = await Promise.all([
+      createTestNamespace(cluster(), 'reads-small'),
+      createTestNamespace(cluster(), 'reads-big'),
+    ]);
+    await createPoolMembers(cluster(), small, 'devpool', 20);
+    await createPoolMembers(cluster(), big, 'devpool', 500);
+    const ofSmall = await readsOfClaims(small, 'devpool', 3);
+    const ofBig = await readsOfClaims(big, 'devpool', 3);
+    // every member's VM is about 1 KB as listed: a claim that reads the whole pool reads 25 times as much at 500
+    expect(ofBig.bytes).toBeLessThanOrEqual(ofSmall.bytes * 1.5);
+    expect(ofBig.requests).toBeLessThanOrEqual(ofSmall.requests + 1);
+  }, 180_000);
+});
