@@ -10,6 +10,8 @@ export interface ObjectMeta {
   generation?: number;
   creationTimestamp?: string;
   deletionTimestamp?: string;
+  /** What must let go of the object before a delete removes it (KubeVirt's controller keeps one on every VM). */
+  finalizers?: string[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   ownerReferences?: Array<{

@@ -91,7 +91,10 @@ export interface PoolMemberFactory {
   listPending(namespace: string, pool: string): Promise<string[]>;
   /** Deletes one object {@link PoolMemberFactory.listPending} named, so it makes no member afterwards. */
   deletePending(namespace: string, name: string): Promise<void>;
-  /** Deletes a member object, only while it is still the one read (`uid`). */
+  /**
+   * Deletes a member object, only while it is still the one read (`uid`), and resolves once it is gone (a VM stays
+   * a moment, being deleted, until KubeVirt removes its finalizer).
+   */
   deleteMember(input: { namespace: string; member: string; uid: string }): Promise<void>;
   /**
    * Deletes what the started members of a failed make left behind (the pending object first, then the member

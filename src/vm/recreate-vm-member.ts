@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
@@ -7,10 +6,10 @@ import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
-import { formatDuration } from '../sessions/parse-duration.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
 import { cloneNameFor } from './vm-clone-object.js';
 import { cloneMember, finishMemberClone } from './vm-clone-runner.js';
+import { waitUntilVmGone } from './wait-until-vm-gone.js';
 
 /** Options of {@link recreateVmMember}. */
 export interface RecreateVmMemberOptions {
@@ -18,8 +17,6 @@ export interface RecreateVmMemberOptions {
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
 }
-
-const goneInterval = 100;
 
 /**
  * The golden VM a member is made from: its own annotation, or once it is gone, the clone that last made it again,
@@ -92,32 +89,6 @@ async function readGolden(ctx: VdiContext, namespace: string, name: string): Pro
   );
 }
 
-async function waitUntilGone(
-  ctx: VdiContext,
-  namespace: string,
-  member: string,
-  timeoutMs: number,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const started = ctx.clock.now().getTime();
-  while (await ctx.cluster.getVm(namespace, member)) {
-    if (ctx.clock.now().getTime() - started >= timeoutMs) {
-      throw new VdiError(
-        'CLONE_TIMEOUT',
-        `VM ${namespace}/${member} was still being deleted after ${formatDuration(timeoutMs)}; check its finalizers with "kubectl get vm -n ${namespace} ${member} -o yaml".`,
-        { retryable: true, details: { member, namespace } },
-      );
-    }
-    try {
-      await sleep(goneInterval, undefined, signal ? { signal } : {});
-    } catch (error) {
-      throw new VdiError('CANCELLED', `Recreating ${namespace}/${member} was cancelled by the caller.`, {
-        cause: error,
-      });
-    }
-  }
-}
-
 /**
  * Recreates an ephemeral VM member: deletes its VM and clones it again from its golden VM under the same name,
  * stopped, with its pool and ephemeral labels; waits for the clone's `Succeeded` and deletes the clone object.
@@ -159,7 +130,7 @@ export async function recreateVmMember(
     if (current && !current.metadata.deletionTimestamp) {
       await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
     }
-    await waitUntilGone(ctx, namespace, member, timeoutMs, signal);
+    await waitUntilVmGone(ctx, { namespace, member, timeoutMs, signal, timeoutCode: 'CLONE_TIMEOUT' });
     const made = await cloneMember(ctx, {
       namespace,
       pool,

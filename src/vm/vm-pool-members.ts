@@ -3,6 +3,10 @@ import type { VdiContext } from '../context.js';
 import { poolLabel } from '../keys.js';
 import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
 import { cloneMembers, removeMembers } from './vm-clone-runner.js';
+import { waitUntilVmGone } from './wait-until-vm-gone.js';
+
+/** How long a deleted member may stay while KubeVirt removes its finalizer (its instance going down first). */
+const memberDeleteTimeoutMs = 60_000;
 
 /**
  * The VM {@link PoolMemberFactory}: members are cloned from a golden VM through VirtualMachineClone, admitted
@@ -48,6 +52,15 @@ export function createVmMemberFactory(ctx: VdiContext): PoolMemberFactory {
 
     async deleteMember({ namespace, member, uid }) {
       await cluster.deleteVm(namespace, member, { uid });
+      // a new member of that name, or a pool made again, must not meet the old VM while KubeVirt lets it go
+      await waitUntilVmGone(ctx, {
+        namespace,
+        member,
+        uid,
+        timeoutMs: memberDeleteTimeoutMs,
+        timeoutCode: 'WAIT_TIMED_OUT',
+        untilKubevirtLetsGo: true,
+      });
     },
 
     removeMade: (input) => removeMembers(ctx, input),

@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { goldenLabel } from '../../../src/keys.js';
-import { createPool } from '../../../src/pools/pool-service.js';
+import { createPool, deletePool } from '../../../src/pools/pool-service.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { stoppedVm, usePrivateCluster, waitForRunningVmi } from '../../support/cluster.js';
@@ -189,5 +189,21 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
       await kubevirt.startController();
     }
     await waitForRunningVmi(vdi.context.cluster, vdi.namespace, 'devpool-1');
+  });
+
+  it('makes a pool again right after deleting it, once KubeVirt let its members go', async () => {
+    const vdi = await namespaceFor('real-again');
+    await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('golden', { app: 'desktop' }));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 2, cloneTimeoutMs: 30_000 });
+    await deletePool(vdi.context, { name: 'devpool' });
+    // virt-controller keeps a finalizer on every VM: a deleted member is gone only once it removed it
+    expect(await vdi.context.cluster.listVms(vdi.namespace, 'corral.dev/vdi-pool=devpool')).toEqual([]);
+    const again = await createPool(vdi.context, {
+      name: 'devpool',
+      from: 'golden',
+      size: 2,
+      cloneTimeoutMs: 30_000,
+    });
+    expect(again.members).toEqual(['devpool-1', 'devpool-2']);
   });
 });
