@@ -234,6 +234,8 @@ type LockedTurn =
       kind: 'won';
       plan: Exclude<ClaimPlan, { kind: 'refuse' }>;
       lease: LeaseObject;
+      /** A member taken free, as read just before its Lease was written. */
+      checked?: MemberFacts;
     }
   | { kind: 'refused'; plan: Extract<ClaimPlan, { kind: 'refuse' }>; waiters: number; passedOver: boolean }
   // the identity holds as many desktops as its limit: it wrote nothing
@@ -548,6 +550,16 @@ async function takeTurn(
       // released or changed meanwhile: read again
       return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
+    // A view may show a member's Lease gone before the member going down (a release asks the stop first, then
+    // deletes the Lease): look at the member as of that view before writing, so no Lease is written to be given back.
+    let checked: MemberFacts | undefined;
+    if (isCheckedTake(plan)) {
+      checked = await readMemberToTake(ctx, backend, plan, fromCaches());
+      if (checked === undefined || checked.deleting || isGoingDown(checked)) {
+        lost.add(plan.member.member);
+        continue;
+      }
+    }
     const target = {
       kind: backend.kind,
       namespace,
@@ -562,7 +574,7 @@ async function takeTurn(
     );
     noteMemberWritten(ctx, target);
     if (written && small?.small) setFreePageCursor(ctx, { namespace, pool }, small.small.from);
-    if (written) return { kind: 'won', plan, lease: written };
+    if (written) return { kind: 'won', plan, lease: written, ...(checked ? { checked } : {}) };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);
   }
@@ -704,7 +716,7 @@ async function finishClaim(
   } else if (plan.kind === 'create' || plan.kind === 'replace') {
     // A member taken free is presented at once when the process's caches show it ready and hold together: the
     // write is conditional on the member as they show it, so it lands only if that is still how it is.
-    const cached = backend.cachedMember?.(plan.member);
+    const cached = won.checked ?? backend.cachedMember?.(plan.member);
     if (cached && cached.pool === plan.member.pool && !cached.deleting && !isGoingDown(cached)) {
       const toPresent = { ...claimOf(ctx, identity, lease), start: cached.power !== 'running', exact: true };
       const outcome = await presentMember(ctx, backend, plan, lease, cached, toPresent);
@@ -766,6 +778,29 @@ async function finishClaim(
     lease,
     ...(startError === undefined ? {} : { startError }),
   };
+}
+
+/** Whether a plan takes a member that is read before its Lease is written and again after: free, or stale without a reset. */
+function isCheckedTake(plan: Exclude<ClaimPlan, { kind: 'refuse' }>): boolean {
+  return !plan.resetDue && (plan.kind === 'create' || (plan.kind === 'replace' && !plan.reset));
+}
+
+/**
+ * Reads a member a claim is about to take: as the process's caches show it when they hold together on it (the
+ * presentation is then written conditional on exactly that, which proves it), otherwise as {@link readWonMember}
+ * would after the win, from caches that have seen what the Leases' cache has, or fresh.
+ */
+async function readMemberToTake(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  plan: Exclude<ClaimPlan, { kind: 'refuse' }>,
+  fromCaches: boolean,
+): Promise<MemberFacts | undefined> {
+  const { namespace, member } = plan.member;
+  const cached = fromCaches ? backend.cachedMember?.(plan.member) : undefined;
+  if (cached) return cached;
+  const since = fromCaches ? ctx.cluster.cachesOf(namespace)?.leases.resourceVersion() : undefined;
+  return await backend.readMember({ namespace, member }, since === undefined ? {} : { seenSince: since });
 }
 
 /** Whether a plan took a member nobody held: a free one, a claim that bound nobody, or the identity's adoption. */

@@ -512,6 +512,63 @@ export function checkHistory(history: History): Violation[] {
   ];
 }
 
+/**
+ * Claims an observer saw that no call made or ended: a claim's Lease that the claim call writing it deleted or
+ * gave up again before telling anyone (an outside checker sees a Lease end with no release or unassign in flight,
+ * and a session nobody was told), and, before the engine pass, a stopped member showing a holder without a Lease.
+ * {@link checkHistory} allows both (the call gave the Lease back; the pass removes the copy); these are the
+ * figures of what a reader of the Leases and VMs meets meanwhile.
+ */
+export function findUnmadeClaims(history: History): Violation[] {
+  const { sessions } = replay(history.changes);
+  const writers: Writers = {
+    calls: history.calls,
+    writes: history.leaseWrites,
+    laneOf: new Map(history.laneUsers.map((lane) => [lane.user, lane])),
+  };
+  const told = new Set(
+    claimAnswers(history.calls).map(
+      (call) => `${call.outcome.answer.member}\u0000${call.outcome.answer.sessionId}`,
+    ),
+  );
+  const found: Violation[] = [];
+  for (const session of sessions) {
+    if (!session.end || told.has(`${session.member}\u0000${session.sessionId}`)) continue;
+    const started = startWriteOf(writers, session);
+    const ended = started && endWriteOf(writers, session, started);
+    if (!started || !ended) continue;
+    const endedDuring = callsInFlight(writers, ended);
+    const byOwnCall = callsInFlight(writers, started).filter(
+      (call) => claimOps.has(call.op) && call.identity === session.holder && endedDuring.includes(call),
+    );
+    const entitled = endedDuring.some(
+      (call) =>
+        policyOps.has(call.op) ||
+        (releaseOps.has(call.op) &&
+          call.member === session.member &&
+          (call.asAdmin === true || call.identity === session.holder)),
+    );
+    if (byOwnCall.length === 0 || entitled || session.end.expired) continue;
+    found.push({
+      invariant: 'claim-given-back',
+      member: session.member,
+      message: `${session.holder}'s claim ${session.sessionId} of ${session.member} was written (${started.verb}) by ${started.user} and ended (${ended.verb}) ${ended.at - started.at} ms later by the same call, ${describeCalls(byOwnCall)}, which told nobody of it${session.versions.some((version) => version.releasing !== undefined) ? '' : '; it was never marked releasing'}`,
+      evidence: [...session.versions, session.end.change, started, ended, ...byOwnCall],
+    });
+  }
+  for (const vm of history.restBeforePass?.vms ?? []) {
+    if (vm.pool === undefined || vm.assignedTo === undefined) continue;
+    if (history.restBeforePass?.leases.some((lease) => isClaim(lease) && lease.member === vm.name)) continue;
+    found.push({
+      invariant: 'copy-before-pass',
+      member: vm.name,
+      message: `before the engine pass ${vm.name} (${vm.printableStatus ?? 'no status'}) showed ${vm.assignedTo} (session ${vm.sessionId ?? 'none'}) with no Lease`,
+      evidence: [vm],
+    });
+  }
+  return found;
+}
+
 // How many of a member's records a violation at rest shows.
 const lastRecordsAtRest = 16;
 

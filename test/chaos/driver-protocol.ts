@@ -34,6 +34,8 @@ export interface DriverConfig {
   admin: string;
   maxPoolSize: number;
   slowStopMs: number;
+  /** How often a contest is chosen (see the driver's weights); 0 leaves it out. */
+  contestWeight?: number;
 }
 
 /** A line a driver writes besides its calls. */

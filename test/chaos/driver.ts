@@ -27,6 +27,8 @@ const operationWeights = {
   shrink: 3,
   grow: 4,
   'delete-pool': 1,
+  // a claim answered, then its holder's release, an admin's unassign and two claims of the pool at once
+  contest: 0,
 } as const;
 
 type Operation = keyof typeof operationWeights;
@@ -258,6 +260,29 @@ async function main(config: DriverConfig): Promise<void> {
           if (pool.slowStop) await slowDown(result?.added ?? result?.members ?? []);
           return;
         }
+        case 'contest': {
+          const identity = random.pick(config.identities);
+          const claimed = await call('claim', { identity, pool: pool.name }, () =>
+            vdi.claim({ pool: pool.name, identity }),
+          );
+          const member = answerOf(claimed)?.member;
+          if (member === undefined) return;
+          beliefs.delete(`${identity}/${pool.name}`);
+          const other = random.pick(config.identities);
+          const results = await Promise.all([
+            call('release', { identity, pool: pool.name, member }, () => vdi.release({ member, identity })),
+            call('unassign', { identity: config.admin, pool: pool.name, member, asAdmin: true }, () =>
+              vdi.unassign({ member, identity: config.admin, asAdmin: true }),
+            ),
+            call('claim', { identity, pool: pool.name }, () => vdi.claim({ pool: pool.name, identity })),
+            call('claim', { identity: other, pool: pool.name }, () =>
+              vdi.claim({ pool: pool.name, identity: other }),
+            ),
+          ]);
+          remember(identity, pool.name, results[2]);
+          remember(other, pool.name, results[3]);
+          return;
+        }
         case 'delete-pool':
           await call(op, { identity: config.admin, pool: pool.name }, () =>
             vdi.deletePool({ name: pool.name, identity: config.admin }),
@@ -266,9 +291,10 @@ async function main(config: DriverConfig): Promise<void> {
       }
     };
 
+    const weights = { ...operationWeights, contest: config.contestWeight ?? 0 };
     while (done < config.ops && Date.now() < config.deadline) {
       done += 1;
-      const op = random.weighted(operationWeights);
+      const op = random.weighted(weights);
       const pool = random.pick(config.pools);
       try {
         await run(op, pool);

@@ -132,6 +132,8 @@ export interface History {
   /** Which user each lane wrote as; the storm's own process is `proc` -1. */
   laneUsers: LaneUser[];
   rest?: RestState;
+  /** The same, listed before the engine pass: what a cluster without a broker's pass would show at rest. */
+  restBeforePass?: RestState;
   /** The error codes `docs/errors.md` documents. */
   documentedCodes: readonly string[];
 }
@@ -147,7 +149,9 @@ export type InvariantName =
   | 'claim-written-untold'
   | 'vmi-at-handout'
   | 'presentation-at-rest'
-  | 'undocumented-error';
+  | 'undocumented-error'
+  | 'claim-given-back'
+  | 'copy-before-pass';
 
 /** One broken invariant, with the records that show it. */
 export interface Violation {

@@ -1,5 +1,6 @@
-// `npm run chaos -- --ops N --seed S [--processes P] [--lanes L] [--minutes M] [--history FILE]`: a longer storm on
-// a control plane of its own; --history writes every call, change and Lease write as JSON lines for a closer look.
+// `npm run chaos -- --ops N --seed S [--processes P] [--lanes L] [--minutes M] [--history FILE]
+// [--identities N] [--pool-size N] [--contest W]`: a longer storm on a control plane of its own; --history writes
+// every call, change and Lease write as JSON lines for a closer look.
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startLocalCluster } from '../../src/testing/local-cluster.js';
@@ -13,6 +14,9 @@ const { values } = parseArgs({
     lanes: { type: 'string', default: '3' },
     minutes: { type: 'string', default: '30' },
     history: { type: 'string' },
+    identities: { type: 'string' },
+    'pool-size': { type: 'string' },
+    contest: { type: 'string', default: '0' },
   },
 });
 const count = (name: string, text: string) => {
@@ -23,6 +27,23 @@ const count = (name: string, text: string) => {
 };
 const processes = count('processes', values.processes);
 const ops = count('ops', values.ops);
+// --identities N: N users, some with the characters a label cannot hold, as an outside storm has them
+const identities =
+  values.identities === undefined
+    ? undefined
+    : Array.from({ length: count('identities', values.identities) }, (_, index) =>
+        index % 4 === 3 ? `user${index + 1}@github` : `u${index + 1}`,
+      );
+const poolSize =
+  values['pool-size'] === undefined
+    ? undefined
+    : (() => {
+        const max = count('pool-size', values['pool-size']);
+        return { initial: Math.max(1, max - 2), max };
+      })();
+const contestWeight = Number(values.contest);
+if (!Number.isFinite(contestWeight) || contestWeight < 0)
+  throw new Error(`--contest takes a weight of 0 or more, not ${values.contest}`);
 
 const cluster = await startLocalCluster({ auditLeaseWrites: true });
 let exitCode = 1;
@@ -35,6 +56,9 @@ try {
     // --ops is the whole storm's; each process runs its share.
     opsPerProcess: Math.ceil(ops / processes),
     durationMs: count('minutes', values.minutes) * 60_000,
+    ...(identities ? { identities } : {}),
+    ...(poolSize ? { poolSize } : {}),
+    contestWeight,
     log: (line) => console.log(line),
   });
   if (values.history !== undefined) {
@@ -45,6 +69,7 @@ try {
     );
   }
   if (report.violations.length > 0) console.log(describeViolations(report, 20));
+  for (const found of report.unmadeClaims) console.log(`[${found.invariant}] ${found.message}`);
   for (const error of report.harnessErrors) console.log(`storm problem: ${error}`);
   console.log(tallyOutcomes(report));
   console.log(summarizeStorm(report));

@@ -12,9 +12,9 @@ import { createNamespaceClock } from '../../src/testing/kubevirt/namespace-clock
 import type { LocalClusterAccess } from '../../src/testing/local-cluster.js';
 import { waitFor } from '../../src/testing/wait-for.js';
 import { createVdi } from '../../src/vdi.js';
-import { checkHistory, sliceHistory } from './check-history.js';
+import { checkHistory, findUnmadeClaims, sliceHistory } from './check-history.js';
 import type { DriverConfig, DriverLine, StormPool } from './driver-protocol.js';
-import type { CallRecord, History, LaneUser, Violation } from './history.js';
+import type { CallRecord, History, LaneUser, RestState, Violation } from './history.js';
 import { readLeaseWrites } from './lease-audit.js';
 import { derivedSeed } from './prng.js';
 import { leaseChangeOf, recordChanges, vmChangeOf } from './record-changes.js';
@@ -32,6 +32,12 @@ export interface StormOptions {
   opsPerProcess: number;
   /** No driver starts an operation after this many milliseconds of storm. */
   durationMs: number;
+  /** Identities the lanes share. @defaultValue five short names */
+  identities?: readonly string[];
+  /** Members each pool starts with, and the most a grow makes it. @defaultValue 3 and 5 */
+  poolSize?: { initial: number; max: number };
+  /** How often a contest (a claim, then its release, an admin's unassign and two claims at once) is chosen; 0 leaves it out. */
+  contestWeight?: number;
   /** Progress lines. */
   log?: (line: string) => void;
 }
@@ -48,6 +54,8 @@ export interface StormReport {
   failedCalls: number;
   changes: number;
   violations: Violation[];
+  /** Claims no call made or ended, as an outside reader of the Leases and VMs sees them: see {@link findUnmadeClaims}. */
+  unmadeClaims: Violation[];
   history: History;
   /** Problems of the storm itself (a driver that died, a watch that broke): its history cannot be judged. */
   harnessErrors: string[];
@@ -58,10 +66,9 @@ const pools: StormPool[] = [
   { name: 'alpha', ephemeral: false, slowStop: true },
   { name: 'beta', ephemeral: true, slowStop: false },
 ];
-const identities = ['ana', 'bo', 'cy', 'di', 'ed'];
+const defaultIdentities = ['ana', 'bo', 'cy', 'di', 'ed'];
 const admin = 'admin@example.com';
-const initialSize = 3;
-const maxPoolSize = 5;
+const defaultPoolSize = { initial: 3, max: 5 };
 // Shared time a slow guest takes to stop; the drivers' ticks move the clock 5–15 s at a time.
 const slowStopMs = 20_000;
 
@@ -134,7 +141,9 @@ export function summarizeStorm(report: StormReport): string {
   for (const violation of report.violations)
     byInvariant.set(violation.invariant, (byInvariant.get(violation.invariant) ?? 0) + 1);
   const kinds = [...byInvariant].map(([name, count]) => `${name} ${count}`).join(', ');
-  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${Math.round(report.elapsedMs / 1000)} s`;
+  const given = report.unmadeClaims.filter((found) => found.invariant === 'claim-given-back').length;
+  const copies = report.unmadeClaims.length - given;
+  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${given} claims given back by their own call, ${copies} copies without a Lease before the pass, ${Math.round(report.elapsedMs / 1000)} s`;
 }
 
 /** How each kind of call ended: `claim 120 ok, NO_FREE_MEMBER 30; release …`. */
@@ -160,6 +169,8 @@ export function tallyOutcomes(report: StormReport): string {
  */
 export async function runStorm(options: StormOptions): Promise<StormReport> {
   const { cluster, seed, log = () => {} } = options;
+  const identities = [...(options.identities ?? defaultIdentities)];
+  const { initial: initialSize, max: maxPoolSize } = options.poolSize ?? defaultPoolSize;
   const auditLogPath = cluster.connection.leaseAuditLogPath;
   if (auditLogPath === undefined)
     throw new Error(
@@ -225,6 +236,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
             admin,
             maxPoolSize,
             slowStopMs,
+            ...(options.contestWeight ? { contestWeight: options.contestWeight } : {}),
           },
           (line) => {
             if (line.kind === 'call') calls.push(line);
@@ -251,6 +263,12 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
       describe: 'every slow guest to finish stopping',
       until: (vms) => vms.every((vm) => vm.status?.printableStatus !== 'Stopping'),
     });
+    // what a cluster without a broker's pass would show at rest
+    const [leasesBeforePass, vmsBeforePass] = await Promise.all([
+      kube.listLeases(namespace),
+      kube.listVms(namespace),
+    ]);
+    const restBeforePass = restStateOf(leasesBeforePass, vmsBeforePass, Date.now(), clock.now().getTime());
     // with the watch caches, as `broker serve` runs it: the pass then always looks at the members' copies
     vdi.startCaches([namespace]);
     await vdi.waitForCacheSync();
@@ -288,15 +306,13 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
       changes: recorder.changes.filter((change) => change.name !== marker),
       leaseWrites,
       laneUsers,
-      rest: {
-        leases: leases
-          .filter((lease) => lease.metadata.name !== marker)
-          .map((lease) => leaseChangeOf('ADDED', lease as unknown as WatchedObject, restAt)),
-        vms: vms
-          .filter((vm) => vm.metadata.name !== 'golden')
-          .map((vm) => vmChangeOf('ADDED', vm as unknown as WatchedObject, restAt)),
-        now: clock.now().getTime(),
-      },
+      rest: restStateOf(
+        leases.filter((lease) => lease.metadata.name !== marker),
+        vms,
+        restAt,
+        clock.now().getTime(),
+      ),
+      restBeforePass,
       documentedCodes: readDocumentedCodes(),
     };
     harnessErrors.push(...recorder.errors);
@@ -310,6 +326,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
       failedCalls: calls.filter((call) => !call.outcome.ok).length,
       changes: history.changes.length,
       violations: checkHistory(history),
+      unmadeClaims: findUnmadeClaims(history),
       history,
       harnessErrors,
       elapsedMs: Date.now() - began,
@@ -318,6 +335,16 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     recorder.stop();
     clock.stop();
   }
+}
+
+function restStateOf(leases: unknown[], vms: VirtualMachine[], at: number, now: number): RestState {
+  return {
+    leases: leases.map((lease) => leaseChangeOf('ADDED', lease as WatchedObject, at)),
+    vms: vms
+      .filter((vm) => vm.metadata.name !== 'golden')
+      .map((vm) => vmChangeOf('ADDED', vm as unknown as WatchedObject, at)),
+    now,
+  };
 }
 
 function describePassErrors(errors: readonly unknown[]) {

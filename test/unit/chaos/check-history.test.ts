@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkHistory, sliceHistory } from '../../chaos/check-history.js';
+import { checkHistory, findUnmadeClaims, sliceHistory } from '../../chaos/check-history.js';
 import type {
   CallRecord,
   Change,
@@ -433,6 +433,38 @@ describe('checkHistory', () => {
       ],
     );
     expect(checkHistory(found)).toEqual([]);
+  });
+
+  it('counts a claim its own call wrote and deleted, unmarked and untold, as one no call made or ended', () => {
+    const givenBack = lease(120, 'alpha-1', 'ana', 's1');
+    const calls = [
+      call(
+        'claim',
+        100,
+        300,
+        { identity: 'ana' },
+        { ok: true, answer: { member: 'alpha-2', sessionId: 's2' } },
+      ),
+    ];
+    const changes = [clock(0, start), givenBack, gone(200, givenBack), lease(250, 'alpha-2', 'ana', 's2')];
+    const found = findUnmadeClaims(history(calls, changes));
+    expect(found.map((violation) => violation.invariant)).toEqual(['claim-given-back']);
+    expect(found[0]?.message).toContain('never marked releasing');
+    // ended by an unassign in flight, it was a claim an admin ended: not counted
+    const unassigned = history(
+      [...calls, call('unassign', 150, 250, { identity: 'admin', member: 'alpha-1', asAdmin: true })],
+      changes,
+    );
+    expect(findUnmadeClaims(unassigned)).toEqual([]);
+  });
+
+  it('counts a member showing a holder without a Lease before the engine pass', () => {
+    const copy: VmChange = { ...presented(100, 'alpha-1', 'ana', 's1'), printableStatus: 'Stopped' };
+    const found: History = {
+      ...history([], [clock(0, start)]),
+      restBeforePass: { leases: [], vms: [copy], now: start },
+    };
+    expect(findUnmadeClaims(found).map((violation) => violation.invariant)).toEqual(['copy-before-pass']);
   });
 
   it('catches a member handed to another identity while the previous VMI still exists', () => {
