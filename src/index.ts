@@ -148,6 +148,8 @@ export type {
   MemberFollower,
   MemberPower,
   MemberRef,
+  MembersByHolderPage,
+  MembersPage,
   OpenConsoleStreamOptions,
   PoolMemberRef,
   PowerChangeResult,

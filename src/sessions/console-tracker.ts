@@ -63,8 +63,7 @@ export interface ConsoleHandle {
   readonly ended: AbortSignal;
   /**
    * How the console ends once its desktop is down, when a release or reclaim of the desktop succeeded while it was
-   * open: its member's stop was accepted, and the console goes when the guest does (see
-   * {@link ConsoleTracker.endConsolesWhenDown}). `undefined` otherwise.
+   * open: its member's stop was accepted, and the console goes when the guest does. `undefined` otherwise.
    */
   ending(): ConsoleEnd | undefined;
   /** Ends the console. The last one to close starts the desktop's disconnect grace. Never throws. */

@@ -161,7 +161,9 @@ describe('the Helm chart (deploy/helm/corral-vdi)', () => {
       name: 'CORRAL_VDI_DRAIN_DELAY',
       value: '30s',
     });
-    expect(names(await renderChart('corral-system', { drainDelay: '' }))).not.toContain('CORRAL_VDI_DRAIN_DELAY');
+    expect(names(await renderChart('corral-system', { drainDelay: '' }))).not.toContain(
+      'CORRAL_VDI_DRAIN_DELAY',
+    );
   });
 
   it('renders a ServiceMonitor of the metrics port only when asked, with the labels Prometheus selects by', async () => {
