@@ -4,13 +4,15 @@ import type { VirtualMachineInstance } from '../../kubevirt-types.js';
 import { type ConsoleSubresource, createConsoleServer } from '../kubevirt/console-server.js';
 import type { KubevirtCertificates } from './install.js';
 
-/** The port virt-api dials a node's handler on for consoles (virt-api's `--console-server-port`). */
-export const handlerConsolePort = 8186;
-
 const consolePath = /^\/v1\/namespaces\/([^/]+)\/virtualmachineinstances\/([^/]+)\/(vnc|console|usbredir)$/;
 
 /** The consoles a handler stand-in serves to virt-api. */
 export interface HandlerConsoles {
+  /**
+   * The port the consoles listen on, which virt-api is told with `--console-server-port` (virt-handler's is 8186):
+   * one the system picked, so that the handlers of two local clusters never meet on a shared Pod address.
+   */
+  port: number;
   /** Closes the consoles of a VMI that stopped or went away. */
   vmiChanged(key: string, vmi: VirtualMachineInstance | undefined): void;
   close(): Promise<void>;
@@ -18,7 +20,7 @@ export interface HandlerConsoles {
 
 /**
  * Serves the guest side of a VMI's `vnc`, `console` and `usbredir` to virt-api, as virt-handler does: websockets
- * at `wss://<handler Pod IP>:8186/v1/namespaces/<ns>/virtualmachineinstances/<name>/<console>`, over mutual TLS
+ * at `wss://<handler Pod IP>:<port>/v1/namespaces/<ns>/virtualmachineinstances/<name>/<console>`, over mutual TLS
  * with KubeVirt's handler certificates (only a client whose certificate KubeVirt's CA signed gets in). The guest
  * is the simulator's: an RFB screen, a serial line that echoes, a usbredir guest (docs/simulator.md).
  */
@@ -58,9 +60,11 @@ export async function startHandlerConsoles(options: {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(handlerConsolePort, options.address, () => resolve());
+    server.listen(0, options.address, () => resolve());
   });
+  const address = server.address();
   return {
+    port: typeof address === 'object' && address ? address.port : 0,
     vmiChanged: consoles.vmiChanged,
     close: async () => {
       consoles.close();

@@ -45,6 +45,8 @@ export interface HandlerStandInOptions {
 /** A running stand-in of virt-handler on one node. */
 export interface HandlerStandIn {
   nodeName: string;
+  /** Where the handler serves consoles: virt-api's `--console-server-port`. */
+  consolePort: number;
   stop(): Promise<void>;
 }
 
@@ -188,6 +190,7 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
 
   return {
     nodeName,
+    consolePort: consoles.port,
     stop: async () => {
       vmis?.stop();
       await queue.stop();

@@ -111,20 +111,6 @@ export async function startRealKubevirt(
       `${what}: ${error.message}; its log ends:\n${tailOf(logPath)}`,
     );
   };
-  const virtApi = startLoggedProcess(
-    binaries.virtApi,
-    [
-      `--kubeconfig=${apiAccount.path}`,
-      '--listen=127.0.0.1',
-      `--port=${apiPort}`,
-      `--tls-cert-file=${certificates.api.certPath}`,
-      `--tls-key-file=${certificates.api.keyPath}`,
-      `--handler-cert-file=${certificates.handlerClient.certPath}`,
-      `--handler-key-file=${certificates.handlerClient.keyPath}`,
-    ],
-    logs.virtApi,
-  );
-  children.add(virtApi);
 
   let controller: ChildProcess | undefined;
   const startController = async () => {
@@ -176,15 +162,8 @@ export async function startRealKubevirt(
   };
 
   try {
-    await waitUntilUp(
-      'virt-api',
-      () => isApiServiceAvailable(kubeConfig, 'v1.subresources.kubevirt.io'),
-      () => exitDescription(virtApi),
-      60_000,
-    ).catch(failed('virt-api did not serve', logs.virtApi));
-    log(`virt-api ${binaries.version} serves on https://127.0.0.1:${apiPort}`);
-    await startController();
-    standIn = await startHandlerStandIn({
+    // the handler first: virt-api is told where it serves consoles
+    const handler = await startHandlerStandIn({
       kubeConfig,
       controllerKubeconfig: controllerAccount.text,
       nodeName: options.nodeName,
@@ -193,6 +172,30 @@ export async function startRealKubevirt(
       certificates,
       log,
     });
+    standIn = handler;
+    const virtApi = startLoggedProcess(
+      binaries.virtApi,
+      [
+        `--kubeconfig=${apiAccount.path}`,
+        '--listen=127.0.0.1',
+        `--port=${apiPort}`,
+        `--tls-cert-file=${certificates.api.certPath}`,
+        `--tls-key-file=${certificates.api.keyPath}`,
+        `--handler-cert-file=${certificates.handlerClient.certPath}`,
+        `--handler-key-file=${certificates.handlerClient.keyPath}`,
+        `--console-server-port=${handler.consolePort}`,
+      ],
+      logs.virtApi,
+    );
+    children.add(virtApi);
+    await waitUntilUp(
+      'virt-api',
+      () => isApiServiceAvailable(kubeConfig, 'v1.subresources.kubevirt.io'),
+      () => exitDescription(virtApi),
+      60_000,
+    ).catch(failed('virt-api did not serve', logs.virtApi));
+    log(`virt-api ${binaries.version} serves on https://127.0.0.1:${apiPort}`);
+    await startController();
   } catch (error) {
     await stop();
     throw error;
