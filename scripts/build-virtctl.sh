@@ -5,6 +5,7 @@
 set -euo pipefail
 
 kubevirt_version=v1.9.0
+source "$(dirname "${BASH_SOURCE[0]}")/kubevirt-build-module.sh"
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/corral-vdi"
 bin_dir="$cache_root/bin/virtctl-$kubevirt_version"
 work_dir="$cache_root/build/virtctl-$kubevirt_version"
@@ -40,74 +41,12 @@ kubevirt_dir=$(GOFLAGS=-mod=mod go mod download -json "kubevirt.io/kubevirt@$kub
   sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -f "$kubevirt_dir/go.mod" ] || { say "step '$step' found no go.mod; $retry"; exit 1; }
 
-# KubeVirt's go.mod pins its dependencies with replace directives, which apply only in its own module: a module
-# of our own repeats them, and takes kubevirt.io/api and client-go from the proxy instead of KubeVirt's staging tree.
-# The proxy does not serve the virt-template modules. virtctl's template commands need them whole, so the module
-# builds virtctl's root with the usbredir command alone; KubeVirt's informer factory, which that command's help
-# templates link in but never call, needs only a few of their names, which small stand-in modules provide.
+# virtctl's template commands need the virt-template modules whole, so the module builds virtctl's root with the
+# usbredir command alone; KubeVirt's informer factory, which that command's help templates link in but never call,
+# needs only the stand-ins' names.
 step='build module'
-template_modules=(virt-template-api virt-template-client-go virt-template-engine)
-mkdir -p stand-ins/virt-template-api/core/v1beta1 stand-ins/virt-template-client-go/virttemplate \
-  stand-ins/virt-template-engine
-for name in "${template_modules[@]}"; do
-  printf 'module kubevirt.io/%s\n\ngo 1.26.0\n' "$name" >"stand-ins/$name/go.mod"
-done
-cat >stand-ins/virt-template-api/core/names.go <<'GO'
-package core
-
-const (
-	GroupName            = "template.kubevirt.io"
-	SingularResourceName = "virtualmachinetemplate"
-	PluralResourceName   = "virtualmachinetemplates"
-)
-GO
-cat >stand-ins/virt-template-api/core/v1beta1/types.go <<'GO'
-package v1beta1
-
-import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-)
-
-type VirtualMachineTemplate struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
-}
-
-func (t *VirtualMachineTemplate) DeepCopyObject() runtime.Object {
-	copied := *t
-	return &copied
-}
-GO
-cat >stand-ins/virt-template-client-go/virttemplate/client.go <<'GO'
-package virttemplate
-
-import (
-	"errors"
-
-	"k8s.io/client-go/rest"
-)
-
-type Clientset struct{}
-
-type TemplateV1beta1Client struct{}
-
-func NewForConfig(*rest.Config) (*Clientset, error) {
-	return nil, errors.New("virt-template is not part of this build")
-}
-
-func (*Clientset) TemplateV1beta1() *TemplateV1beta1Client { return nil }
-
-func (*TemplateV1beta1Client) RESTClient() rest.Interface { return nil }
-GO
-{
-  printf 'module corral.dev/virtctl-build\n\ngo 1.26.0\n\n'
-  printf 'require kubevirt.io/kubevirt %s\n\n' "$kubevirt_version"
-  sed -n '/^replace (/,/^)/p' "$kubevirt_dir/go.mod" | grep -v 'staging/src'
-  for name in "${template_modules[@]}"; do printf 'replace kubevirt.io/%s => ./stand-ins/%s\n' "$name" "$name"; done
-  printf 'replace kubevirt.io/api => kubevirt.io/api %s\n' "$kubevirt_version"
-  printf 'replace kubevirt.io/client-go => kubevirt.io/client-go %s\n' "$kubevirt_version"
-} >go.mod
+write_template_stand_ins
+write_build_go_mod corral.dev/virtctl-build "$kubevirt_dir"
 # KubeVirt's root command, with only usbredir added: the same client configuration, flags and command.
 cat >main.go <<'GO'
 package main

@@ -213,7 +213,12 @@ describe.concurrent('the packed package in a fresh consumer project', () => {
   });
 
   it('ships the build scripts the test kit runs, and the KubeVirt one answers from where it is installed', async () => {
-    for (const file of ['build-control-plane.sh', 'build-kubevirt.sh', 'kubevirt-install/main.go']) {
+    for (const file of [
+      'build-control-plane.sh',
+      'build-kubevirt.sh',
+      'kubevirt-build-module.sh',
+      'kubevirt-install/main.go',
+    ]) {
       expect(existsSync(join(installed, 'scripts', file)), file).toBe(true);
     }
     // the binaries are cached by the test command's set-up, so the script only finds and names them
