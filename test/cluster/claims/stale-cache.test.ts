@@ -169,7 +169,7 @@ describe("a claim planned from a watch cache that has not seen the identity's cl
 });
 
 describe('a member won from a watch cache that has not seen the win yet', () => {
-  it("is read fresh, and given back while the previous holder's instance is still going down", async () => {
+  it("is read fresh, and passed over or given back while the previous holder's instance is still going down", async () => {
     const { namespace, clock, other, kube, ctx } = await setUpCached(
       'stale-down',
       2,
@@ -183,7 +183,8 @@ describe('a member won from a watch cache that has not seen the win yet', () => 
     // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
     await useAndReleaseUnseen(kube, other, namespace);
 
-    // the held caches show devpool-1 stopped and free: the claim wins its Lease, then reads it fresh
+    // the held caches show devpool-1 stopped and free: the claim reads it fresh, before its Lease write (and passes
+    // it over) or after it (and gives the Lease back), as the stop shows in time
     const gets = kube.requestCounts.get('get') ?? 0;
     const alice = await claimDesktop(
       ctx,
@@ -191,7 +192,7 @@ describe('a member won from a watch cache that has not seen the win yet', () => 
       { actor: undefined, order: 'lowest' },
     );
     expect(alice.member).toBe('devpool-2');
-    expect((kube.requestCounts.get('get') ?? 0) - gets).toBeGreaterThanOrEqual(2);
+    expect((kube.requestCounts.get('get') ?? 0) - gets).toBeGreaterThanOrEqual(1);
     expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
     // still going down: asked to stop, bob's instance still there (KubeVirt's status may not say so yet)
     expect((await kube.getVm(namespace, 'devpool-1'))?.spec.runStrategy).not.toBe('Always');
