@@ -412,7 +412,11 @@ describe('an identity bound to exactly the documented Role, less one permission 
           forbidden ? 'FORBIDDEN' : reported,
         );
       }
-      expect(Object.keys(failed)).toEqual(expected[name]);
+      // a limited claim reads the pool whole (and so lists its instances) only when its page of free-looking members
+      // offered none it could take, which depends on how far the steps before it got; every other need is exact
+      const mayNeed = name === 'list virtualmachineinstances.kubevirt.io' ? ['claim with a limit'] : [];
+      const exact = (steps: string[]) => steps.filter((step) => !mayNeed.includes(step));
+      expect(exact(Object.keys(failed))).toEqual(exact(expected[name] ?? []));
       // a claim that may not delete its claimant Lease answers its desktop; the broker logs and counts the Lease
       const leftBehind = name === deleteLeases ? claimantsOfTheSteps : [];
       expect(left.counted, `claimant Leases counted as left without ${name}`).toBe(leftBehind.length);
