@@ -52,7 +52,7 @@ command -v go >/dev/null 2>&1 || {
 
 mkdir -p "$work_dir"
 cd "$work_dir"
-rm -rf ./*.go stand-ins
+rm -f ./*.go
 
 step='kubevirt module download'
 say "downloading kubevirt.io/kubevirt $kubevirt_version from the Go module proxy"

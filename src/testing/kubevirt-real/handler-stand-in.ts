@@ -1,13 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import type { VirtualMachineInstance } from '../../kubevirt-types.js';
 import { type Informer, startInformer } from '../kubevirt/informer.js';
-import {
-  httpStatusOf,
-  kubevirtResources,
-  mergePatch,
-  splitKey,
-  unlessNotFound,
-} from '../kubevirt/kube-calls.js';
+import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from '../kubevirt/kube-calls.js';
 import { createSimulatedNode } from '../kubevirt/nodes.js';
 import { KeyedWorkQueue } from '../kubevirt/work-queue.js';
 import { waitFor } from '../wait-for.js';
@@ -197,9 +191,4 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
       await consoles.close();
     },
   };
-}
-
-/** The `namespace/name` of the handler Pod of a node. */
-export function handlerPodRef(nodeName: string): { namespace: string; name: string } {
-  return splitKey(`${kubevirtNamespace}/virt-handler-${nodeName}`);
 }
