@@ -19,7 +19,11 @@ function gpuVm(name: string, gpu: string, extra: Partial<VirtualMachine['spec']>
     metadata: { name },
     spec: {
       runStrategy: 'Halted',
-      template: { spec: { domain: { devices: { gpus: [{ name: 'gpu1', deviceName: gpu }] } } } },
+      template: {
+        spec: {
+          domain: { memory: { guest: '128Mi' }, devices: { gpus: [{ name: 'gpu1', deviceName: gpu }] } },
+        },
+      },
       ...extra,
     },
   };

@@ -72,6 +72,7 @@ function goldenVm(
         metadata: { labels: { app: 'desktop', 'corral.dev/vdi-assigned-to': 'someone' } },
         spec: {
           domain: {
+            memory: { guest: '128Mi' },
             devices: { gpus: gpus.map((deviceName, index) => ({ name: `gpu${index + 1}`, deviceName })) },
           },
         },
@@ -210,7 +211,10 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     await kube.createVm(namespace, goldenVm('golden'));
     await kube.createVm(namespace, {
       metadata: { name: 'devpool-2' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
 
     const taken = await failureOf(createPool(ctx, { name: 'devpool', from: 'golden', size: 3 }));

@@ -331,7 +331,12 @@ async function runCase(
   const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
   const gpuGolden = stoppedVm('gpu-golden');
   gpuGolden.spec.template = {
-    spec: { domain: { devices: { gpus: [{ name: 'gpu1', deviceName: `example.com/${namespace}-a10` }] } } },
+    spec: {
+      domain: {
+        memory: { guest: '128Mi' },
+        devices: { gpus: [{ name: 'gpu1', deviceName: `example.com/${namespace}-a10` }] },
+      },
+    },
   };
   const [{ kubeConfig, unbind }] = await Promise.all([
     bindDocumentedRole(cluster(), { namespace, user: `corral-sdk-${index}`, missing }),
