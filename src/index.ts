@@ -208,6 +208,38 @@ export type {
   WatchFrom,
 } from './kube/cluster-caches.js';
 export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
+export {
+  type ObjectStore,
+  type ReadModifyWriteOptions,
+  type ReadModifyWriteResult,
+  readModifyWrite,
+} from './kube/read-modify-write.js';
+export type {
+  DeleteOptions,
+  DiscoveredVersion,
+  KubeObject,
+  ListPage,
+  MergePatch,
+  PageRequest,
+  PatchOptions,
+  ResourceKind,
+  ResourceTransport,
+  Versioned,
+} from './kube/resource.js';
+export { ResourceClient } from './kube/resource.js';
+export {
+  cloneKind,
+  configMapKind,
+  type KubeVirtConfiguration,
+  kubeVirtKind,
+  leaseKind,
+  nodeKind,
+  podKind,
+  pvcKind,
+  serviceKind,
+  vmiKind,
+  vmKind,
+} from './kube/resource-kinds.js';
 export type { RetryOptions, Sleep } from './kube/retry.js';
 export type {
   CacheChange,

@@ -5,6 +5,7 @@ import { MemoryAuditSink } from '../../../src/audit.js';
 import { isVdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
 import { idleWarnedAnnotation, inputAtAnnotation, reclaimNotifiedAnnotation } from '../../../src/keys.js';
+import { configMapKind } from '../../../src/kube/resource-kinds.js';
 import {
   createPool,
   deletePool,
@@ -183,7 +184,9 @@ describe('per-pool reclaim actions', () => {
       /only when allowed/,
     );
     expect(await refused({ idleTimeoutMs: -5 })).toMatch(/Idle timeout/);
-    expect(await context.cluster.getConfigMap(setup.namespace, 'corral-vdi-pool-devpool')).toBeUndefined();
+    expect(
+      await context.cluster.resource(configMapKind).in(setup.namespace).get('corral-vdi-pool-devpool'),
+    ).toBeUndefined();
 
     const created = await createPool(context, {
       name: 'other',
@@ -194,7 +197,9 @@ describe('per-pool reclaim actions', () => {
     }).catch((caught) => caught);
     expect(isVdiError(created, 'INVALID_INPUT')).toBe(true);
     expect(await context.cluster.getVm(setup.namespace, 'other-1')).toBeUndefined();
-    expect(await context.cluster.getConfigMap(setup.namespace, 'corral-vdi-pool-other')).toBeUndefined();
+    expect(
+      await context.cluster.resource(configMapKind).in(setup.namespace).get('corral-vdi-pool-other'),
+    ).toBeUndefined();
   });
 
   it('keeps settings left out of a change, and removes them with the pool', async () => {
@@ -206,7 +211,9 @@ describe('per-pool reclaim actions', () => {
       idleTimeoutMs: 20 * minute,
     });
     await deletePool(context, { name: 'devpool', force: true });
-    expect(await context.cluster.getConfigMap(setup.namespace, 'corral-vdi-pool-devpool')).toBeUndefined();
+    expect(
+      await context.cluster.resource(configMapKind).in(setup.namespace).get('corral-vdi-pool-devpool'),
+    ).toBeUndefined();
   });
 });
 
