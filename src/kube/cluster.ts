@@ -292,9 +292,9 @@ export class KubeCluster implements CacheSources {
    *
    * @throws `VdiError` `INVALID_INPUT` when it carries none.
    */
-  replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
+  async replaceLease(namespace: string, lease: LeaseObject): Promise<LeaseObject> {
     const client = this.resource(leaseKind).in(namespace);
-    return client.replace(versioned(lease, `replace ${client.named(lease.metadata.name ?? '')}`));
+    return await client.replace(versioned(lease, `replace ${client.named(lease.metadata.name ?? '')}`));
   }
 
   /** Deletes a Lease only if it is still the one read (uid and resourceVersion). Gone already → `false`. */
