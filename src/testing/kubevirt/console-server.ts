@@ -4,6 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { VirtualMachineInstance } from '../../kubevirt-types.js';
+import { createRdpGuests } from '../rdp-guest.js';
 import { simulatorAnnotations } from './fault-knobs.js';
 import { kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
 import { keyLabel, renderScreen, type ScreenState } from './rfb-screen.js';
@@ -67,6 +68,8 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
   const open = new Map<string, Set<WebSocket>>();
   const usbredirOpen = new Map<string, number>();
   const records = new Map<string, { labels: string[]; writing: Promise<void> }>();
+  // the guest's RDP server, for a VMI whose knob asks for one
+  const rdpGuests = createRdpGuests({ kubeConfig: options.kubeConfig, log });
 
   // One annotation write at a time per VMI and annotation, each with the newest labels: a burst costs a few writes.
   function record(annotation: string, namespace: string, name: string, added: string[]): void {
@@ -184,12 +187,14 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
       });
     },
     vmiChanged(key, vmi) {
+      rdpGuests.vmiChanged(key, vmi);
       if (vmi?.status?.phase === 'Running') return;
       for (const ws of open.get(key) ?? []) ws.close(1000, 'the VirtualMachineInstance stopped');
     },
     close() {
       for (const set of open.values()) for (const ws of set) ws.terminate();
       sockets.close();
+      void rdpGuests.stopAll();
     },
   };
 }
