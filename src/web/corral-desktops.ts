@@ -70,6 +70,7 @@ function button(text: string, action: string, onClick: () => void): HTMLButtonEl
 const protocolNames: Readonly<Record<ConsoleProtocol, string>> = {
   vnc: 'VNC console',
   serial: 'serial console',
+  rdp: 'RDP console',
   terminal: 'terminal',
 };
 

@@ -4,6 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { VirtualMachineInstance } from '../../kubevirt-types.js';
+import { createRdpGuests } from '../rdp-guest.js';
 import { simulatorAnnotations } from './fault-knobs.js';
 import { kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
 import { keyLabel, renderScreen, type ScreenState } from './rfb-screen.js';
@@ -71,6 +72,8 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
   // what each VMI's guest copied, as last sent to its VNC clients
   const copied = new Map<string, string>();
   const vncOpen = new Map<string, Set<WebSocket>>();
+  // the guest's RDP server, for a VMI whose knob asks for one
+  const rdpGuests = createRdpGuests({ kubeConfig: options.kubeConfig, log });
 
   // One annotation write at a time per VMI and annotation, each with the newest labels: a burst costs a few writes.
   function record(annotation: string, namespace: string, name: string, added: string[]): void {
@@ -220,6 +223,7 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
         copied.set(key, copy);
         for (const ws of vncOpen.get(key) ?? []) ws.send(encodeServerCutText(copy));
       }
+      rdpGuests.vmiChanged(key, vmi);
       if (vmi?.status?.phase === 'Running') return;
       copied.delete(key);
       for (const ws of open.get(key) ?? []) ws.close(1000, 'the VirtualMachineInstance stopped');
@@ -227,6 +231,7 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
     close() {
       for (const set of open.values()) for (const ws of set) ws.terminate();
       sockets.close();
+      void rdpGuests.stopAll();
     },
   };
 }
