@@ -40,6 +40,15 @@ export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './
 export type { OidcSignIn, OidcSignInOptions } from './broker/oidc-sign-in.js';
 export { createOidcSignIn } from './broker/oidc-sign-in.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
+export type { RdCleanPathError, RdCleanPathPdu } from './broker/rdcleanpath.js';
+export {
+  decodeRdCleanPathPdu,
+  encodeRdCleanPathPdu,
+  measureRdCleanPathPdu,
+  RdCleanPathFormatError,
+  rdCleanPathErrorPdu,
+  rdCleanPathVersion,
+} from './broker/rdcleanpath.js';
 export type { RfbInputParser, RfbInputScan } from './broker/rfb-input.js';
 export { createRfbInputParser } from './broker/rfb-input.js';
 export type { BrokerServer, ServeBrokerOptions, ShutdownHook } from './broker/serve.js';
@@ -191,6 +200,7 @@ export {
   notEntitledAtAnnotation,
   poolLabel,
   poolSettingsLabel,
+  rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,

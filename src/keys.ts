@@ -34,6 +34,11 @@ export const disconnectedAtAnnotation = 'corral.dev/vdi-disconnected-at';
  * `{"<replicaId>":{"open":1,"seenAt":"…","expiresAt":"…"}}`. @category keys
  */
 export const consolesAnnotation = 'corral.dev/vdi-consoles';
+/**
+ * Lease annotation: the RDP proxy tokens minted for the claim and not used yet, as compact JSON
+ * `[{"hash":"…","caller":"…","expiresAt":"…"}]`: SHA-256 digests only, never a token. @category keys
+ */
+export const rdpTokensAnnotation = 'corral.dev/vdi-rdp-tokens';
 /** Label on a VM of an ephemeral pool: the member is recreated from its source on release. @category keys */
 export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
 /**

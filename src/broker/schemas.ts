@@ -210,6 +210,25 @@ export const connectAnswerSchema = z
   .register(componentRegistry, { id: 'ConnectAnswer', description: 'How to reach a desktop.' });
 
 /** The answer of `/healthz` and of a ready `/readyz`. @category broker */
+/** The proxy token of an RDP console, minted for the caller right before the browser opens it. @category broker */
+export const rdpTokenSchema = z
+  .object({
+    token: z.string().register(z.globalRegistry, {
+      description: "The RDCleanPath request's proxy_auth: single use, for this caller and this claim only.",
+    }),
+    expiresAt: z.string().register(z.globalRegistry, {
+      description: 'When the token stops being accepted (RFC 3339), a minute after it was minted.',
+    }),
+    destination: z.string().register(z.globalRegistry, {
+      description:
+        "The guest's address as `ip:3389`, for the request's destination; the broker connects there whatever the request says.",
+    }),
+  })
+  .register(componentRegistry, {
+    id: 'RdpToken',
+    description: 'What a browser RDP client (IronRDP) needs to open the rdp console websocket.',
+  });
+
 export const probeAnswerSchema = z
   .object({ status: z.enum(['alive', 'ready']) })
   .register(componentRegistry, {
@@ -217,6 +236,8 @@ export const probeAnswerSchema = z
     description: 'A health or readiness probe that passed.',
   });
 
+/** An RDP proxy token as the API answers it. @category broker */
+export type RdpTokenBody = z.infer<typeof rdpTokenSchema>;
 /** A desktop as the API answers it. @category broker */
 export type DesktopBody = z.infer<typeof desktopSchema>;
 /** A claim as the API answers it. @category broker */
