@@ -9,6 +9,8 @@ import { createCertificateAuthority } from '../../src/testing/certificates.js';
 export type FakeGuestBehaviour =
   /** A Connection Confirm choosing TLS, then a TLS server that echoes every byte. */
   | 'echo'
+  /** As `echo`, but each 4-byte big-endian count it reads over TLS is answered with that many bytes. */
+  | 'stream'
   /** Nothing, ever. */
   | 'silent'
   /** A TPKT that says it is 60,000 bytes long, and as many bytes as the socket takes. */
@@ -50,6 +52,29 @@ export function x224Confirm(kind: 'ssl' | 'failure'): Buffer {
   ]);
 }
 
+// Writes each asked-for count of bytes in 64 KiB chunks, as fast as the reader takes them.
+function streamOnRequest(tls: TLSSocket): void {
+  const chunk = Buffer.alloc(64 * 1024, 0x5a);
+  let asked = Buffer.alloc(0);
+  let owed = 0;
+  const pump = () => {
+    while (owed > 0) {
+      const size = Math.min(owed, chunk.length);
+      owed -= size;
+      if (!tls.write(chunk.subarray(0, size))) return void tls.once('drain', pump);
+    }
+  };
+  tls.on('data', (data: Buffer) => {
+    asked = Buffer.concat([asked, data]);
+    while (asked.length >= 4) {
+      const idle = owed === 0;
+      owed += asked.readUInt32BE(0);
+      asked = asked.subarray(4);
+      if (idle) pump();
+    }
+  });
+}
+
 /** Listens on `host:port` as a guest would. */
 export async function startFakeRdpGuest(
   host: string,
@@ -81,7 +106,8 @@ export async function startFakeRdpGuest(
       socket.write(x224Confirm('ssl'));
       const tls = new TLSSocket(socket, { isServer: true, cert: certPem, key: keyPem });
       tls.on('error', () => tls.destroy());
-      tls.on('data', (data: Buffer) => tls.write(data));
+      if (behaviour === 'stream') streamOnRequest(tls);
+      else tls.on('data', (data: Buffer) => tls.write(data));
     };
     socket.on('data', onData);
   };

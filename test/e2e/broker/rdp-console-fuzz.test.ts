@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeRdCleanPathPdu, rdCleanPathVersion } from '../../../src/broker/rdcleanpath.js';
+import { encodeRdCleanPathPdu } from '../../../src/broker/rdcleanpath.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { useSharedCluster } from '../../support/cluster.js';
 import { type FakeGuestBehaviour, startFakeRdpGuest } from '../../support/fake-rdp-guest.js';
