@@ -69,7 +69,24 @@ export interface VdiEvents {
    * at `reclaimAt` (RFC 3339) unless the pool lets the holder in again first.
    */
   'not-entitled': [event: { desktopId: string; holder: string; reclaimAt: string }];
-  /** A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it. */
+  /**
+   * The holder of a desktop was warned that it is reclaimed at `reclaimAt` (RFC 3339) for `reason`, once per reason
+   * and instant across broker replicas; `webhook` says how the POST to the pool's webhook went, when it has one.
+   */
+  'reclaim-warning': [
+    event: {
+      desktopId: string;
+      pool: string;
+      holder: string;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reclaimAt: string;
+      webhook?: { ok: boolean; status?: number; error?: string };
+    },
+  ];
+  /**
+   * A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it; emitted
+   * with the `reclaim-warning` of an idle reclaim.
+   */
   'idle-warning': [event: { desktopId: string; holder: string; idleAt: string }];
   /** The engine renewed a claim's Lease. */
   renewed: [event: { desktopId: string; holder: string }];

@@ -181,7 +181,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -192,6 +191,7 @@ export {
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -322,6 +322,7 @@ export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type { LeftCopy } from './sessions/plan-copy-sweep.js';
 export { planCopySweep } from './sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -333,8 +334,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from './sessions/plan-reclaim.js';
 export type {
   ClaimKey,

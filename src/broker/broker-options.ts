@@ -144,6 +144,7 @@ const brokerOptionsSchema = z.object({
   leaderElection: z.object({}).loose().optional(),
   idleTimeoutMs: z.int().min(0).optional(),
   idleWarningMs: z.int().min(0).optional(),
+  reclaimWarningMs: z.int().min(0).optional(),
   maxDesktopsPerUser: z.int().min(0).optional(),
   drainDelayMs: z.int().min(0).optional(),
 });
@@ -199,6 +200,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
         ...(parsed.maxSessionMs === undefined ? {} : { maxSessionMs: parsed.maxSessionMs }),
         ...(parsed.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: parsed.idleTimeoutMs }),
         ...(parsed.idleWarningMs === undefined ? {} : { idleWarningMs: parsed.idleWarningMs }),
+        ...(parsed.reclaimWarningMs === undefined ? {} : { reclaimWarningMs: parsed.reclaimWarningMs }),
       },
       ...(parsed.intervalMs === undefined ? {} : { intervalMs: parsed.intervalMs }),
     },

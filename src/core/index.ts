@@ -117,7 +117,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -128,6 +127,7 @@ export {
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -190,6 +190,7 @@ export { planConsoleStream } from '../sessions/plan-console-stream.js';
 export type { LeftCopy } from '../sessions/plan-copy-sweep.js';
 export { planCopySweep } from '../sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -201,8 +202,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from '../sessions/plan-reclaim.js';
 export type {
   ClaimKey,
