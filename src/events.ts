@@ -33,6 +33,24 @@ export interface VdiEvents {
       total: number;
     },
   ];
+  /**
+   * A scheduled pool's keeper changed the pool: the period in force (`null` outside every period), the targets, and
+   * the members it cloned, removed, started and stopped.
+   */
+  'pool-scaled': [
+    event: {
+      poolId: string;
+      period: string | null;
+      size: number;
+      freeRunning: number;
+      added: string[];
+      removed: string[];
+      started: string[];
+      stopped: string[];
+    },
+  ];
+  /** A scheduled pool's keeper failed; it tries again at `retryAt` (RFC 3339), backing off. */
+  'pool-schedule-failed': [event: { poolId: string; error: string; attempts: number; retryAt: string }];
   /** The reclaim policy took a desktop back. */
   reclaimed: [
     event: {

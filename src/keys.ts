@@ -77,6 +77,11 @@ export const minReadyAnnotation = 'corral.dev/vdi-min-ready';
  */
 export const spareAnnotation = 'corral.dev/vdi-spare';
 /**
+ * VM annotation: when a scheduled pool's keeper first saw the member free (RFC 3339); a scale-down removes only
+ * members free for the settle time. @category keys
+ */
+export const freeSinceAnnotation = 'corral.dev/vdi-free-since';
+/**
  * Lease annotation: the last input (a key, a pointer move or click, terminal bytes) a broker console carried to the
  * desktop (RFC 3339), written at most once per input-mark interval so every replica sees it. @category keys
  */

@@ -109,7 +109,7 @@ export function planScheduleTargets(input: ScheduleTargetsInput): ScheduleTarget
 
 /** What {@link planScheduleScaling} looks at. @category schedules */
 export interface ScheduleScalingInput {
-  targets: Pick<ScheduleTargets, 'size'>;
+  targets: Pick<ScheduleTargets, 'size' | 'freeRunning'>;
   /** Every member of the pool as its backend reports them. */
   members: readonly MemberFacts[];
   /** The pool's claim Leases as read. */
@@ -124,7 +124,7 @@ export interface ScheduleScalingInput {
  *
  * - `grow`: members to clone to reach the target size.
  * - `remove`: free members to remove, free for {@link scheduleSettleMs} at least, stopped ones first, then the
- *   highest index; never a member a claim holds.
+ *   highest index; never a member a claim holds, nor the running free members the target keeps warm.
  * - `waiting`: members the target would remove that have not been free long enough yet.
  * - `markFree` / `unmarkFree`: members to mark free since now, and claimed members whose mark goes.
  *
@@ -165,8 +165,17 @@ export function planScheduleScaling(input: ScheduleScalingInput): ScheduleScalin
     .filter((member) => !freeNames.has(member.member) && freeSince.has(member.member))
     .map((member) => member.member);
   const surplus = Math.max(0, standing.length - targets.size);
+  // the warm members the target keeps are no surplus: removing one would only start another
+  const kept = new Set(
+    free
+      .filter((member) => member.power === 'running' || member.power === 'starting')
+      .sort((left, right) => compareNatural(left.member, right.member))
+      .slice(0, targets.freeRunning)
+      .map((member) => member.member),
+  );
   const settled = free
     .filter((member) => {
+      if (kept.has(member.member)) return false;
       const since = freeSince.get(member.member);
       return since !== undefined && now.getTime() - since.getTime() >= scheduleSettleMs;
     })

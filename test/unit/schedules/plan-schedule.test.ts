@@ -144,7 +144,7 @@ describe('planScheduleScaling', () => {
 
   it('removes only members free for the settle time, stopped first then the highest, never a claimed one', () => {
     const plan = planScheduleScaling({
-      targets: { size: 1 },
+      targets: { size: 1, freeRunning: 0 },
       members,
       leases: [claimOf('devpool-1', now)],
       freeSince: new Map([
@@ -163,9 +163,23 @@ describe('planScheduleScaling', () => {
     });
   });
 
+  it('keeps the running free members the target keeps warm', () => {
+    const plan = planScheduleScaling({
+      targets: { size: 1, freeRunning: 1 },
+      members,
+      leases: [claimOf('devpool-1', now)],
+      freeSince: new Map([
+        ['devpool-2', settled],
+        ['devpool-4', settled],
+      ]),
+      now,
+    });
+    expect(plan.remove).toEqual(['devpool-4']);
+  });
+
   it('grows to the target, and marks newly free and newly claimed members', () => {
     const plan = planScheduleScaling({
-      targets: { size: 6 },
+      targets: { size: 6, freeRunning: 0 },
       members,
       leases: [claimOf('devpool-2', now)],
       freeSince: new Map([['devpool-2', settled]]),
