@@ -180,6 +180,22 @@ export {
   reclaimActions,
 } from '../pools/pool-settings.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from '../schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from '../schedules/plan-schedule.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from '../schedules/pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from '../schedules/pool-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from '../schedules/schedule-clock.js';
 export type { ConsoleEntry } from '../sessions/console-entries.js';
 export { readConsoleEntries } from '../sessions/console-entries.js';
 export { formatDuration, parseDuration } from '../sessions/parse-duration.js';

@@ -16,6 +16,7 @@ import { carryOutSpares, planFromRead, readSpares, type SparesRead } from '../sp
 import { annotateVm } from '../spares/spare-writes.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
+import { freeSinceOf } from './free-since.js';
 import {
   isUnclaimed,
   planScheduleScaling,
@@ -49,16 +50,6 @@ export interface KeepScheduleResult {
 }
 
 const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
-
-function freeSinceOf(read: SparesRead): Map<string, Date> {
-  const marks = new Map<string, Date>();
-  for (const vm of read.vms) {
-    const text = vm.metadata.annotations?.[freeSinceAnnotation];
-    const at = text === undefined ? undefined : parseRfc3339(text);
-    if (at) marks.set(vm.metadata.name ?? '', at);
-  }
-  return marks;
-}
 
 /** The members a live claim holds, and the live waiters, from one read. */
 function demandOf(ctx: VdiContext, read: SparesRead): { claimed: number; waiters: number } {
@@ -124,7 +115,7 @@ async function keepScheduledPool(
     waiters,
     now,
   });
-  const freeSince = freeSinceOf(read);
+  const freeSince = freeSinceOf(read.vms);
   const scaling = planScheduleScaling({
     targets,
     members: read.members,

@@ -175,6 +175,19 @@ describe('a pool that follows the working day', () => {
           `${member} at ${key}`,
         ).toMatch(/running|starting/);
       }
+      if (key === '2026-03-28T11:00:00Z') {
+        const status = await vdi.readPoolStatus({ name: 'devpool', namespace });
+        expect(status.schedule).toMatchObject({
+          timeZone: 'Europe/Berlin',
+          period: 'peak',
+          warmingFor: null,
+          nextChange: { at: '2026-03-28T16:00:00.000Z', period: 'ramp-down' },
+          targets: { size: 6, freeRunning: 2 },
+          plainSize: 1,
+          underway: { cloning: 0, removing: 0 },
+          failure: null,
+        });
+      }
       const want = checks.get(key);
       if (want) {
         seen.push(key);
@@ -187,4 +200,50 @@ describe('a pool that follows the working day', () => {
     expect(events).toBeGreaterThan(50);
     expect(touched).toEqual([]);
   }, 600_000);
+
+  it('backs off a pool whose clones fail, reports it, and goes on once they work', async () => {
+    const namespace = await createTestNamespace(cluster(), 'schedule-backoff');
+    const clock = createTestClock(new Date('2026-03-30T08:00:00Z'));
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const failures: unknown[] = [];
+    vdi.events.on('pool-schedule-failed', (event) => failures.push(event));
+    await vdi.context.cluster.createVm(namespace, stoppedVm('golden'));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, namespace });
+    await vdi.setPoolSchedule({ name: 'devpool', namespace, schedule, plainSize: 1 });
+    // the golden VM is gone: every clone fails
+    const golden = await vdi.context.cluster.getVm(namespace, 'golden');
+    await vdi.context.cluster.deleteVm(namespace, 'golden', {
+      uid: golden?.metadata.uid ?? '',
+      resourceVersion: golden?.metadata.resourceVersion ?? '',
+    });
+    const keep = () => vdi.keepPoolSchedule({ name: 'devpool', namespace });
+    const refused = await keep().catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'GOLDEN_NOT_FOUND' });
+    expect(await keep()).toMatchObject({
+      kind: 'backing-off',
+      attempts: 1,
+      retryAt: '2026-03-30T08:00:30.000Z',
+    });
+    clock.advance(30_000);
+    await expect(keep()).rejects.toMatchObject({ code: 'GOLDEN_NOT_FOUND' });
+    expect(await keep()).toMatchObject({
+      kind: 'backing-off',
+      attempts: 2,
+      retryAt: '2026-03-30T08:01:30.000Z',
+    });
+    expect(failures).toHaveLength(2);
+    expect((await vdi.readPoolStatus({ name: 'devpool', namespace })).schedule?.failure).toMatchObject({
+      attempts: 2,
+      retryAt: '2026-03-30T08:01:30.000Z',
+    });
+
+    await vdi.context.cluster.createVm(namespace, stoppedVm('golden'));
+    clock.advance(60_000);
+    expect(await keep()).toMatchObject({ kind: 'kept', result: { targets: { period: 'peak' } } });
+    expect((await vdi.readPoolStatus({ name: 'devpool', namespace })).schedule).toMatchObject({
+      failure: null,
+      targets: { size: 3 },
+    });
+    expect((await vdi.readPoolStatus({ name: 'devpool', namespace })).members).toHaveLength(3);
+  });
 });
