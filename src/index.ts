@@ -294,7 +294,12 @@ export {
   setPool,
   setPoolSettings,
 } from './pools/pool-service.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction, ScheduleFailure } from './pools/pool-settings.js';
+export type {
+  PoolSettings,
+  PoolSettingsContext,
+  ReclaimAction,
+  ScheduleFailure,
+} from './pools/pool-settings.js';
 export {
   checkPoolSettings,
   poolSettingsName,
