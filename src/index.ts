@@ -190,7 +190,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -202,6 +201,7 @@ export {
   poolSettingsLabel,
   rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -336,7 +336,12 @@ export {
   setPool,
   setPoolSettings,
 } from './pools/pool-service.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pools/pool-settings.js';
+export type {
+  PoolSettings,
+  PoolSettingsContext,
+  ReclaimAction,
+  ScheduleFailure,
+} from './pools/pool-settings.js';
 export {
   checkPoolSettings,
   poolSettingsName,
@@ -346,6 +351,34 @@ export {
 } from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { ScheduleStatus, ScheduleStatusInput } from './schedules/describe-schedule.js';
+export { describeSchedule } from './schedules/describe-schedule.js';
+export type {
+  KeepPoolScheduleOptions,
+  KeepScheduleOutcome,
+  KeepScheduleResult,
+} from './schedules/keep-schedule.js';
+export { keepPoolSchedule, scheduleActor } from './schedules/keep-schedule.js';
+export type { KeepSchedulesPassResult } from './schedules/keep-schedules.js';
+export { keepSchedules } from './schedules/keep-schedules.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from './schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from './schedules/plan-schedule.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from './schedules/pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from './schedules/pool-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from './schedules/schedule-clock.js';
+export type { SetPoolScheduleOptions, SetPoolScheduleResult } from './schedules/set-pool-schedule.js';
+export { setPoolSchedule } from './schedules/set-pool-schedule.js';
 export type { SessionEnds } from './session-ends/session-ends.js';
 export {
   createSessionEnds,
@@ -364,6 +397,7 @@ export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type { LeftCopy } from './sessions/plan-copy-sweep.js';
 export { planCopySweep } from './sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -375,8 +409,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from './sessions/plan-reclaim.js';
 export type {
   ClaimKey,
