@@ -40,6 +40,15 @@ export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './
 export type { OidcSignIn, OidcSignInOptions } from './broker/oidc-sign-in.js';
 export { createOidcSignIn } from './broker/oidc-sign-in.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
+export type { RdCleanPathError, RdCleanPathPdu } from './broker/rdcleanpath.js';
+export {
+  decodeRdCleanPathPdu,
+  encodeRdCleanPathPdu,
+  measureRdCleanPathPdu,
+  RdCleanPathFormatError,
+  rdCleanPathErrorPdu,
+  rdCleanPathVersion,
+} from './broker/rdcleanpath.js';
 export type { RfbInputParser, RfbInputScan } from './broker/rfb-input.js';
 export { createRfbInputParser } from './broker/rfb-input.js';
 export type { BrokerServer, ServeBrokerOptions, ShutdownHook } from './broker/serve.js';
@@ -181,7 +190,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -191,7 +199,9 @@ export {
   notEntitledAtAnnotation,
   poolLabel,
   poolSettingsLabel,
+  rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -208,6 +218,38 @@ export type {
   WatchFrom,
 } from './kube/cluster-caches.js';
 export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
+export {
+  type ObjectStore,
+  type ReadModifyWriteOptions,
+  type ReadModifyWriteResult,
+  readModifyWrite,
+} from './kube/read-modify-write.js';
+export type {
+  DeleteOptions,
+  DiscoveredVersion,
+  KubeObject,
+  ListPage,
+  MergePatch,
+  PageRequest,
+  PatchOptions,
+  ResourceKind,
+  ResourceTransport,
+  Versioned,
+} from './kube/resource.js';
+export { ResourceClient } from './kube/resource.js';
+export {
+  cloneKind,
+  configMapKind,
+  type KubeVirtConfiguration,
+  kubeVirtKind,
+  leaseKind,
+  nodeKind,
+  podKind,
+  pvcKind,
+  serviceKind,
+  vmiKind,
+  vmKind,
+} from './kube/resource-kinds.js';
 export type { RetryOptions, Sleep } from './kube/retry.js';
 export type {
   CacheChange,
@@ -294,7 +336,12 @@ export {
   setPool,
   setPoolSettings,
 } from './pools/pool-service.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pools/pool-settings.js';
+export type {
+  PoolSettings,
+  PoolSettingsContext,
+  ReclaimAction,
+  ScheduleFailure,
+} from './pools/pool-settings.js';
 export {
   checkPoolSettings,
   poolSettingsName,
@@ -304,6 +351,34 @@ export {
 } from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { ScheduleStatus, ScheduleStatusInput } from './schedules/describe-schedule.js';
+export { describeSchedule } from './schedules/describe-schedule.js';
+export type {
+  KeepPoolScheduleOptions,
+  KeepScheduleOutcome,
+  KeepScheduleResult,
+} from './schedules/keep-schedule.js';
+export { keepPoolSchedule, scheduleActor } from './schedules/keep-schedule.js';
+export type { KeepSchedulesPassResult } from './schedules/keep-schedules.js';
+export { keepSchedules } from './schedules/keep-schedules.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from './schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from './schedules/plan-schedule.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from './schedules/pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from './schedules/pool-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from './schedules/schedule-clock.js';
+export type { SetPoolScheduleOptions, SetPoolScheduleResult } from './schedules/set-pool-schedule.js';
+export { setPoolSchedule } from './schedules/set-pool-schedule.js';
 export type { SessionEnds } from './session-ends/session-ends.js';
 export {
   createSessionEnds,
@@ -322,6 +397,7 @@ export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type { LeftCopy } from './sessions/plan-copy-sweep.js';
 export { planCopySweep } from './sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -333,8 +409,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from './sessions/plan-reclaim.js';
 export type {
   ClaimKey,

@@ -152,7 +152,14 @@ const layerRules: LayerRule[] = [
     name: 'the browser client and page (client/, web/) import only each other, the route table, errors and ids',
     breaks: (file, target) =>
       browserFolders.some((folder) => file.startsWith(folder)) &&
-      !['zod/mini', '@novnc/novnc', '@xterm/xterm', '@xterm/xterm/css/xterm.css'].includes(target) &&
+      ![
+        'zod/mini',
+        '@novnc/novnc',
+        '@xterm/xterm',
+        '@xterm/xterm/css/xterm.css',
+        '@devolutions/iron-remote-desktop',
+        '@devolutions/iron-remote-desktop-rdp',
+      ].includes(target) &&
       !browserFolders.some((folder) => target.startsWith(folder)) &&
       !routeTableFiles.has(target) &&
       !browserSafeTargets.has(target),

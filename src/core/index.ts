@@ -117,7 +117,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -128,6 +127,7 @@ export {
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -180,6 +180,22 @@ export {
   reclaimActions,
 } from '../pools/pool-settings.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from '../schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from '../schedules/plan-schedule.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from '../schedules/pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from '../schedules/pool-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from '../schedules/schedule-clock.js';
 export type { ConsoleEntry } from '../sessions/console-entries.js';
 export { readConsoleEntries } from '../sessions/console-entries.js';
 export { formatDuration, parseDuration } from '../sessions/parse-duration.js';
@@ -190,6 +206,7 @@ export { planConsoleStream } from '../sessions/plan-console-stream.js';
 export type { LeftCopy } from '../sessions/plan-copy-sweep.js';
 export { planCopySweep } from '../sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -201,8 +218,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from '../sessions/plan-reclaim.js';
 export type {
   ClaimKey,

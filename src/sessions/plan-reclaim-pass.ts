@@ -8,7 +8,6 @@ import {
   connectedAtAnnotation,
   consolesAnnotation,
   disconnectedAtAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseKindLabel,
   leaseMemberLabel,
@@ -16,6 +15,7 @@ import {
   leasePoolLabel,
   notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   removalHolder,
   sessionIdAnnotation,
 } from '../keys.js';
@@ -33,11 +33,12 @@ import {
   describeSession,
   graceStart,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
   type ReclaimPolicy,
   type ReclaimReason,
   type SessionFacts,
+  warnedMark,
 } from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';
 
@@ -129,7 +130,8 @@ export interface ReclaimPassInput {
  * - `entitlement`: mark the claim `corral.dev/vdi-not-entitled-at` (`notEntitledAt`) the first time its pool no
  *   longer lets its holder in, or clear that mark (`undefined`) once it does again; the claim is reclaimed for
  *   `not-entitled` the policy's `disconnectGraceMs` after the mark.
- * - `warn`: warn the holder that the desktop goes idle at `idleAt`, and mark the Lease so it is warned once.
+ * - `warn`: warn the holder that the desktop is reclaimed at `reclaimAt` for `reason`, and mark the Lease
+ *   (`corral.dev/vdi-reclaim-warned`) so each reason and instant is warned about once.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
@@ -158,7 +160,7 @@ export type SessionStep =
       notify: boolean;
     }
   | { kind: 'entitlement'; member: string; lease: LeaseObject; notEntitledAt: Date | undefined }
-  | { kind: 'warn'; member: string; lease: LeaseObject; idleAt: Date }
+  | { kind: 'warn'; member: string; lease: LeaseObject; reason: ReclaimReason; reclaimAt: Date }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'resume'; member: string; lease: LeaseObject }
@@ -529,12 +531,12 @@ function stepFor(
       return { kind: 'entitlement', member, lease, notEntitledAt: notEntitled ? input.now : undefined };
     }
   }
-  const warning = planIdleWarning(facts, input.now, policy);
+  const warning = planReclaimWarning(facts, input.now, policy);
   if (
     warning.kind === 'warn' &&
-    lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()
+    lease.metadata.annotations?.[reclaimWarnedAnnotation] !== warnedMark(warning)
   ) {
-    return { kind: 'warn', member, lease, idleAt: warning.idleAt };
+    return { kind: 'warn', member, lease, reason: warning.reason, reclaimAt: warning.at };
   }
   const own = ownState(lease, consoles);
   const marks = own !== undefined && own.written < own.version;

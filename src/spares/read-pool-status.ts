@@ -6,6 +6,10 @@ import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, spareAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { poolSettingsOf } from '../pools/pool-settings.js';
+import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
+import { describeSchedule } from '../schedules/describe-schedule.js';
+import { freeSinceOf } from '../schedules/free-since.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 import { readSpares } from './keep-spares.js';
@@ -71,10 +75,12 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
       },
     });
   }
-  const [read, entitlement] = await Promise.all([
+  const [read, entitlement, configMap] = await Promise.all([
     readSpares(ctx, namespace, name),
     readPoolEntitlement(ctx, { kind, namespace, pool: name }),
+    readPoolSettingsConfigMap(ctx, namespace, name),
   ]);
+  const settings = poolSettingsOf(configMap);
   if (read.vms.length === 0) {
     throw new VdiError(
       'POOL_NOT_FOUND',
@@ -98,5 +104,16 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
     waiters: liveWaiters(read.leases),
     now: ctx.clock.now(),
     entitlement,
+    schedule: settings.schedule
+      ? describeSchedule({
+          settings: { ...settings, schedule: settings.schedule },
+          members: read.members,
+          leases: read.leases,
+          freeSince: freeSinceOf(read.vms),
+          minReady: read.minReady,
+          waiters: liveWaiters(read.leases),
+          now: ctx.clock.now(),
+        })
+      : undefined,
   });
 }

@@ -4,6 +4,7 @@ import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
@@ -66,7 +67,7 @@ async function sourceOf(
       .map((sibling) => sibling.metadata.annotations?.[sourceAnnotation])
       .find(Boolean) ??
     // every sibling may be part-way through its own reset, its VM gone and its clone under way
-    (await ctx.cluster.listClones(namespace, `${poolLabel}=${pool}`))
+    (await ctx.cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`))
       .map((clone) => clone.spec.source.name)
       .find(Boolean);
   if (!source) {
@@ -119,7 +120,7 @@ export async function recreateVmMember(
     await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
     return;
   }
-  if (pending) await ctx.cluster.deleteClone(namespace, cloneName);
+  if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
   const source = await sourceOf(ctx, ref, current, pending);

@@ -7,6 +7,7 @@ import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { goldenLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
+import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
 import { type RemovalTarget, takeRemovalLease } from '../pools/removal-lease.js';
@@ -113,7 +114,7 @@ async function createMemberClone(
     if (existing && phase !== 'Succeeded' && phase !== 'Failed') return 'taken';
     // a finished clone whose VM exists made a member for another call
     if (await ctx.cluster.getVm(namespace, member)) return 'taken';
-    await ctx.cluster.deleteClone(namespace, name);
+    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
     await ctx.cluster.createClone(namespace, clone);
     return 'created';
   }
@@ -145,7 +146,7 @@ export async function finishMemberClone(
     if (!vm || vm.metadata.deletionTimestamp) throw error;
     return;
   }
-  await ctx.cluster.deleteClone(namespace, name);
+  await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
 }
 
 /**
@@ -260,7 +261,7 @@ async function deleteFinishedClone(
   name: string,
 ): Promise<string | undefined> {
   try {
-    await ctx.cluster.deleteClone(namespace, name);
+    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
     return undefined;
   } catch (error) {
     if (!isVdiError(error, 'FORBIDDEN')) throw error;

@@ -6,6 +6,7 @@ import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../../../src/pools/pool-member-factory.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
@@ -129,7 +130,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       expect(vm.spec.runStrategy).toBe('Halted');
       expect(vm.spec.running).toBeUndefined();
     }
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(progress.filter((event) => event.step === 'ready').map((event) => event.done)).toEqual([1, 2, 3]);
 
     await waitFor(
@@ -195,7 +196,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     );
     expect(error.message).toMatch(/pass the namespace where the golden VM lives/);
     expect(await kube.listVms(namespace)).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
 
     const fromHome = await createPool(ctx, {
       name: 'devpool',
@@ -235,7 +236,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       expect((await failureOf(createPool(ctx, options))).code).toBe('INVALID_INPUT');
     }
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('reports a failed clone member by member, fails fast, and removes the members it made', async () => {
@@ -258,7 +259,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       { member: 'devpool-4', status: 'not-started' },
     ]);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(progress.map((event) => `${event.member} ${event.step}`)).toContain('devpool-1 removed');
   });
 
@@ -274,9 +275,9 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.details.kept).toBe(true);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual(['devpool-1']);
-    expect((await kube.listClones(namespace)).map((clone) => clone.metadata.name)).toEqual([
-      'devpool-2-clone',
-    ]);
+    expect((await kube.resource(cloneKind).in(namespace).list()).map((clone) => clone.metadata.name)).toEqual(
+      ['devpool-2-clone'],
+    );
   });
 
   it('times out on a clone that never finishes, naming the clone object and the usual causes, and cleans up', async () => {
@@ -302,7 +303,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.message).toMatch(/StorageClass or VolumeSnapshotClass/);
     expect(error.message).toMatch(/PVCs cannot be snapshotted/);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('leaves a member it made to the claim that took it before the grow gave up, and says so', async () => {
@@ -327,7 +328,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.message).toContain('devpool-2 (held by carol)');
     expect(await poolVms(kube, namespace, 'devpool')).toEqual(['devpool-1', 'devpool-2']);
     expect((await kube.getLease(namespace, 'corral-vdi-devpool-2'))?.spec.holderIdentity).toBe('carol');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('waits for the clone to succeed, not for its target VM to appear', async () => {
@@ -364,7 +365,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       );
     expect((await created).members).toEqual(['devpool-1']);
     expect(progress.map((event) => event.step)).toContain('ready');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('refuses a pool that does not fit the GPUs before any clone exists, with the per-node table', async () => {
@@ -417,7 +418,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
         }),
       ]),
     );
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await poolVms(kube, namespace, 'gpupool')).toEqual([]);
 
     expect((await planCapacity(ctx, { from: 'golden', size: 2 })).kind).toBe('admit');
@@ -519,7 +520,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     });
     expect(after.metadata.annotations?.['corral.dev/vdi-source']).toBe('golden');
     expect(after.spec.runStrategy).toBe('Halted');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
 
     // a failed attempt that got as far as deleting the VM: its claim names the pool, a sibling the golden VM
     await kube.createLease(namespace, {
