@@ -21,11 +21,21 @@ function cancelledError(what: string, cause: unknown): VdiError {
   return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
 }
 
-function failureReason(clone: VirtualMachineClone): string {
+// What KubeVirt's clone controller leaves in a condition while it works, and keeps there when the clone fails.
+const progressReason = 'Still processing';
+
+/**
+ * Why a clone failed, from its conditions; KubeVirt often gives its reason only as an event of the clone (its
+ * conditions keep saying "Still processing"), and then the answer says where to read it.
+ */
+export function failureReason(clone: VirtualMachineClone): string {
   const conditions = clone.status?.conditions ?? [];
-  const telling = conditions.find((condition) => condition.message || condition.reason);
-  if (!telling) return 'KubeVirt gave no reason';
-  return [telling.reason, telling.message].filter(Boolean).join(': ');
+  const telling =
+    conditions.find((condition) => condition.message) ??
+    conditions.find((condition) => condition.reason && condition.reason !== progressReason);
+  if (telling) return [telling.reason, telling.message].filter(Boolean).join(': ');
+  const { namespace = '', name = '' } = clone.metadata;
+  return `KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n ${namespace} ${name}"`;
 }
 
 /**

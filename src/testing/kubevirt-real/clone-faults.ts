@@ -1,22 +1,33 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { VirtualMachineClone } from '../../kubevirt-types.js';
 import { readCloneKnobs } from '../kubevirt/fault-knobs.js';
-import { startInformer } from '../kubevirt/informer.js';
-import { kubevirtResources, mergePatch, splitKey, unlessNotFound } from '../kubevirt/kube-calls.js';
+import { type Informer, startInformer } from '../kubevirt/informer.js';
+import { kubevirtResources, mergePatch, unlessNotFound } from '../kubevirt/kube-calls.js';
 
 const snapshots = { group: 'snapshot.kubevirt.io', version: 'v1beta1', plural: 'virtualmachinesnapshots' };
 
-/** The clone faults on KubeVirt's own controllers, while they run. */
+/** A VirtualMachineRestore as the fault webhook reads it. */
+export interface RestoreObject {
+  metadata?: { namespace?: string; ownerReferences?: { kind?: string; name?: string }[] };
+}
+
+/** The clone `fail` knob on KubeVirt's own controllers, while they run. */
 export interface CloneFaults {
+  /**
+   * Whether the restore a clone is about to create must be refused, because its clone carries the `fail` knob;
+   * when so, the clone's snapshot is deleted meanwhile.
+   */
+  refusesRestore(restore: RestoreObject): string | undefined;
   stop(): void;
 }
 
 /**
- * Expresses the simulator's clone `fail` knob through KubeVirt's own clone controller: once a clone that carries it
- * has made its snapshot, the snapshot is deleted (its protecting finalizer lifted), as an administrator or a
- * storage clean-up would; KubeVirt then fails the clone with `snapshot … does not exist anymore` in its Ready
- * condition. It strikes once the snapshot exists, or with `fail-phase` `RestoreInProgress` (or `CreatingTargetVM`,
- * which KubeVirt gives no way to fail) once the restore runs; the knob's message is only logged.
+ * Expresses the simulator's clone `fail` knob through KubeVirt's own clone controller. KubeVirt fails a clone
+ * whose snapshot went away while it restores (`snapshot … does not exist anymore` in its Ready condition), so once
+ * the snapshot of a clone that carries the knob is ready, the fault webhook refuses the clone's restore and its
+ * snapshot is deleted (its protecting finalizer lifted), as an administrator or a storage clean-up would; the
+ * refusal holds the clone until KubeVirt sees the snapshot gone. Whatever `fail-phase` says, it strikes there;
+ * the knob's message is the refusal's.
  */
 export async function startCloneFaults(
   kubeConfig: KubeConfig,
@@ -24,13 +35,7 @@ export async function startCloneFaults(
 ): Promise<CloneFaults> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const struck = new Set<string>();
-  const strike = async (key: string, clone: VirtualMachineClone) => {
-    const { namespace } = splitKey(key);
-    const name = String(clone.status?.snapshotName ?? '');
-    if (!name) return;
-    log(
-      `${key}: the fail knob deletes its snapshot ${name} (${readCloneKnobs(clone.metadata.annotations).knobs.fail?.message})`,
-    );
+  const deleteSnapshot = async (namespace: string, name: string) => {
     await unlessNotFound(
       api.patchNamespacedCustomObject(
         { ...snapshots, namespace, name, body: { metadata: { finalizers: null } } },
@@ -39,24 +44,32 @@ export async function startCloneFaults(
     );
     await unlessNotFound(api.deleteNamespacedCustomObject({ ...snapshots, namespace, name }));
   };
-  const informer = await startInformer<VirtualMachineClone>({
+  const clones: Informer<VirtualMachineClone> = await startInformer<VirtualMachineClone>({
     kubeConfig,
     resource: kubevirtResources.clone,
-    onChange: (key, clone) => {
-      const fail = clone && readCloneKnobs(clone.metadata.annotations).knobs.fail;
-      const phase = clone?.status?.phase;
-      if (!clone || !fail || struck.has(clone.metadata.uid ?? key)) return;
-      const strikesIn =
-        fail.phase === 'SnapshotInProgress'
-          ? ['SnapshotInProgress', 'RestoreInProgress']
-          : ['RestoreInProgress'];
-      if (!strikesIn.includes(phase ?? '') || !clone.status?.snapshotName) return;
-      struck.add(clone.metadata.uid ?? key);
-      strike(key, clone).catch((error: Error) =>
-        log(`${key}: the fail knob could not strike: ${error.message}`),
-      );
-    },
+    onChange: () => {},
     log,
   });
-  return { stop: () => informer.stop() };
+  return {
+    refusesRestore: (restore) => {
+      const namespace = restore.metadata?.namespace ?? '';
+      const owner = restore.metadata?.ownerReferences?.find((ref) => ref.kind === 'VirtualMachineClone');
+      const clone = owner?.name ? clones.get(`${namespace}/${owner.name}`) : undefined;
+      const fail = clone && readCloneKnobs(clone.metadata.annotations).knobs.fail;
+      if (!clone || !fail) return undefined;
+      const snapshot = String(clone.status?.snapshotName ?? '');
+      const uid = clone.metadata.uid ?? '';
+      if (snapshot && !struck.has(uid)) {
+        struck.add(uid);
+        log(
+          `${namespace}/${owner?.name}: the fail knob refuses its restore and deletes snapshot ${snapshot}`,
+        );
+        deleteSnapshot(namespace, snapshot).catch((error: Error) =>
+          log(`${namespace}/${owner?.name}: the fail knob could not delete its snapshot: ${error.message}`),
+        );
+      }
+      return fail.message;
+    },
+    stop: () => clones.stop(),
+  };
 }

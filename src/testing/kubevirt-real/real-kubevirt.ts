@@ -12,7 +12,6 @@ import {
   tailOf,
   waitUntilUp,
 } from '../process-supervision.js';
-import { type CloneFaults, startCloneFaults } from './clone-faults.js';
 import { type FaultWebhook, startFaultWebhook } from './fault-webhook.js';
 import { type HandlerStandIn, startHandlerStandIn } from './handler-stand-in.js';
 import {
@@ -110,7 +109,6 @@ export async function startRealKubevirt(
   const children = new Set<ChildProcess>();
   let standIn: HandlerStandIn | undefined;
   let faults: FaultWebhook | undefined;
-  let cloneFaults: CloneFaults | undefined;
   const failed = (what: string, logPath: string) => (error: Error) => {
     throw new VdiError(
       'CONTROL_PLANE_FAILED',
@@ -162,7 +160,6 @@ export async function startRealKubevirt(
     await stopProcess(stopping);
   };
   const stop = async () => {
-    cloneFaults?.stop();
     await faults?.stop();
     await standIn?.stop();
     for (const child of children) await stopProcess(child);
@@ -175,7 +172,6 @@ export async function startRealKubevirt(
       { ...cluster.serving, clientCaPem: cluster.caPem, caPem: cluster.caPem },
       log,
     );
-    cloneFaults = await startCloneFaults(kubeConfig, log);
     // the handler first: virt-api is told where it serves consoles
     const handler = await startHandlerStandIn({
       kubeConfig,

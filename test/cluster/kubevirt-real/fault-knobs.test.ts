@@ -123,10 +123,10 @@ describe('the fault knobs on KubeVirt’s own controllers', () => {
       describe: 'the stuck VMI scheduled',
       until: (vmi) => phaseOf(vmi) === 'Scheduled',
     });
-    expect((await objects.getVm('stuck'))?.status).toMatchObject({
-      printableStatus: 'Starting',
-      ready: false,
-    });
+    const stuck = (await objects.getVm('stuck'))?.status;
+    expect(stuck?.printableStatus).toBe('Starting');
+    // KubeVirt leaves out a false ready
+    expect(stuck?.ready ?? false).toBe(false);
 
     await objects.patchVm('stuck', {
       metadata: { annotations: { [simulatorAnnotations.neverReady]: null } },
