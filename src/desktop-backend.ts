@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { ConnectFacts } from './connect-planner/plan-connect.js';
+import type { ConnectFacts } from './connect-facts.js';
 import type { DesktopKind } from './ids.js';
 
 // the kinds are the first part of a desktop ID, so ids.ts names them

@@ -1,12 +1,5 @@
 // Every public name of the SDK, listed; the pure cores are also reachable alone as @corral/vdi/core.
 
-export type {
-  AccessDecision,
-  AccessRefusal,
-  AccessRequest,
-  ConsoleAccessRequest,
-} from './access.js';
-export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from './access.js';
 export type { AuditAction, AuditRecord, AuditSink } from './audit.js';
 export { MemoryAuditSink } from './audit.js';
 export type {
@@ -52,6 +45,13 @@ export type { DeviceKind, DeviceNeed, UncountedDevice } from './capacity/device-
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
 export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+} from './claims/access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from './claims/access.js';
+export type {
   ClaimFacts,
   ClaimLiveness,
   ClaimMarks,
@@ -82,32 +82,26 @@ export type {
 export type { MemberClassification, MemberFacts, PoolMemberFacts } from './claims/classify-member.js';
 export { classifyMember, classifyPoolMember } from './claims/classify-member.js';
 export type { DesktopView } from './claims/desktop-view.js';
-export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
-export { parseRfc3339 } from './claims/parse-time.js';
 export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './claims/plan-claim.js';
 export { planClaim } from './claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
 export { planRelease } from './claims/plan-release.js';
 export { isReleasing } from './claims/releasing-mark.js';
-export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
+export type {
+  ConnectFacts,
+  ConnectProtocol,
+  CtConnectFacts,
+  TcpProbeResult,
+  VmConnectFacts,
+} from './connect-facts.js';
+export { rdpPort } from './connect-facts.js';
 export type { ConnectOptions, ConnectResult } from './connect-planner/connect.js';
 export { connect } from './connect-planner/connect.js';
 export type { LaunchPlan } from './connect-planner/launch-plan.js';
 export { planLaunch } from './connect-planner/launch-plan.js';
-export type {
-  ConnectFacts,
-  ConnectOption,
-  ConnectPlan,
-  ConnectProtocol,
-  CtConnectFacts,
-  SkippedProtocol,
-  TcpProbeResult,
-  VmConnectFacts,
-} from './connect-planner/plan-connect.js';
-export { formatHostPort, planConnect, rdpPort } from './connect-planner/plan-connect.js';
-export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
-export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
+export type { ConnectOption, ConnectPlan, SkippedProtocol } from './connect-planner/plan-connect.js';
+export { formatHostPort, planConnect } from './connect-planner/plan-connect.js';
 export type { EntitlementRequest, PoolClaimLimits, VdiContext } from './context.js';
 export { backendFor } from './context.js';
 export { toCtAdmissionInput } from './ct/ct-admission.js';
@@ -198,6 +192,7 @@ export {
   sourceAnnotation,
   spareAnnotation,
   uncheckedHolderGroups,
+  waiterLabel,
 } from './keys.js';
 export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
@@ -257,10 +252,21 @@ export {
   planLeaderRelease,
   planLeaderStep,
 } from './leader/plan-leader-election.js';
+export { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 export { compareNatural, memberNameFor } from './member-names.js';
 export type { BrokerMetrics, ReleaseReason } from './metrics/broker-metrics.js';
 export type { CountPoolMembersInput, PoolMemberCounts } from './metrics/count-pool-members.js';
 export { countPoolMembers } from './metrics/count-pool-members.js';
+export { formatDuration, parseDuration } from './parse-duration.js';
+export { parseRfc3339 } from './parse-time.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pool-settings.js';
+export {
+  checkPoolSettings,
+  poolSettingsName,
+  poolSettingsOf,
+  reclaimActionOf,
+  reclaimActions,
+} from './pool-settings.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';
 export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
@@ -294,16 +300,11 @@ export {
   setPool,
   setPoolSettings,
 } from './pools/pool-service.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pools/pool-settings.js';
-export {
-  checkPoolSettings,
-  poolSettingsName,
-  poolSettingsOf,
-  reclaimActionOf,
-  reclaimActions,
-} from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { ProbeTcpOptions } from './probe-tcp.js';
+export { defaultProbeTimeoutMs, probeTcp } from './probe-tcp.js';
+export { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
 export type { SessionEnds } from './session-ends/session-ends.js';
 export {
   createSessionEnds,
@@ -314,7 +315,6 @@ export {
 } from './session-ends/session-ends.js';
 export type { ConsoleEntry } from './sessions/console-entries.js';
 export { readConsoleEntries } from './sessions/console-entries.js';
-export { formatDuration, parseDuration } from './sessions/parse-duration.js';
 export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from './sessions/plan-console-stream.js';
@@ -415,7 +415,6 @@ export type { PlanWaitlistInput, Waiter, WaitlistPlan } from './waitlist/plan-wa
 export { planWaitlist, splitWaiterLeases } from './waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
-  waiterLabel,
   waiterLeaseName,
   waiterLeaseNamePrefix,
   waiterLeaseSeconds,

@@ -11,6 +11,7 @@ import {
   type PresentOutcome,
 } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import { formatPoolId } from '../ids.js';
 import {
   holderGroupsAnnotation,
@@ -20,6 +21,7 @@ import {
   uncheckedHolderGroups,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberFromLeaseName } from '../lease-name.js';
 import { lowestLimit, planUserLimit, type UserLimitDecision, userLimitError } from '../limits/user-limit.js';
 import {
   identitySchema,
@@ -39,8 +41,6 @@ import {
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
 import { downCheckMs, downChecksOf, finishTakeover } from './finish-takeover.js';
-import { shortHash } from './hash.js';
-import { memberFromLeaseName } from './lease-name.js';
 import { deleteLeaseAsRead, ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import {

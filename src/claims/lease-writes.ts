@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import {
   holderGroupsAnnotation,
   leaseDurationSeconds,
@@ -14,10 +15,9 @@ import {
   sourceAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { shortHash } from './hash.js';
-import { leaseNameFor } from './lease-name.js';
+import { leaseNameFor } from '../lease-name.js';
+import { isValidLabelValue } from '../sanitize-label-value.js';
 import { isReleasing } from './releasing-mark.js';
-import { isValidLabelValue } from './sanitize-label-value.js';
 
 /** The member a new claim is for, and its claimant. */
 export interface ClaimTarget {

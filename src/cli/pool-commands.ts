@@ -1,7 +1,7 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
-import type { PoolSettings, ReclaimAction } from '../pools/pool-settings.js';
+import { formatDuration } from '../parse-duration.js';
+import type { PoolSettings, ReclaimAction } from '../pool-settings.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
-import { formatDuration } from '../sessions/parse-duration.js';
 import type { PoolStatus } from '../spares/pool-status.js';
 import { durationSchema } from '../validate.js';
 import type { ClusterSession } from './cluster-session.js';

@@ -1,17 +1,17 @@
 import { z } from 'zod';
 import { claimHolder, classifyMemberClaim } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import type { MemberPower } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
+import { type ReclaimAction, reclaimActionOf } from '../pool-settings.js';
 import { defaultPoolActor } from '../pools/pool-options.js';
-import { type ReclaimAction, reclaimActionOf } from '../pools/pool-settings.js';
-import { takeRemovalLease } from '../pools/removal-lease.js';
 import { runAudited } from '../pools/run-audited.js';
 import {
   identitySchema,

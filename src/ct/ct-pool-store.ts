@@ -2,7 +2,7 @@ import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
 import type { ConfigMapObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { validatePoolName } from '../validate.js';
 import { kindLabel, specConfigMapName, specKey } from './ct-keys.js';
 import { type CtPoolSpec, ctPoolSettingsOf, parseCtPoolSpec } from './ct-pool-spec.js';

@@ -1,10 +1,10 @@
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type { ClaimToPresent, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { assignedToKey, claimedAtAnnotation, sessionIdAnnotation } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { ObjectMeta } from '../kube-objects.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 
 // the kubelet's status writes bump a Pod's resourceVersion too, so a few rereads are normal while it starts
 const attempts = 5;

@@ -1,8 +1,8 @@
 import { classifyLease, classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
-import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { compareNatural, nextMemberNames } from '../member-names.js';
 
 /** One member of a container pool as a reconcile pass read it: its Pod's facts and which objects exist. @category ct-pools */

@@ -1,12 +1,12 @@
 import { type AdmissionPlan, admitPool } from '../capacity/admit-pool.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { takeRemovalLease } from '../pools/removal-lease.js';
+import { leaseNameFor } from '../lease-name.js';
 import { validateNamespace, validatePoolName } from '../validate.js';
 import { toCtAdmissionInput } from './ct-admission.js';
 import { ctMemberLabel, kindLabel } from './ct-keys.js';

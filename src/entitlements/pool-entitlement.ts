@@ -1,4 +1,4 @@
-import { canUsePool, type PoolEntitlement, refusalError } from '../access.js';
+import { canUsePool, type PoolEntitlement, refusalError } from '../claims/access.js';
 import type { EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
 import { readCtPool } from '../ct/ct-pool-store.js';
 import type { DesktopKind } from '../desktop-backend.js';
@@ -6,8 +6,8 @@ import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { holderGroupsAnnotation, uncheckedHolderGroups } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
-import { poolSettingsOf } from '../pools/pool-settings.js';
+import type { PoolSettings } from '../pool-settings.js';
+import { poolSettingsOf } from '../pool-settings.js';
 import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
 import { formatHolderGroups, readHolderRecord } from './holder-entitlement.js';
 

@@ -1,9 +1,9 @@
 import { classifyLease } from '../claims/claim-liveness.js';
-import { memberFromLeaseName } from '../claims/lease-name.js';
 import { VdiError } from '../errors.js';
 import { type DesktopKind, formatDesktopId } from '../ids.js';
 import { leaseKindLabel, leaseMemberLabel, leaseNamePrefix } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberFromLeaseName } from '../lease-name.js';
 
 /** What {@link planUserLimit} looks at. @category limits */
 export interface UserLimitInput {

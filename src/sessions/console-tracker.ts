@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { DesktopBackend, DesktopKind, MemberRef, ResetHow } from '../desktop-backend.js';
@@ -9,6 +8,7 @@ import { VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import {
   identitySchema,
   memberNameSchema,

@@ -1,5 +1,3 @@
-import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { isResetDue } from '../claims/reset-mark.js';
 import { judgeHolderEntitlement, readHolderRecord } from '../entitlements/holder-entitlement.js';
@@ -20,8 +18,10 @@ import {
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
 import { isValidVmName } from '../validate.js';
 import {
   type ConsolePresence,

@@ -1,6 +1,5 @@
 import { recordAudit } from '../audit.js';
 import { finishTakeover } from '../claims/finish-takeover.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import type { VdiContext } from '../context.js';
@@ -23,7 +22,8 @@ import {
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
+import { leaseNameFor } from '../lease-name.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
 import type { ConsoleTracker } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';

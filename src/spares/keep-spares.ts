@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { planAdmission, readGoldenVm } from '../capacity/capacity-service.js';
 import { readDeviceNeeds } from '../capacity/device-needs.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { takeRemovalLease } from '../claims/removal-lease.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
@@ -10,7 +10,7 @@ import { formatPoolId } from '../ids.js';
 import { poolLabel, spareAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
-import { takeRemovalLease } from '../pools/removal-lease.js';
+import { leaseNameFor } from '../lease-name.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { listVmPoolMembers } from '../vm/vm-backend.js';
 import { readMinReady } from './min-ready.js';

@@ -1,6 +1,5 @@
-import type { PoolEntitlement } from '../access.js';
+import type { PoolEntitlement } from '../claims/access.js';
 import { claimHolder, classifyMemberClaim } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { DesktopKind, MemberFacts, MemberPower } from '../desktop-backend.js';
 import { judgeHolderEntitlement } from '../entitlements/holder-entitlement.js';
 import { formatPoolId } from '../ids.js';
@@ -11,6 +10,7 @@ import {
   releasingAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
 import { planSpares } from './plan-spares.js';
 

@@ -1,10 +1,10 @@
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
+import { leaseNameFor } from '../lease-name.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { validateMemberName, validateNamespace } from '../validate.js';
 import { cloneNameFor } from './vm-clone-object.js';

@@ -1,5 +1,3 @@
-import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -13,6 +11,8 @@ import { formatDesktopId } from '../ids.js';
 import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 import {
   validateClaimToPresent,
   validateIdentity,

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { type RemovalTarget, takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
@@ -8,9 +8,9 @@ import { formatPoolId } from '../ids.js';
 import { goldenLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
+import { leaseNameFor } from '../lease-name.js';
+import { formatDuration } from '../parse-duration.js';
 import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
-import { type RemovalTarget, takeRemovalLease } from '../pools/removal-lease.js';
-import { formatDuration } from '../sessions/parse-duration.js';
 import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
 
 const firstPollMs = 50;

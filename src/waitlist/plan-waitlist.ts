@@ -1,12 +1,12 @@
 import { claimHolder, classifyMemberClaim, isClaimable, isLeaseExpired } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { isGoingDown } from '../claims/plan-claim.js';
 import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
-import { leaseKindLabel } from '../keys.js';
+import { leaseKindLabel, waiterLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
-import { enqueuedAtAnnotation, waiterLabel } from './waitlist-keys.js';
+import { parseRfc3339 } from '../parse-time.js';
+import { enqueuedAtAnnotation } from './waitlist-keys.js';
 
 /** What {@link planWaitlist} looks at. @category waitlist */
 export interface PlanWaitlistInput {

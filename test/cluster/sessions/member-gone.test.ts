@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canInspect } from '../../../src/access.js';
 import { MemoryAuditSink } from '../../../src/audit.js';
+import { canInspect } from '../../../src/claims/access.js';
 import { type ClaimsService, createClaimsService } from '../../../src/claims/claims-service.js';
 import { readDesktopAs } from '../../../src/claims/read-held-member.js';
 import type { VdiContext } from '../../../src/context.js';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { desktopSchema } from '../../../src/broker/schemas.js';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import { releasingAnnotation } from '../../../src/keys.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { waiterSchema } from '../../../src/broker/schemas.js';
-import { shortHash } from '../../../src/claims/hash.js';
 import { createVdiClient } from '../../../src/client/vdi-client.js';
+import { shortHash } from '../../../src/hash.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { enqueueWaiter } from '../../../src/waitlist/waiter-leases.js';

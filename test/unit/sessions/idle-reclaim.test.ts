@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import {
   idleWarnedAnnotation,
   inputAtAnnotation,
@@ -9,6 +8,7 @@ import {
   sessionIdAnnotation,
 } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import {
   describeSession,
   planIdleWarning,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import { describeSession, planReclaim } from '../../../src/sessions/plan-reclaim.js';
 import {
   type ConsoleState,

@@ -1,5 +1,5 @@
-import type { MemberClassification } from './claims/classify-member.js';
-import { VdiError, type VdiErrorCode } from './errors.js';
+import { VdiError, type VdiErrorCode } from '../errors.js';
+import type { MemberClassification } from './classify-member.js';
 
 /**
  * Who asks to do something with one desktop. In open mode (a broker without an admin allowlist) every caller is

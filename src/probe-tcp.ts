@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
-import { VdiError } from '../errors.js';
-import type { TcpProbeResult } from './plan-connect.js';
+import type { TcpProbeResult } from './connect-facts.js';
+import { VdiError } from './errors.js';
 
 /** How long a connect waits for TCP 3389 to answer unless told otherwise, in milliseconds. @category connect */
 export const defaultProbeTimeoutMs = 1500;

@@ -1,4 +1,4 @@
-import { VdiError } from '../errors.js';
+import { VdiError } from './errors.js';
 
 const nsPerMs = 1_000_000n;
 // largest first, as formatDuration writes them

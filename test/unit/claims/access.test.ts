@@ -7,9 +7,9 @@ import {
   canRelease,
   canStart,
   refusalError,
-} from '../../src/access.js';
-import type { MemberClassification } from '../../src/claims/classify-member.js';
-import { isVdiError } from '../../src/errors.js';
+} from '../../../src/claims/access.js';
+import type { MemberClassification } from '../../../src/claims/classify-member.js';
+import { isVdiError } from '../../../src/errors.js';
 
 const desktopId = 'vm/corral-vms/devpool-1';
 const member = 'devpool-1';

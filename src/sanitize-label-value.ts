@@ -1,6 +1,6 @@
-import { VdiError } from '../errors.js';
-import { maxIdentityLength } from '../validate.js';
+import { VdiError } from './errors.js';
 import { shortHash, shortHashLength } from './hash.js';
+import { maxIdentityLength } from './validate.js';
 
 /** Longest label value the apiserver accepts. @category claims */
 export const maxLabelValueLength = 63;

@@ -1,11 +1,10 @@
-import { leaseNameFor } from '../claims/lease-name.js';
-import { deleteLeaseAsRead } from '../claims/lease-writes.js';
-import { isValidLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError } from '../errors.js';
 import { leaseMemberLabel, leasePoolLabel, removalHolder, removalLeaseDurationSeconds } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { VirtualMachine } from '../kubevirt-types.js';
+import { leaseNameFor } from '../lease-name.js';
+import { isValidLabelValue } from '../sanitize-label-value.js';
+import { deleteLeaseAsRead } from './lease-writes.js';
 
 /** The member a removal is for. */
 export interface RemovalTarget {
@@ -60,9 +59,9 @@ export async function takeRemovalLease(
  */
 export async function dropLeftoverRemovals(
   ctx: VdiContext,
-  read: { pool: string; vms: readonly VirtualMachine[]; leases: readonly LeaseObject[] },
+  read: { pool: string; members: readonly string[]; leases: readonly LeaseObject[] },
 ): Promise<void> {
-  const members = new Set(read.vms.map((vm) => vm.metadata.name ?? ''));
+  const members = new Set(read.members);
   for (const lease of read.leases) {
     const labels = lease.metadata.labels ?? {};
     const member = labels[leaseMemberLabel];

@@ -1,8 +1,8 @@
-import { VdiError } from '../errors.js';
-import { poolLabel, poolSettingsLabel } from '../keys.js';
-import type { ConfigMapObject } from '../kube-objects.js';
-import { formatDuration, parseDuration } from '../sessions/parse-duration.js';
-import { maxIdentityLength } from '../validate.js';
+import { VdiError } from './errors.js';
+import { poolLabel, poolSettingsLabel } from './keys.js';
+import type { ConfigMapObject } from './kube-objects.js';
+import { formatDuration, parseDuration } from './parse-duration.js';
+import { maxIdentityLength } from './validate.js';
 
 /**
  * What the reclaim policy does with a desktop it takes back: `stop` it (a persistent pool's reset, disks kept),

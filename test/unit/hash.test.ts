@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fnv1a64, shortHash, shortHashLength } from '../../../src/claims/hash.js';
+import { fnv1a64, shortHash, shortHashLength } from '../../src/hash.js';
 
 function referenceFnv1a64(bytes: Uint8Array): bigint {
   let hash = 0xcbf29ce484222325n;

@@ -1,11 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isVdiError } from '../../../src/errors.js';
-import {
-  formatDuration,
-  parseDuration,
-  parseDurationNanoseconds,
-} from '../../../src/sessions/parse-duration.js';
+import { isVdiError } from '../../src/errors.js';
+import { formatDuration, parseDuration, parseDurationNanoseconds } from '../../src/parse-duration.js';
 
 const nsPerUnit = {
   h: 3_600_000_000_000n,

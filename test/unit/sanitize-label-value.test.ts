@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { shortHash } from '../../../src/claims/hash.js';
-import { isValidLabelValue, sanitizeLabelValue } from '../../../src/claims/sanitize-label-value.js';
-import { isVdiError } from '../../../src/errors.js';
-import { thrownBy } from './thrown-by.js';
+import { isVdiError } from '../../src/errors.js';
+import { shortHash } from '../../src/hash.js';
+import { isValidLabelValue, sanitizeLabelValue } from '../../src/sanitize-label-value.js';
+import { thrownBy } from './claims/thrown-by.js';
 
 const oidcIssuer = 'https://login.example.com/realms/corporate-directory';
 const identity = fc.oneof(

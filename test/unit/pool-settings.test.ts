@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { isVdiError } from '../../../src/errors.js';
+import { isVdiError } from '../../src/errors.js';
 import {
   buildPoolSettingsConfigMap,
   checkPoolSettings,
   type PoolSettings,
   poolSettingsOf,
   reclaimActionOf,
-} from '../../../src/pools/pool-settings.js';
+} from '../../src/pool-settings.js';
 
 const persistent = { pool: 'devpool', ephemeral: false };
 const ephemeral = { pool: 'kiosk', ephemeral: true };

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { shortHash } from '../../../src/claims/hash.js';
-import { leaseNameFor, memberFromLeaseName } from '../../../src/claims/lease-name.js';
-import { isVdiError } from '../../../src/errors.js';
-import { isValidVmName } from '../../../src/validate.js';
-import { thrownBy } from './thrown-by.js';
+import { isVdiError } from '../../src/errors.js';
+import { shortHash } from '../../src/hash.js';
+import { leaseNameFor, memberFromLeaseName } from '../../src/lease-name.js';
+import { isValidVmName } from '../../src/validate.js';
+import { thrownBy } from './claims/thrown-by.js';
 
 const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
 const vmName = fc

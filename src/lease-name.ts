@@ -1,7 +1,7 @@
-import { VdiError } from '../errors.js';
-import { leaseNamePrefix } from '../keys.js';
-import { isValidVmName, maxSubdomainLength } from '../validate.js';
+import { VdiError } from './errors.js';
 import { shortHash, shortHashLength } from './hash.js';
+import { leaseNamePrefix } from './keys.js';
+import { isValidVmName, maxSubdomainLength } from './validate.js';
 
 // longest member whose Lease name needs no hash; 253 itself is reserved for hashed names
 const maxPlainMemberLength = maxSubdomainLength - 1 - leaseNamePrefix.length;

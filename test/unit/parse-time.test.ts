@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseRfc3339 } from '../../../src/claims/parse-time.js';
+import { parseRfc3339 } from '../../src/parse-time.js';
 
 describe('parseRfc3339', () => {
   it.each([

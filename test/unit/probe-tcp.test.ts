@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { probeTcp } from '../../../src/connect-planner/probe-tcp.js';
-import { isVdiError } from '../../../src/errors.js';
-import { type StalledListener, startStalledListener } from './stalled-listener.js';
+import { isVdiError } from '../../src/errors.js';
+import { probeTcp } from '../../src/probe-tcp.js';
+import { type StalledListener, startStalledListener } from './connect-planner/stalled-listener.js';
 
 // Loopback addresses of this file only, so parallel test files never share a port.
 const host = '127.77.1.1';

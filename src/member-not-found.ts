@@ -1,6 +1,6 @@
-import type { DesktopKind, MemberRef } from '../desktop-backend.js';
-import { VdiError } from '../errors.js';
-import { formatDesktopId } from '../ids.js';
+import type { DesktopKind, MemberRef } from './desktop-backend.js';
+import { VdiError } from './errors.js';
+import { formatDesktopId } from './ids.js';
 
 const objectNouns: Record<DesktopKind, string> = { vm: 'VM', ct: 'Pod' };
 const desktopNouns: Record<DesktopKind, string> = { vm: 'VM', ct: 'container' };
