@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'eventemitter3';
 import type { AuditSink } from './audit.js';
+import type { ClaimLimitInput, ClaimQueue, ClaimQueueInput } from './claim-policy.js';
 import type { Clock } from './clock.js';
 import type { DesktopBackend, DesktopKind } from './desktop-backend.js';
 import { VdiError } from './errors.js';
@@ -24,15 +25,35 @@ export interface VdiContext {
   newSessionId(): string;
   /** The backend that serves each desktop kind; a kind without one is not served. */
   backends: Partial<Record<DesktopKind, DesktopBackend>>;
-  /**
-   * The entitlement hook a self-service claim that names the user's groups asks before it writes anything: it
-   * throws `NOT_ENTITLED` when the identity may not claim from the pool, and else answers the pool's own limits. An
-   * administrator's assign does not ask it.
-   */
-  checkEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<PoolClaimLimits>;
+  /** What the claim path asks of the features built on it: who may claim, who waits ahead, which limits hold. */
+  claimPolicy: ClaimPolicy;
 }
 
-/** What the entitlement hook answers for an identity it lets in: the limits the pool sets. @category access */
+/**
+ * The questions a claim asks while it plans, answered by the features built on the claim path (entitlements, the
+ * waitlist, per-user limits) and wired by `createVdi`: the claim path knows the questions, never the features.
+ *
+ * @category access
+ */
+export interface ClaimPolicy {
+  /**
+   * Whether an identity may claim from a pool, asked by a self-service claim that names the user's groups before
+   * it writes anything (an administrator's assign does not ask it): throws `NOT_ENTITLED` when the identity may not,
+   * and else answers the pool's own limits and the groups the claim records.
+   */
+  admit(ctx: VdiContext, request: EntitlementRequest): Promise<PoolClaimLimits>;
+  /** The free members of a pool a claim leaves to the waiters ahead of it, and how many wait. */
+  heldForWaiters(input: ClaimQueueInput): ClaimQueue;
+  /** The limit in force when several apply (the front end's and the pool's); `undefined` when none does. */
+  limitOf(...limits: readonly (number | undefined)[]): number | undefined;
+  /**
+   * Whether the identity may take one more desktop under `limit`, from its claim Leases of every pool of the
+   * namespace: `undefined` when it may, else the `USER_LIMIT_REACHED` error to throw.
+   */
+  refusedByLimit(input: ClaimLimitInput): VdiError | undefined;
+}
+
+/** What {@link ClaimPolicy.admit} answers for an identity it lets in: the limits the pool sets. @category access */
 export interface PoolClaimLimits {
   /** How many desktops one identity may hold, in all pools of the namespace, and still claim from this pool. */
   maxDesktopsPerUser?: number | undefined;
@@ -43,7 +64,7 @@ export interface PoolClaimLimits {
   holderGroups?: string | undefined;
 }
 
-/** What the claim path tells the entitlement hook: who claims from which pool. @category access */
+/** What the claim path tells {@link ClaimPolicy.admit}: who claims from which pool. @category access */
 export interface EntitlementRequest {
   kind: DesktopKind;
   namespace: string;

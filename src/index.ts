@@ -44,6 +44,7 @@ export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed, UncountedDevice } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
+export type { ClaimLimitInput, ClaimQueue, ClaimQueueInput } from './claim-policy.js';
 export type {
   AccessDecision,
   AccessRefusal,
@@ -102,7 +103,7 @@ export type { LaunchPlan } from './connect-planner/launch-plan.js';
 export { planLaunch } from './connect-planner/launch-plan.js';
 export type { ConnectOption, ConnectPlan, SkippedProtocol } from './connect-planner/plan-connect.js';
 export { formatHostPort, planConnect } from './connect-planner/plan-connect.js';
-export type { EntitlementRequest, PoolClaimLimits, VdiContext } from './context.js';
+export type { ClaimPolicy, EntitlementRequest, PoolClaimLimits, VdiContext } from './context.js';
 export { backendFor } from './context.js';
 export { toCtAdmissionInput } from './ct/ct-admission.js';
 export { createCtBackend } from './ct/ct-backend.js';
@@ -412,7 +413,7 @@ export { createVmBackend } from './vm/vm-backend.js';
 export type { WaiterOptions, WaitingClaimOptions, WaitPosition } from './waitlist/claim-or-wait.js';
 export { maxWaitTimeoutMs } from './waitlist/claim-or-wait.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from './waitlist/plan-waitlist.js';
-export { planWaitlist, splitWaiterLeases } from './waitlist/plan-waitlist.js';
+export { heldForWaiters, planWaitlist, splitWaiterLeases } from './waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
   waiterLeaseName,

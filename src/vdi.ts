@@ -33,6 +33,7 @@ import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
 import type { TerminalStream } from './kube/pod-exec.js';
 import type { RetryOptions } from './kube/retry.js';
+import { lowestLimit, refusedByLimit } from './limits/user-limit.js';
 import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
 import {
   type CreatePoolOptions,
@@ -64,6 +65,7 @@ import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-statu
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
+import { heldForWaiters } from './waitlist/plan-waitlist.js';
 import { createWaitlistService, type WaitlistService } from './waitlist/waitlist-service.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
@@ -216,7 +218,12 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     goingDownWaitMs: parsed.goingDownWaitMs ?? defaultGoingDownWaitMs,
     newSessionId: randomUUID,
     backends: {},
-    checkEntitlement: checkPoolEntitlement,
+    claimPolicy: {
+      admit: checkPoolEntitlement,
+      heldForWaiters,
+      limitOf: lowestLimit,
+      refusedByLimit,
+    },
   };
   context.backends.vm = createVmBackend(context);
   context.backends.ct = createCtBackend(context);

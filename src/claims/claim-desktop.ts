@@ -22,7 +22,6 @@ import {
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { memberFromLeaseName } from '../lease-name.js';
-import { lowestLimit, planUserLimit, type UserLimitDecision, userLimitError } from '../limits/user-limit.js';
 import {
   identitySchema,
   namespaceSchema,
@@ -30,7 +29,6 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 import {
   type ClaimantLock,
   type ClaimantScope,
@@ -115,7 +113,7 @@ const claimSchema = z.object({
 export interface ClaimHow {
   actor: string | undefined;
   order: ClaimOrder;
-  /** An administrator's assign hands out any pool, so it does not ask the entitlement hook. */
+  /** An administrator's assign hands out any pool, so it does not ask the claim policy's admission. */
   skipEntitlement?: boolean;
 }
 
@@ -152,7 +150,7 @@ export async function claimDesktop(
     let holderGroups = uncheckedHolderGroups;
     if (!how.skipEntitlement && groups !== undefined) {
       const target = { kind: backend.kind, namespace, pool, identity };
-      const limits = await ctx.checkEntitlement(ctx, { ...target, groups, isAdmin: asAdmin ?? false });
+      const limits = await ctx.claimPolicy.admit(ctx, { ...target, groups, isAdmin: asAdmin ?? false });
       poolLimit = limits.maxDesktopsPerUser;
       holderGroups = limits.holderGroups ?? uncheckedHolderGroups;
     }
@@ -164,7 +162,7 @@ export async function claimDesktop(
       actor: user,
       holderGroups,
       // 0 is no limit
-      limit: lowestLimit(maxDesktopsPerUser || undefined, poolLimit),
+      limit: ctx.claimPolicy.limitOf(maxDesktopsPerUser || undefined, poolLimit),
     });
     await recordAudit(ctx, {
       action: 'vdi claim',
@@ -239,7 +237,7 @@ type LockedTurn =
     }
   | { kind: 'refused'; plan: Extract<ClaimPlan, { kind: 'refuse' }>; waiters: number; passedOver: boolean }
   // the identity holds as many desktops as its limit: it wrote nothing
-  | { kind: 'limited'; refusal: Extract<UserLimitDecision, { kind: 'refused' }> }
+  | { kind: 'limited'; refusal: VdiError }
   // the claimant Lease was taken over from this claim: it wrote nothing, and tries again
   | { kind: 'overtaken' };
 
@@ -260,7 +258,7 @@ async function claimMember(
 ): Promise<ClaimResult> {
   const { namespace, pool } = asked;
   const refusal = await limitReachedBeforeTurn(ctx, asked);
-  if (refusal) throw userLimitError(asked.identity, refusal);
+  if (refusal) throw refusal;
   // with the process's caches synced, a turn plans from them as they are then: nothing is read before it; else from
   // the members that can be free, a page at a time, or the whole pool where a page cannot tell
   const readSmallOrPool = async (fresh: boolean) =>
@@ -295,7 +293,7 @@ async function claimMember(
       const result = await finishClaim(ctx, backend, turn, asked).finally(() => unlocking);
       if (result) return result;
     } else await unlocking;
-    if (turn.kind === 'limited') throw userLimitError(asked.identity, turn.refusal);
+    if (turn.kind === 'limited') throw turn.refusal;
     if (turn.kind === 'refused') {
       const { plan } = turn;
       // a cached read may lag, and members passed over may have come free: only a fresh read refuses
@@ -327,17 +325,13 @@ async function claimMember(
  * cache shows is confirmed by a quorum read, as the cache may lag a release; a claim it allows goes on to its turn,
  * which counts again under the claimant Leases.
  */
-async function limitReachedBeforeTurn(
-  ctx: VdiContext,
-  asked: ClaimAsked,
-): Promise<Extract<UserLimitDecision, { kind: 'refused' }> | undefined> {
+async function limitReachedBeforeTurn(ctx: VdiContext, asked: ClaimAsked): Promise<VdiError | undefined> {
   const { namespace, pool, identity, limit } = asked;
   if (limit === undefined) return undefined;
   const selector = `${leaseHolderLabel}=${shortHash(identity)}`;
   const refusalOf = (leases: LeaseObject[]) => {
     if (leases.some((lease) => lease.metadata.labels?.[leasePoolLabel] === pool)) return undefined;
-    const decision = planUserLimit({ leases, identity, limit, now: ctx.clock.now() });
-    return decision.kind === 'refused' ? decision : undefined;
+    return ctx.claimPolicy.refusedByLimit({ leases, identity, limit, now: ctx.clock.now() });
   };
   if (!refusalOf(await ctx.cluster.listLeases(namespace, selector, { cached: true }))) return undefined;
   return refusalOf(await ctx.cluster.listLeases(namespace, selector));
@@ -488,12 +482,8 @@ async function takeTurn(
     }
     const members = current.members;
     const leases = withOwnClaims(current.leases, own, holderHash);
-    // the waitlist's hook: free members held for earlier waiters are not this claim's to take; without a live
-    // waiter none are, and its plan over the whole pool is spared
-    const waitlist =
-      splitWaiterLeases(leases, backend.kind, now).live.length === 0
-        ? { reserved: new Set<string>(), queue: [] }
-        : planWaitlist({ kind: backend.kind, members, leases, identity, now });
+    // free members held for earlier waiters are not this claim's to take
+    const waiting = ctx.claimPolicy.heldForWaiters({ kind: backend.kind, members, leases, identity, now });
     const plan = planClaim({
       members,
       leases,
@@ -501,7 +491,7 @@ async function takeTurn(
       order,
       random: Math.random,
       now,
-      exclude: new Set([...lost, ...takenHere, ...waitlist.reserved]),
+      exclude: new Set([...lost, ...takenHere, ...waiting.reserved]),
     });
     // a page that offers nothing usable: the next page, until the pages end and the whole pool is read (as it is
     // when a page's continue token has expired)
@@ -538,12 +528,12 @@ async function takeTurn(
         ? plan.code === 'NO_FREE_MEMBER' && plan.resetting === undefined
         : plan.kind !== 'renew';
     if (takesOneMore) {
-      const allowed = planUserLimit({ leases: everywhere, identity, limit, now });
-      if (allowed.kind === 'refused') return { kind: 'limited', refusal: allowed };
+      const refusal = ctx.claimPolicy.refusedByLimit({ leases: everywhere, identity, limit, now });
+      if (refusal) return { kind: 'limited', refusal };
     }
     if (plan.kind === 'refuse') {
       const passedOver = lost.size > 0 || takenHere.size > 0;
-      return { kind: 'refused', plan, waiters: waitlist.queue.length, passedOver };
+      return { kind: 'refused', plan, waiters: waiting.waiters, passedOver };
     }
     if (plan.kind === 'renew') {
       const renewed = await renewClaimLease(ctx, plan.lease, refreshedGroupsOf(plan.lease, asked));

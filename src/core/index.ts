@@ -166,7 +166,13 @@ export {
 } from '../leader/plan-leader-election.js';
 export { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 export type { UserLimitDecision, UserLimitInput } from '../limits/user-limit.js';
-export { desktopsHeldBy, lowestLimit, planUserLimit, userLimitError } from '../limits/user-limit.js';
+export {
+  desktopsHeldBy,
+  lowestLimit,
+  planUserLimit,
+  refusedByLimit,
+  userLimitError,
+} from '../limits/user-limit.js';
 export { compareNatural, memberNameFor } from '../member-names.js';
 export type { CountPoolMembersInput, PoolMemberCounts } from '../metrics/count-pool-members.js';
 export { countPoolMembers } from '../metrics/count-pool-members.js';
@@ -260,7 +266,7 @@ export {
   validatePoolName,
 } from '../validate.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from '../waitlist/plan-waitlist.js';
-export { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
+export { heldForWaiters, planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
   waiterLeaseName,

@@ -1,5 +1,5 @@
 import { canUsePool, type PoolEntitlement, refusalError } from '../claims/access.js';
-import type { EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
+import type { ClaimPolicy, EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
 import { readCtPool } from '../ct/ct-pool-store.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
@@ -36,7 +36,7 @@ export async function readPoolEntitlement(
 }
 
 /**
- * The claim path's entitlement hook: reads the pool's allowed groups and users and asks {@link canUsePool}; lets
+ * The claim policy's admission ({@link ClaimPolicy.admit}): reads the pool's allowed groups and users and asks {@link canUsePool}; lets
  * in, it answers the pool's per-user limit from the same read and the groups the claim records.
  *
  * @throws {@link VdiError} `NOT_ENTITLED` naming the pool and what to ask for.
@@ -57,7 +57,7 @@ export async function checkPoolEntitlement(
 
 /**
  * Whether the holder of a claimed desktop may still use it (open a console, connect, start it): the pool's lists
- * judge the groups the holder comes with now, through the entitlement hook as a claim is judged. An administrator
+ * judge the groups the holder comes with now, through the claim policy's admission as a claim is judged. An administrator
  * and the holder of an unchecked claim (an assign, an operator's claim) always may. On the way, the groups the claim
  * records are brought up to the holder's current ones when they changed, so that the session engine judges what the
  * identity provider says now; a claim that changed meanwhile is recorded at the holder's next request.
@@ -72,7 +72,7 @@ export async function checkHolderEntitlement(
   if (asked.isAdmin || readHolderRecord(lease).kind === 'unchecked') return;
   let recorded: string;
   try {
-    recorded = (await ctx.checkEntitlement(ctx, asked)).holderGroups ?? formatHolderGroups(asked.groups);
+    recorded = (await ctx.claimPolicy.admit(ctx, asked)).holderGroups ?? formatHolderGroups(asked.groups);
   } catch (error) {
     if (isVdiError(error, 'NOT_ENTITLED'))
       await recordHolderGroups(ctx, lease, asked.identity, formatHolderGroups(asked.groups));

@@ -1,3 +1,4 @@
+import type { ClaimQueue, ClaimQueueInput } from '../claim-policy.js';
 import { claimHolder, classifyMemberClaim, isClaimable, isLeaseExpired } from '../claims/claim-liveness.js';
 import { isGoingDown } from '../claims/plan-claim.js';
 import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
@@ -129,4 +130,18 @@ export function planWaitlist(input: PlanWaitlistInput): WaitlistPlan {
 function enqueuedAtOf(lease: LeaseObject): Date {
   const text = lease.metadata.annotations?.[enqueuedAtAnnotation] ?? lease.spec.acquireTime ?? '';
   return parseRfc3339(text) ?? new Date(8.64e15);
+}
+
+/**
+ * The waitlist's answer to a claim (its part of the claim policy): the free members it leaves to earlier waiters
+ * and how many wait. Without a live waiter none are held, and the plan over the whole pool is spared.
+ *
+ * @category waitlist
+ */
+export function heldForWaiters(input: ClaimQueueInput): ClaimQueue {
+  if (splitWaiterLeases(input.leases, input.kind, input.now).live.length === 0) {
+    return { reserved: new Set(), waiters: 0 };
+  }
+  const plan = planWaitlist(input);
+  return { reserved: plan.reserved, waiters: plan.queue.length };
 }
