@@ -2,10 +2,12 @@ import type { EventEmitter } from 'eventemitter3';
 import type { AuditSink } from './audit.js';
 import type { ClaimLimitInput, ClaimQueue, ClaimQueueInput } from './claim-policy.js';
 import type { Clock } from './clock.js';
-import type { DesktopBackend, DesktopKind } from './desktop-backend.js';
+import type { DesktopBackend, DesktopKind, MemberFacts } from './desktop-backend.js';
 import { VdiError } from './errors.js';
 import type { VdiEvents } from './events.js';
 import type { KubeCluster } from './kube/cluster.js';
+import type { LeaseObject } from './kube-objects.js';
+import type { PoolSettings } from './pool-settings.js';
 
 /**
  * What every service shares: the adapter, the clock, the event emitter, the audit sink and the backend of each
@@ -25,8 +27,67 @@ export interface VdiContext {
   newSessionId(): string;
   /** The backend that serves each desktop kind; a kind without one is not served. */
   backends: Partial<Record<DesktopKind, DesktopBackend>>;
+  /** How each kind stores its pools (settings, size) and makes their members, beside its backend. */
+  poolKinds: Partial<Record<DesktopKind, PoolKind>>;
   /** What the claim path asks of the features built on it: who may claim, who waits ahead, which limits hold. */
   claimPolicy: ClaimPolicy;
+}
+
+/**
+ * What differs between pool kinds beyond their members, which the kind's {@link DesktopBackend} serves: where a
+ * pool's settings and size are stored, and what its pools show an operator. Services and features read a pool
+ * through it and never switch on the kind; a kind whose members the pool calls make adds its member factory
+ * (`MemberMakingPoolKind`). Its calls take the context they run on, so a copy of the context with another
+ * `cluster` reads through that one.
+ *
+ * @category backends
+ */
+export interface PoolKind {
+  readonly kind: DesktopKind;
+  /**
+   * One pool's own settings as stored (a VM pool's settings ConfigMap, a container pool's spec); `undefined` when
+   * the pool stores none.
+   *
+   * @throws `VdiError` `INVALID_INPUT` when what is stored cannot be read as settings.
+   */
+  readSettings(ctx: VdiContext, namespace: string, pool: string): Promise<PoolSettings | undefined>;
+  /**
+   * The settings of every pool of the namespace that stores some, by pool name; a stored value that cannot be read
+   * counts as no settings. With `cached`, from this process's synced watch caches when it runs them.
+   */
+  readSettingsIn(
+    ctx: VdiContext,
+    namespace: string,
+    options?: { cached?: boolean },
+  ): Promise<Map<string, PoolSettings>>;
+  /**
+   * The pools of the namespace stored apart from their members, by name, with the size each asks for (`undefined`
+   * when it cannot be read); absent for a kind whose pools are their members. The kind's members are listed only
+   * in a namespace that stores such a pool.
+   */
+  readDeclaredSizes?(
+    ctx: VdiContext,
+    namespace: string,
+    options?: { cached?: boolean },
+  ): Promise<Map<string, number | undefined>>;
+  /**
+   * One pool as an operator watches it: its members, its Leases (waiters' too), the warm spares it keeps and the
+   * members marked as such, and its settings.
+   *
+   * @throws `VdiError` `POOL_NOT_FOUND` when the namespace has no such pool of the kind.
+   */
+  readPoolFacts(ctx: VdiContext, namespace: string, pool: string): Promise<PoolFacts>;
+}
+
+/** What {@link PoolKind.readPoolFacts} reads of one pool. @category backends */
+export interface PoolFacts {
+  members: MemberFacts[];
+  leases: LeaseObject[];
+  /** How many free members the pool keeps running; `undefined` when it sets none. */
+  minReady: number | undefined;
+  /** The members started as warm spares. */
+  marked: ReadonlySet<string>;
+  settings: PoolSettings | undefined;
 }
 
 /**
@@ -86,6 +147,22 @@ export function backendFor(ctx: Pick<VdiContext, 'backends'>, kind: DesktopKind)
   throw new VdiError(
     'UNSUPPORTED_BACKEND',
     `No backend serves "${kind}" desktops here; this SDK serves ${served.join(' and ') || 'no'} desktops, so pick a member of a pool of that kind.`,
+    { details: { kind, served } },
+  );
+}
+
+/**
+ * How pools of `kind` are stored and made; services pick it by the pool's kind, as they pick its backend.
+ *
+ * @throws {@link VdiError} `UNSUPPORTED_BACKEND` when no pool kind serves that kind here.
+ */
+export function poolKindFor(ctx: Pick<VdiContext, 'poolKinds'>, kind: DesktopKind): PoolKind {
+  const poolKind = ctx.poolKinds[kind];
+  if (poolKind) return poolKind;
+  const served = Object.keys(ctx.poolKinds);
+  throw new VdiError(
+    'UNSUPPORTED_BACKEND',
+    `No pool kind serves "${kind}" pools here; this SDK serves ${served.join(' and ') || 'no'} pools, so pick a pool of that kind.`,
     { details: { kind, served } },
   );
 }

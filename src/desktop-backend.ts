@@ -14,6 +14,12 @@ export type { DesktopKind } from './ids.js';
 export const defaultDesktopKind: DesktopKind = 'vm';
 
 /**
+ * How long making one member (a pool's, or a reset's recreate) may take before `CLONE_TIMEOUT`, unless the caller
+ * says otherwise. @category pools
+ */
+export const defaultCloneTimeoutMs = 120_000;
+
+/**
  * Where a member's power stands, the same words for every kind.
  *
  * - `running`: its instance runs.
@@ -184,6 +190,11 @@ export interface ResetMemberOptions {
   timeoutMs?: number;
   /** Cancels a recreate's waits; the member is then left for a later reset to finish. */
   signal?: AbortSignal;
+  /**
+   * What an ephemeral member is made from when its own object no longer says (a recreate stopped after the
+   * delete): the source its claim recorded. The caller reads the claim; a backend never does.
+   */
+  source?: string | undefined;
 }
 
 /** Options of {@link DesktopBackend.gatherConnectFacts}. @category backends */

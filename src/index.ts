@@ -103,12 +103,21 @@ export type { LaunchPlan } from './connect-planner/launch-plan.js';
 export { planLaunch } from './connect-planner/launch-plan.js';
 export type { ConnectOption, ConnectPlan, SkippedProtocol } from './connect-planner/plan-connect.js';
 export { formatHostPort, planConnect } from './connect-planner/plan-connect.js';
-export type { ClaimPolicy, EntitlementRequest, PoolClaimLimits, VdiContext } from './context.js';
-export { backendFor } from './context.js';
-export { toCtAdmissionInput } from './ct/ct-admission.js';
+export type {
+  ClaimPolicy,
+  EntitlementRequest,
+  PoolClaimLimits,
+  PoolFacts,
+  PoolKind,
+  VdiContext,
+} from './context.js';
+export { backendFor, poolKindFor } from './context.js';
 export { createCtBackend } from './ct/ct-backend.js';
 export { kindLabel, specConfigMapName } from './ct/ct-keys.js';
 export { toCtMemberFacts } from './ct/ct-member-facts.js';
+export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from './ct/ct-pool-spec.js';
+export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from './ct/ct-pool-spec.js';
+export { toCtAdmissionInput } from './ct-pools/ct-admission.js';
 export type {
   ApplyCtPoolOptions,
   ApplyCtPoolResult,
@@ -116,22 +125,20 @@ export type {
   CtPoolView,
   DeleteCtPoolOptions,
   DeleteCtPoolResult,
-} from './ct/ct-pool-service.js';
-export { applyCtPool, deleteCtPool, getCtPool, listCtPools } from './ct/ct-pool-service.js';
-export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from './ct/ct-pool-spec.js';
-export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from './ct/ct-pool-spec.js';
-export type { OpenTerminalOptions } from './ct/open-terminal.js';
-export { openTerminal } from './ct/open-terminal.js';
+} from './ct-pools/ct-pool-service.js';
+export { applyCtPool, deleteCtPool, getCtPool, listCtPools } from './ct-pools/ct-pool-service.js';
+export type { OpenTerminalOptions } from './ct-pools/open-terminal.js';
+export { openTerminal } from './ct-pools/open-terminal.js';
 export type {
   CtMemberRead,
   CtPoolDeletePlan,
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
-} from './ct/plan-ct-reconcile.js';
-export { planCtPoolDelete, planCtReconcile } from './ct/plan-ct-reconcile.js';
-export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct/reconcile-ct-pool.js';
-export { reconcileCtPool } from './ct/reconcile-ct-pool.js';
+} from './ct-pools/plan-ct-reconcile.js';
+export { planCtPoolDelete, planCtReconcile } from './ct-pools/plan-ct-reconcile.js';
+export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct-pools/reconcile-ct-pool.js';
+export { reconcileCtPool } from './ct-pools/reconcile-ct-pool.js';
 export type {
   ClaimToPresent,
   ConsoleStream,
@@ -155,7 +162,7 @@ export type {
   StartFrom,
   UsbSupport,
 } from './desktop-backend.js';
-export { defaultDesktopKind } from './desktop-backend.js';
+export { defaultCloneTimeoutMs, defaultDesktopKind } from './desktop-backend.js';
 export type { HolderRecord } from './entitlements/holder-entitlement.js';
 export {
   formatHolderGroups,
@@ -274,8 +281,8 @@ export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
 export { planPoolDelete } from './pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from './pools/plan-resize.js';
 export { planMemberRemoval, planResize } from './pools/plan-resize.js';
-export type { MemberOutcome } from './pools/pool-member-factory.js';
-export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/pool-member-factory.js';
+export type { MemberMakingPoolKind, MemberOutcome } from './pools/pool-member-factory.js';
+export { defaultCloneConcurrency } from './pools/pool-member-factory.js';
 export type {
   CreatePoolOptions,
   CreatePoolResult,
@@ -407,9 +414,9 @@ export {
 } from './validate.js';
 export type { Vdi, VdiOptions } from './vdi.js';
 export { createVdi, defaultNamespace, systemClock } from './vdi.js';
-export type { RecreateMemberOptions } from './vm/recreate-vm-member.js';
-export { recreateMember } from './vm/recreate-vm-member.js';
 export { createVmBackend } from './vm/vm-backend.js';
+export type { RecreateMemberOptions } from './vm-pools/recreate-member.js';
+export { recreateMember } from './vm-pools/recreate-member.js';
 export type { WaiterOptions, WaitingClaimOptions, WaitPosition } from './waitlist/claim-or-wait.js';
 export { maxWaitTimeoutMs } from './waitlist/claim-or-wait.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from './waitlist/plan-waitlist.js';

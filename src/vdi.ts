@@ -11,6 +11,7 @@ import type { Clock } from './clock.js';
 import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
 import { createCtBackend } from './ct/ct-backend.js';
+import { ctPoolKind } from './ct-pools/ct-pool-kind.js';
 import {
   type ApplyCtPoolOptions,
   type ApplyCtPoolResult,
@@ -21,13 +22,13 @@ import {
   deleteCtPool,
   getCtPool,
   listCtPools,
-} from './ct/ct-pool-service.js';
-import { type OpenTerminalOptions, openTerminal } from './ct/open-terminal.js';
+} from './ct-pools/ct-pool-service.js';
+import { type OpenTerminalOptions, openTerminal } from './ct-pools/open-terminal.js';
 import {
   type ReconcileCtPoolOptions,
   type ReconcileCtPoolResult,
   reconcileCtPool,
-} from './ct/reconcile-ct-pool.js';
+} from './ct-pools/reconcile-ct-pool.js';
 import { checkPoolEntitlement } from './entitlements/pool-entitlement.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
@@ -65,6 +66,7 @@ import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-statu
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
+import { vmPoolKind } from './vm-pools/vm-pool-kind.js';
 import { heldForWaiters } from './waitlist/plan-waitlist.js';
 import { createWaitlistService, type WaitlistService } from './waitlist/waitlist-service.js';
 
@@ -218,6 +220,7 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     goingDownWaitMs: parsed.goingDownWaitMs ?? defaultGoingDownWaitMs,
     newSessionId: randomUUID,
     backends: {},
+    poolKinds: { vm: vmPoolKind, ct: ctPoolKind },
     claimPolicy: {
       admit: checkPoolEntitlement,
       heldForWaiters,

@@ -4,7 +4,7 @@ import { canUsePool, type PoolEntitlement } from '../claims/access.js';
 import type { ClaimResult } from '../claims/claim-desktop.js';
 import { claimOutcomeOf } from '../claims/claim-outcome.js';
 import { connect } from '../connect-planner/connect.js';
-import type { CtPoolView } from '../ct/ct-pool-service.js';
+import type { CtPoolView } from '../ct-pools/ct-pool-service.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { isVdiError, VdiError } from '../errors.js';

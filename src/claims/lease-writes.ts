@@ -75,6 +75,16 @@ function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): Leas
 }
 
 /**
+ * The source a claim recorded for its ephemeral member when it was written, when the claim is of `pool`:
+ * what a reset makes the member from once the member's own object is gone.
+ */
+export function recordedSourceOf(lease: LeaseObject | undefined, pool: string): string | undefined {
+  return lease?.metadata.labels?.[leasePoolLabel] === pool
+    ? lease.metadata.annotations?.[sourceAnnotation]
+    : undefined;
+}
+
+/**
  * Writes a new claim with a new session: creates the member's Lease (first writer wins), or replaces the stale
  * one conditional on the resourceVersion it was read at.
  *

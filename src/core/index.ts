@@ -69,18 +69,18 @@ export type { LaunchPlan } from '../connect-planner/launch-plan.js';
 export { planLaunch } from '../connect-planner/launch-plan.js';
 export type { ConnectOption, ConnectPlan, SkippedProtocol } from '../connect-planner/plan-connect.js';
 export { formatHostPort, planConnect } from '../connect-planner/plan-connect.js';
-export { toCtAdmissionInput } from '../ct/ct-admission.js';
 export { phaseOfPod, powerOfPod, toCtMemberFacts } from '../ct/ct-member-facts.js';
 export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from '../ct/ct-pool-spec.js';
 export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from '../ct/ct-pool-spec.js';
+export { toCtAdmissionInput } from '../ct-pools/ct-admission.js';
 export type {
   CtMemberRead,
   CtPoolDeletePlan,
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
-} from '../ct/plan-ct-reconcile.js';
-export { planCtPoolDelete, planCtReconcile } from '../ct/plan-ct-reconcile.js';
+} from '../ct-pools/plan-ct-reconcile.js';
+export { planCtPoolDelete, planCtReconcile } from '../ct-pools/plan-ct-reconcile.js';
 // DesktopBackend, the seam that does the I/O (its console streams are Node websockets), is the SDK's, not a core's.
 export type {
   ClaimToPresent,

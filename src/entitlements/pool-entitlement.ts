@@ -1,19 +1,22 @@
 import { canUsePool, type PoolEntitlement, refusalError } from '../claims/access.js';
-import type { ClaimPolicy, EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
-import { readCtPool } from '../ct/ct-pool-store.js';
+import {
+  type ClaimPolicy,
+  type EntitlementRequest,
+  type PoolClaimLimits,
+  poolKindFor,
+  type VdiContext,
+} from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { holderGroupsAnnotation, uncheckedHolderGroups } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pool-settings.js';
-import { poolSettingsOf } from '../pool-settings.js';
-import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
 import { formatHolderGroups, readHolderRecord } from './holder-entitlement.js';
 
 /**
- * Who may claim from a pool, and under which limits, as stored: a VM pool's settings ConfigMap, a container pool's
- * spec. A pool without either lets everyone, without limits; whether it exists is the claim's to say.
+ * Who may claim from a pool, and under which limits, as its kind stores them (a VM pool's settings ConfigMap, a
+ * container pool's spec). A pool without either lets everyone, without limits; whether it exists is the claim's to
+ * say.
  */
 export async function readPoolEntitlement(
   ctx: VdiContext,
@@ -21,10 +24,7 @@ export async function readPoolEntitlement(
 ): Promise<PoolEntitlement & PoolClaimLimits> {
   const { kind, namespace, pool } = target;
   const poolId = formatPoolId({ kind, namespace, pool });
-  const settings: PoolSettings | undefined =
-    kind === 'ct'
-      ? (await readCtPool(ctx, namespace, pool))?.spec
-      : poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, pool));
+  const settings = await poolKindFor(ctx, kind).readSettings(ctx, namespace, pool);
   // 0 is no limit, as a spec may store it
   const limit = settings?.maxDesktopsPerUser || undefined;
   return {

@@ -4,6 +4,7 @@ import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
+import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from '../pool-options.js';
 import {
   checkPoolSettings,
   type PoolSettings,
@@ -16,7 +17,6 @@ import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } fro
 import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolCreate } from './plan-pool-create.js';
-import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { writePoolSettings } from './pool-settings-store.js';
 import { readPools } from './read-pool.js';
 import { runAudited } from './run-audited.js';

@@ -8,6 +8,7 @@ import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
+import { defaultPoolActor } from '../pool-options.js';
 import {
   identitySchema,
   namespaceSchema,
@@ -19,7 +20,6 @@ import type { PoolOptions } from './list-pools.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolDelete } from './plan-pool-delete.js';
 import { planMemberRemoval } from './plan-resize.js';
-import { defaultPoolActor } from './pool-options.js';
 import { deletePoolSettings } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';

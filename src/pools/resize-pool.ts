@@ -9,6 +9,7 @@ import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
+import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from '../pool-options.js';
 import { readMinReady } from '../spares/min-ready.js';
 import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
@@ -17,7 +18,6 @@ import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planMemberRemoval, planResize, type ResizePlan } from './plan-resize.js';
 import type { PoolMemberFactory } from './pool-member-factory.js';
-import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { formatPoolId } from '../ids.js';
+import { defaultPoolActor } from '../pool-options.js';
 import {
   checkPoolSettings,
   type PoolSettings,
@@ -14,7 +15,6 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { defaultPoolActor } from './pool-options.js';
 import { writePoolSettings } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';

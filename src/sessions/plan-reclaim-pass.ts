@@ -1,5 +1,6 @@
 import { isReleasing } from '../claims/releasing-mark.js';
 import { isResetDue } from '../claims/reset-mark.js';
+import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { judgeHolderEntitlement, readHolderRecord } from '../entitlements/holder-entitlement.js';
 import type { DesktopKind } from '../ids.js';
 import {
@@ -21,7 +22,6 @@ import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { parseRfc3339 } from '../parse-time.js';
 import type { PoolSettings } from '../pool-settings.js';
-import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import { isValidVmName } from '../validate.js';
 import {
   type ConsolePresence,

@@ -2,8 +2,7 @@ import { recordAudit } from '../audit.js';
 import { finishTakeover } from '../claims/finish-takeover.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
-import type { VdiContext } from '../context.js';
-import { readCtPoolSettingsIn } from '../ct/ct-pool-store.js';
+import { poolKindFor, type VdiContext } from '../context.js';
 import {
   type DesktopBackend,
   type DesktopKind,
@@ -24,7 +23,6 @@ import {
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { PoolSettings } from '../pool-settings.js';
-import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
 import type { ConsoleTracker } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
 import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
@@ -188,9 +186,10 @@ async function passOverNamespace(
   const needed = plan.needsMembers
     ? setup.backends.filter((backend) => kinds.has(backend.kind) || kinds.has(undefined))
     : [];
-  // the watch caches hold the VMs and their instances, not Pods: with them the VM members cost no request
+  // the watch caches hold the members of a backend that follows them there (VMs and their instances, not Pods):
+  // with them those members cost no request
   const fromCaches = cached
-    ? setup.backends.filter((backend) => backend.kind === 'vm' && !needed.includes(backend))
+    ? setup.backends.filter((backend) => backend.followMembers !== undefined && !needed.includes(backend))
     : [];
   const listed = (
     await Promise.all(
@@ -255,22 +254,23 @@ async function clearLeftCopy(
 }
 
 /**
- * The namespace's pools' own settings: the VM pools' settings ConfigMaps, and the container pools' specs when a
- * claim is of a container (pool names are unique across kinds in a namespace).
+ * The namespace's pools' own settings, as each kind stores them: the default kind's always (a claim that names no
+ * kind is of it), another kind's when a claim is of it (pool names are unique across kinds in a namespace).
  */
 async function readSettingsIn(
   ctx: VdiContext,
   namespace: string,
   leases: readonly LeaseObject[],
 ): Promise<Map<string, PoolSettings>> {
-  const containers = leases.some((lease) => claimKindOf(lease) === 'ct');
+  const kinds = new Set([defaultDesktopKind, ...leases.flatMap((lease) => claimKindOf(lease) ?? [])]);
   // cached settings a moment old plan as a pass a moment earlier would; a reclaim reads its claim fresh to act
   const how = { cached: ctx.cluster.isCaching(namespace) };
-  const [vms, cts] = await Promise.all([
-    readPoolSettingsIn(ctx, namespace, how),
-    containers ? readCtPoolSettingsIn(ctx, namespace, how) : new Map<string, PoolSettings>(),
-  ]);
-  return new Map([...vms, ...cts]);
+  const read = await Promise.all(
+    [...kinds]
+      .filter((kind) => ctx.poolKinds[kind] !== undefined)
+      .map((kind) => poolKindFor(ctx, kind).readSettingsIn(ctx, namespace, how)),
+  );
+  return new Map(read.flatMap((settings) => [...settings]));
 }
 
 async function write(

@@ -1,15 +1,9 @@
 import { z } from 'zod';
-import { backendFor, type VdiContext } from '../context.js';
-import { requireCtPool } from '../ct/ct-pool-store.js';
-import { readPoolEntitlement } from '../entitlements/pool-entitlement.js';
-import { VdiError } from '../errors.js';
+import { poolKindFor, type VdiContext } from '../context.js';
+import { defaultDesktopKind } from '../desktop-backend.js';
 import { formatPoolId } from '../ids.js';
-import { leasePoolLabel, spareAnnotation } from '../keys.js';
-import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
-import { readSpares } from './keep-spares.js';
-import { readMinReady } from './min-ready.js';
 import { describePoolStatus, type PoolStatus } from './pool-status.js';
 
 /** Options of {@link readPoolStatus}. @category spares */
@@ -44,59 +38,24 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
   const parsed = parseOptions(statusSchema, options, 'readPoolStatus');
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const { name } = parsed;
-  const kind = parsed.kind ?? 'vm';
-  // waiters' Leases carry the pool label too, so the one list of the pool's Leases holds them
-  const liveWaiters = (leases: readonly LeaseObject[]) =>
-    splitWaiterLeases(leases, kind, ctx.clock.now()).live.length;
-  if (kind === 'ct') {
-    const stored = await requireCtPool(ctx, namespace, name);
-    const [members, leases] = await Promise.all([
-      backendFor(ctx, 'ct').listMembers(namespace, name),
-      ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${name}`),
-    ]);
-    return describePoolStatus({
-      kind,
-      namespace,
-      pool: name,
-      members,
-      leases,
-      marked: new Set(),
-      minReady: stored.spec.minReady,
-      waiters: liveWaiters(leases),
-      now: ctx.clock.now(),
-      entitlement: {
-        poolId: formatPoolId({ kind, namespace, pool: name }),
-        allowedGroups: stored.spec.allowedGroups,
-        allowedUsers: stored.spec.allowedUsers,
-      },
-    });
-  }
-  const [read, entitlement] = await Promise.all([
-    readSpares(ctx, namespace, name),
-    readPoolEntitlement(ctx, { kind, namespace, pool: name }),
-  ]);
-  if (read.vms.length === 0) {
-    throw new VdiError(
-      'POOL_NOT_FOUND',
-      `Pool "${name}" has no members in namespace "${namespace}"; check the name and the namespace (a container pool needs --kind ct).`,
-      { details: { pool: name, namespace } },
-    );
-  }
-  const marked = new Set(
-    read.vms
-      .filter((vm) => vm.metadata.annotations?.[spareAnnotation] !== undefined)
-      .map((vm) => vm.metadata.name ?? ''),
-  );
+  const kind = parsed.kind ?? defaultDesktopKind;
+  const read = await poolKindFor(ctx, kind).readPoolFacts(ctx, namespace, name);
+  const now = ctx.clock.now();
   return describePoolStatus({
     kind,
     namespace,
     pool: name,
     members: read.members,
     leases: read.leases,
-    marked,
-    minReady: readMinReady(read.vms),
-    waiters: liveWaiters(read.leases),
-    now: ctx.clock.now(),
-    entitlement,
+    marked: read.marked,
+    minReady: read.minReady,
+    // waiters' Leases carry the pool label too, so the one list of the pool's Leases holds them
+    waiters: splitWaiterLeases(read.leases, kind, now).live.length,
+    now,
+    entitlement: {
+      poolId: formatPoolId({ kind, namespace, pool: name }),
+      allowedGroups: read.settings?.allowedGroups,
+      allowedUsers: read.settings?.allowedUsers,
+    },
   });
 }

@@ -1,10 +1,10 @@
 import type { VdiContext } from '../context.js';
+import { homeClaimPrefix, specConfigMapName } from '../ct/ct-keys.js';
+import { buildCtHomeClaim, buildCtPod, buildCtService } from '../ct/ct-member-objects.js';
+import { type CtPoolSpec, throwInvalidSpec } from '../ct/ct-pool-spec.js';
 import { type DryRunResult, dryRunCreate } from '../kube/dry-run-create.js';
 import type { ConfigMapObject } from '../kube-objects.js';
 import { memberNameFor } from '../member-names.js';
-import { homeClaimPrefix, specConfigMapName } from './ct-keys.js';
-import { buildCtHomeClaim, buildCtPod, buildCtService } from './ct-member-objects.js';
-import { type CtPoolSpec, throwInvalidSpec } from './ct-pool-spec.js';
 
 type MemberKind = 'Pod' | 'Service' | 'PersistentVolumeClaim';
 

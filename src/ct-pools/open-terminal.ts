@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { canOpenConsole } from '../claims/access.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import { backendFor, type VdiContext } from '../context.js';
+import { desktopContainer } from '../ct/ct-keys.js';
+import { requireCtPool } from '../ct/ct-pool-store.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { parseDesktopId } from '../ids.js';
 import type { TerminalStream } from '../kube/pod-exec.js';
 import { identitySchema, parseOptions } from '../validate.js';
-import { desktopContainer } from './ct-keys.js';
-import { requireCtPool } from './ct-pool-store.js';
 
 /** Options of {@link openTerminal}. @category ct-pools */
 export interface OpenTerminalOptions {

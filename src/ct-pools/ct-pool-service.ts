@@ -3,6 +3,11 @@ import { claimHolder, classifyMemberClaim } from '../claims/claim-liveness.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
+import { ctMemberLabel, kindLabel, specConfigMapName } from '../ct/ct-keys.js';
+import { toCtMemberFacts } from '../ct/ct-member-facts.js';
+import { deleteMemberObjects } from '../ct/ct-member-writes.js';
+import { type CtPoolSpec, parseCtPoolSpec } from '../ct/ct-pool-spec.js';
+import { buildSpecConfigMap, listCtPoolConfigMaps, readCtPool, specOf } from '../ct/ct-pool-store.js';
 import type { MemberPower } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
@@ -10,8 +15,8 @@ import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
+import { defaultPoolActor } from '../pool-options.js';
 import { type ReclaimAction, reclaimActionOf } from '../pool-settings.js';
-import { defaultPoolActor } from '../pools/pool-options.js';
 import { runAudited } from '../pools/run-audited.js';
 import {
   identitySchema,
@@ -21,11 +26,6 @@ import {
   validateNamespace,
 } from '../validate.js';
 import { checkMemberObjects } from './check-member-objects.js';
-import { ctMemberLabel, kindLabel, specConfigMapName } from './ct-keys.js';
-import { toCtMemberFacts } from './ct-member-facts.js';
-import { deleteMemberObjects } from './ct-member-writes.js';
-import { type CtPoolSpec, parseCtPoolSpec } from './ct-pool-spec.js';
-import { buildSpecConfigMap, listCtPoolConfigMaps, readCtPool, specOf } from './ct-pool-store.js';
 import { type CtMemberRead, planCtPoolDelete } from './plan-ct-reconcile.js';
 
 /** Options of {@link applyCtPool}. @category ct-pools */

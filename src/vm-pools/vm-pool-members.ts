@@ -2,8 +2,9 @@ import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import type { VdiContext } from '../context.js';
 import { poolLabel } from '../keys.js';
 import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
-import { cloneMembers, removeMembers } from './vm-clone-runner.js';
-import { waitUntilVmGone } from './wait-until-vm-gone.js';
+import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
+import { cloneMembers } from './clone-vm-members.js';
+import { removeMembers } from './remove-vm-members.js';
 
 /** How long a deleted member may stay while KubeVirt removes its finalizer (its instance going down first). */
 const memberDeleteTimeoutMs = 60_000;

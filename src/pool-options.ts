@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { VdiError } from '../errors.js';
-import { identitySchema, namespaceSchema } from '../validate.js';
+import { VdiError } from './errors.js';
+import { identitySchema, namespaceSchema } from './validate.js';
 
 /** The most members one pool may have. @category pools */
 export const maxPoolSize = 1000;

@@ -2,15 +2,8 @@ import { type AdmissionPlan, admitPool } from '../capacity/admit-pool.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
-import { VdiError } from '../errors.js';
-import { formatPoolId } from '../ids.js';
-import { leasePoolLabel, poolLabel } from '../keys.js';
-import type { LeaseObject } from '../kube-objects.js';
-import { leaseNameFor } from '../lease-name.js';
-import { validateNamespace, validatePoolName } from '../validate.js';
-import { toCtAdmissionInput } from './ct-admission.js';
-import { ctMemberLabel, kindLabel } from './ct-keys.js';
-import { toCtMemberFacts } from './ct-member-facts.js';
+import { ctMemberLabel, kindLabel } from '../ct/ct-keys.js';
+import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
   type CtMemberTarget,
   createMemberPod,
@@ -18,9 +11,16 @@ import {
   deletePodAndWait,
   ensureHomeClaim,
   ensureService,
-} from './ct-member-writes.js';
-import { extendedResourcesOf } from './ct-pool-spec.js';
-import { requireCtPool, type StoredCtPool } from './ct-pool-store.js';
+} from '../ct/ct-member-writes.js';
+import { extendedResourcesOf } from '../ct/ct-pool-spec.js';
+import { requireCtPool, type StoredCtPool } from '../ct/ct-pool-store.js';
+import { VdiError } from '../errors.js';
+import { formatPoolId } from '../ids.js';
+import { leasePoolLabel, poolLabel } from '../keys.js';
+import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
+import { validateNamespace, validatePoolName } from '../validate.js';
+import { toCtAdmissionInput } from './ct-admission.js';
 import { type CtMemberRead, type CtReconcilePlan, planCtReconcile } from './plan-ct-reconcile.js';
 
 /** Options of {@link reconcileCtPool}. @category ct-pools */

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { phaseOfPod, powerOfPod, toCtMemberFacts } from '../../../src/ct/ct-member-facts.js';
-import { type CtMemberRead, planCtPoolDelete, planCtReconcile } from '../../../src/ct/plan-ct-reconcile.js';
+import {
+  type CtMemberRead,
+  planCtPoolDelete,
+  planCtReconcile,
+} from '../../../src/ct-pools/plan-ct-reconcile.js';
 import type { LeaseObject, PodObject } from '../../../src/kube-objects.js';
 
 const now = new Date('2026-01-01T12:00:00.000Z');

@@ -1,8 +1,8 @@
 import type { AdmitPoolInput } from '../capacity/admit-pool.js';
+import { isPodFinished } from '../ct/ct-member-facts.js';
+import { type CtPoolSpec, extendedResourcesOf, isExtendedResource } from '../ct/ct-pool-spec.js';
 import type { NodeObject, PodObject } from '../kube-objects.js';
 import type { PermittedHostDevices, VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
-import { isPodFinished } from './ct-member-facts.js';
-import { type CtPoolSpec, extendedResourcesOf, isExtendedResource } from './ct-pool-spec.js';
 
 function deviceEntries(resources: Record<string, number>) {
   return Object.entries(resources).flatMap(([resource, count]) =>
