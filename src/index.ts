@@ -321,8 +321,10 @@ export {
   sessionEndsLoginAnnotation,
   sessionsEndedAtAnnotation,
 } from './session-ends/session-ends.js';
+export type { ClaimKey } from './sessions/claim-key.js';
 export type { ConsoleEntry } from './sessions/console-entries.js';
 export { readConsoleEntries } from './sessions/console-entries.js';
+export type { ConsoleState } from './sessions/console-marks.js';
 export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from './sessions/plan-console-stream.js';
@@ -344,13 +346,7 @@ export {
   planIdleWarning,
   planReclaim,
 } from './sessions/plan-reclaim.js';
-export type {
-  ClaimKey,
-  ConsoleState,
-  ReclaimPassInput,
-  ReclaimPassPlan,
-  SessionStep,
-} from './sessions/plan-reclaim-pass.js';
+export type { ReclaimPassInput, ReclaimPassPlan, SessionStep } from './sessions/plan-reclaim-pass.js';
 export {
   notEntitledReclaimAt,
   notifiedMark,

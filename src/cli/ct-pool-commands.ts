@@ -7,7 +7,8 @@ import {
   clusterOptions,
   stringFlag,
 } from './command-spec.js';
-import { minReadyOption, settingsFlags, settingsOptions, settingsText } from './pool-commands.js';
+import { minReadyOption, settingsFlags, settingsOptions } from './pool-flags.js';
+import { settingsText } from './pool-text.js';
 import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 

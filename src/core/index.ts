@@ -194,8 +194,11 @@ export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../sanitize-label-value.js';
+export type { ClaimKey } from '../sessions/claim-key.js';
+export { claimKindOf } from '../sessions/claim-key.js';
 export type { ConsoleEntry } from '../sessions/console-entries.js';
 export { readConsoleEntries } from '../sessions/console-entries.js';
+export type { ConsoleState } from '../sessions/console-marks.js';
 export type { ConsoleOpenPlan } from '../sessions/plan-console-open.js';
 export { planConsoleOpen } from '../sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from '../sessions/plan-console-stream.js';
@@ -217,15 +220,8 @@ export {
   planIdleWarning,
   planReclaim,
 } from '../sessions/plan-reclaim.js';
-export type {
-  ClaimKey,
-  ConsoleState,
-  ReclaimPassInput,
-  ReclaimPassPlan,
-  SessionStep,
-} from '../sessions/plan-reclaim-pass.js';
+export type { ReclaimPassInput, ReclaimPassPlan, SessionStep } from '../sessions/plan-reclaim-pass.js';
 export {
-  claimKindOf,
   notEntitledReclaimAt,
   notifiedMark,
   planReclaimPass,

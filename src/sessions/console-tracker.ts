@@ -16,9 +16,10 @@ import {
   parseOptions,
   validateNamespace,
 } from '../validate.js';
+import { claimKeyOf, isSameClaim } from './claim-key.js';
+import { type ConsoleState, withConsoleMarks } from './console-marks.js';
 import { planConsoleOpen } from './plan-console-open.js';
 import type { ReclaimReason } from './plan-reclaim.js';
-import { type ConsoleState, claimKeyOf, isSameClaim, withConsoleMarks } from './plan-reclaim-pass.js';
 import { updateClaimLease } from './update-claim-lease.js';
 
 /** The console transports whose sessions count. @category sessions */

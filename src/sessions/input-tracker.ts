@@ -2,7 +2,7 @@ import type { VdiContext } from '../context.js';
 import { inputAtAnnotation } from '../keys.js';
 import { leaseNameFor } from '../lease-name.js';
 import { parseRfc3339 } from '../parse-time.js';
-import { claimKeyOf } from './plan-reclaim-pass.js';
+import { claimKeyOf } from './claim-key.js';
 import { planRenewal } from './plan-renewal.js';
 import { updateClaimLease } from './update-claim-lease.js';
 

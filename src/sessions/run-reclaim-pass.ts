@@ -23,19 +23,13 @@ import {
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { PoolSettings } from '../pool-settings.js';
+import { claimKeyOf, claimKindOf, isSameClaim } from './claim-key.js';
 import type { ConsoleTracker } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
 import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
 import type { ReclaimPolicy } from './plan-reclaim.js';
-import {
-  claimKeyOf,
-  claimKindOf,
-  isSameClaim,
-  notifiedMark,
-  planReclaimPass,
-  planSessionStep,
-  type SessionStep,
-} from './plan-reclaim-pass.js';
+import { notifiedMark, planReclaimPass, planSessionStep, type SessionStep } from './plan-reclaim-pass.js';
+import { postReclaimWebhook } from './reclaim-webhook.js';
 import { updateClaimLease } from './update-claim-lease.js';
 
 /** The identity the reclaim policy acts as, in the audit log and on events. @category sessions */
@@ -466,8 +460,6 @@ function fenceOf({ fence }: ReclaimPassSetup): { fence?: () => Promise<void> } {
   return fence === undefined ? {} : { fence };
 }
 
-const webhookTimeoutMs = 5_000;
-
 /**
  * Reports a due reclaim of a `notify` pool instead of carrying it out: the `reclaim-notified` event, the audit
  * record, a POST of the same facts to the pool's webhook when it has one, then the mark on the Lease that keeps
@@ -486,7 +478,7 @@ async function notify(
   const { desktopId, pool, lease, step, webhook } = input;
   const holder = lease.spec.holderIdentity ?? '';
   const facts = { desktopId, pool, holder, reason: step.reason, dueAt: step.dueAt.toISOString() };
-  const delivery = webhook === undefined ? undefined : await postWebhook(webhook, facts);
+  const delivery = webhook === undefined ? undefined : await postReclaimWebhook(webhook, facts);
   ctx.events.emit('reclaim-notified', { ...facts, ...(delivery ? { webhook: delivery } : {}) });
   await recordAudit(ctx, {
     action: 'vdi reclaim notify',
@@ -513,25 +505,6 @@ async function notify(
       return { ...current, metadata: { ...current.metadata, annotations } };
     },
   );
-}
-
-async function postWebhook(
-  url: string,
-  facts: Record<string, string>,
-): Promise<{ ok: boolean; status?: number; error?: string }> {
-  try {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ event: 'reclaim-notified', ...facts }),
-      signal: AbortSignal.timeout(webhookTimeoutMs),
-      redirect: 'error',
-    });
-    await response.body?.cancel();
-    return { ok: response.ok, status: response.status };
-  } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
-  }
 }
 
 /**

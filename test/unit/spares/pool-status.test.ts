@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { poolStatusLines } from '../../../src/cli/pool-commands.js';
+import { poolStatusLines } from '../../../src/cli/pool-text.js';
 import { readMinReady } from '../../../src/spares/min-ready.js';
 import { describePoolStatus } from '../../../src/spares/pool-status.js';
 import { leaseOf, member, now } from '../claims/member-fixtures.js';
