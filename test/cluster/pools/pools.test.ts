@@ -4,7 +4,6 @@ import { MemoryAuditSink } from '../../../src/audit.js';
 import { planCapacity } from '../../../src/capacity/capacity-service.js';
 import type { VdiContext } from '../../../src/context.js';
 import { defaultCloneTimeoutMs } from '../../../src/desktop-backend.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
@@ -17,6 +16,7 @@ import { createVdi } from '../../../src/vdi.js';
 import { recreateMember } from '../../../src/vm-pools/recreate-member.js';
 import { CloneFaultCluster } from '../../support/clone-faults.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 
 const cluster = useSharedCluster();
 
@@ -78,15 +78,6 @@ function goldenVm(
       },
     },
   };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
 }
 
 async function poolVms(kube: KubeCluster, namespace: string, pool: string): Promise<string[]> {
