@@ -12,8 +12,9 @@ bash scripts/build-virtctl.sh >/dev/null
 bash scripts/build-kubevirt.sh >/dev/null
 # Helm, for the tests of the chart in deploy/helm
 bash scripts/build-helm.sh >/dev/null
-# the browser tests drive Debian's Chromium; nothing is downloaded by the test libraries
-bash scripts/apt-install.sh chromium
+# the browser tests drive Debian's Chromium; nothing is downloaded by the test libraries. The test kit's RDP guest
+# is FreeRDP's shadow server on an Xvfb display (winpr-hash makes its NLA account); xdotool reads and drives that display
+bash scripts/apt-install.sh chromium freerdp2-shadow-x11 xvfb winpr-utils xdotool
 
 step() { printf '\n== %s\n' "$*"; }
 step build && npx tsup --silent

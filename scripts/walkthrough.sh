@@ -10,6 +10,8 @@ say() { printf '\n\033[2m# %s\033[0m\n' "$*"; }
 
 bin_dir=$(bash scripts/build-control-plane.sh)
 export KUBEBUILDER_ASSETS="$bin_dir"
+# the test kit's guests run FreeRDP's shadow server on an Xvfb display when asked (step 5)
+bash scripts/apt-install.sh freerdp2-shadow-x11 xvfb winpr-utils
 # KubeVirt's own virt-api and virt-controller judge every write and run every VM of the walkthrough
 CORRAL_KUBEVIRT_ASSETS=$(bash scripts/build-kubevirt.sh)
 export CORRAL_KUBEVIRT_ASSETS CORRAL_KUBEVIRT=real
@@ -126,25 +128,35 @@ wait_for_ip='
 step="waiting for $member to run"
 ip=$(node --input-type=module -e "$wait_for_ip" "$member")
 
-say "5. Connect. The guest's RDP service answers on TCP 3389 (here a stand-in listener on ${ip}:3389), so RDP wins."
-node -e 'require("node:net").createServer((socket) => socket.end()).listen(3389, process.argv[1])' "$ip" &
-rdp_pid=$!
-background_pids+=("$rdp_pid")
-step='waiting for the stand-in RDP listener'
-node -e '
-  const { connect } = require("node:net");
-  const deadline = Date.now() + 10000;
-  (function attempt() {
-    const socket = connect(3389, process.argv[1]);
-    socket.once("connect", () => socket.end());
-    socket.once("error", () => (Date.now() > deadline ? process.exit(1) : setTimeout(attempt, 100)));
-  })();
-' "$ip"
+say "5. Connect. The guest's RDP service answers on TCP 3389 (here the test kit's guest runs FreeRDP's shadow server on ${ip}:3389), so RDP wins."
+# The test kit's knob: the VMI's guest runs a real RDP server while the annotation is there.
+set_rdp_server='
+  import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+  import { connect } from "node:net";
+  const [member, ip, mode] = process.argv.slice(1);
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  const body = { metadata: { annotations: { "sim.kubevirt.corral.dev/rdp-server": mode === "off" ? null : mode } } };
+  await config.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+    { group: "kubevirt.io", version: "v1", plural: "virtualmachineinstances", namespace: "corral-vms", name: member, body },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
+  const answers = () => new Promise((resolve) => {
+    const socket = connect(3389, ip);
+    socket.once("connect", () => { socket.destroy(); resolve(true); });
+    socket.once("error", () => resolve(false));
+  });
+  const deadline = Date.now() + 30_000;
+  while ((await answers()) !== (mode !== "off")) {
+    if (Date.now() > deadline) throw new Error(`port 3389 of ${ip} did not ${mode === "off" ? "close" : "open"} within 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+'
+prepare "start the guest's RDP server: annotate the VMI sim.kubevirt.corral.dev/rdp-server=tls" "$set_rdp_server" "$member" "$ip" tls
 run corral-vdi connect "$member"
 
 say 'Without an RDP service in the guest, connect falls back to VNC and says why it skipped RDP.'
-kill "$rdp_pid"
-wait "$rdp_pid" 2>/dev/null || true
+prepare "stop the guest's RDP server: remove the annotation" "$set_rdp_server" "$member" "$ip" off
 run corral-vdi connect "$member"
 
 say '6. USB redirection. List the USB devices of this machine (a machine without /sys/bus/usb says so):'

@@ -87,6 +87,8 @@ export interface PoolFacts {
   minReady: number | undefined;
   /** The members started as warm spares. */
   marked: ReadonlySet<string>;
+  /** When each member was last seen free, for a kind whose pools follow a schedule. */
+  freeSince?: ReadonlyMap<string, Date>;
   settings: PoolSettings | undefined;
 }
 

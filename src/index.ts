@@ -33,6 +33,15 @@ export { authGatewayIdentity, tailscaleIdentity, tailscaleLoginHeader } from './
 export type { OidcSignIn, OidcSignInOptions } from './broker/oidc-sign-in.js';
 export { createOidcSignIn } from './broker/oidc-sign-in.js';
 export { buildOpenApiDocument } from './broker/openapi.js';
+export type { RdCleanPathError, RdCleanPathPdu } from './broker/rdcleanpath.js';
+export {
+  decodeRdCleanPathPdu,
+  encodeRdCleanPathPdu,
+  measureRdCleanPathPdu,
+  RdCleanPathFormatError,
+  rdCleanPathErrorPdu,
+  rdCleanPathVersion,
+} from './broker/rdcleanpath.js';
 export type { RfbInputParser, RfbInputScan } from './broker/rfb-input.js';
 export { createRfbInputParser } from './broker/rfb-input.js';
 export type { BrokerServer, ServeBrokerOptions, ShutdownHook } from './broker/serve.js';
@@ -183,7 +192,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -193,7 +201,9 @@ export {
   notEntitledAtAnnotation,
   poolLabel,
   poolSettingsLabel,
+  rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -211,6 +221,38 @@ export type {
   WatchFrom,
 } from './kube/cluster-caches.js';
 export type { PodExecTarget, TerminalStream } from './kube/pod-exec.js';
+export {
+  type ObjectStore,
+  type ReadModifyWriteOptions,
+  type ReadModifyWriteResult,
+  readModifyWrite,
+} from './kube/read-modify-write.js';
+export type {
+  DeleteOptions,
+  DiscoveredVersion,
+  KubeObject,
+  ListPage,
+  MergePatch,
+  PageRequest,
+  PatchOptions,
+  ResourceKind,
+  ResourceTransport,
+  Versioned,
+} from './kube/resource.js';
+export { ResourceClient } from './kube/resource.js';
+export {
+  cloneKind,
+  configMapKind,
+  type KubeVirtConfiguration,
+  kubeVirtKind,
+  leaseKind,
+  nodeKind,
+  podKind,
+  pvcKind,
+  serviceKind,
+  vmiKind,
+  vmKind,
+} from './kube/resource-kinds.js';
 export type { RetryOptions, Sleep } from './kube/retry.js';
 export type {
   CacheChange,
@@ -267,7 +309,9 @@ export type { CountPoolMembersInput, PoolMemberCounts } from './metrics/count-po
 export { countPoolMembers } from './metrics/count-pool-members.js';
 export { formatDuration, parseDuration } from './parse-duration.js';
 export { parseRfc3339 } from './parse-time.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pool-settings.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from './pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from './pool-schedule.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction, ScheduleFailure } from './pool-settings.js';
 export {
   checkPoolSettings,
   poolSettingsName,
@@ -275,6 +319,15 @@ export {
   reclaimActionOf,
   reclaimActions,
 } from './pool-settings.js';
+export type {
+  PoolStatus,
+  PoolStatusInput,
+  PoolStatusMember,
+  SessionState,
+} from './pool-status/pool-status.js';
+export { describePoolStatus } from './pool-status/pool-status.js';
+export type { PoolStatusOptions } from './pool-status/read-pool-status.js';
+export { readPoolStatus } from './pool-status/read-pool-status.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';
 export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
@@ -313,6 +366,32 @@ export { describePools, isFreeMember } from './pools/pool-view.js';
 export type { ProbeTcpOptions } from './probe-tcp.js';
 export { defaultProbeTimeoutMs, probeTcp } from './probe-tcp.js';
 export { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
+export type { ScheduleStatus, ScheduleStatusInput } from './schedules/describe-schedule.js';
+export { describeSchedule } from './schedules/describe-schedule.js';
+export type {
+  KeepPoolScheduleOptions,
+  KeepScheduleOutcome,
+  KeepScheduleResult,
+} from './schedules/keep-schedule.js';
+export { keepPoolSchedule, scheduleActor } from './schedules/keep-schedule.js';
+export type { KeepSchedulesPassResult } from './schedules/keep-schedules.js';
+export { keepSchedules } from './schedules/keep-schedules.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from './schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from './schedules/plan-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from './schedules/schedule-clock.js';
+export type { SetPoolScheduleOptions, SetPoolScheduleResult } from './schedules/set-pool-schedule.js';
+export { setPoolSchedule } from './schedules/set-pool-schedule.js';
 export type { SessionEnds } from './session-ends/session-ends.js';
 export {
   createSessionEnds,
@@ -332,6 +411,7 @@ export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type { LeftCopy } from './sessions/plan-copy-sweep.js';
 export { planCopySweep } from './sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -343,8 +423,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from './sessions/plan-reclaim.js';
 export type { ReclaimPassInput, ReclaimPassPlan, SessionStep } from './sessions/plan-reclaim-pass.js';
 export {
@@ -373,10 +455,6 @@ export { keepPoolSpares, keepSpares } from './spares/keep-spares.js';
 export { readMinReady, validateMinReady } from './spares/min-ready.js';
 export type { SparesInput, SparesPlan } from './spares/plan-spares.js';
 export { planSpares } from './spares/plan-spares.js';
-export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from './spares/pool-status.js';
-export { describePoolStatus } from './spares/pool-status.js';
-export type { PoolStatusOptions } from './spares/read-pool-status.js';
-export { readPoolStatus } from './spares/read-pool-status.js';
 export type { LegacyState } from './upgrade/classify-legacy.js';
 export { classifyLegacy } from './upgrade/classify-legacy.js';
 export type { UsbDeviceId } from './usb/device-id.js';

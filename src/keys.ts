@@ -34,6 +34,11 @@ export const disconnectedAtAnnotation = 'corral.dev/vdi-disconnected-at';
  * `{"<replicaId>":{"open":1,"seenAt":"…","expiresAt":"…"}}`. @category keys
  */
 export const consolesAnnotation = 'corral.dev/vdi-consoles';
+/**
+ * Lease annotation: the RDP proxy tokens minted for the claim and not used yet, as compact JSON
+ * `[{"hash":"…","caller":"…","expiresAt":"…"}]`: SHA-256 digests only, never a token. @category keys
+ */
+export const rdpTokensAnnotation = 'corral.dev/vdi-rdp-tokens';
 /** Label on a VM of an ephemeral pool: the member is recreated from its source on release. @category keys */
 export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
 /**
@@ -77,12 +82,20 @@ export const minReadyAnnotation = 'corral.dev/vdi-min-ready';
  */
 export const spareAnnotation = 'corral.dev/vdi-spare';
 /**
+ * VM annotation: when a scheduled pool's keeper first saw the member free (RFC 3339); a scale-down removes only
+ * members free for the settle time. @category keys
+ */
+export const freeSinceAnnotation = 'corral.dev/vdi-free-since';
+/**
  * Lease annotation: the last input (a key, a pointer move or click, terminal bytes) a broker console carried to the
  * desktop (RFC 3339), written at most once per input-mark interval so every replica sees it. @category keys
  */
 export const inputAtAnnotation = 'corral.dev/vdi-input-at';
-/** Lease annotation: the idle reclaim instant (RFC 3339) the holder was warned about. @category keys */
-export const idleWarnedAnnotation = 'corral.dev/vdi-idle-warned';
+/**
+ * Lease annotation: the reason and instant (RFC 3339) of the reclaim its holder was last warned about, such as
+ * `max-duration 2026-07-02T20:00:00.000Z`. @category keys
+ */
+export const reclaimWarnedAnnotation = 'corral.dev/vdi-reclaim-warned';
 /**
  * Lease annotation: the reclaim a `notify` pool reported instead of taking the desktop back, as `<reason> <due
  * instant>`; the same due reclaim is not reported again. @category keys

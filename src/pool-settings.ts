@@ -2,6 +2,7 @@ import { VdiError } from './errors.js';
 import { poolLabel, poolSettingsLabel } from './keys.js';
 import type { ConfigMapObject } from './kube-objects.js';
 import { formatDuration, parseDuration } from './parse-duration.js';
+import { type PoolSchedule, parsePoolSchedule } from './pool-schedule.js';
 import { maxIdentityLength } from './validate.js';
 
 /**
@@ -37,6 +38,19 @@ export interface PoolSettings {
    * `0` (or unset) sets no limit. See `planUserLimit`.
    */
   maxDesktopsPerUser?: number;
+  /** When and how the pool's size follows the working day; see `setPoolSchedule`. */
+  schedule?: PoolSchedule;
+  /** The pool's size outside every period of its schedule: its member count when the schedule was set. */
+  plainSize?: number;
+  /** The last failures of the schedule's keeper in a row, so the next keeper backs off; see `keepPoolSchedule`. */
+  scheduleFailure?: ScheduleFailure;
+}
+
+/** Failures of a schedule's keeper in a row: the last one's time (RFC 3339) and words. @category schedules */
+export interface ScheduleFailure {
+  at: string;
+  attempts: number;
+  error: string;
 }
 
 /** What {@link checkPoolSettings} needs to know besides the settings. @category pools */
@@ -175,7 +189,28 @@ const keys = {
   groups: 'allowed-groups',
   users: 'allowed-users',
   limit: 'max-desktops-per-user',
+  schedule: 'schedule',
+  plainSize: 'plain-size',
+  failure: 'schedule-failure',
 } as const;
+
+// a value edited by hand into something unreadable counts as unset
+function readJson<T>(text: string | undefined, read: (raw: unknown) => T): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return read(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
+}
+
+function readFailure(raw: unknown): ScheduleFailure {
+  const { at, attempts, error } = raw as Partial<ScheduleFailure>;
+  if (typeof at !== 'string' || !Number.isSafeInteger(attempts) || typeof error !== 'string') {
+    throw new Error('not a failure record');
+  }
+  return { at, attempts: attempts as number, error };
+}
 
 // one entry a line: entries have no line breaks, as checkPoolSettings makes sure
 const listOf = (text: string | undefined) => text?.split('\n').filter((entry) => entry !== '') ?? [];
@@ -204,7 +239,17 @@ export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSett
     ...(listOf(data[keys.groups]).length > 0 ? { allowedGroups: listOf(data[keys.groups]) } : {}),
     ...(listOf(data[keys.users]).length > 0 ? { allowedUsers: listOf(data[keys.users]) } : {}),
     ...(Number.isSafeInteger(limit) && limit > 0 ? { maxDesktopsPerUser: limit } : {}),
+    ...optional('schedule', readJson(data[keys.schedule], parsePoolSchedule)),
+    ...optional(
+      'plainSize',
+      /^\d{1,4}$/.test(data[keys.plainSize] ?? '') ? Number(data[keys.plainSize]) : undefined,
+    ),
+    ...optional('scheduleFailure', readJson(data[keys.failure], readFailure)),
   };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 /** The ConfigMap that stores `settings`, to create, or to replace `current` under its resourceVersion. */
@@ -220,6 +265,9 @@ export function buildPoolSettingsConfigMap(
   if (settings.allowedGroups?.length) data[keys.groups] = settings.allowedGroups.join('\n');
   if (settings.allowedUsers?.length) data[keys.users] = settings.allowedUsers.join('\n');
   if (settings.maxDesktopsPerUser) data[keys.limit] = String(settings.maxDesktopsPerUser);
+  if (settings.schedule) data[keys.schedule] = JSON.stringify(settings.schedule);
+  if (settings.plainSize !== undefined) data[keys.plainSize] = String(settings.plainSize);
+  if (settings.scheduleFailure) data[keys.failure] = JSON.stringify(settings.scheduleFailure);
   return {
     metadata: {
       name: poolSettingsName(pool),

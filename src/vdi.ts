@@ -35,6 +35,8 @@ import { KubeCluster } from './kube/cluster.js';
 import type { TerminalStream } from './kube/pod-exec.js';
 import type { RetryOptions } from './kube/retry.js';
 import { lowestLimit, refusedByLimit } from './limits/user-limit.js';
+import type { PoolStatus } from './pool-status/pool-status.js';
+import { type PoolStatusOptions, readPoolStatus } from './pool-status/read-pool-status.js';
 import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
 import {
   type CreatePoolOptions,
@@ -55,14 +57,19 @@ import {
   setPool,
 } from './pools/pool-service.js';
 import type { PoolView } from './pools/pool-view.js';
+import { type KeepScheduleOutcome, keepPoolSchedule } from './schedules/keep-schedule.js';
+import { type KeepSchedulesPassResult, keepSchedules } from './schedules/keep-schedules.js';
+import {
+  type SetPoolScheduleOptions,
+  type SetPoolScheduleResult,
+  setPoolSchedule,
+} from './schedules/set-pool-schedule.js';
 import {
   createSessionEngine,
   type SessionEngine,
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
 import { type KeepSparesPassResult, keepSpares } from './spares/keep-spares.js';
-import type { PoolStatus } from './spares/pool-status.js';
-import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-status.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
@@ -122,6 +129,16 @@ export interface Vdi extends Omit<ClaimsService, 'claim'>, WaitlistService {
   readPoolStatus(options: PoolStatusOptions): Promise<PoolStatus>;
   /** One spare keeper pass over the VM pools of a namespace; see {@link keepSpares}. */
   keepSpares(options?: { namespace?: string }): Promise<KeepSparesPassResult>;
+  /** Gives a VM pool a schedule, or takes it away; see {@link setPoolSchedule}. */
+  setPoolSchedule(options: SetPoolScheduleOptions): Promise<SetPoolScheduleResult>;
+  /** One keeper pass over a scheduled VM pool; see {@link keepPoolSchedule}. */
+  keepPoolSchedule(options: {
+    name: string;
+    namespace?: string;
+    force?: boolean;
+  }): Promise<KeepScheduleOutcome>;
+  /** One keeper pass over the scheduled VM pools of a namespace; see {@link keepSchedules}. */
+  keepSchedules(options?: { namespace?: string }): Promise<KeepSchedulesPassResult>;
   /** Deletes a pool; see {@link deletePool}. */
   deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
   /** Creates a container pool or replaces its spec; see {@link applyCtPool}. */
@@ -241,6 +258,9 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     resizePool: (resize) => resizePool(context, resize),
     setPool: (pool) => setPool(context, pool),
     keepSpares: (pass) => keepSpares(context, pass),
+    setPoolSchedule: (schedule) => setPoolSchedule(context, schedule),
+    keepPoolSchedule: (pass) => keepPoolSchedule(context, pass),
+    keepSchedules: (pass) => keepSchedules(context, pass),
     readPoolStatus: (status) => readPoolStatus(context, status),
     deletePool: (pool) => deletePool(context, pool),
     applyCtPool: (pool) => applyCtPool(context, pool),

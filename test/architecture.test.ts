@@ -120,6 +120,8 @@ const serviceFolders = [
   'limits/',
   'waitlist/',
   'spares/',
+  'schedules/',
+  'pool-status/',
   'metrics/',
   'launch/',
 ];
@@ -158,7 +160,14 @@ const layerRules: LayerRule[] = [
     name: 'the browser client and page (client/, web/) import only each other, the route table, errors and ids',
     breaks: (file, target) =>
       browserFolders.some((folder) => file.startsWith(folder)) &&
-      !['zod/mini', '@novnc/novnc', '@xterm/xterm', '@xterm/xterm/css/xterm.css'].includes(target) &&
+      ![
+        'zod/mini',
+        '@novnc/novnc',
+        '@xterm/xterm',
+        '@xterm/xterm/css/xterm.css',
+        '@devolutions/iron-remote-desktop',
+        '@devolutions/iron-remote-desktop-rdp',
+      ].includes(target) &&
       !browserFolders.some((folder) => target.startsWith(folder)) &&
       !routeTableFiles.has(target) &&
       !browserSafeTargets.has(target),

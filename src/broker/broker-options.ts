@@ -93,6 +93,12 @@ export interface BrokerOptions extends BrokerSettings {
    * @defaultValue none: ready at once
    */
   readiness?: Promise<unknown>[];
+  /**
+   * How long each step of an RDP console's start may take, in ms: the browser's RDCleanPath request, the TCP connect
+   * to the guest, the guest's X.224 confirm and the TLS handshake with it. A step past it ends the console with an
+   * error PDU. @defaultValue 10000
+   */
+  rdpHandshakeTimeoutMs?: number;
 }
 
 /** A broker's options, checked and with their defaults filled in. */
@@ -116,6 +122,7 @@ export interface ResolvedBrokerOptions {
   leaderElection: BrokerLeaderElection | undefined;
   caches: boolean;
   drainDelayMs: number;
+  rdpHandshakeTimeoutMs: number | undefined;
 }
 
 const brokerOptionsSchema = z.object({
@@ -144,8 +151,10 @@ const brokerOptionsSchema = z.object({
   leaderElection: z.object({}).loose().optional(),
   idleTimeoutMs: z.int().min(0).optional(),
   idleWarningMs: z.int().min(0).optional(),
+  reclaimWarningMs: z.int().min(0).optional(),
   maxDesktopsPerUser: z.int().min(0).optional(),
   drainDelayMs: z.int().min(0).optional(),
+  rdpHandshakeTimeoutMs: z.int().positive().optional(),
 });
 
 function isReadable(audit: AuditSink): audit is ReadableAuditSink {
@@ -199,6 +208,7 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
         ...(parsed.maxSessionMs === undefined ? {} : { maxSessionMs: parsed.maxSessionMs }),
         ...(parsed.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: parsed.idleTimeoutMs }),
         ...(parsed.idleWarningMs === undefined ? {} : { idleWarningMs: parsed.idleWarningMs }),
+        ...(parsed.reclaimWarningMs === undefined ? {} : { reclaimWarningMs: parsed.reclaimWarningMs }),
       },
       ...(parsed.intervalMs === undefined ? {} : { intervalMs: parsed.intervalMs }),
     },
@@ -212,5 +222,6 @@ export function resolveBrokerOptions(options: BrokerOptions): ResolvedBrokerOpti
     leaderElection: options.leaderElection,
     caches: parsed.caches ?? false,
     drainDelayMs: parsed.drainDelayMs ?? defaultDrainDelayMs,
+    rdpHandshakeTimeoutMs: parsed.rdpHandshakeTimeoutMs,
   };
 }

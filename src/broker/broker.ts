@@ -1,14 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
-import type { DesktopKind, MemberConsole } from '../desktop-backend.js';
+import type { DesktopKind } from '../desktop-backend.js';
 import type { VdiEvents } from '../events.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
 import { formatDuration } from '../parse-duration.js';
 import { defaultReclaimPolicy } from '../sessions/plan-reclaim.js';
-import { type ConsoleHandle, createSessionEngine, type SessionEngine } from '../sessions/session-engine.js';
+import {
+  type ConsoleHandle,
+  type ConsoleKind,
+  createSessionEngine,
+  type SessionEngine,
+} from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import { answerFailure, answerUnexpected } from './answers.js';
 import { type BrokerOptions, type ResolvedBrokerOptions, resolveBrokerOptions } from './broker-options.js';
@@ -249,7 +254,15 @@ export function createBroker(options: BrokerOptions): Broker {
   };
   const route = createRouter(routerOptions);
   const admitUpgrade = createUpgradeRouter(routerOptions);
-  const consoles = createConsoleProxy({ ctx, sessions, limits: defaultConsoleLimits, log });
+  const consoles = createConsoleProxy({
+    ctx,
+    sessions,
+    limits: {
+      ...defaultConsoleLimits,
+      rdpHandshakeTimeoutMs: settings.rdpHandshakeTimeoutMs ?? defaultConsoleLimits.rdpHandshakeTimeoutMs,
+    },
+    log,
+  });
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
   const loopOptions = { vdi, namespaces, intervalMs: settings.sessions.intervalMs ?? 30_000, log };
   const ctPools = createCtReconcileLoop(loopOptions);
@@ -340,7 +353,7 @@ export function createBroker(options: BrokerOptions): Broker {
               kind: kind as DesktopKind,
               namespace: ns ?? '',
               member: member ?? '',
-              protocol: protocol as MemberConsole,
+              protocol: protocol as ConsoleKind,
               caller: admission.caller,
             });
           } else {

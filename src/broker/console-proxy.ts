@@ -9,12 +9,14 @@ import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { planConsoleStream } from '../sessions/plan-console-stream.js';
-import type { ConsoleEnd, ConsoleHandle, SessionEngine } from '../sessions/session-engine.js';
+import type { ConsoleEnd, ConsoleHandle, ConsoleKind, SessionEngine } from '../sessions/session-engine.js';
 import { answerError, answerFailure } from './answers.js';
 import type { Caller } from './caller-access.js';
 import { createConsoleInputDetector } from './console-input.js';
 import { type ConsoleRelay, consoleCloseCodes, type RelayStats, relayConsole } from './console-relay.js';
 import type { BrokerResponse } from './http-io.js';
+import { consumeRdpToken, type RdpTarget, resolveRdpTarget } from './rdp-access.js';
+import { runRdpConsole } from './rdp-console.js';
 import { terminalFraming } from './terminal-framing.js';
 
 /**
@@ -25,15 +27,27 @@ export interface ConsoleLimits {
   maxMessageBytes: number;
   /** Reading from one side pauses while the other side has more than this many bytes queued. */
   highWaterBytes: number;
+  /**
+   * How long each step of an RDP console's start may take: the browser's RDCleanPath request, the TCP connect to
+   * the guest, its X.224 confirm and the TLS handshake with it.
+   */
+  rdpHandshakeTimeoutMs: number;
 }
 
-/** The default {@link ConsoleLimits}: 1 MiB messages, 1 MiB queued per direction. @category broker */
-export const defaultConsoleLimits: ConsoleLimits = { maxMessageBytes: 1 << 20, highWaterBytes: 1 << 20 };
+/**
+ * The default {@link ConsoleLimits}: 1 MiB messages, 1 MiB queued per direction, 10 s per step of an RDP start.
+ * @category broker
+ */
+export const defaultConsoleLimits: ConsoleLimits = {
+  maxMessageBytes: 1 << 20,
+  highWaterBytes: 1 << 20,
+  rdpHandshakeTimeoutMs: 10_000,
+};
 
 /** One console websocket open through the broker. @category broker */
 export interface OpenConsole extends RelayStats {
   desktopId: string;
-  protocol: MemberConsole;
+  protocol: ConsoleKind;
   /** Who opened it. */
   identity: string;
   /** When it opened (RFC 3339), by the SDK's clock. */
@@ -45,7 +59,7 @@ export interface ConsoleTarget {
   kind: DesktopKind;
   namespace: string;
   member: string;
-  protocol: MemberConsole;
+  protocol: ConsoleKind;
   caller: Caller;
 }
 
@@ -108,7 +122,9 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
   const open = new Set<{ info: Omit<OpenConsole, keyof RelayStats>; relay: ConsoleRelay }>();
 
   // Counts the console and opens the desktop's side; throws the refusal to answer.
-  async function prepare(target: ConsoleTarget): Promise<{ handle: ConsoleHandle; stream: ConsoleStream }> {
+  async function prepare(
+    target: ConsoleTarget & { protocol: MemberConsole },
+  ): Promise<{ handle: ConsoleHandle; stream: ConsoleStream }> {
     const { kind, namespace, member, protocol, caller } = target;
     const backend = backendFor(ctx, kind);
     const { facts, marks, lease } = await readMemberAs(ctx, backend, {
@@ -143,7 +159,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
     client: WebSocket,
     stream: ConsoleStream,
     handle: ConsoleHandle,
-    target: ConsoleTarget,
+    target: ConsoleTarget & { protocol: MemberConsole },
   ): void {
     // the exec stream has channel bytes; the browser gets plain bytes, as for serial
     const running = relayConsole(
@@ -186,6 +202,51 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
     });
   }
 
+  // The RDP console: checked before the upgrade as the others; counted once its request's token passed.
+  async function openRdp(
+    request: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: ConsoleTarget,
+  ): Promise<void> {
+    const { namespace, member, caller } = target;
+    let resolved: RdpTarget;
+    try {
+      resolved = await resolveRdpTarget(ctx, target);
+    } catch (error) {
+      return refuseUpgrade(
+        socket,
+        answerError(error, (unexpected) =>
+          log(
+            `broker: opening the rdp console of ${target.kind}/${namespace}/${member} failed unexpectedly: ${String(unexpected)}`,
+          ),
+        ),
+      );
+    }
+    if (socket.destroyed) return;
+    server.handleUpgrade(request, socket, head, (client) => {
+      const running = runRdpConsole(client, {
+        target: resolved,
+        limits: { handshakeTimeoutMs: limits.rdpHandshakeTimeoutMs, highWaterBytes: limits.highWaterBytes },
+        consumeToken: (token) => consumeRdpToken(ctx, resolved, caller, token),
+        openHandle: () => sessions.openConsole({ member, namespace, identity: caller.login, kind: 'rdp' }),
+        noteInput: () => sessions.noteInput({ namespace, member }),
+        log,
+      });
+      const entry = {
+        info: {
+          desktopId: resolved.desktopId,
+          protocol: 'rdp' as const,
+          identity: caller.login,
+          openedAt: ctx.clock.now().toISOString(),
+        },
+        relay: running,
+      };
+      open.add(entry);
+      void running.done.then(() => open.delete(entry));
+    });
+  }
+
   return {
     async open(request, socket, head, target) {
       socket.on('error', () => socket.destroy());
@@ -196,9 +257,11 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
       });
       const malformed = checkHandshake(request);
       if (malformed) return refuseUpgrade(socket, answerFailure('INVALID_INPUT', malformed));
+      const { protocol } = target;
+      if (protocol === 'rdp') return await openRdp(request, socket, head, target);
       let prepared: { handle: ConsoleHandle; stream: ConsoleStream };
       try {
-        prepared = await prepare(target);
+        prepared = await prepare({ ...target, protocol });
       } catch (error) {
         return refuseUpgrade(
           socket,
@@ -214,7 +277,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
       if (!socket.destroyed) {
         server.handleUpgrade(request, socket, head, (client) => {
           upgraded = true;
-          relay(client, stream, handle, target);
+          relay(client, stream, handle, { ...target, protocol });
         });
       }
       // the browser left while the desktop's side opened: nothing is relayed, nothing stays counted

@@ -9,15 +9,22 @@ const contentTypes: Readonly<Record<string, string>> = {
   '.map': 'application/json; charset=utf-8',
 };
 
-// The page's own script and styles only; noVNC draws its cursor from data: URLs, xterm.js sets inline styles.
+// The page's own script and styles only; noVNC draws its cursor from data: URLs, xterm.js sets inline styles;
+// IronRDP compiles its WASM, which it carries inline as a data: URL.
 const pagePolicy = [
   "default-src 'self'",
-  "script-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data:",
-  "connect-src 'self'",
+  "connect-src 'self' data:",
   "frame-ancestors 'none'",
 ].join('; ');
+
+// The element fills the window below the sign-out bar, so a console reaches the window's edges.
+const pageStyle = `html, body { margin: 0; height: 100%; }
+      body { display: flex; flex-direction: column; }
+      corral-desktops { flex: 1; min-height: 0; }
+      .corral-sign-out { display: flex; justify-content: flex-end; padding: 0.25rem 0.75rem; margin: 0; }`;
 
 // Posted, not linked: a page elsewhere cannot sign the user out with an image or a link.
 const signOutForm = `<form method="post" action="/auth/logout" class="corral-sign-out">
@@ -32,6 +39,9 @@ const indexHtml = (signOut: boolean) => `<!doctype html>
     <title>Desktops</title>
     <!-- an empty icon inline, so the browser asks for no /favicon.ico the broker does not serve -->
     <link rel="icon" href="data:,">
+    <style>
+      ${pageStyle}
+    </style>
     <script type="module" src="/ui/page.js"></script>
   </head>
   <body>${

@@ -58,12 +58,13 @@ export const taskIdParam = z
 
 /** The `{protocol}` of a console path: which console of the desktop the websocket carries. */
 export const consoleProtocolParam = z
-  .enum(['vnc', 'serial', 'terminal'], {
+  .enum(['vnc', 'serial', 'rdp', 'terminal'], {
     error: (issue: { input?: unknown }) =>
-      `"${String(issue.input)}" is not a console; use vnc or serial (a VM), or terminal (a container).`,
+      `"${String(issue.input)}" is not a console; use vnc, serial or rdp (a VM), or terminal (a container).`,
   })
   .register(z.globalRegistry, {
-    description: '`vnc` or `serial` for a VM; `terminal` for a container desktop.',
+    description:
+      '`vnc`, `serial` or `rdp` (RDCleanPath, with a token from `POST …/console/rdp/token`) for a VM; `terminal` for a container desktop.',
   });
 
 /** The largest request body the broker reads; its POST routes take nothing that needs more. */

@@ -19,6 +19,7 @@ import type { Caller } from './caller-access.js';
 import type { DesktopReader, ReadDesktop } from './desktop-reader.js';
 import { defaultBrokerWaitMs } from './input-rules.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { mintRdpToken, resolveRdpTarget } from './rdp-access.js';
 import { Accepted } from './route-declaration.js';
 import type { RouteName, routes } from './routes.js';
 import type { ClaimedDesktopBody, WaiterBody } from './schemas.js';
@@ -362,6 +363,16 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
         asAdmin: caller.admin,
         groups: caller.groups,
       });
+    },
+    async mintRdpToken({ caller, params }) {
+      const target = await resolveRdpTarget(ctx, {
+        kind: kindOf(params),
+        namespace: params.ns,
+        member: params.member,
+        caller,
+      });
+      const minted = await mintRdpToken(ctx, target, caller);
+      return { ...minted, destination: `${target.host}:${target.port}` };
     },
     async openapi() {
       return openApiDocument;

@@ -19,6 +19,7 @@ import {
   desktopSchema,
   poolListSchema,
   probeAnswerSchema,
+  rdpTokenSchema,
   releaseAcceptedSchema,
   taskLogSchema,
   taskSchema,
@@ -148,6 +149,21 @@ export const routes = {
       409: 'The claim expired (claim again) or the desktop is stopped (start it first).',
     },
   }),
+  mintRdpToken: defineRoute({
+    method: 'POST',
+    path: '/api/vdi/desktops/{kind}/{ns}/{member}/console/rdp/token',
+    auth: 'holder-or-admin',
+    summary:
+      "Mints the proxy token of the desktop's rdp console (holder or admin): the RDCleanPath request's proxy_auth, " +
+      'single use, valid for a minute, for this caller and this claim only.',
+    params: desktopParams,
+    body: actionBodySchema,
+    response: { status: 200, description: 'The token and the guest address.', schema: rdpTokenSchema },
+    errors: {
+      403: "The desktop's pool no longer lets its holder in (`NOT_ENTITLED`).",
+      409: 'The claim expired (claim again) or the desktop is stopped or has no address yet (start it first).',
+    },
+  }),
   openConsole: defineRoute({
     method: 'GET',
     path: '/api/vdi/desktops/{kind}/{ns}/{member}/console/{protocol}',
@@ -155,8 +171,9 @@ export const routes = {
     upgrade: 'websocket',
     summary:
       "Opens a console websocket (holder or admin): binary messages carry the desktop's raw console bytes " +
-      "(RFB for vnc, the serial line for serial, the shell's terminal for terminal). Every refusal comes before " +
-      'the upgrade, as an HTTP error.',
+      "(RFB for vnc, the serial line for serial, the shell's terminal for terminal; for rdp one RDCleanPath " +
+      'request with a token of `POST …/console/rdp/token`, then plaintext RDP). Every refusal of the caller comes ' +
+      'before the upgrade, as an HTTP error; an rdp request the broker refuses is answered with an RDCleanPath error.',
     params: { ...desktopParams, protocol: consoleProtocolParam },
     response: {
       status: 101,

@@ -86,6 +86,14 @@ export const desktopSchema = z
       description:
         'Present and true while the desktop is about to be reclaimed as idle: input on a console keeps it.',
     }),
+    reclaimWarning: z.optional(z.boolean()).register(z.globalRegistry, {
+      description:
+        'Present and true while the holder is warned of the reclaim at `reclaimAt` for `reclaimReason` (idle or max-duration).',
+    }),
+    reclaimInMs: z.optional(z.int()).register(z.globalRegistry, {
+      description:
+        "With `reclaimWarning`: the milliseconds left until `reclaimAt` by the broker's clock when it answered, for a countdown that a wrong clock on the caller's side does not skew.",
+    }),
   })
   .register(componentRegistry, { id: 'Desktop', description: 'A pool member as its holder sees it.' });
 
@@ -210,6 +218,25 @@ export const connectAnswerSchema = z
   .register(componentRegistry, { id: 'ConnectAnswer', description: 'How to reach a desktop.' });
 
 /** The answer of `/healthz` and of a ready `/readyz`. @category broker */
+/** The proxy token of an RDP console, minted for the caller right before the browser opens it. @category broker */
+export const rdpTokenSchema = z
+  .object({
+    token: z.string().register(z.globalRegistry, {
+      description: "The RDCleanPath request's proxy_auth: single use, for this caller and this claim only.",
+    }),
+    expiresAt: z.string().register(z.globalRegistry, {
+      description: 'When the token stops being accepted (RFC 3339), a minute after it was minted.',
+    }),
+    destination: z.string().register(z.globalRegistry, {
+      description:
+        "The guest's address as `ip:3389`, for the request's destination; the broker connects there whatever the request says.",
+    }),
+  })
+  .register(componentRegistry, {
+    id: 'RdpToken',
+    description: 'What a browser RDP client (IronRDP) needs to open the rdp console websocket.',
+  });
+
 export const probeAnswerSchema = z
   .object({ status: z.enum(['alive', 'ready']) })
   .register(componentRegistry, {
@@ -217,6 +244,8 @@ export const probeAnswerSchema = z
     description: 'A health or readiness probe that passed.',
   });
 
+/** An RDP proxy token as the API answers it. @category broker */
+export type RdpTokenBody = z.infer<typeof rdpTokenSchema>;
 /** A desktop as the API answers it. @category broker */
 export type DesktopBody = z.infer<typeof desktopSchema>;
 /** A claim as the API answers it. @category broker */

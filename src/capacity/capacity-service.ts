@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
+import { nodeKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { goldenNameSchema, namespaceSchema, parseOptions } from '../validate.js';
 import { type AdmissionPlan, admitPool } from './admit-pool.js';
@@ -66,7 +67,7 @@ export async function planAdmission(
   }
   const [permittedHostDevices, nodes, vmis] = await Promise.all([
     ctx.cluster.getPermittedHostDevices(),
-    ctx.cluster.listNodes(),
+    ctx.cluster.resource(nodeKind).list(),
     ctx.cluster.listVmis(),
   ]);
   const running = new Set(

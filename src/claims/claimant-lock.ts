@@ -3,6 +3,7 @@ import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { shortHash } from '../hash.js';
 import { leaseNamePrefix } from '../keys.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { deleteLeaseAsRead } from './lease-writes.js';
 
@@ -46,22 +47,31 @@ export function claimantLeaseName(scope: Pick<ClaimantScope, 'pool' | 'identity'
     : `${leaseNamePrefix}claimant-${shortHash(`${pool}/${identity}`)}`;
 }
 
-function claimantLease(ctx: VdiContext, scope: ClaimantScope, resourceVersion?: string): LeaseObject {
+function claimantLease(ctx: VdiContext, scope: ClaimantScope): LeaseObject {
   const now = ctx.clock.now().toISOString();
   return {
     metadata: {
       // no pool label: it is read by name only, and must not look like a member's claim to pool listings
       name: claimantLeaseName(scope),
       namespace: scope.namespace,
-      ...(resourceVersion === undefined ? {} : { resourceVersion }),
     },
     spec: { holderIdentity: scope.identity, acquireTime: now, renewTime: now },
   };
 }
 
-async function writeUnlessChanged(write: () => Promise<LeaseObject>): Promise<ClaimantLock | undefined> {
+// one write conditional on the Lease as last read (none: a create); another's write or delete since → not taken
+async function writeUnlessChanged(
+  ctx: VdiContext,
+  known: LeaseObject | undefined,
+  next: LeaseObject,
+): Promise<ClaimantLock | undefined> {
+  const store = ctx.cluster.leasesIn(next.metadata.namespace ?? '');
   try {
-    return { lease: await write(), writtenAt: performance.now() };
+    const written = await readModifyWrite(store, next.metadata.name ?? '', () => next, {
+      known: { object: known },
+      attempts: 1,
+    });
+    return written.kind === 'written' ? { lease: written.object, writtenAt: performance.now() } : undefined;
   } catch (error) {
     if (isVdiError(error, 'CONFLICT', 'NOT_FOUND')) return undefined;
     throw error;
@@ -81,9 +91,7 @@ async function takeClaimantLock(ctx: VdiContext, scope: ClaimantScope): Promise<
   const started = performance.now();
   let seen: { resourceVersion: string | undefined; since: number } | undefined;
   for (;;) {
-    const created = await writeUnlessChanged(() =>
-      ctx.cluster.createLease(namespace, claimantLease(ctx, scope)),
-    );
+    const created = await writeUnlessChanged(ctx, undefined, claimantLease(ctx, scope));
     if (created) return created;
     const current = await ctx.cluster.getLease(namespace, name);
     // deleted since the create was refused: create it again
@@ -93,9 +101,7 @@ async function takeClaimantLock(ctx: VdiContext, scope: ClaimantScope): Promise<
     if (seen === undefined || seen.resourceVersion !== resourceVersion)
       seen = { resourceVersion, since: now };
     else if (now - seen.since >= claimantStaleMs) {
-      const taken = await writeUnlessChanged(() =>
-        ctx.cluster.replaceLease(namespace, claimantLease(ctx, scope, resourceVersion)),
-      );
+      const taken = await writeUnlessChanged(ctx, current, claimantLease(ctx, scope));
       if (taken) return taken;
       continue;
     }
@@ -121,13 +127,10 @@ export async function keepClaimantLock(
 ): Promise<ClaimantLock | undefined> {
   if (performance.now() - lock.writtenAt < claimantRefreshMs) return lock;
   const { lease } = lock;
-  const namespace = lease.metadata.namespace ?? '';
-  return await writeUnlessChanged(() =>
-    ctx.cluster.replaceLease(namespace, {
-      ...lease,
-      spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
-    }),
-  );
+  return await writeUnlessChanged(ctx, lease, {
+    ...lease,
+    spec: { ...lease.spec, renewTime: ctx.clock.now().toISOString() },
+  });
 }
 
 /**

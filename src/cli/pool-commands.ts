@@ -1,4 +1,4 @@
-import type { PoolStatus } from '../spares/pool-status.js';
+import type { PoolStatus } from '../pool-status/pool-status.js';
 import type { ClusterSession } from './cluster-session.js';
 import {
   booleanFlag,
@@ -27,6 +27,7 @@ import {
   settingsText,
   toMemberJson,
 } from './pool-text.js';
+import { scheduleFlags, scheduleOptions } from './schedule-flags.js';
 import { UsageError } from './usage-error.js';
 
 /**
@@ -325,8 +326,11 @@ const set: CommandSpec = {
   summary:
     "Change a pool's settings: --min-ready N keeps N free members running as warm spares; its reclaim action, webhook, idle timeout and who may claim from it.",
   args: ['name'],
-  options: { ...clusterOptions, ...minReadyOption, ...settingsOptions },
+  options: { ...clusterOptions, ...minReadyOption, ...settingsOptions, ...scheduleOptions },
   notes: [
+    'A schedule (--schedule-file, or --time-zone with --period) makes the pool follow the working day: in each ' +
+      "period the broker's keeper keeps its buffer of free members running and its size between min and max; " +
+      'outside them the plain size and --min-ready hold. It replaces the stored schedule; --no-schedule removes it.',
     "--min-ready is written on every member; the broker's keeper starts or stops spares on its next pass. A value " +
       'above the size, negative or not whole is refused and nothing is written.',
     'The other settings live in the ConfigMap corral-vdi-pool-<name>; those left out keep their value, and an ' +
@@ -339,13 +343,16 @@ const set: CommandSpec = {
     '$ corral-vdi pool set devpool --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
     '$ corral-vdi pool set devpool --idle-timeout 45m',
     '$ corral-vdi pool set gpupool --max-desktops-per-user 1',
+    '$ corral-vdi pool set devpool --time-zone Europe/Berlin --period "peak mon-fri 08:00-18:00 buffer 20% min 5 max 40" --plain-size 2',
+    '$ corral-vdi pool set devpool --schedule-file working-day.yaml',
   ],
   async run(input) {
     const settings = settingsFlags(input, set);
     const minReady = minReadyFlag(input);
-    if (Object.keys(settings).length === 0 && minReady === undefined) {
+    const schedule = await scheduleFlags(input, set);
+    if (Object.keys(settings).length === 0 && minReady === undefined && schedule === undefined) {
       throw new UsageError(
-        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout or --allow-group',
+        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout, --allow-group or --schedule-file',
         set.words,
       );
     }
@@ -363,6 +370,22 @@ const set: CommandSpec = {
       });
       Object.assign(changed, result);
       if (!terminal.json) terminal.print(`pool "${name}" set: ${settingsText(result)}`);
+    }
+    if (schedule !== undefined) {
+      const result = await session.vdi.setPoolSchedule({
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        ...schedule,
+      });
+      Object.assign(changed, result);
+      if (!terminal.json) {
+        terminal.print(
+          result.schedule
+            ? `pool "${name}" follows a schedule in ${result.schedule.timeZone} (${result.schedule.periods.length} period${result.schedule.periods.length === 1 ? '' : 's'}), plain size ${result.plainSize}`
+            : `pool "${name}" has no schedule`,
+        );
+      }
     }
     if (minReady !== undefined) {
       const result = await session.vdi

@@ -2,8 +2,8 @@
 import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
 import { formatDuration } from '../parse-duration.js';
 import type { PoolSettings, ReclaimAction } from '../pool-settings.js';
+import type { PoolStatus } from '../pool-status/pool-status.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
-import type { PoolStatus } from '../spares/pool-status.js';
 import { type MemberPage, memberPageLine, pageOfMembers } from './member-page.js';
 import type { Terminal } from './terminal.js';
 
@@ -129,6 +129,29 @@ function sessionText(member: PoolStatus['members'][number]): string {
   return member.session === 'none' ? '-' : member.session;
 }
 
+/** A scheduled pool's lines in `pool status`: the period, the next change, the targets and what is under way. */
+export function scheduleLines(schedule: NonNullable<PoolStatus['schedule']>): string[] {
+  const period = schedule.period === null ? 'outside every period' : `period ${schedule.period}`;
+  const warming = schedule.warmingFor === null ? '' : `, warming for ${schedule.warmingFor}`;
+  const next = schedule.nextChange
+    ? `; next: ${schedule.nextChange.period ?? 'off hours'} at ${new Date(schedule.nextChange.at).toLocaleString('en-GB', { timeZone: schedule.timeZone, weekday: 'short', hour: '2-digit', minute: '2-digit' })}`
+    : '';
+  const { cloning, starting, stopping, removing, settling } = schedule.underway;
+  const underway = Object.entries({ cloning, starting, stopping, removing, settling })
+    .filter(([, count]) => count > 0)
+    .map(([what, count]) => `${count} ${what}`);
+  const lines = [
+    `schedule (${schedule.timeZone}): ${period}${warming}${next}`,
+    `targets: ${schedule.targets.size} members, ${schedule.targets.freeRunning} free running (plain size ${schedule.plainSize}); under way: ${underway.length === 0 ? 'nothing' : underway.join(', ')}`,
+  ];
+  if (schedule.failure) {
+    lines.push(
+      `keeper failing (${schedule.failure.attempts} in a row, retry at ${schedule.failure.retryAt}): ${schedule.failure.error}`,
+    );
+  }
+  return lines;
+}
+
 /** The lines `pool status` prints for one reading of a pool. */
 export function poolStatusLines(
   status: PoolStatus,
@@ -153,6 +176,7 @@ export function poolStatusLines(
   const pageLine = memberPageLine(page);
   return [
     header,
+    ...(status.schedule ? scheduleLines(status.schedule) : []),
     ...table([['MEMBER', 'HOLDER', 'PHASE', 'SESSION', 'WARM'], ...rows]),
     ...(pageLine === undefined ? [] : [pageLine]),
   ];

@@ -5,6 +5,7 @@ export type {
   ConnectAnswerBody,
   DesktopBody,
   PoolBody,
+  RdpTokenBody,
   TaskBody,
   WaiterBody,
 } from '../broker/schemas.js';
@@ -16,6 +17,7 @@ export {
   desktopSchema,
   errorBodySchema,
   poolSchema,
+  rdpTokenSchema,
   releaseAcceptedSchema,
   taskSchema,
   waiterSchema,

@@ -9,6 +9,7 @@ import {
   type DesktopBody,
   errorBodySchema,
   type PoolBody,
+  type RdpTokenBody,
   type releaseAcceptedSchema,
   type TaskBody,
   type WaiterBody,
@@ -17,7 +18,7 @@ import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
 import { parseDesktopId, parsePoolId } from '../ids.js';
 
 /** A console the broker's websockets serve. @category client */
-export type ConsoleProtocol = 'vnc' | 'serial' | 'terminal';
+export type ConsoleProtocol = 'vnc' | 'serial' | 'rdp' | 'terminal';
 
 /** A task log record as the API answers it. @category client */
 export type AuditRecordBody = z.infer<typeof auditRecordSchema>;
@@ -88,6 +89,14 @@ export interface VdiClient {
   getTask(taskId: string): Promise<TaskBody>;
   /** The task log: the caller's own records (every record for an admin), oldest first. */
   listTaskLog(): Promise<AuditRecordBody[]>;
+  /**
+   * Mints the proxy token of a desktop's rdp console, for a browser RDP client (IronRDP): its `token` is the
+   * RDCleanPath request's proxy_auth, its `destination` the guest's address, and `consoleUrl(desktop, 'rdp')` the
+   * proxy address. Single use, valid for a minute, for the caller and this claim only: mint one per connection.
+   * @throws {@link VdiError} `NOT_HOLDER`, `CLAIM_ENDED`, `DESKTOP_STOPPED` (stopped or no address yet),
+   *   `UNSUPPORTED_BACKEND` (a container desktop).
+   */
+  rdpToken(desktop: string | Pick<DesktopBody, 'id'>): Promise<RdpTokenBody>;
   /**
    * The websocket URL of a desktop's console (`ws:` or `wss:` after the broker's scheme). Opening it needs no
    * more than the browser's sign-in with the proxy: the broker admits only the holder and admins.
@@ -271,6 +280,8 @@ export function createVdiClient(options: VdiClientOptions = {}): VdiClient {
     connect: async (desktopId) => await call('connectDesktop', desktopParams(desktopId)),
     getTask: async (taskId) => await call('getTask', { id: taskId }),
     listTaskLog: async () => (await call('taskLog')).records,
+    rdpToken: async (desktop) =>
+      await call('mintRdpToken', desktopParams(typeof desktop === 'string' ? desktop : desktop.id), {}),
     consoleUrl(desktop, protocol) {
       if (!consoleProtocols.includes(protocol)) {
         throw new VdiError(

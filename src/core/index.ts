@@ -120,7 +120,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -131,6 +130,7 @@ export {
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
@@ -178,6 +178,8 @@ export type { CountPoolMembersInput, PoolMemberCounts } from '../metrics/count-p
 export { countPoolMembers } from '../metrics/count-pool-members.js';
 export { formatDuration, parseDuration } from '../parse-duration.js';
 export { parseRfc3339 } from '../parse-time.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from '../pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from '../pool-schedule.js';
 export type { PoolSettings, PoolSettingsContext, ReclaimAction } from '../pool-settings.js';
 export {
   checkPoolSettings,
@@ -186,6 +188,13 @@ export {
   reclaimActionOf,
   reclaimActions,
 } from '../pool-settings.js';
+export type {
+  PoolStatus,
+  PoolStatusInput,
+  PoolStatusMember,
+  SessionState,
+} from '../pool-status/pool-status.js';
+export { describePoolStatus } from '../pool-status/pool-status.js';
 export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
 export { planPoolCreate } from '../pools/plan-pool-create.js';
 export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
@@ -194,6 +203,20 @@ export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../sanitize-label-value.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from '../schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from '../schedules/plan-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from '../schedules/schedule-clock.js';
 export type { ClaimKey } from '../sessions/claim-key.js';
 export { claimKindOf } from '../sessions/claim-key.js';
 export type { ConsoleEntry } from '../sessions/console-entries.js';
@@ -206,6 +229,7 @@ export { planConsoleStream } from '../sessions/plan-console-stream.js';
 export type { LeftCopy } from '../sessions/plan-copy-sweep.js';
 export { planCopySweep } from '../sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -217,8 +241,10 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from '../sessions/plan-reclaim.js';
 export type { ReclaimPassInput, ReclaimPassPlan, SessionStep } from '../sessions/plan-reclaim-pass.js';
 export {
@@ -233,8 +259,6 @@ export { planRenewal } from '../sessions/plan-renewal.js';
 export { readMinReady, validateMinReady } from '../spares/min-ready.js';
 export type { SparesInput, SparesPlan } from '../spares/plan-spares.js';
 export { planSpares } from '../spares/plan-spares.js';
-export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from '../spares/pool-status.js';
-export { describePoolStatus } from '../spares/pool-status.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';
 export { classifyLegacy } from '../upgrade/classify-legacy.js';
 export type { UsbDeviceId } from '../usb/device-id.js';

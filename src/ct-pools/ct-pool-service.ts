@@ -13,6 +13,8 @@ import { VdiError } from '../errors.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
+import { configMapKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
 import { defaultPoolActor } from '../pool-options.js';
@@ -142,7 +144,7 @@ export async function applyCtPool(ctx: VdiContext, options: ApplyCtPoolOptions):
     async () => {
       const [vms, current] = await Promise.all([
         ctx.cluster.listVms(namespace, `${poolLabel}=${spec.name}`),
-        ctx.cluster.getConfigMap(namespace, specConfigMapName(spec.name)),
+        ctx.cluster.resource(configMapKind).in(namespace).get(specConfigMapName(spec.name)),
       ]);
       if (vms.length > 0) throw nameTaken(namespace, spec.name, `a VM pool of ${vms.length} members`);
       if (current && current.metadata.labels?.[kindLabel] !== 'ct') {
@@ -153,9 +155,17 @@ export async function applyCtPool(ctx: VdiContext, options: ApplyCtPoolOptions):
         );
       }
       await checkMemberObjects(ctx, namespace, spec, current);
-      const configMap = buildSpecConfigMap(spec, current);
-      if (current) await ctx.cluster.replaceConfigMap(namespace, configMap);
-      else await ctx.cluster.createConfigMap(namespace, configMap);
+      const configMaps = ctx.cluster.resource(configMapKind).in(namespace);
+      // written as read: one made or changed since is a conflict for the caller
+      await readModifyWrite(
+        configMaps,
+        specConfigMapName(spec.name),
+        () => buildSpecConfigMap(spec, current),
+        {
+          known: { object: current },
+          attempts: 1,
+        },
+      );
       return { id, spec, reclaimAction: reclaimActionOf(spec, true), created: current === undefined };
     },
   );
@@ -164,9 +174,9 @@ export async function applyCtPool(ctx: VdiContext, options: ApplyCtPoolOptions):
 async function readMembers(ctx: VdiContext, namespace: string, pool: string) {
   const selector = `${kindLabel}=ct,${poolLabel}=${pool}`;
   const [pods, services, claims, leases] = await Promise.all([
-    ctx.cluster.listPods(namespace, selector),
-    ctx.cluster.listServices(namespace, selector),
-    ctx.cluster.listPvcs(namespace, selector),
+    ctx.cluster.resource(podKind).in(namespace).list(selector),
+    ctx.cluster.resource(serviceKind).in(namespace).list(selector),
+    ctx.cluster.resource(pvcKind).in(namespace).list(selector),
     ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
   ]);
   const names = new Set(
@@ -291,7 +301,7 @@ export async function deleteCtPool(
     ctx,
     { action: 'vdi ct-pool delete', user: parsed.identity ?? defaultPoolActor, target: id },
     async () => {
-      const configMap = await ctx.cluster.getConfigMap(namespace, specConfigMapName(pool));
+      const configMap = await ctx.cluster.resource(configMapKind).in(namespace).get(specConfigMapName(pool));
       const stored = configMap?.metadata.labels?.[kindLabel] === 'ct' ? configMap : undefined;
       const read = await readMembers(ctx, namespace, pool);
       if (!stored && read.members.length === 0) {
@@ -323,7 +333,12 @@ export async function deleteCtPool(
       }
       if (stored) {
         await ctx.cluster
-          .deleteConfigMap(namespace, specConfigMapName(pool), { uid: stored.metadata.uid ?? '' })
+          .resource(configMapKind)
+          .in(namespace)
+          .delete(specConfigMapName(pool), {
+            preconditions: { uid: stored.metadata.uid ?? '' },
+            propagationPolicy: 'Background',
+          })
           .catch((error: unknown) => {
             if (!isConflictReason(error, 'Conflict')) throw error;
           });

@@ -17,6 +17,7 @@ import { requireCtPool, type StoredCtPool } from '../ct/ct-pool-store.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel } from '../keys.js';
+import { nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import { validateNamespace, validatePoolName } from '../validate.js';
@@ -56,12 +57,12 @@ const defaultTimeoutMs = 120_000;
 async function readMembers(ctx: VdiContext, namespace: string, pool: string) {
   const selector = `${kindLabel}=ct,${poolLabel}=${pool}`;
   const [pods, services, claims, leases, allPods, allServices] = await Promise.all([
-    ctx.cluster.listPods(namespace, selector),
-    ctx.cluster.listServices(namespace, selector),
-    ctx.cluster.listPvcs(namespace, selector),
+    ctx.cluster.resource(podKind).in(namespace).list(selector),
+    ctx.cluster.resource(serviceKind).in(namespace).list(selector),
+    ctx.cluster.resource(pvcKind).in(namespace).list(selector),
     ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
-    ctx.cluster.listPods(namespace),
-    ctx.cluster.listServices(namespace),
+    ctx.cluster.resource(podKind).in(namespace).list(),
+    ctx.cluster.resource(serviceKind).in(namespace).list(),
   ]);
   const memberOf = (labels: Record<string, string> | undefined) => labels?.[ctMemberLabel] ?? '';
   const names = new Set(
@@ -90,8 +91,8 @@ async function admit(
 ): Promise<AdmissionPlan | undefined> {
   if (newPods === 0 || Object.keys(extendedResourcesOf(stored.spec)).length === 0) return undefined;
   const [nodes, pods, vmis] = await Promise.all([
-    ctx.cluster.listNodes(),
-    ctx.cluster.listAllPods(),
+    ctx.cluster.resource(nodeKind).list(),
+    ctx.cluster.resource(podKind).list(),
     ctx.cluster.listVmis(),
   ]);
   const plan = admitPool(toCtAdmissionInput({ spec: stored.spec, size: newPods, nodes, pods, vmis }));

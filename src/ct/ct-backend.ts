@@ -3,6 +3,7 @@ import type { DesktopBackend, MemberFacts, MemberRef } from '../desktop-backend.
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { poolLabel } from '../keys.js';
+import { podKind } from '../kube/resource-kinds.js';
 import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
 import {
   validateClaimToPresent,
@@ -49,7 +50,7 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
 
   async function requireMember(ref: MemberRef): Promise<MemberFacts> {
     checkRef(ref);
-    const pod = await cluster.getPod(ref.namespace, ref.member);
+    const pod = await cluster.resource(podKind).in(ref.namespace).get(ref.member);
     if (!pod) throw memberNotFound(ref);
     if (pod.metadata.labels?.[kindLabel] !== 'ct' || !pod.metadata.labels[poolLabel]) {
       throw notPoolMember('ct', ref, `${poolLabel} and ${kindLabel}=ct labels`);
@@ -63,16 +64,16 @@ export function createCtBackend(ctx: VdiContext): DesktopBackend {
     async listMembers(namespace, pool) {
       validateNamespace(namespace);
       if (pool !== undefined) validatePoolName(pool);
-      const pods = await cluster.listPods(
-        namespace,
-        `${kindLabel}=ct,${pool === undefined ? poolLabel : `${poolLabel}=${pool}`}`,
-      );
+      const pods = await cluster
+        .resource(podKind)
+        .in(namespace)
+        .list(`${kindLabel}=ct,${pool === undefined ? poolLabel : `${poolLabel}=${pool}`}`);
       return pods.map(toCtMemberFacts);
     },
 
     async readMember(ref) {
       checkRef(ref);
-      const pod = await cluster.getPod(ref.namespace, ref.member);
+      const pod = await cluster.resource(podKind).in(ref.namespace).get(ref.member);
       return pod ? await requireMember(ref) : undefined;
     },
 

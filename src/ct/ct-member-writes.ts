@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { isConflictReason } from '../kube/errors.js';
+import { podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import type { PersistentVolumeClaimObject, PodObject } from '../kube-objects.js';
 import { formatDuration } from '../parse-duration.js';
 import { ctMemberLabel, kindLabel } from './ct-keys.js';
@@ -34,7 +35,7 @@ async function liveHomeClaims(
   namespace: string,
   member: string,
 ): Promise<PersistentVolumeClaimObject[]> {
-  const claims = await ctx.cluster.listPvcs(namespace, memberSelector(member));
+  const claims = await ctx.cluster.resource(pvcKind).in(namespace).list(memberSelector(member));
   return claims
     .filter((claim) => !claim.metadata.deletionTimestamp)
     .sort((left, right) =>
@@ -49,7 +50,7 @@ export async function ensureHomeClaim(ctx: VdiContext, target: CtMemberTarget): 
   if (!claim) return undefined;
   const [current] = await liveHomeClaims(ctx, namespace, member);
   if (current) return current.metadata.name;
-  return (await ctx.cluster.createPvc(namespace, claim)).metadata.name;
+  return (await ctx.cluster.resource(pvcKind).in(namespace).create(claim)).metadata.name;
 }
 
 /**
@@ -59,7 +60,10 @@ export async function ensureHomeClaim(ctx: VdiContext, target: CtMemberTarget): 
 export async function wipeHomeClaim(ctx: VdiContext, target: CtMemberTarget): Promise<string | undefined> {
   const { namespace, member } = target;
   for (const claim of await liveHomeClaims(ctx, namespace, member)) {
-    await ctx.cluster.deletePvc(namespace, claim.metadata.name ?? '', { uid: claim.metadata.uid ?? '' });
+    await ctx.cluster
+      .resource(pvcKind)
+      .in(namespace)
+      .delete(claim.metadata.name ?? '', { preconditions: { uid: claim.metadata.uid ?? '' } });
   }
   return await ensureHomeClaim(ctx, target);
 }
@@ -68,7 +72,9 @@ export async function wipeHomeClaim(ctx: VdiContext, target: CtMemberTarget): Pr
 export async function ensureService(ctx: VdiContext, target: CtMemberTarget): Promise<void> {
   const { namespace, stored, member } = target;
   await ctx.cluster
-    .createService(namespace, buildCtService({ spec: stored.spec, member, owner: stored.configMap }))
+    .resource(serviceKind)
+    .in(namespace)
+    .create(buildCtService({ spec: stored.spec, member, owner: stored.configMap }))
     .catch(ignoreAlreadyExists);
 }
 
@@ -84,7 +90,7 @@ export async function createMemberPod(
     return await ctx.cluster.createPod(namespace, pod);
   } catch (error) {
     ignoreAlreadyExists(error);
-    const existing = await ctx.cluster.getPod(namespace, member);
+    const existing = await ctx.cluster.resource(podKind).in(namespace).get(member);
     if (existing) return existing;
     throw error;
   }
@@ -102,12 +108,18 @@ export async function deletePodAndWait(
   options: { timeoutMs: number; signal?: AbortSignal | undefined },
 ): Promise<void> {
   const { namespace, member, uid } = ref;
-  const pod = await ctx.cluster.getPod(namespace, member);
+  const pod = await ctx.cluster.resource(podKind).in(namespace).get(member);
   if (pod && !pod.metadata.deletionTimestamp && (uid === undefined || pod.metadata.uid === uid)) {
-    await ctx.cluster.deletePod(namespace, member, { uid: pod.metadata.uid ?? '' }, deleteGraceSeconds);
+    await ctx.cluster
+      .resource(podKind)
+      .in(namespace)
+      .delete(member, {
+        preconditions: { uid: pod.metadata.uid ?? '' },
+        gracePeriodSeconds: deleteGraceSeconds,
+      });
   }
   const started = ctx.clock.now().getTime();
-  while (await ctx.cluster.getPod(namespace, member)) {
+  while (await ctx.cluster.resource(podKind).in(namespace).get(member)) {
     if (ctx.clock.now().getTime() - started >= options.timeoutMs) {
       throw new VdiError(
         'CLONE_TIMEOUT',
@@ -132,16 +144,28 @@ export async function deleteMemberObjects(
 ): Promise<void> {
   const { namespace, member } = ref;
   const [pod, service, claims] = await Promise.all([
-    ctx.cluster.getPod(namespace, member),
-    ctx.cluster.getService(namespace, member),
-    ctx.cluster.listPvcs(namespace, memberSelector(member)),
+    ctx.cluster.resource(podKind).in(namespace).get(member),
+    ctx.cluster.resource(serviceKind).in(namespace).get(member),
+    ctx.cluster.resource(pvcKind).in(namespace).list(memberSelector(member)),
   ]);
   if (pod)
-    await ctx.cluster.deletePod(namespace, member, { uid: pod.metadata.uid ?? '' }, deleteGraceSeconds);
+    await ctx.cluster
+      .resource(podKind)
+      .in(namespace)
+      .delete(member, {
+        preconditions: { uid: pod.metadata.uid ?? '' },
+        gracePeriodSeconds: deleteGraceSeconds,
+      });
   if (service?.metadata.labels?.[kindLabel] === 'ct') {
-    await ctx.cluster.deleteService(namespace, member, { uid: service.metadata.uid ?? '' });
+    await ctx.cluster
+      .resource(serviceKind)
+      .in(namespace)
+      .delete(member, { preconditions: { uid: service.metadata.uid ?? '' } });
   }
   for (const claim of claims) {
-    await ctx.cluster.deletePvc(namespace, claim.metadata.name ?? '', { uid: claim.metadata.uid ?? '' });
+    await ctx.cluster
+      .resource(pvcKind)
+      .in(namespace)
+      .delete(claim.metadata.name ?? '', { preconditions: { uid: claim.metadata.uid ?? '' } });
   }
 }

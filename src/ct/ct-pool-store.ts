@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
+import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
 import type { PoolSettings } from '../pool-settings.js';
 import { validatePoolName } from '../validate.js';
@@ -38,7 +39,7 @@ export async function readCtPool(
   pool: string,
 ): Promise<StoredCtPool | undefined> {
   validatePoolName(pool);
-  const configMap = await ctx.cluster.getConfigMap(namespace, specConfigMapName(pool));
+  const configMap = await ctx.cluster.resource(configMapKind).in(namespace).get(specConfigMapName(pool));
   if (configMap?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
   return { spec: specOf(configMap), configMap };
 }
@@ -67,7 +68,10 @@ export async function listCtPoolConfigMaps(
   namespace: string,
   options: { cached?: boolean } = {},
 ): Promise<ConfigMapObject[]> {
-  return await ctx.cluster.listConfigMaps(namespace, `${kindLabel}=ct,${poolLabel}`, options);
+  return await ctx.cluster
+    .resource(configMapKind)
+    .in(namespace)
+    .list(`${kindLabel}=ct,${poolLabel}`, options);
 }
 
 /** The names of the container pools of a namespace: from this process's watch caches when it runs them. */

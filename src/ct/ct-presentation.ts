@@ -3,6 +3,7 @@ import type { ClaimToPresent, MemberFacts, MemberRef } from '../desktop-backend.
 import { isVdiError, VdiError } from '../errors.js';
 import { assignedToKey, claimedAtAnnotation, sessionIdAnnotation } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
+import { podKind } from '../kube/resource-kinds.js';
 import type { ObjectMeta } from '../kube-objects.js';
 import { sanitizeLabelValue } from '../sanitize-label-value.js';
 
@@ -58,9 +59,8 @@ export async function presentCtClaim(
   for (let attempt = 1; ; attempt += 1) {
     if (presents(metadata, claim)) return metadata.resourceVersion ?? '';
     try {
-      const written = await ctx.cluster.patchPod(ref.namespace, ref.member, {
+      const patch = {
         metadata: {
-          resourceVersion: metadata.resourceVersion,
           labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
           annotations: {
             [assignedToKey]: claim.holder,
@@ -68,14 +68,18 @@ export async function presentCtClaim(
             [sessionIdAnnotation]: claim.sessionId,
           },
         },
-      });
+      };
+      const written = await ctx.cluster
+        .resource(podKind)
+        .in(ref.namespace)
+        .patch(ref.member, patch, { lock: metadata.resourceVersion });
       return written.metadata.resourceVersion ?? '';
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) throw notFound(ref);
       if (!isConflictReason(error, 'Conflict')) throw error;
       if (claim.exact) return undefined;
       if (attempt === attempts) throw keptChanging(ref, error);
-      const pod = await ctx.cluster.getPod(ref.namespace, ref.member);
+      const pod = await ctx.cluster.resource(podKind).in(ref.namespace).get(ref.member);
       if (!pod) throw notFound(ref);
       metadata = pod.metadata;
     }
@@ -95,18 +99,21 @@ export async function clearCtPresentation(
   sessionId?: string,
 ): Promise<boolean> {
   for (let attempt = 1; ; attempt += 1) {
-    const pod = await ctx.cluster.getPod(ref.namespace, ref.member);
+    const pod = await ctx.cluster.resource(podKind).in(ref.namespace).get(ref.member);
     if (!pod || pod.metadata.annotations?.[assignedToKey] !== holder) return false;
     if (sessionId !== undefined && pod.metadata.annotations?.[sessionIdAnnotation] !== sessionId)
       return false;
     try {
-      await ctx.cluster.patchPod(ref.namespace, ref.member, {
+      const patch = {
         metadata: {
-          resourceVersion: pod.metadata.resourceVersion,
           labels: { [assignedToKey]: null },
           annotations: { [assignedToKey]: null, [claimedAtAnnotation]: null, [sessionIdAnnotation]: null },
         },
-      });
+      };
+      await ctx.cluster
+        .resource(podKind)
+        .in(ref.namespace)
+        .patch(ref.member, patch, { lock: pod.metadata.resourceVersion });
       return true;
     } catch (error) {
       if (isVdiError(error, 'NOT_FOUND')) return false;

@@ -4,6 +4,7 @@ import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
+import { podKind } from '../kube/resource-kinds.js';
 import type { PodObject } from '../kube-objects.js';
 import {
   createMemberPod,
@@ -40,7 +41,7 @@ export async function recreateCtMember(
       { details: { namespace, member, pool } },
     );
   }
-  const current = await ctx.cluster.getPod(namespace, member);
+  const current = await ctx.cluster.resource(podKind).in(namespace).get(member);
   const belongs = current?.metadata.labels?.[poolLabel];
   if (current && belongs !== pool) {
     throw new VdiError(

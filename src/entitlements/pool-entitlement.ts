@@ -10,6 +10,7 @@ import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { holderGroupsAnnotation, uncheckedHolderGroups } from '../keys.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { formatHolderGroups, readHolderRecord } from './holder-entitlement.js';
 
@@ -88,13 +89,18 @@ async function recordHolderGroups(
   identity: string,
   value: string,
 ): Promise<void> {
-  if (!lease || lease.spec.holderIdentity !== identity) return;
-  if (lease.metadata.annotations?.[holderGroupsAnnotation] === value) return;
-  const annotations = { ...lease.metadata.annotations, [holderGroupsAnnotation]: value };
+  if (!lease) return;
+  const recorded = (current: LeaseObject | undefined) => {
+    if (current?.spec.holderIdentity !== identity) return undefined;
+    if (current.metadata.annotations?.[holderGroupsAnnotation] === value) return undefined;
+    const annotations = { ...current.metadata.annotations, [holderGroupsAnnotation]: value };
+    return { ...current, metadata: { ...current.metadata, annotations } };
+  };
   try {
-    await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
-      ...lease,
-      metadata: { ...lease.metadata, annotations },
+    const leases = ctx.cluster.leasesIn(lease.metadata.namespace ?? '');
+    await readModifyWrite(leases, lease.metadata.name ?? '', recorded, {
+      known: { object: lease },
+      attempts: 1,
     });
   } catch (error) {
     if (!isVdiError(error, 'CONFLICT', 'NOT_FOUND')) throw error;

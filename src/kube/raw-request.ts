@@ -10,13 +10,13 @@ import { countBodyBytes, shareConnections } from './connections.js';
 const httpLibrary = new IsomorphicFetchHttpLibrary();
 
 /**
- * One authenticated request to a path of the current cluster, for endpoints client-node has no API for
- * (KubeVirt's start/stop subresources), on the same kept-alive connections as the API clients. A non-2xx
- * answer throws an `ApiException` like client-node does.
+ * One authenticated request to a path of the current cluster, on kept-alive connections shared by every request of
+ * the KubeConfig: a body goes as JSON, a `PATCH` as a merge patch. A non-2xx answer throws an `ApiException` like
+ * client-node does.
  */
 export async function rawRequest(
   kubeConfig: KubeConfig,
-  method: 'GET' | 'PUT' | 'POST',
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
   onBytes: (bytes: number) => void = () => {},
@@ -28,7 +28,10 @@ export async function rawRequest(
   context.setHeaderParam('Accept', 'application/json, */*');
   context.setHeaderParam('User-Agent', 'corral-vdi');
   if (body !== undefined) {
-    context.setHeaderParam('Content-Type', 'application/json');
+    context.setHeaderParam(
+      'Content-Type',
+      method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+    );
     context.setBody(JSON.stringify(body));
   }
   await kubeConfig.applySecurityAuthentication(context);

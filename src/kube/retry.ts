@@ -1,5 +1,6 @@
 import { setTimeout as wait } from 'node:timers/promises';
-import { VdiError } from '../errors.js';
+import pRetry from 'p-retry';
+import { isVdiError, VdiError } from '../errors.js';
 import { toVdiError } from './errors.js';
 
 /** How the adapters retry transient apiserver errors (429, 5xx, a dropped connection). @category configuration */
@@ -46,8 +47,9 @@ function cancelled(doing: string, signal: AbortSignal): VdiError {
 }
 
 /**
- * Runs one apiserver call, retrying only errors marked retryable. Conflicts are never retried here: the
- * caller re-reads and re-plans. A `Retry-After` from the apiserver replaces the backoff before the next try.
+ * Runs one apiserver call through `p-retry`, retrying only errors marked retryable. Conflicts are never retried
+ * here: the caller re-reads and re-plans. A `Retry-After` from the apiserver replaces the backoff before the next
+ * try. The waits go through `sleep`, so p-retry's own timer is never used and a test waits for nothing.
  *
  * @throws {@link VdiError} the translated error of the last try; `CANCELLED` when `signal` aborted.
  */
@@ -57,22 +59,32 @@ export async function callWithRetry<T>(
   options: CallWithRetryOptions = {},
 ): Promise<T> {
   const { signal, sleep = sleepFor, retries = 4, minDelayMs = 100, onRetry } = options;
-  for (let retry = 0; ; retry++) {
+  const isRetried = (error: Error, retriesLeft: number) =>
+    retriesLeft > 0 && isVdiError(error) && error.retryable && !signal?.aborted;
+  try {
+    return await pRetry(
+      async () => {
+        try {
+          return await call();
+        } catch (error) {
+          throw toVdiError(error, doing);
+        }
+      },
+      {
+        retries,
+        // the backoff is waited in onFailedAttempt, through the injected sleep
+        minTimeout: 0,
+        ...(signal ? { signal } : {}),
+        shouldRetry: ({ error, retriesLeft }) => isRetried(error, retriesLeft),
+        onFailedAttempt: async ({ error, retriesConsumed, retriesLeft }) => {
+          if (!isRetried(error, retriesLeft)) return;
+          onRetry?.(error as VdiError);
+          await sleep(delayBefore(retriesConsumed, error as VdiError, minDelayMs), signal);
+        },
+      },
+    );
+  } catch (error) {
     if (signal?.aborted) throw cancelled(doing, signal);
-    let failure: VdiError;
-    try {
-      return await call();
-    } catch (error) {
-      failure = toVdiError(error, doing);
-    }
-    if (signal?.aborted) throw cancelled(doing, signal);
-    if (!failure.retryable || retry >= retries) throw failure;
-    onRetry?.(failure);
-    try {
-      await sleep(delayBefore(retry, failure, minDelayMs), signal);
-    } catch (error) {
-      if (signal?.aborted) throw cancelled(doing, signal);
-      throw error;
-    }
+    throw error;
   }
 }

@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
-import { isVdiError } from '../errors.js';
 import { poolLabel, poolSettingsLabel } from '../keys.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
+import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
 import {
   buildPoolSettingsConfigMap,
@@ -19,11 +20,10 @@ export async function readPoolSettingsIn(
   options: { cached?: boolean } = {},
 ): Promise<Map<string, PoolSettings>> {
   // every settings ConfigMap carries the pool label too, which lets the pools' ConfigMap cache answer
-  const configMaps = await ctx.cluster.listConfigMaps(
-    namespace,
-    `${poolLabel},${poolSettingsLabel}=true`,
-    options,
-  );
+  const configMaps = await ctx.cluster
+    .resource(configMapKind)
+    .in(namespace)
+    .list(`${poolLabel},${poolSettingsLabel}=true`, options);
   return new Map(
     configMaps.map((configMap) => [
       configMap.metadata.name?.slice(poolSettingsName('').length) ?? '',
@@ -38,11 +38,9 @@ export async function readPoolSettingsConfigMap(
   namespace: string,
   pool: string,
 ): Promise<ConfigMapObject | undefined> {
-  const configMap = await ctx.cluster.getConfigMap(namespace, poolSettingsName(pool));
+  const configMap = await ctx.cluster.resource(configMapKind).in(namespace).get(poolSettingsName(pool));
   return configMap?.metadata.labels?.[poolSettingsLabel] === 'true' ? configMap : undefined;
 }
-
-const conflictAttempts = 5;
 
 /**
  * Writes a pool's settings as one ConfigMap write: `change` gets the stored settings (none for a new pool) and
@@ -54,26 +52,27 @@ export async function writePoolSettings(
   pool: string,
   change: (stored: PoolSettings) => PoolSettings,
 ): Promise<PoolSettings> {
-  for (let attempt = 1; ; attempt += 1) {
-    const current = await ctx.cluster.getConfigMap(namespace, poolSettingsName(pool));
-    const next = change(poolSettingsOf(current));
-    const body = buildPoolSettingsConfigMap(pool, next, current);
-    try {
-      if (current) await ctx.cluster.replaceConfigMap(namespace, body);
-      else await ctx.cluster.createConfigMap(namespace, body);
-      return next;
-    } catch (error) {
-      if (!isVdiError(error, 'CONFLICT') || attempt === conflictAttempts) throw error;
-    }
-  }
+  let next: PoolSettings | undefined;
+  const configMaps = ctx.cluster.resource(configMapKind).in(namespace);
+  await readModifyWrite(configMaps, poolSettingsName(pool), (current) => {
+    next = change(poolSettingsOf(current));
+    return buildPoolSettingsConfigMap(pool, next, current);
+  });
+  return next as PoolSettings;
 }
 
 /** Deletes a pool's settings ConfigMap, if it has one. */
 export async function deletePoolSettings(ctx: VdiContext, namespace: string, pool: string): Promise<void> {
   const current = await readPoolSettingsConfigMap(ctx, namespace, pool);
   if (!current) return;
-  await ctx.cluster.deleteConfigMap(namespace, poolSettingsName(pool), {
-    uid: current.metadata.uid ?? '',
-    resourceVersion: current.metadata.resourceVersion ?? '',
-  });
+  await ctx.cluster
+    .resource(configMapKind)
+    .in(namespace)
+    .delete(poolSettingsName(pool), {
+      preconditions: {
+        uid: current.metadata.uid ?? '',
+        resourceVersion: current.metadata.resourceVersion ?? '',
+      },
+      propagationPolicy: 'Background',
+    });
 }

@@ -3,12 +3,12 @@ import { isResetDue } from '../claims/reset-mark.js';
 import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { judgeHolderEntitlement, readHolderRecord } from '../entitlements/holder-entitlement.js';
 import {
-  idleWarnedAnnotation,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   removalHolder,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -20,10 +20,11 @@ import { type ConsoleState, ownState, parseMark, sessionFactsOf } from './consol
 import {
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
   type ReclaimPolicy,
   type ReclaimReason,
+  warnedMark,
 } from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';
 /**
@@ -74,7 +75,8 @@ export interface ReclaimPassInput {
  * - `entitlement`: mark the claim `corral.dev/vdi-not-entitled-at` (`notEntitledAt`) the first time its pool no
  *   longer lets its holder in, or clear that mark (`undefined`) once it does again; the claim is reclaimed for
  *   `not-entitled` the policy's `disconnectGraceMs` after the mark.
- * - `warn`: warn the holder that the desktop goes idle at `idleAt`, and mark the Lease so it is warned once.
+ * - `warn`: warn the holder that the desktop is reclaimed at `reclaimAt` for `reason`, and mark the Lease
+ *   (`corral.dev/vdi-reclaim-warned`) so each reason and instant is warned about once.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
@@ -103,7 +105,7 @@ export type SessionStep =
       notify: boolean;
     }
   | { kind: 'entitlement'; member: string; lease: LeaseObject; notEntitledAt: Date | undefined }
-  | { kind: 'warn'; member: string; lease: LeaseObject; idleAt: Date }
+  | { kind: 'warn'; member: string; lease: LeaseObject; reason: ReclaimReason; reclaimAt: Date }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'resume'; member: string; lease: LeaseObject }
@@ -318,12 +320,12 @@ function stepFor(
       return { kind: 'entitlement', member, lease, notEntitledAt: notEntitled ? input.now : undefined };
     }
   }
-  const warning = planIdleWarning(facts, input.now, policy);
+  const warning = planReclaimWarning(facts, input.now, policy);
   if (
     warning.kind === 'warn' &&
-    lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()
+    lease.metadata.annotations?.[reclaimWarnedAnnotation] !== warnedMark(warning)
   ) {
-    return { kind: 'warn', member, lease, idleAt: warning.idleAt };
+    return { kind: 'warn', member, lease, reason: warning.reason, reclaimAt: warning.at };
   }
   const own = ownState(lease, consoles);
   const marks = own !== undefined && own.written < own.version;

@@ -14,10 +14,10 @@ import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import {
-  idleWarnedAnnotation,
   leasePoolLabel,
   notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -27,7 +27,7 @@ import { claimKeyOf, claimKindOf, isSameClaim } from './claim-key.js';
 import type { ConsoleTracker } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
 import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
-import type { ReclaimPolicy } from './plan-reclaim.js';
+import { type ReclaimPolicy, warnedMark } from './plan-reclaim.js';
 import { notifiedMark, planReclaimPass, planSessionStep, type SessionStep } from './plan-reclaim-pass.js';
 import { postReclaimWebhook } from './reclaim-webhook.js';
 import { updateClaimLease } from './update-claim-lease.js';
@@ -46,7 +46,7 @@ export interface SessionPassResult {
   reclaimed: number;
   /** Reclaims of `notify` pools reported instead of carried out; their claims stay. */
   notified: number;
-  /** Holders warned that their desktop goes idle soon. */
+  /** Holders warned that their desktop is reclaimed soon (idle, maximum age). */
   warned: number;
   /** Claims marked because their pool no longer lets their holder in; each is reclaimed after the grace. */
   notEntitled: number;
@@ -212,7 +212,7 @@ async function passOverNamespace(
     write(ctx, setup, namespace, step, result).catch(collect),
   );
   await forEachBounded(warnings, writeConcurrency, (step) =>
-    warn(ctx, setup, namespace, step, result).catch(collect),
+    warn(ctx, setup, namespace, settings, step, result).catch(collect),
   );
   await forEachBounded(entitlements, writeConcurrency, (step) =>
     markEntitlement(ctx, setup, namespace, step, result).catch(collect),
@@ -308,34 +308,44 @@ async function write(
   }
 }
 
-/** Warns the holder that the desktop goes idle at `idleAt`, once: the Lease records the instant warned about. */
+/**
+ * Warns the holder that the desktop is reclaimed at `reclaimAt` for `reason`, once: the Lease records the reason and
+ * instant warned about, written conditionally on the Lease as read, so of several replicas warning at once one wins
+ * the write, and only it emits the event and calls the pool's webhook.
+ */
 async function warn(
   ctx: VdiContext,
   setup: ReclaimPassSetup,
   namespace: string,
-  { member, lease, idleAt }: Due<'warn'>,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+  { member, lease, reason, reclaimAt }: Due<'warn'>,
   result: SessionPassResult,
 ): Promise<void> {
-  const at = idleAt.toISOString();
+  const mark = warnedMark({ reason, at: reclaimAt });
   await setup.fence?.();
   const outcome = await updateClaimLease(
     ctx,
     { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
     (current) => {
-      if (isReleasing(current) || current.metadata.annotations?.[idleWarnedAnnotation] === at)
+      if (isReleasing(current) || current.metadata.annotations?.[reclaimWarnedAnnotation] === mark)
         return undefined;
-      const annotations = { ...current.metadata.annotations, [idleWarnedAnnotation]: at };
+      const annotations = { ...current.metadata.annotations, [reclaimWarnedAnnotation]: mark };
       return { ...current, metadata: { ...current.metadata, annotations } };
     },
   );
   if (outcome.kind !== 'written') return;
   result.warned += 1;
   const kind = await kindOfClaim(setup, namespace, member, lease);
-  ctx.events.emit('idle-warning', {
-    desktopId: formatDesktopId({ kind, namespace, member }),
-    holder: lease.spec.holderIdentity ?? '',
-    idleAt: at,
-  });
+  const desktopId = formatDesktopId({ kind, namespace, member });
+  const pool = lease.metadata.labels?.[leasePoolLabel] ?? '';
+  const holder = lease.spec.holderIdentity ?? '';
+  const facts = { desktopId, pool, holder, reason, reclaimAt: reclaimAt.toISOString() };
+  const webhook = settings?.get(pool)?.reclaimWebhook;
+  // after the mark, so a crash in between loses this call rather than repeating it
+  const delivery =
+    webhook === undefined ? undefined : await postReclaimWebhook(webhook, 'reclaim-warning', facts);
+  ctx.events.emit('reclaim-warning', { ...facts, ...(delivery ? { webhook: delivery } : {}) });
+  if (reason === 'idle') ctx.events.emit('idle-warning', { desktopId, holder, idleAt: facts.reclaimAt });
 }
 
 /**
@@ -478,7 +488,8 @@ async function notify(
   const { desktopId, pool, lease, step, webhook } = input;
   const holder = lease.spec.holderIdentity ?? '';
   const facts = { desktopId, pool, holder, reason: step.reason, dueAt: step.dueAt.toISOString() };
-  const delivery = webhook === undefined ? undefined : await postReclaimWebhook(webhook, facts);
+  const delivery =
+    webhook === undefined ? undefined : await postReclaimWebhook(webhook, 'reclaim-notified', facts);
   ctx.events.emit('reclaim-notified', { ...facts, ...(delivery ? { webhook: delivery } : {}) });
   await recordAudit(ctx, {
     action: 'vdi reclaim notify',

@@ -1,12 +1,10 @@
 import type { VdiContext } from '../context.js';
-import { isConflictReason } from '../kube/errors.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { type ClaimKey, claimKeyOf, isSameClaim } from './claim-key.js';
 
 /** How a read-modify-write of a claim's Lease ended. */
 export type LeaseUpdate = { kind: 'written'; lease: LeaseObject } | { kind: 'unchanged' } | { kind: 'gone' };
-
-const conflictAttempts = 5;
 
 /**
  * Read-modify-write of one claim's Lease, starting from `known` when given; a conflict re-reads it, and a Lease
@@ -18,17 +16,14 @@ export async function updateClaimLease(
   change: (lease: LeaseObject) => LeaseObject | undefined,
 ): Promise<LeaseUpdate> {
   const { namespace, name, claim } = input;
-  let lease = input.known;
-  for (let attempt = 1; ; attempt += 1) {
-    lease ??= await ctx.cluster.getLease(namespace, name);
-    if (!lease || !isSameClaim(claimKeyOf(lease), claim)) return { kind: 'gone' };
-    const next = change(lease);
-    if (!next) return { kind: 'unchanged' };
-    try {
-      return { kind: 'written', lease: await ctx.cluster.replaceLease(namespace, next) };
-    } catch (error) {
-      if (!isConflictReason(error, 'Conflict') || attempt === conflictAttempts) throw error;
-      lease = undefined;
-    }
-  }
+  const isOurs = (lease: LeaseObject | undefined): lease is LeaseObject =>
+    lease !== undefined && isSameClaim(claimKeyOf(lease), claim);
+  const result = await readModifyWrite(
+    ctx.cluster.leasesIn(namespace),
+    name,
+    (lease) => (isOurs(lease) ? change(lease) : undefined),
+    input.known ? { known: { object: input.known } } : {},
+  );
+  if (result.kind === 'written') return { kind: 'written', lease: result.object };
+  return isOurs(result.current) ? { kind: 'unchanged' } : { kind: 'gone' };
 }

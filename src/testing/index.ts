@@ -53,5 +53,13 @@ export {
   nodeAgentAnnotations,
   startNodeAgent,
 } from './node-agent/index.js';
+export {
+  parseRdpGuestKnob,
+  type RdpServer,
+  type RdpServerOptions,
+  type RdpServerSecurity,
+  rdpGuestAnnotations,
+  startRdpServer,
+} from './rdp-guest.js';
 export { createTestClock, type TestClock } from './test-clock.js';
 export { type WaitForOptions, type WaitUntilOptions, waitFor } from './wait-for.js';

@@ -5,6 +5,7 @@ import { isVdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
+import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { MemberOutcome } from '../pools/pool-member-factory.js';
@@ -19,7 +20,7 @@ async function deleteFinishedClone(
   name: string,
 ): Promise<string | undefined> {
   try {
-    await ctx.cluster.deleteClone(namespace, name);
+    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
     return undefined;
   } catch (error) {
     if (!isVdiError(error, 'FORBIDDEN')) throw error;

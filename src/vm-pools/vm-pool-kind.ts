@@ -3,6 +3,7 @@ import { spareAnnotation } from '../keys.js';
 import { poolSettingsOf } from '../pool-settings.js';
 import type { MemberMakingPoolKind } from '../pools/pool-member-factory.js';
 import { readPoolSettingsConfigMap, readPoolSettingsIn } from '../pools/pool-settings-store.js';
+import { freeSinceOf } from '../schedules/free-since.js';
 import { readSpares } from '../spares/keep-spares.js';
 import { readMinReady } from '../spares/min-ready.js';
 import { createVmMemberFactory } from './vm-pool-members.js';
@@ -45,6 +46,7 @@ export const vmPoolKind: MemberMakingPoolKind = {
       leases: read.leases,
       minReady: readMinReady(read.vms),
       marked,
+      freeSince: freeSinceOf(read.vms),
       settings,
     };
   },

@@ -1,6 +1,7 @@
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import type { VdiContext } from '../context.js';
 import { poolLabel } from '../keys.js';
+import { cloneKind } from '../kube/resource-kinds.js';
 import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
 import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
 import { cloneMembers } from './clone-vm-members.js';
@@ -43,12 +44,12 @@ export function createVmMemberFactory(ctx: VdiContext): PoolMemberFactory {
     },
 
     async listPending(namespace, pool) {
-      const clones = await cluster.listClones(namespace, `${poolLabel}=${pool}`);
+      const clones = await cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`);
       return clones.map((clone) => clone.metadata.name ?? '');
     },
 
     async deletePending(namespace, name) {
-      await cluster.deleteClone(namespace, name);
+      await cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
     },
 
     async deleteMember({ namespace, member, uid }) {

@@ -4,6 +4,7 @@ import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { cloneNameFor } from './vm-clone-object.js';
 import { cloneMember, finishMemberClone } from './vm-clone-runner.js';
@@ -63,7 +64,7 @@ async function sourceOf(
       .map((sibling) => sibling.metadata.annotations?.[sourceAnnotation])
       .find(Boolean) ??
     // every sibling may be part-way through its own reset, its VM gone and its clone under way
-    (await ctx.cluster.listClones(namespace, `${poolLabel}=${pool}`))
+    (await ctx.cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`))
       .map((clone) => clone.spec.source.name)
       .find(Boolean);
   if (!source) {
@@ -117,7 +118,7 @@ export async function recreateVmMember(
     await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
     return;
   }
-  if (pending) await ctx.cluster.deleteClone(namespace, cloneName);
+  if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
   const source = await sourceOf(ctx, ref, current, pending, options.source);

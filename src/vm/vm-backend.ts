@@ -10,6 +10,7 @@ import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
+import { vmKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
 import { sanitizeLabelValue } from '../sanitize-label-value.js';
@@ -203,10 +204,13 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       validatePoolName(pool);
       const named =
         holder === undefined ? `!${assignedToKey}` : `${assignedToKey}=${sanitizeLabelValue(holder)}`;
-      const page = await cluster.listVmsPage(namespace, `${poolLabel}=${pool},${named}`, {
-        limit,
-        ...(from === undefined ? {} : { continue: from }),
-      });
+      const page = await cluster
+        .resource(vmKind)
+        .in(namespace)
+        .listPage(`${poolLabel}=${pool},${named}`, {
+          limit,
+          ...(from === undefined ? {} : { continue: from }),
+        });
       // only a VM that shows an instance has one to read: each by name, never the namespace's list
       const members = await Promise.all(
         page.items.map(async (vm) =>

@@ -3,6 +3,7 @@ import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { goldenLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
+import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { formatDuration } from '../parse-duration.js';
 import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
@@ -107,7 +108,7 @@ async function createMemberClone(
     if (existing && phase !== 'Succeeded' && phase !== 'Failed') return 'taken';
     // a finished clone whose VM exists made a member for another call
     if (await ctx.cluster.getVm(namespace, member)) return 'taken';
-    await ctx.cluster.deleteClone(namespace, name);
+    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
     await ctx.cluster.createClone(namespace, clone);
     return 'created';
   }
@@ -139,7 +140,7 @@ export async function finishMemberClone(
     if (!vm || vm.metadata.deletionTimestamp) throw error;
     return;
   }
-  await ctx.cluster.deleteClone(namespace, name);
+  await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
 }
 
 /**

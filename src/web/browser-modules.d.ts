@@ -4,9 +4,12 @@ declare module '@novnc/novnc' {
   export default class RFB extends EventTarget {
     constructor(target: HTMLElement, urlOrChannel: string | WebSocket, options?: { wsProtocols?: string[] });
     scaleViewport: boolean;
+    resizeSession: boolean;
     background: string;
     focus(): void;
     disconnect(): void;
+    sendCtrlAltDel(): void;
+    clipboardPasteFrom(text: string): void;
   }
 }
 

@@ -1,31 +1,29 @@
 import type { ConnectAnswerBody } from '../broker/schemas.js';
-import type { ConsoleProtocol } from '../client/vdi-client.js';
+
+/** A console the page opens: RDP in IronRDP, VNC in noVNC, a serial line or a terminal in xterm.js. */
+export type PageConsole = ConnectAnswerBody['target']['protocol'];
+
+/** One console of the connect plan. */
+export type ConsoleOffer = ConnectAnswerBody['target'];
 
 /** What the page opens for a connect answer, and what it passed over with the reasons. */
 export interface ConsoleChoice {
-  /** The console the page opens, or `undefined` when the plan offers none a browser can open. */
-  protocol: ConsoleProtocol | undefined;
-  /** Every console not opened, with why: the plan's skips, then offers a browser cannot open. */
+  /** The console the page opens, or `undefined` when the plan offers none. */
+  protocol: PageConsole | undefined;
+  /** The plan's target, then its fallbacks: the first is opened, the next is offered when it fails. */
+  offers: ConsoleOffer[];
+  /** Every console the plan passed over, with why. */
   skipped: Array<{ protocol: string; reason: string }>;
 }
 
-const browserProtocols: readonly string[] = ['vnc', 'serial', 'terminal'];
-
-/**
- * Picks the console a browser opens from the broker's connect plan: the plan's target when a browser can open
- * it, else the first fallback that it can. RDP needs a desktop client, so it is passed over with that reason.
- */
+/** Picks the console a browser opens from the broker's connect plan: its target, with the fallbacks behind it. */
 export function chooseConsole(answer: ConnectAnswerBody): ConsoleChoice {
   const offers = [answer.target, ...answer.fallbacks];
-  const chosen = offers.find((offer) => browserProtocols.includes(offer.protocol));
-  const passedOver = offers
-    .filter((offer) => offer !== chosen && offer.protocol === 'rdp')
-    .map((offer) => ({
-      protocol: offer.protocol,
-      reason: 'RDP needs a desktop client; run corral-vdi connect --open on your computer to use it.',
-    }));
-  return {
-    protocol: chosen?.protocol as ConsoleProtocol | undefined,
-    skipped: [...answer.skipped, ...passedOver],
-  };
+  return { protocol: offers[0]?.protocol, offers, skipped: [...answer.skipped] };
+}
+
+/** The offer to open after `failed`, the next one in the plan of another protocol, if any. */
+export function nextOffer(offers: readonly ConsoleOffer[], failed: PageConsole): ConsoleOffer | undefined {
+  const from = offers.findIndex((offer) => offer.protocol === failed);
+  return offers.slice(from + 1).find((offer) => offer.protocol !== failed);
 }

@@ -1,14 +1,16 @@
 /// <reference lib="dom" />
 import type { Terminal } from '@xterm/xterm';
-import type { ConsoleProtocol } from '../client/vdi-client.js';
+import type { RdpFailure } from './describe-rdp-failure.js';
 
 /** How a console stream ended: the websocket's close code and the reason the broker gave, if any. */
 export interface ConsoleEnd {
   code: number;
   reason: string;
+  /** Why an RDP connect failed, in words and by cause, when it never opened. */
+  rdpFailure?: RdpFailure;
 }
 
-/** An open console in the page. */
+/** An open console in the page, with what its toolbar can do. */
 export interface OpenConsole {
   /** Resolves once the console has drawn or printed its first bytes. */
   readonly ready: Promise<void>;
@@ -16,6 +18,14 @@ export interface OpenConsole {
   readonly ended: Promise<ConsoleEnd>;
   /** Closes the stream from the page. */
   close(): void;
+  /** Gives the console the keyboard. */
+  focus(): void;
+  /** Sends Ctrl+Alt+Del to the guest; absent where keys are text (a terminal). */
+  sendCtrlAltDel?(): void;
+  /** Puts text on the guest's clipboard (a terminal types it). */
+  sendClipboard(text: string): Promise<void>;
+  /** Calls `listener` with the text the guest copies (a terminal's selection). */
+  onClipboard(listener: (text: string) => void): void;
 }
 
 // The first message shows the stream is live; a close before it means it never was.
@@ -33,18 +43,31 @@ function watchSocket(socket: WebSocket): Pick<OpenConsole, 'ended'> & { firstMes
   return { ended, firstMessage };
 }
 
-async function openVnc(screen: HTMLElement, url: string): Promise<OpenConsole> {
+/** Opens noVNC in `screen`: scaled to the box, and asking the guest to take the box's size where it can. */
+export async function openVnc(screen: HTMLElement, url: string): Promise<OpenConsole> {
   const { default: RFB } = await import('@novnc/novnc');
   const socket = new WebSocket(url);
   socket.binaryType = 'arraybuffer';
   const { ended } = watchSocket(socket);
   const rfb = new RFB(screen, socket);
   rfb.scaleViewport = true;
+  rfb.resizeSession = true;
   const ready = new Promise<void>((resolve) =>
     rfb.addEventListener('connect', () => resolve(), { once: true }),
   );
   void ready.then(() => rfb.focus());
-  return { ready, ended, close: () => rfb.disconnect() };
+  return {
+    ready,
+    ended,
+    close: () => rfb.disconnect(),
+    focus: () => rfb.focus(),
+    sendCtrlAltDel: () => rfb.sendCtrlAltDel(),
+    sendClipboard: async (text) => rfb.clipboardPasteFrom(text),
+    onClipboard: (listener) =>
+      rfb.addEventListener('clipboard', (event) =>
+        listener((event as CustomEvent<{ text: string }>).detail.text),
+      ),
+  };
 }
 
 // xterm.js's scrollbar lies over the right edge of the terminal, 14 px wide unless an overview ruler widens it
@@ -59,8 +82,12 @@ function fitTerminal(terminal: Terminal, box: HTMLElement): void {
   if (cols > 0 && rows > 0 && (cols !== terminal.cols || rows !== terminal.rows)) terminal.resize(cols, rows);
 }
 
-// A container's shell takes its size as a text message; a serial line has no size to take.
-async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean): Promise<OpenConsole> {
+/** Opens xterm.js in `screen`; a container's shell takes its size as a text message, a serial line none. */
+export async function openTerminal(
+  screen: HTMLElement,
+  url: string,
+  sendsSize: boolean,
+): Promise<OpenConsole> {
   const { Terminal } = await import('@xterm/xterm');
   const terminal = new Terminal({ convertEol: false, cursorBlink: true, fontSize: 14 });
   terminal.open(screen);
@@ -103,14 +130,11 @@ async function openTerminal(screen: HTMLElement, url: string, sendsSize: boolean
     ready: firstMessage,
     ended,
     close: () => socket.close(1000, 'closed in the page'),
+    focus: () => terminal.focus(),
+    sendClipboard: async (text) => terminal.paste(text),
+    onClipboard: (listener) =>
+      terminal.onSelectionChange(() => {
+        if (terminal.hasSelection()) listener(terminal.getSelection());
+      }),
   };
-}
-
-/** Opens a console stream into `screen`: noVNC for VNC, xterm.js for a serial line or a terminal. */
-export function openConsole(
-  screen: HTMLElement,
-  url: string,
-  protocol: ConsoleProtocol,
-): Promise<OpenConsole> {
-  return protocol === 'vnc' ? openVnc(screen, url) : openTerminal(screen, url, protocol === 'terminal');
 }

@@ -4,10 +4,11 @@ import type { TLSSocket } from 'node:tls';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { VirtualMachineInstance } from '../../kubevirt-types.js';
+import { createRdpGuests } from '../rdp-guest.js';
 import { simulatorAnnotations } from './fault-knobs.js';
 import { kubevirtResources, mergePatch, unlessNotFound } from './kube-calls.js';
 import { keyLabel, renderScreen, type ScreenState } from './rfb-screen.js';
-import { createRfbSession, RfbProtocolError } from './rfb-server.js';
+import { createRfbSession, encodeServerCutText, RfbProtocolError } from './rfb-server.js';
 import { createUsbredirGuest, UsbredirProtocolError, usbredirPacketLabel } from './usbredir-guest.js';
 
 /** The websocket subprotocol of KubeVirt's console subresources: raw bytes in binary frames. */
@@ -54,7 +55,8 @@ function refuseUpgrade(socket: Duplex, code: number, reason: string, message: st
  * Builds the simulator's console server: `vnc` speaks RFB 3.8 (no authentication) with a 320×200 screen that
  * shows the VM's name, the last key pressed and the pointer; `console` echoes every byte back, as a serial line
  * with a shell in echo mode would. The keys pressed on a VNC console are recorded on the VMI's
- * {@link simulatorAnnotations.vncKeys} annotation.
+ * {@link simulatorAnnotations.vncKeys} annotation, the text a client puts on the clipboard on
+ * {@link simulatorAnnotations.vncClipboard}; the guest copies the text of {@link simulatorAnnotations.vncCopy}.
  */
 export function createConsoleServer(options: ConsoleServerOptions): ConsoleServer {
   const { log } = options;
@@ -67,6 +69,11 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
   const open = new Map<string, Set<WebSocket>>();
   const usbredirOpen = new Map<string, number>();
   const records = new Map<string, { labels: string[]; writing: Promise<void> }>();
+  // what each VMI's guest copied, as last sent to its VNC clients
+  const copied = new Map<string, string>();
+  const vncOpen = new Map<string, Set<WebSocket>>();
+  // the guest's RDP server, for a VMI whose knob asks for one
+  const rdpGuests = createRdpGuests({ kubeConfig: options.kubeConfig, log });
 
   // One annotation write at a time per VMI and annotation, each with the newest labels: a burst costs a few writes.
   function record(annotation: string, namespace: string, name: string, added: string[]): void {
@@ -85,12 +92,32 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
     });
   }
 
+  function writeClipboard(namespace: string, name: string, text: string): void {
+    const body = { metadata: { annotations: { [simulatorAnnotations.vncClipboard]: text } } };
+    void api
+      .patchNamespacedCustomObject({ ...kubevirtResources.vmi, namespace, name, body }, mergePatch)
+      .catch((error: unknown) =>
+        log(`${namespace}/${name}: writing the clipboard failed: ${(error as Error).message}`),
+      );
+  }
+
   function serveVnc(socket: WebSocket, namespace: string, name: string): void {
+    const key = `${namespace}/${name}`;
     const state: ScreenState = { name };
+    const clients = vncOpen.get(key) ?? new Set();
+    vncOpen.set(key, clients);
+    socket.once('close', () => {
+      clients.delete(socket);
+      if (clients.size === 0) vncOpen.delete(key);
+    });
     const session = createRfbSession({
       name,
       screen: () => renderScreen(state),
       onInput: (input) => {
+        if (input.kind === 'cut-text') {
+          writeClipboard(namespace, name, input.text);
+          return;
+        }
         if (input.kind === 'key') {
           if (!input.down) return;
           state.lastKeysym = input.keysym;
@@ -104,7 +131,14 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
     socket.send(session.greeting());
     socket.on('message', (data: Buffer) => {
       try {
+        const wasNormal = session.isNormal();
         for (const reply of session.receive(data)) socket.send(reply);
+        // the guest's copy reaches a client once its handshake is over, as a real server's would
+        if (!wasNormal && session.isNormal()) {
+          clients.add(socket);
+          const text = copied.get(key);
+          if (text !== undefined) socket.send(encodeServerCutText(text));
+        }
       } catch (error) {
         if (!(error instanceof RfbProtocolError)) throw error;
         log(`vnc ${namespace}/${name}: ${error.message}`);
@@ -184,12 +218,20 @@ export function createConsoleServer(options: ConsoleServerOptions): ConsoleServe
       });
     },
     vmiChanged(key, vmi) {
+      const copy = vmi?.metadata.annotations?.[simulatorAnnotations.vncCopy];
+      if (copy !== undefined && copy !== copied.get(key)) {
+        copied.set(key, copy);
+        for (const ws of vncOpen.get(key) ?? []) ws.send(encodeServerCutText(copy));
+      }
+      rdpGuests.vmiChanged(key, vmi);
       if (vmi?.status?.phase === 'Running') return;
+      copied.delete(key);
       for (const ws of open.get(key) ?? []) ws.close(1000, 'the VirtualMachineInstance stopped');
     },
     close() {
       for (const set of open.values()) for (const ws of set) ws.terminate();
       sockets.close();
+      void rdpGuests.stopAll();
     },
   };
 }

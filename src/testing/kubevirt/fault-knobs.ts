@@ -45,6 +45,13 @@ export const simulatorAnnotations = {
    * space-separated, oldest first, the last 32.
    */
   vncKeys: `${prefix}vnc-keys`,
+  /** VMI, written by the simulator: the last text a VNC client put on the guest's clipboard (ClientCutText). */
+  vncClipboard: `${prefix}vnc-clipboard`,
+  /**
+   * VMI, set by a test: text the guest copies. Each VNC client gets it as ServerCutText when it connects and
+   * whenever the annotation changes.
+   */
+  vncCopy: `${prefix}vnc-copy`,
   /**
    * VMI, written by the simulator: the usbredir packets its guest received over every connection, labelled
    * `<type>:<id>:<payload bytes>:<first 8 hex digits of the payload's SHA-256>`, space-separated, oldest first, the last 32.

@@ -34,7 +34,8 @@ export class RfbProtocolError extends Error {}
 /** The input a client sent, in the order it arrived. */
 export type RfbInput =
   | { kind: 'key'; down: boolean; keysym: number }
-  | { kind: 'pointer'; x: number; y: number; buttons: number };
+  | { kind: 'pointer'; x: number; y: number; buttons: number }
+  | { kind: 'cut-text'; text: string };
 
 /** Options of {@link createRfbSession}. */
 export interface RfbSessionOptions {
@@ -54,6 +55,8 @@ export interface RfbSession {
   receive(chunk: Buffer): Buffer[];
   /** The screen changed: answers an incremental update request that was waiting for a change. */
   changed(): Buffer[];
+  /** Whether the handshake is over, so that the server may send messages of its own. */
+  isNormal(): boolean;
 }
 
 /** Writes a pixel format's 16 bytes. */
@@ -148,15 +151,32 @@ export function encodeFramebufferUpdate(
   return Buffer.concat([head, encodeRawPixels(screen, rect, format)]);
 }
 
+/** ServerCutText: text the guest copied, in ISO 8859-1 as RFB has it (other characters become `?`). */
+export function encodeServerCutText(text: string): Buffer {
+  const bytes = Buffer.from(
+    [...text].map((character) => {
+      const code = character.codePointAt(0) ?? 0x3f;
+      return code > 0xff ? 0x3f : code;
+    }),
+  );
+  const head = Buffer.alloc(8);
+  head.writeUInt8(3, 0);
+  head.writeUInt32BE(bytes.length, 4);
+  return Buffer.concat([head, bytes]);
+}
+
 // The largest ClientCutText taken; a longer one is a protocol error rather than a buffer that grows.
 const maxCutTextBytes = 1 << 20;
+/** How much of a ClientCutText the guest keeps: its first characters; the rest is passed over as it arrives. */
+export const keptCutTextChars = 4096;
 
 /**
  * Starts one client's RFB 3.8 conversation (RFC 6143): version, security type 1 (None), ServerInit, then
  * SetPixelFormat, SetEncodings (ignored: every update is raw), FramebufferUpdateRequest, KeyEvent,
- * PointerEvent and ClientCutText (ignored). A non-incremental request is answered at once; an incremental one
- * when the screen changes. It keeps at most one message's first 20 bytes and passes over the ignored lists and
- * texts as they arrive, so its work follows the bytes received however they are split.
+ * PointerEvent and ClientCutText (its first {@link keptCutTextChars} characters handed on as text). A
+ * non-incremental request is answered at once; an incremental one when the screen changes. It keeps at most one
+ * message's first 20 bytes and the start of a cut text, and passes over the rest and the ignored lists as they
+ * arrive, so its work follows the bytes received however they are split.
  */
 export function createRfbSession(options: RfbSessionOptions): RfbSession {
   let stage: 'version' | 'security' | 'init' | 'normal' = 'version';
@@ -165,6 +185,8 @@ export function createRfbSession(options: RfbSessionOptions): RfbSession {
   let held = 0;
   // bytes of an ignored message still to pass over
   let skip = 0;
+  // a ClientCutText being received: the text kept so far and how many bytes are still to come
+  let cutText: { text: string; left: number } | undefined;
   let format = serverPixelFormat;
   let waiting: { x: number; y: number; width: number; height: number } | undefined;
 
@@ -270,11 +292,24 @@ export function createRfbSession(options: RfbSessionOptions): RfbSession {
           const length = bytes.readUInt32BE(4);
           if (length > maxCutTextBytes)
             throw new RfbProtocolError(`ClientCutText of ${length} bytes is over ${maxCutTextBytes}`);
-          skip = length;
-          return [];
+          cutText = { text: '', left: length };
+          return takeCutText(Buffer.alloc(0));
         }
         return handle(bytes);
     }
+  }
+
+  // Takes the next bytes of a cut text, keeping its start; the text goes to the guest as it ends.
+  function takeCutText(bytes: Buffer): Buffer[] {
+    if (!cutText) return [];
+    const room = keptCutTextChars - cutText.text.length;
+    if (room > 0) cutText.text += bytes.subarray(0, room).toString('latin1');
+    cutText.left -= bytes.length;
+    if (cutText.left > 0) return [];
+    const { text } = cutText;
+    cutText = undefined;
+    options.onInput({ kind: 'cut-text', text });
+    return [];
   }
 
   return {
@@ -283,6 +318,13 @@ export function createRfbSession(options: RfbSessionOptions): RfbSession {
       const out: Buffer[] = [];
       let at = 0;
       for (;;) {
+        if (cutText) {
+          if (at === chunk.length) return out;
+          const taken = Math.min(cutText.left, chunk.length - at);
+          out.push(...takeCutText(chunk.subarray(at, at + taken)));
+          at += taken;
+          continue;
+        }
         if (skip > 0) {
           if (at === chunk.length) return out;
           const passed = Math.min(skip, chunk.length - at);
@@ -305,6 +347,7 @@ export function createRfbSession(options: RfbSessionOptions): RfbSession {
         out.push(...advance(bytes));
       }
     },
+    isNormal: () => stage === 'normal',
     changed() {
       if (!waiting) return [];
       const rect = waiting;

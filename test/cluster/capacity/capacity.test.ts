@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planCapacity } from '../../../src/capacity/capacity-service.js';
 import { isVdiError } from '../../../src/errors.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { createPool, setPool } from '../../../src/pools/pool-service.js';
 import { keepPoolSpares } from '../../../src/spares/keep-spares.js';
@@ -75,7 +76,7 @@ describe('capacity admission against the cluster', () => {
       (error: unknown) => error,
     );
     expect(isVdiError(refused, 'INSUFFICIENT_CAPACITY')).toBe(true);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool=gpupool')).toEqual([]);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { releasingAnnotation } from '../../../src/keys.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { leaseNameFor } from '../../../src/lease-name.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -24,7 +25,7 @@ async function setUp(prefix: string): Promise<{ namespace: string; vdi: Vdi }> {
   await createPoolMembers(cluster(), namespace, 'bp', 1);
   await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
   await vdi.reconcileCtPool({ name: 'devbox' });
-  await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+  await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
     describe: `Pod ${namespace}/devbox-1 to be Ready`,
     until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
   });
@@ -73,9 +74,12 @@ describe('a member named by the wrong kind', () => {
   it('lists a container desktop whose Pod is gone under its claim by its own kind, and reads it under that ID', async () => {
     const { namespace, vdi } = await setUp('kinds-gone');
     const kube = vdi.context.cluster;
-    const pod = await kube.getPod(namespace, 'devbox-1');
-    await kube.deletePod(namespace, 'devbox-1', { uid: pod?.metadata.uid ?? '' }, 0);
-    await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+    const pod = await kube.resource(podKind).in(namespace).get('devbox-1');
+    await kube
+      .resource(podKind)
+      .in(namespace)
+      .delete('devbox-1', { preconditions: { uid: pod?.metadata.uid ?? '' }, gracePeriodSeconds: 0 });
+    await waitFor(() => kube.resource(podKind).in(namespace).get('devbox-1'), {
       describe: `Pod ${namespace}/devbox-1 to be gone`,
       until: (found) => found === undefined,
     });

@@ -4,6 +4,7 @@ import { AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-n
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { openKubeWebSocket } from '../../../src/kube/websocket.js';
 import type { VmDevices } from '../../../src/kubevirt-types.js';
 import type { OutputStream } from '../../../src/launch/run-process.js';
@@ -218,7 +219,7 @@ describe('redirectUsb refusals, each before anything starts or changes', () => {
     await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 2 } });
     await vdi.reconcileCtPool({ name: 'devbox' });
     for (const pod of ['devbox-1', 'devbox-2']) {
-      await waitFor(() => vdi.context.cluster.getPod(namespace, pod), {
+      await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get(pod), {
         describe: `Pod ${namespace}/${pod} to be Ready`,
         until: (found) =>
           found?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

@@ -5,6 +5,7 @@ import { planConnect } from '../../../src/connect-planner/plan-connect.js';
 import type { VdiContext } from '../../../src/context.js';
 import { createCtBackend } from '../../../src/ct/ct-backend.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { configMapKind, podKind, pvcKind, serviceKind } from '../../../src/kube/resource-kinds.js';
 import type { PodObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -26,14 +27,14 @@ async function setUp(prefix: string, kube?: KubeCluster) {
 }
 
 async function podsOf(kube: KubeCluster, namespace: string): Promise<PodObject[]> {
-  return (await kube.listPods(namespace, 'corral.dev/vdi-kind=ct')).sort((a, b) =>
+  return (await kube.resource(podKind).in(namespace).list('corral.dev/vdi-kind=ct')).sort((a, b) =>
     (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
   );
 }
 
 // the node agent runs each Pod as a local process and reports it Ready
 async function waitReady(kube: KubeCluster, namespace: string, name: string): Promise<PodObject | undefined> {
-  return await waitFor(() => kube.getPod(namespace, name), {
+  return await waitFor(() => kube.resource(podKind).in(namespace).get(name), {
     describe: `Pod ${namespace}/${name} to be Ready`,
     until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
   });
@@ -86,7 +87,7 @@ describe('container pools', () => {
     const forbidden = await caught(carol.applyCtPool({ spec: { name: 'devbox', image, size: 1 } }));
     expect(forbidden.code).toBe('FORBIDDEN');
     expect(forbidden.message).toMatch(/ConfigMap/);
-    expect(await kube.listConfigMaps(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+    expect(await kube.resource(configMapKind).in(namespace).list('corral.dev/vdi-kind=ct')).toEqual([]);
   });
 
   it('refuses at apply what the apiserver or the kubelet would refuse of a member, naming each field, and writes nothing', async () => {
@@ -122,19 +123,19 @@ describe('container pools', () => {
       expect(error.message).toMatch(message);
       expect(error.message).toMatch(/Nothing was written\.$/);
     }
-    expect(await kube.listConfigMaps(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+    expect(await kube.resource(configMapKind).in(namespace).list('corral.dev/vdi-kind=ct')).toEqual([]);
 
     // a pool that exists keeps its spec when a new one is refused
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, home: { size: '1Gi' } } });
-    const before = await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox');
+    const before = await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox');
     const refused = await caught(
       vdi.applyCtPool({ spec: { name: 'devbox', image, size: 2, home: { size: '0' } } }),
     );
     expect(refused.details.fields).toEqual(['home.size']);
-    const after = await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox');
+    const after = await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox');
     expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
-    expect(await kube.listPods(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
-    expect(await kube.listPvcs(namespace, 'corral.dev/vdi-kind=ct')).toEqual([]);
+    expect(await kube.resource(podKind).in(namespace).list('corral.dev/vdi-kind=ct')).toEqual([]);
+    expect(await kube.resource(pvcKind).in(namespace).list('corral.dev/vdi-kind=ct')).toEqual([]);
   });
 
   it('checks a spec with dry runs that need only create on the member kinds, as the documented Role grants', async () => {
@@ -170,7 +171,9 @@ describe('container pools', () => {
     });
     expect(forbidden.message).toMatch(/cannot create resource "pods"/);
     const admin = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
-    expect(await admin.context.cluster.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+    expect(
+      await admin.context.cluster.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox'),
+    ).toBeUndefined();
 
     const creator = await bind('creator', ['pods', 'services', 'persistentvolumeclaims']);
     const applied = await waitFor(() => creator.applyCtPool({ spec }), {
@@ -192,10 +195,10 @@ describe('container pools', () => {
       },
     });
     expect(applied).toMatchObject({ id: `ct/${namespace}/devbox`, created: true });
-    const [configMap] = await kube.listConfigMaps(
-      namespace,
-      'corral.dev/vdi-kind=ct,corral.dev/vdi-pool=devbox',
-    );
+    const [configMap] = await kube
+      .resource(configMapKind)
+      .in(namespace)
+      .list('corral.dev/vdi-kind=ct,corral.dev/vdi-pool=devbox');
     expect(configMap?.metadata.name).toBe('corral-vdi-ct-devbox');
 
     const pass = await vdi.reconcileCtPool({ name: 'devbox' });
@@ -221,12 +224,12 @@ describe('container pools', () => {
       env: [{ name: 'TEAM', value: 'core' }],
       tty: true,
     });
-    const services = await kube.listServices(namespace, 'corral.dev/vdi-pool=devbox');
+    const services = await kube.resource(serviceKind).in(namespace).list('corral.dev/vdi-pool=devbox');
     expect(services.map((service) => [service.metadata.name, service.spec?.clusterIP])).toEqual([
       ['devbox-1', 'None'],
       ['devbox-2', 'None'],
     ]);
-    const claims = await kube.listPvcs(namespace, 'corral.dev/vdi-pool=devbox');
+    const claims = await kube.resource(pvcKind).in(namespace).list('corral.dev/vdi-pool=devbox');
     expect(claims).toHaveLength(2);
     expect(first?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName).toMatch(/^devbox-1-home-/);
 
@@ -240,8 +243,8 @@ describe('container pools', () => {
 
     expect(await vdi.deleteCtPool({ name: 'devbox' })).toMatchObject({ deleted: ['devbox-1', 'devbox-2'] });
     await waitMembers(kube, namespace, []);
-    expect(await kube.listServices(namespace, 'corral.dev/vdi-pool=devbox')).toEqual([]);
-    expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+    expect(await kube.resource(serviceKind).in(namespace).list('corral.dev/vdi-pool=devbox')).toEqual([]);
+    expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox')).toBeUndefined();
     expect((await caught(vdi.getCtPool({ name: 'devbox' }))).code).toBe('POOL_NOT_FOUND');
   });
 
@@ -259,7 +262,7 @@ describe('container pools', () => {
     const { reconcileCtPool } = await import('../../../src/ct-pools/reconcile-ct-pool.js');
     await expect(reconcileCtPool(ctx, { name: 'flaky' })).rejects.toThrow(/went away/);
     expect((await podsOf(kube, namespace)).map((pod) => pod.metadata.name)).toEqual(['flaky-1']);
-    expect((await kube.getService(namespace, 'flaky-2'))?.metadata.name).toBe('flaky-2');
+    expect((await kube.resource(serviceKind).in(namespace).get('flaky-2'))?.metadata.name).toBe('flaky-2');
 
     failing.failPod = undefined;
     const pass = await reconcileCtPool(ctx, { name: 'flaky' });
@@ -288,7 +291,7 @@ describe('container pools', () => {
       ephemeral: true,
     });
     expect(claimed.startError).toBeUndefined();
-    const before = await kube.getPod(namespace, 'devbox-1');
+    const before = await kube.resource(podKind).in(namespace).get('devbox-1');
     expect(before?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe(alice);
     expect((await caught(vdi.claim({ pool: 'devbox', identity: bob, kind: 'ct' }))).code).toBe(
       'NO_FREE_MEMBER',
@@ -304,13 +307,13 @@ describe('container pools', () => {
 
     const released = await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });
     expect(released).toMatchObject({ desktopId: claimed.id, reset: 'recreated' });
-    const after = await kube.getPod(namespace, 'devbox-1');
+    const after = await kube.resource(podKind).in(namespace).get('devbox-1');
     expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
     expect(after?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
     const homeAfter = after?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName;
     expect(homeAfter).toMatch(/^devbox-1-home-/);
     expect(homeAfter).not.toBe(homeBefore);
-    const live = (await kube.listPvcs(namespace, 'corral.dev/vdi-member=devbox-1')).filter(
+    const live = (await kube.resource(pvcKind).in(namespace).list('corral.dev/vdi-member=devbox-1')).filter(
       (claim) => !claim.metadata.deletionTimestamp,
     );
     expect(live.map((claim) => claim.metadata.name)).toEqual([homeAfter]);
@@ -330,9 +333,9 @@ describe('container pools', () => {
     });
     await vdi.reconcileCtPool({ name: 'devbox' });
     await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
-    const before = await kube.getPod(namespace, 'devbox-1');
+    const before = await kube.resource(podKind).in(namespace).get('devbox-1');
     await vdi.release({ member: 'devbox-1', identity: alice, kind: 'ct' });
-    const after = await kube.getPod(namespace, 'devbox-1');
+    const after = await kube.resource(podKind).in(namespace).get('devbox-1');
     expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
     expect(after?.spec?.volumes).toEqual(before?.spec?.volumes);
   });
@@ -342,13 +345,15 @@ describe('container pools', () => {
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 3 } });
     await vdi.reconcileCtPool({ name: 'devbox' });
     await vdi.assign({ pool: 'devbox', identity: alice, kind: 'ct' });
-    const held = await kube.getPod(namespace, 'devbox-1');
+    const held = await kube.resource(podKind).in(namespace).get('devbox-1');
 
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
     const pass = await vdi.reconcileCtPool({ name: 'devbox' });
     expect(pass).toMatchObject({ removed: ['devbox-2', 'devbox-3'], held: ['devbox-1'], replaced: [] });
     await waitMembers(kube, namespace, ['devbox-1']);
-    expect((await kube.getPod(namespace, 'devbox-1'))?.metadata.uid).toBe(held?.metadata.uid);
+    expect((await kube.resource(podKind).in(namespace).get('devbox-1'))?.metadata.uid).toBe(
+      held?.metadata.uid,
+    );
     expect((await kube.listLeases(namespace)).map((lease) => lease.spec.holderIdentity)).toEqual([alice]);
 
     expect((await caught(vdi.deleteCtPool({ name: 'devbox' }))).code).toBe('POOL_IN_USE');
@@ -362,7 +367,7 @@ describe('container pools', () => {
     const { namespace, vdi, kube } = await setUp('ct-replace');
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, command: ['sh', '-c', 'exit 3'] } });
     await vdi.reconcileCtPool({ name: 'devbox' });
-    const before = await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+    const before = await waitFor(() => kube.resource(podKind).in(namespace).get('devbox-1'), {
       describe: 'the container of devbox-1 to end',
       until: (pod) => pod?.status?.phase === 'Failed',
     });
@@ -371,7 +376,7 @@ describe('container pools', () => {
     );
     expect([stopped.code, stopped.message]).toEqual(['DESKTOP_STOPPED', expect.stringMatching(/Failed/)]);
     expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: ['devbox-1'] });
-    const after = await kube.getPod(namespace, 'devbox-1');
+    const after = await kube.resource(podKind).in(namespace).get('devbox-1');
     expect(after?.metadata.uid).not.toBe(before?.metadata.uid);
     expect(await kube.listLeases(namespace)).toEqual([]);
   });
@@ -385,7 +390,7 @@ describe('container pools', () => {
     expect(refused.code).toBe('INSUFFICIENT_CAPACITY');
     expect(refused.details).toMatchObject({ pool: 'gpus', size: 2, shortfall: 2 });
     expect(await podsOf(kube, namespace)).toEqual([]);
-    expect(await kube.listServices(namespace, 'corral.dev/vdi-pool=gpus')).toEqual([]);
+    expect(await kube.resource(serviceKind).in(namespace).list('corral.dev/vdi-pool=gpus')).toEqual([]);
   });
 
   it('offers the terminal of a Ready member, and refuses stop and USB with what to do instead', async () => {

@@ -1,6 +1,7 @@
 import { ApiextensionsV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { rawRequest } from '../../../src/kube/raw-request.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
@@ -97,6 +98,6 @@ describe('the clone API version a pool create uses', () => {
       /does not serve KubeVirt's clone API \(clone\.kubevirt\.io v1beta1 or v1alpha1\)/,
     );
     expect(await vdi.context.cluster.listVms(namespace, 'corral.dev/vdi-pool=devpool')).toEqual([]);
-    expect(await vdi.context.cluster.listClones(namespace)).toEqual([]);
+    expect(await vdi.context.cluster.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 });

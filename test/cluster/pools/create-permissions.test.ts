@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
@@ -38,7 +39,7 @@ describe('a pool create whose identity may not delete clone objects', () => {
     const vms = await admin.context.cluster.listVms(namespace);
     expect(vms.map((vm) => vm.metadata.name)).toEqual(['golden']);
     // what is left is what the error names: finished clone objects, which make nothing more
-    const clones = await admin.context.cluster.listClones(namespace);
+    const clones = await admin.context.cluster.resource(cloneKind).in(namespace).list();
     expect(clones.map((clone) => clone.metadata.name).sort()).toEqual(['devpool-1-clone', 'devpool-2-clone']);
     expect(clones.every((clone) => clone.status?.phase === 'Succeeded')).toBe(true);
     expect(await admin.context.cluster.listLeases(namespace)).toEqual([]);

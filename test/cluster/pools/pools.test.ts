@@ -6,6 +6,7 @@ import type { VdiContext } from '../../../src/context.js';
 import { defaultCloneTimeoutMs } from '../../../src/desktop-backend.js';
 import type { VdiEvents } from '../../../src/events.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
@@ -119,7 +120,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       expect(vm.spec.runStrategy).toBe('Halted');
       expect(vm.spec.running).toBeUndefined();
     }
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(progress.filter((event) => event.step === 'ready').map((event) => event.done)).toEqual([1, 2, 3]);
 
     await waitFor(
@@ -185,7 +186,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     );
     expect(error.message).toMatch(/pass the namespace where the golden VM lives/);
     expect(await kube.listVms(namespace)).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
 
     const fromHome = await createPool(ctx, {
       name: 'devpool',
@@ -222,7 +223,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       expect((await failureOf(createPool(ctx, options))).code).toBe('INVALID_INPUT');
     }
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('reports a failed clone member by member, fails fast, and removes the members it made', async () => {
@@ -245,7 +246,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       { member: 'devpool-4', status: 'not-started' },
     ]);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(progress.map((event) => `${event.member} ${event.step}`)).toContain('devpool-1 removed');
   });
 
@@ -261,9 +262,9 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.details.kept).toBe(true);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual(['devpool-1']);
-    expect((await kube.listClones(namespace)).map((clone) => clone.metadata.name)).toEqual([
-      'devpool-2-clone',
-    ]);
+    expect((await kube.resource(cloneKind).in(namespace).list()).map((clone) => clone.metadata.name)).toEqual(
+      ['devpool-2-clone'],
+    );
   });
 
   it('times out on a clone that never finishes, naming the clone object and the usual causes, and cleans up', async () => {
@@ -289,7 +290,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.message).toMatch(/StorageClass or VolumeSnapshotClass/);
     expect(error.message).toMatch(/PVCs cannot be snapshotted/);
     expect(await poolVms(kube, namespace, 'devpool')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('leaves a member it made to the claim that took it before the grow gave up, and says so', async () => {
@@ -314,7 +315,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.message).toContain('devpool-2 (held by carol)');
     expect(await poolVms(kube, namespace, 'devpool')).toEqual(['devpool-1', 'devpool-2']);
     expect((await kube.getLease(namespace, 'corral-vdi-devpool-2'))?.spec.holderIdentity).toBe('carol');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('waits for the clone to succeed, not for its target VM to appear', async () => {
@@ -351,7 +352,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
       );
     expect((await created).members).toEqual(['devpool-1']);
     expect(progress.map((event) => event.step)).toContain('ready');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('refuses a pool that does not fit the GPUs before any clone exists, with the per-node table', async () => {
@@ -404,7 +405,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
         }),
       ]),
     );
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await poolVms(kube, namespace, 'gpupool')).toEqual([]);
 
     expect((await planCapacity(ctx, { from: 'golden', size: 2 })).kind).toBe('admit');
@@ -506,7 +507,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     });
     expect(after.metadata.annotations?.['corral.dev/vdi-source']).toBe('golden');
     expect(after.spec.runStrategy).toBe('Halted');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
 
     // a failed attempt that got as far as deleting the VM: its claim names the pool, a sibling the golden VM
     await kube.createLease(namespace, {

@@ -5,6 +5,7 @@ import { claimantLeaseName } from '../../../src/claims/claimant-lock.js';
 import { ctMemberLabel, kindLabel } from '../../../src/ct/ct-keys.js';
 import { isVdiError } from '../../../src/errors.js';
 import { assignedToKey, leasePoolLabel, removalHolder } from '../../../src/keys.js';
+import { cloneKind, podKind, pvcKind, serviceKind } from '../../../src/kube/resource-kinds.js';
 import type { PodObject } from '../../../src/kube-objects.js';
 import { createPool, deletePool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
@@ -174,10 +175,10 @@ const steps: Step[] = [
       const kube = admin.context.cluster;
       const homeOf = (pod: PodObject | undefined) =>
         pod?.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName;
-      const before = await kube.getPod(vdi.namespace, member);
+      const before = await kube.resource(podKind).in(vdi.namespace).get(member);
       await vdi.release({ member, identity: 'dave', kind: 'ct' });
       // the next holder gets a new Pod from the image with an empty home
-      const after = await kube.getPod(vdi.namespace, member);
+      const after = await kube.resource(podKind).in(vdi.namespace).get(member);
       if (!after || after.metadata.uid === before?.metadata.uid || homeOf(after) === homeOf(before)) {
         throw new Error(`${member} was not made again with a fresh home`);
       }
@@ -249,7 +250,7 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
   const [vms, leases, clones] = await Promise.all([
     kube.listVms(namespace),
     kube.listLeases(namespace, leasePoolLabel),
-    kube.listClones(namespace),
+    kube.resource(cloneKind).in(namespace).list(),
   ]);
   // clones left behind are finished, so they make nothing more, and the error gives the command that removes
   // exactly them (docs/pools.md)
@@ -260,9 +261,9 @@ async function expectDocumentedState(admin: Vdi, namespace: string, failure: Fai
   expect(removal?.[2]?.split(' ').sort() ?? []).toEqual(clones.map((clone) => clone.metadata.name).sort());
   if (removal) expect(removal[1]).toBe(namespace);
   const [pods, services, homeClaims] = await Promise.all([
-    kube.listPods(namespace, `${kindLabel}=ct`),
-    kube.listServices(namespace, `${kindLabel}=ct`),
-    kube.listPvcs(namespace, `${kindLabel}=ct`),
+    kube.resource(podKind).in(namespace).list(`${kindLabel}=ct`),
+    kube.resource(serviceKind).in(namespace).list(`${kindLabel}=ct`),
+    kube.resource(pvcKind).in(namespace).list(`${kindLabel}=ct`),
   ]);
   const ctMembers = [...pods, ...services, ...homeClaims].map(
     (object) => object.metadata.labels?.[ctMemberLabel],

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiEvents } from '../../../src/events.js';
 import { leaseKindLabel, reclaimNotifiedAnnotation } from '../../../src/keys.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { createSessionEngine, type SessionEngineOptions } from '../../../src/sessions/session-engine.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -36,7 +37,7 @@ async function setUp(
     ...(options.allowLoopbackHttpWebhook ? { allowLoopbackHttpWebhook: true } : {}),
   });
   await vdi.reconcileCtPool({ name: 'devbox' });
-  await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+  await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
     describe: `Pod ${namespace}/devbox-1 to be Ready`,
     until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
   });
@@ -45,7 +46,7 @@ async function setUp(
     namespaces: [namespace],
     policy: options.policy ?? { disconnectGraceMs: grace },
   });
-  const uid = (await vdi.context.cluster.getPod(namespace, claimed.member))?.metadata.uid;
+  const uid = (await vdi.context.cluster.resource(podKind).in(namespace).get(claimed.member))?.metadata.uid;
   return { namespace, clock, vdi, events, notified, engine, member: claimed.member, uid };
 }
 
@@ -63,7 +64,7 @@ async function abandon({ engine, clock, member, namespace }: Setup): Promise<voi
 async function expectRecreated(setup: Setup): Promise<void> {
   const { vdi, namespace, member, uid } = setup;
   expect(await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
-  const pod = await vdi.context.cluster.getPod(namespace, member);
+  const pod = await vdi.context.cluster.resource(podKind).in(namespace).get(member);
   expect(pod?.metadata.uid).toBeDefined();
   expect(pod?.metadata.uid).not.toBe(uid);
   expect(setup.events).toEqual([
@@ -147,7 +148,9 @@ describe('reclaim actions of container pools', () => {
     const lease = await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`);
     expect(lease?.spec.holderIdentity).toBe(alice);
     expect(lease?.metadata.annotations?.[reclaimNotifiedAnnotation]).toBe(`disconnect-grace ${dueAt}`);
-    expect((await vdi.context.cluster.getPod(namespace, member))?.metadata.uid).toBe(setup.uid);
+    expect((await vdi.context.cluster.resource(podKind).in(namespace).get(member))?.metadata.uid).toBe(
+      setup.uid,
+    );
 
     // reported once: later passes renew the claim
     setup.clock.advance(30 * minute);

@@ -4,6 +4,7 @@ import type { DesktopKind } from '../../../src/desktop-backend.js';
 import { VdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
 import { holderGroupsAnnotation, notEntitledAtAnnotation } from '../../../src/keys.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createSessionEngine } from '../../../src/sessions/session-engine.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
@@ -35,7 +36,7 @@ async function setUp(prefix: string, kind: DesktopKind) {
     });
     await vdi.reconcileCtPool({ name: pool });
     for (const name of ['devbox-1', 'devbox-2']) {
-      await waitFor(() => vdi.context.cluster.getPod(namespace, name), {
+      await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get(name), {
         describe: `Pod ${namespace}/${name} to be Ready`,
         until: (pod) =>
           pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

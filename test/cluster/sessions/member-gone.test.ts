@@ -6,6 +6,7 @@ import { readDesktopAs } from '../../../src/claims/read-held-member.js';
 import type { VdiContext } from '../../../src/context.js';
 import { VdiError } from '../../../src/errors.js';
 import { releasingAnnotation } from '../../../src/keys.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { createSessionEngine, reclaimActor } from '../../../src/sessions/session-engine.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
@@ -89,7 +90,7 @@ describe('a claim whose member is gone', () => {
     expect(await kube.getLease(namespace, `corral-vdi-${member}`)).toBeUndefined();
     const remade = await kube.getVm(namespace, member);
     expect(remade?.metadata.labels).toMatchObject({ 'corral.dev/vdi-ephemeral': 'true' });
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(audit.list().at(-1)).toMatchObject({ user: reclaimActor, status: 'ok' });
     expect((await vdi.getDesktop({ member })).owner).toBeUndefined();
   });

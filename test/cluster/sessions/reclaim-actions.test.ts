@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { isVdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
-import { idleWarnedAnnotation, inputAtAnnotation, reclaimNotifiedAnnotation } from '../../../src/keys.js';
+import { inputAtAnnotation, reclaimNotifiedAnnotation, reclaimWarnedAnnotation } from '../../../src/keys.js';
+import { configMapKind } from '../../../src/kube/resource-kinds.js';
 import {
   createPool,
   deletePool,
@@ -183,7 +184,9 @@ describe('per-pool reclaim actions', () => {
       /only when allowed/,
     );
     expect(await refused({ idleTimeoutMs: -5 })).toMatch(/Idle timeout/);
-    expect(await context.cluster.getConfigMap(setup.namespace, 'corral-vdi-pool-devpool')).toBeUndefined();
+    expect(
+      await context.cluster.resource(configMapKind).in(setup.namespace).get('corral-vdi-pool-devpool'),
+    ).toBeUndefined();
 
     const created = await createPool(context, {
       name: 'other',
@@ -194,7 +197,9 @@ describe('per-pool reclaim actions', () => {
     }).catch((caught) => caught);
     expect(isVdiError(created, 'INVALID_INPUT')).toBe(true);
     expect(await context.cluster.getVm(setup.namespace, 'other-1')).toBeUndefined();
-    expect(await context.cluster.getConfigMap(setup.namespace, 'corral-vdi-pool-other')).toBeUndefined();
+    expect(
+      await context.cluster.resource(configMapKind).in(setup.namespace).get('corral-vdi-pool-other'),
+    ).toBeUndefined();
   });
 
   it('keeps settings left out of a change, and removes them with the pool', async () => {
@@ -206,7 +211,9 @@ describe('per-pool reclaim actions', () => {
       idleTimeoutMs: 20 * minute,
     });
     await deletePool(context, { name: 'devpool', force: true });
-    expect(await context.cluster.getConfigMap(setup.namespace, 'corral-vdi-pool-devpool')).toBeUndefined();
+    expect(
+      await context.cluster.resource(configMapKind).in(setup.namespace).get('corral-vdi-pool-devpool'),
+    ).toBeUndefined();
   });
 });
 
@@ -224,7 +231,7 @@ describe('input-idle reclaim', () => {
     setup.clock.advance(2 * minute);
     expect(await engine.runPass()).toMatchObject({ warned: 1, reclaimed: 0, errors: [] });
     const idleAt = new Date(connectedAt + 30 * minute).toISOString();
-    expect((await leaseOf(setup))?.metadata.annotations?.[idleWarnedAnnotation]).toBe(idleAt);
+    expect((await leaseOf(setup))?.metadata.annotations?.[reclaimWarnedAnnotation]).toBe(`idle ${idleAt}`);
     expect(
       engine.describe({ namespace: setup.namespace, member: setup.member, lease: await leaseOf(setup) }),
     ).toMatchObject({

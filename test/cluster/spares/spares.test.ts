@@ -3,6 +3,8 @@ import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, VdiError } from '../../../src/errors.js';
 import type { DeletePreconditions } from '../../../src/kube/cluster.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
+import { readPoolStatus } from '../../../src/pool-status/read-pool-status.js';
 import { createPool, resizePool, setPool } from '../../../src/pools/pool-service.js';
 import {
   carryOutSpares,
@@ -11,7 +13,6 @@ import {
   planFromRead,
   readSpares,
 } from '../../../src/spares/keep-spares.js';
-import { readPoolStatus } from '../../../src/spares/read-pool-status.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -154,7 +155,7 @@ describe('the spare keeper', () => {
     );
     expect(isVdiError(refused, 'INVALID_INPUT')).toBe(true);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool=other')).toEqual([]);
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
 
     await setPool(ctx, { name: 'devpool', minReady: 2 });
     const shrink = await ctx.cluster.listVms(namespace, 'corral.dev/vdi-pool=devpool');

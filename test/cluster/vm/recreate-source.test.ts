@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
@@ -30,7 +31,7 @@ describe('recreating an ephemeral member', () => {
     expect(isVdiError(error, 'INVALID_INPUT')).toBe(true);
     expect((error as Error).message).toContain('names itself as its golden VM');
     expect((await vdi.context.cluster.getVm(namespace, 'eph-1'))?.metadata.uid).toBe(member.metadata.uid);
-    expect(await vdi.context.cluster.listClones(namespace)).toEqual([]);
+    expect(await vdi.context.cluster.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it("finds the golden VM in a sibling's clone under way when the member and every sibling VM are gone", async () => {

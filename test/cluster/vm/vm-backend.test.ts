@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import type { DesktopBackend, MemberFacts } from '../../../src/desktop-backend.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
@@ -230,7 +231,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(after.metadata.annotations?.['corral.dev/vdi-source']).toBe('golden');
     expect(after.metadata.labels).toMatchObject(ephemeral('eph'));
     expect(after.spec.runStrategy).toBe('Halted');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await vms.readMember({ namespace, member: 'eph-1' })).toMatchObject({
       ephemeral: true,
       source: 'golden',
@@ -249,12 +250,14 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(await kube.getVm(namespace, 'eph-1')).toBeUndefined();
     expect(await vms.readMember({ namespace, member: 'eph-1' })).toBeUndefined();
     // the failed clone stays for inspection until the next reset clears it away
-    expect((await kube.listClones(namespace)).map((clone) => clone.status?.phase)).toEqual(['Failed']);
+    expect((await kube.resource(cloneKind).in(namespace).list()).map((clone) => clone.status?.phase)).toEqual(
+      ['Failed'],
+    );
 
     delete kube.faults['eph-1'];
     expect(await vms.resetMember(ref)).toBe('recreated');
     expect((await kube.getVm(namespace, 'eph-1'))?.metadata.labels).toMatchObject(ephemeral('eph'));
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('makes a lone ephemeral member again after a failed clone, reading its golden VM from that clone', async () => {
@@ -270,7 +273,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect((await kube.getVm(namespace, 'eph-1'))?.metadata.annotations?.['corral.dev/vdi-source']).toBe(
       'golden',
     );
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
   });
 
   it('times out a slow clone by the injected clock, and a second reset waits for the same clone to finish', async () => {
@@ -281,7 +284,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     const ref = { namespace, member: 'eph-1', pool: 'eph' };
 
     const first = failureOf(vms.resetMember(ref, { timeoutMs: 60_000 }));
-    await waitFor(async () => (await kube.listClones(namespace)).length === 1, {
+    await waitFor(async () => (await kube.resource(cloneKind).in(namespace).list()).length === 1, {
       describe: 'the clone of eph-1 to exist',
     });
     clock.advance(60_000);
@@ -290,11 +293,11 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
     expect(timedOut.message).toMatch(
       new RegExp(`^timed out after 1m waiting for the clone to produce VM ${namespace}/eph-1\\b`),
     );
-    const [pending] = await kube.listClones(namespace);
+    const [pending] = await kube.resource(cloneKind).in(namespace).list();
     expect(pending?.status?.phase).not.toBe('Succeeded');
 
     expect(await vms.resetMember(ref)).toBe('recreated');
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect((await kube.getVm(namespace, 'eph-1'))?.metadata.annotations?.['user-state']).toBeUndefined();
   });
 

@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
 import { holderGroupsAnnotation } from '../../../src/keys.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -180,7 +181,7 @@ describe('pool entitlements through the broker', () => {
 });
 
 async function waitForReadyPod(kube: KubeCluster, namespace: string, name: string): Promise<void> {
-  await waitFor(() => kube.getPod(namespace, name), {
+  await waitFor(() => kube.resource(podKind).in(namespace).get(name), {
     describe: `Pod ${namespace}/${name} to be Ready`,
     until: (pod) => pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
   });

@@ -9,6 +9,7 @@ import {
   taskSchema,
 } from '../../../src/broker/schemas.js';
 import { isVdiError } from '../../../src/errors.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
@@ -552,7 +553,7 @@ describe('the broker over HTTP', () => {
     await waitFor(
       async () => ({
         lease: await on.api.vdi.context.cluster.getLease(on.namespace, 'corral-vdi-devpool-1'),
-        pod: await on.api.vdi.context.cluster.getPod(on.namespace, 'devbox-1'),
+        pod: await on.api.vdi.context.cluster.resource(podKind).in(on.namespace).get('devbox-1'),
       }),
       {
         describe: 'the broker that is on to reclaim devpool-1 and make devbox-1',
@@ -563,7 +564,7 @@ describe('the broker over HTTP', () => {
     expect((await kube.getLease(off.namespace, 'corral-vdi-devpool-1'))?.metadata.resourceVersion).toBe(
       leases.get(off),
     );
-    expect(await kube.getPod(off.namespace, 'devbox-1')).toBeUndefined();
+    expect(await kube.resource(podKind).in(off.namespace).get('devbox-1')).toBeUndefined();
     expect(off.api.broker.isLeader()).toBe(false);
     expect(on.api.logs.filter((line) => line.startsWith('broker: on'))).toHaveLength(1);
     expect(off.api.logs.filter((line) => line.startsWith('broker: '))).toEqual([

@@ -6,6 +6,7 @@ import {
   poolListSchema,
   taskSchema,
 } from '../../../src/broker/schemas.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
@@ -52,7 +53,7 @@ async function freeOf(api: RunningBroker, id: string): Promise<number | undefine
 }
 
 async function podUid(api: RunningBroker, namespace: string, member: string): Promise<string | undefined> {
-  return (await api.vdi.context.cluster.getPod(namespace, member))?.metadata.uid;
+  return (await api.vdi.context.cluster.resource(podKind).in(namespace).get(member))?.metadata.uid;
 }
 
 describe('container desktops through the broker', () => {
@@ -123,7 +124,7 @@ describe('container desktops through the broker', () => {
     const { namespace, api } = await setUp('broker-ct-term');
     await api.vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
     await api.broker.reconcileCtPools();
-    await waitFor(() => api.vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+    await waitFor(() => api.vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
       describe: `Pod ${namespace}/devbox-1 to be Ready`,
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

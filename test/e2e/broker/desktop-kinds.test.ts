@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { desktopSchema } from '../../../src/broker/schemas.js';
 import { releasingAnnotation } from '../../../src/keys.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { leaseNameFor } from '../../../src/lease-name.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -81,7 +82,7 @@ describe('a desktop ID names a member of its own kind', () => {
     const api = await brokers.start(cluster(), namespace, createTestClock(new Date()));
     await api.vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
     await api.broker.reconcileCtPools();
-    await waitFor(() => api.vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+    await waitFor(() => api.vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
       describe: `Pod ${namespace}/devbox-1 to be Ready`,
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
@@ -125,7 +126,7 @@ describe('a desktop ID names a member of its own kind', () => {
       const lease = await api.vdi.context.cluster.getLease(namespace, leaseNameFor(member));
       expect(lease?.metadata.annotations?.[releasingAnnotation], member).toBeUndefined();
     }
-    expect(await api.vdi.context.cluster.getPod(namespace, 'bp-1')).toBeUndefined();
+    expect(await api.vdi.context.cluster.resource(podKind).in(namespace).get('bp-1')).toBeUndefined();
   });
 
   it('answers 404 for a VM that is no pool member, saying so, on its desktop and connect routes', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { idleWarnedAnnotation, inputAtAnnotation } from '../../../src/keys.js';
+import { inputAtAnnotation, reclaimWarnedAnnotation } from '../../../src/keys.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {
@@ -61,9 +61,15 @@ describe('idle reclaim through the broker consoles', () => {
     clock.advance(26 * minute);
     expect(await api.broker.sessions.runPass()).toMatchObject({ warned: 1, reclaimed: 0, errors: [] });
     const idleAt = new Date(connectedAt + 30 * minute).toISOString();
-    expect((await lease())?.metadata.annotations?.[idleWarnedAnnotation]).toBe(idleAt);
+    expect((await lease())?.metadata.annotations?.[reclaimWarnedAnnotation]).toBe(`idle ${idleAt}`);
     const shown = await api.call('GET', `/api/vdi/desktops/vm/${namespace}/${member}`, { as: alice });
-    expect(shown.body).toMatchObject({ reclaimReason: 'idle', reclaimAt: idleAt, idleWarning: true });
+    expect(shown.body).toMatchObject({
+      reclaimReason: 'idle',
+      reclaimAt: idleAt,
+      idleWarning: true,
+      reclaimWarning: true,
+      reclaimInMs: 4 * minute,
+    });
 
     const typedAt = clock.now().toISOString();
     rfb.typeKey(0x61);

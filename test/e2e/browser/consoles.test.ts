@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import type { BrokerServer } from '../../../src/broker/serve.js';
 import { createVdiClient } from '../../../src/client/index.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import type { VmDevices } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
@@ -246,7 +247,7 @@ describe('consoles in Chromium', () => {
     const { vdi } = server.broker;
     await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 1 } });
     await server.broker.reconcileCtPools();
-    await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+    await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
       describe: `Pod ${namespace}/devbox-1 to be Ready`,
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

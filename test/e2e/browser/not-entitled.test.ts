@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -27,7 +28,7 @@ describe.each(['vm', 'ct'] as const)(
       } else {
         await vdi.applyCtPool({ spec: { name: 'gpu', image, size: 1, allowedGroups: ['ml'] } });
         await vdi.reconcileCtPool({ name: 'gpu' });
-        await waitFor(() => vdi.context.cluster.getPod(namespace, 'gpu-1'), {
+        await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get('gpu-1'), {
           describe: `Pod ${namespace}/gpu-1 to be Ready`,
           until: (pod) =>
             pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {
@@ -107,7 +108,7 @@ describe.concurrent('corral-vdi pool create when clones never finish', () => {
     ]);
     const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await waitFor(async () => (await kube.listClones(namespace)).length, {
+    await waitFor(async () => (await kube.resource(cloneKind).in(namespace).list()).length, {
       describe: 'both clones to appear',
       until: (count) => count >= 2,
       timeoutMs: 60_000,
@@ -120,7 +121,7 @@ describe.concurrent('corral-vdi pool create when clones never finish', () => {
     expect(output.text()).toMatch(
       /error: Creating pool "devpool" was cancelled: .* Everything this call made was removed again\./,
     );
-    expect(await kube.listClones(namespace)).toEqual([]);
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool')).toEqual([]);
   });
 });

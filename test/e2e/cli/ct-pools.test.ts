@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { configMapKind, podKind } from '../../../src/kube/resource-kinds.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { cliEnv, cliFor, cliPath, createNamespace, jsonOf, useCliCluster } from './cli-support.js';
 
@@ -78,7 +79,7 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
       'devbox',
     ]);
 
-    await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+    await waitFor(() => kube.resource(podKind).in(namespace).get('devbox-1'), {
       describe: 'devbox-1 to be Ready',
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
@@ -182,7 +183,7 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
       ]);
       expect(result.stderr).toMatch(/Nothing was written/);
     }
-    expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+    expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox')).toBeUndefined();
   });
 
   it('sets minReady and the reclaim settings by flags over a spec file, refuses bad ones, and shows the action', async () => {
@@ -208,7 +209,7 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     }
     const badDuration = await apply('--idle-timeout', '15min');
     expect([badDuration.code, badDuration.stderr]).toEqual([2, expect.stringMatching(/--idle-timeout: /)]);
-    expect(await kube.getConfigMap(namespace, 'corral-vdi-ct-devbox')).toBeUndefined();
+    expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox')).toBeUndefined();
 
     const applied = await apply(
       '--min-ready',

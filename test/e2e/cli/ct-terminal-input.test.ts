@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { cliEnv, cliFor, cliPath, createNamespace, useCliCluster } from './cli-support.js';
 
@@ -38,7 +39,7 @@ describe('connect --kind ct --open with input from a here-document', () => {
     const apply = ['ct-pool', 'apply', 'devbox', '--image', 'ghcr.io/acme/devbox:1.4', '--size', '1'];
     expect((await cli([...apply, '--shell', '/bin/bash', '-n', namespace])).code).toBe(0);
     expect((await cli(['ct-pool', 'reconcile', 'devbox', '-n', namespace])).code).toBe(0);
-    await waitFor(() => kube.getPod(namespace, 'devbox-1'), {
+    await waitFor(() => kube.resource(podKind).in(namespace).get('devbox-1'), {
       describe: 'devbox-1 to be Ready',
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

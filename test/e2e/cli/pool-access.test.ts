@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { configMapKind } from '../../../src/kube/resource-kinds.js';
 import { cliFor, createGoldenVm, createNamespace, jsonOf, useCliCluster } from './cli-support.js';
 
 const cluster = useCliCluster();
@@ -42,7 +43,7 @@ describe('corral-vdi pool entitlements', () => {
     });
 
     const kube = new KubeCluster(cluster().kubeConfig);
-    const before = await kube.getConfigMap(namespace, 'corral-vdi-pool-gpupool');
+    const before = await kube.resource(configMapKind).in(namespace).get('corral-vdi-pool-gpupool');
     const refused = await cli([
       'pool',
       'set',
@@ -56,7 +57,7 @@ describe('corral-vdi pool entitlements', () => {
     ]);
     expect(refused.code).toBe(1);
     expect(jsonOf<{ error: { code: string } }>(refused).error.code).toBe('INVALID_INPUT');
-    const after = await kube.getConfigMap(namespace, 'corral-vdi-pool-gpupool');
+    const after = await kube.resource(configMapKind).in(namespace).get('corral-vdi-pool-gpupool');
     expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
   });
 

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { createSessionEngine } from '../../../src/sessions/session-engine.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -79,7 +80,7 @@ describe('corral-vdi pool status marks holders a pool no longer lets in', () => 
     expect((await apply('--allow-user', alice)).code).toBe(0);
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace });
     await vdi.reconcileCtPool({ name: 'devbox' });
-    await waitFor(() => vdi.context.cluster.getPod(namespace, 'devbox-1'), {
+    await waitFor(() => vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
       describe: `Pod ${namespace}/devbox-1 to be Ready`,
       until: (pod) =>
         pod?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,

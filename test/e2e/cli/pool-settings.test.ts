@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { configMapKind } from '../../../src/kube/resource-kinds.js';
 import { cliFor, jsonOf, useCliCluster } from './cli-support.js';
 
 const cluster = useCliCluster();
@@ -41,7 +42,7 @@ describe('corral-vdi pool settings', () => {
     expect(text.stdout).toContain('reclaim: notify → https://hooks.example.com, idle timeout: 45m');
 
     const kube = new KubeCluster(cluster().kubeConfig);
-    const before = await kube.getConfigMap(namespace, 'corral-vdi-pool-devpool');
+    const before = await kube.resource(configMapKind).in(namespace).get('corral-vdi-pool-devpool');
     for (const bad of [
       ['--reclaim-action', 'hibernate'],
       ['--reclaim-action', 'recreate'],
@@ -52,7 +53,7 @@ describe('corral-vdi pool settings', () => {
       expect(refused.code, `${bad.join(' ')}: ${refused.stdout}`).not.toBe(0);
       expect(jsonOf<{ error: { code: string } }>(refused).error.code).toBe('INVALID_INPUT');
     }
-    const after = await kube.getConfigMap(namespace, 'corral-vdi-pool-devpool');
+    const after = await kube.resource(configMapKind).in(namespace).get('corral-vdi-pool-devpool');
     expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion);
 
     const loopback = await cli([

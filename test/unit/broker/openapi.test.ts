@@ -22,6 +22,7 @@ describe('the OpenAPI document', () => {
       'POST /api/vdi/desktops/{kind}/{ns}/{member}/start',
       'POST /api/vdi/desktops/{kind}/{ns}/{member}/release',
       'GET /api/vdi/desktops/{kind}/{ns}/{member}/connect',
+      'POST /api/vdi/desktops/{kind}/{ns}/{member}/console/rdp/token',
       'GET /api/vdi/desktops/{kind}/{ns}/{member}/console/{protocol}',
       'GET /api/vdi/openapi.json',
       'GET /api/tasks/{id}',

@@ -119,6 +119,11 @@ function recordingHandlers(calls: Array<{ name: RouteName; input: unknown }>): R
       skipped: [],
       launches: [],
     }),
+    mintRdpToken: record('mintRdpToken', {
+      token: 'a-token',
+      expiresAt: '2026-07-02T12:01:00.000Z',
+      destination: '127.1.0.2:3389',
+    }),
     openapi: record('openapi', { openapi: '3.1.0' }),
     getTask: record('getTask', task),
     taskLog: record('taskLog', { records: [] }),
@@ -333,10 +338,12 @@ describe('createUpgradeRouter', () => {
         : admission.kind;
     };
     expect(await code(vnc)).toEqual([401, 'UNAUTHENTICATED']);
-    expect(await code('/api/vdi/desktops/vm/corral-vms/devpool-1/console/rdp', alice)).toEqual([
+    expect(await code('/api/vdi/desktops/vm/corral-vms/devpool-1/console/spice', alice)).toEqual([
       400,
       'INVALID_INPUT',
     ]);
+    // rdp is a console route now; its own checks come after this admission
+    expect(await code('/api/vdi/desktops/vm/corral-vms/devpool-1/console/rdp', alice)).toBe('console');
     expect(await code('/api/vdi/desktops/vm/other-ns/devpool-1/console/vnc', alice)).toEqual([
       404,
       'NOT_FOUND',

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { renderScreen } from '../../../src/testing/kubevirt/rfb-screen.js';
-import { createRfbSession } from '../../../src/testing/kubevirt/rfb-server.js';
+import {
+  createRfbSession,
+  encodeServerCutText,
+  keptCutTextChars,
+} from '../../../src/testing/kubevirt/rfb-server.js';
 import { countBytesMoved } from '../../support/bytes-moved.js';
 
 const handshake = Buffer.concat([Buffer.from('RFB 003.008\n', 'latin1'), Buffer.of(1), Buffer.of(1)]);
@@ -43,5 +47,27 @@ describe('the simulated RFB server on a paste', () => {
 
   it('copies the same few bytes for a paste ten times as long', () => {
     expect(paste(1_000_000, 16).moved).toBe(paste(100_000, 16).moved);
+  });
+});
+
+describe('the simulated RFB guest clipboard', () => {
+  it('hands on the text of a ClientCutText split anywhere, keeping its first characters, and encodes its own copy', () => {
+    const texts: string[] = [];
+    const rfb = createRfbSession({
+      name: 'desk-1',
+      screen: () => renderScreen({ name: 'desk-1' }),
+      onInput: (input) => {
+        if (input.kind === 'cut-text') texts.push(input.text);
+      },
+    });
+    rfb.receive(handshake);
+    const pasted = Buffer.from('café au lait', 'latin1');
+    const message = Buffer.concat([Buffer.from([6, 0, 0, 0, 0, 0, 0, pasted.length]), pasted]);
+    for (const byte of message) rfb.receive(Buffer.of(byte));
+    rfb.receive(cutText(keptCutTextChars + 100));
+    expect(texts).toEqual(['café au lait', 'a'.repeat(keptCutTextChars)]);
+    expect(encodeServerCutText('naïve ✓')).toEqual(
+      Buffer.concat([Buffer.from([3, 0, 0, 0, 0, 0, 0, 7]), Buffer.from('naïve ?', 'latin1')]),
+    );
   });
 });

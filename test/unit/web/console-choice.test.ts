@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ConnectAnswerBody } from '../../../src/broker/schemas.js';
 import { VdiError } from '../../../src/errors.js';
-import { chooseConsole } from '../../../src/web/console-choice.js';
+import { chooseConsole, nextOffer } from '../../../src/web/console-choice.js';
 import { describeConsoleEnd, describeError, describeSession } from '../../../src/web/describe-session.js';
 
 const answer = (over: Partial<ConnectAnswerBody>): ConnectAnswerBody => ({
@@ -17,35 +17,29 @@ const answer = (over: Partial<ConnectAnswerBody>): ConnectAnswerBody => ({
 });
 
 describe('the console the page opens', () => {
-  it('is the plan target when a browser can open it, keeping the plan skips', () => {
+  it('is the plan target, keeping the plan skips', () => {
     const chosen = chooseConsole(
       answer({ skipped: [{ protocol: 'rdp', reason: 'TCP 3389 did not answer from the broker.' }] }),
     );
     expect(chosen).toEqual({
       protocol: 'vnc',
+      offers: [{ protocol: 'vnc', namespace: 'corral-vms', vm: 'devpool-1' }],
       skipped: [{ protocol: 'rdp', reason: 'TCP 3389 did not answer from the broker.' }],
     });
   });
 
-  it('passes over an RDP target for the first fallback a browser opens, and says why', () => {
-    const chosen = chooseConsole(
-      answer({
-        target: { protocol: 'rdp', host: '10.0.0.5', port: 3389 },
-        fallbacks: [
-          { protocol: 'serial', namespace: 'corral-vms', vm: 'devpool-1' },
-          { protocol: 'vnc', namespace: 'corral-vms', vm: 'devpool-1' },
-        ],
-        skipped: [],
-      }),
-    );
-    expect(chosen.protocol).toBe('serial');
-    expect(chosen.skipped).toEqual([{ protocol: 'rdp', reason: expect.stringContaining('desktop client') }]);
-  });
-
-  it('opens nothing when the plan offers only RDP', () => {
-    const chosen = chooseConsole(answer({ target: { protocol: 'rdp', host: '10.0.0.5', port: 3389 } }));
-    expect(chosen.protocol).toBeUndefined();
-    expect(chosen.skipped.map((skip) => skip.protocol)).toEqual(['rdp']);
+  it('opens an RDP target in the page, with the fallbacks behind it in the plan order', () => {
+    const vnc = { protocol: 'vnc', namespace: 'corral-vms', vm: 'devpool-1' } as const;
+    const serial = { protocol: 'serial', namespace: 'corral-vms', vm: 'devpool-1' } as const;
+    const rdp = { protocol: 'rdp', host: '10.0.0.5', port: 3389 } as const;
+    const chosen = chooseConsole(answer({ target: rdp, fallbacks: [vnc, serial] }));
+    expect(chosen.protocol).toBe('rdp');
+    expect(chosen.offers).toEqual([rdp, vnc, serial]);
+    expect(chosen.skipped).toEqual([]);
+    expect(nextOffer(chosen.offers, 'rdp')).toEqual(vnc);
+    expect(nextOffer(chosen.offers, 'vnc')).toEqual(serial);
+    expect(nextOffer(chosen.offers, 'serial')).toBeUndefined();
+    expect(nextOffer([rdp], 'rdp')).toBeUndefined();
   });
 
   it('opens a container terminal', () => {

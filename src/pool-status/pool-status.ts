@@ -12,7 +12,8 @@ import {
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
-import { planSpares } from './plan-spares.js';
+import type { ScheduleStatus } from '../schedules/describe-schedule.js';
+import { planSpares } from '../spares/plan-spares.js';
 
 /**
  * Where a member's session stands, from the marks on its claim Lease: `none` without a claim, `claimed` before its
@@ -63,6 +64,8 @@ export interface PoolStatus {
   short: number;
   /** Identities waiting for a member of the pool (Leases labelled `corral.dev/vdi-waiter=<pool>`). */
   waiters: number;
+  /** Where the pool's schedule stands, for a VM pool that has one; `null` otherwise. */
+  schedule: ScheduleStatus | null;
   members: PoolStatusMember[];
 }
 
@@ -80,6 +83,8 @@ export interface PoolStatusInput {
   now: Date;
   /** Who the pool lets in now; without it every holder is `entitled`. */
   entitlement?: PoolEntitlement | undefined;
+  /** The pool's schedule as it stands, when it has one. */
+  schedule?: ScheduleStatus | undefined;
 }
 
 function sessionOf(lease: LeaseObject | undefined, held: boolean): SessionState {
@@ -147,6 +152,7 @@ export function describePoolStatus(input: PoolStatusInput): PoolStatus {
     warm: ready.size,
     short: Math.max(0, (input.minReady ?? 0) - ready.size),
     waiters: input.waiters,
+    schedule: input.schedule ?? null,
     members,
   };
 }

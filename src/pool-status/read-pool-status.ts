@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { poolKindFor, type VdiContext } from '../context.js';
 import { defaultDesktopKind } from '../desktop-backend.js';
 import { formatPoolId } from '../ids.js';
+import { describeSchedule } from '../schedules/describe-schedule.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 import { describePoolStatus, type PoolStatus } from './pool-status.js';
@@ -41,6 +42,8 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
   const kind = parsed.kind ?? defaultDesktopKind;
   const read = await poolKindFor(ctx, kind).readPoolFacts(ctx, namespace, name);
   const now = ctx.clock.now();
+  // waiters' Leases carry the pool label too, so the one list of the pool's Leases holds them
+  const waiters = splitWaiterLeases(read.leases, kind, now).live.length;
   return describePoolStatus({
     kind,
     namespace,
@@ -49,13 +52,23 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
     leases: read.leases,
     marked: read.marked,
     minReady: read.minReady,
-    // waiters' Leases carry the pool label too, so the one list of the pool's Leases holds them
-    waiters: splitWaiterLeases(read.leases, kind, now).live.length,
+    waiters,
     now,
     entitlement: {
       poolId: formatPoolId({ kind, namespace, pool: name }),
       allowedGroups: read.settings?.allowedGroups,
       allowedUsers: read.settings?.allowedUsers,
     },
+    schedule: read.settings?.schedule
+      ? describeSchedule({
+          settings: { ...read.settings, schedule: read.settings.schedule },
+          members: read.members,
+          leases: read.leases,
+          freeSince: read.freeSince ?? new Map(),
+          minReady: read.minReady ?? 0,
+          waiters,
+          now,
+        })
+      : undefined,
   });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { poolStatusLines } from '../../../src/cli/pool-text.js';
+import { describePoolStatus } from '../../../src/pool-status/pool-status.js';
 import { readMinReady } from '../../../src/spares/min-ready.js';
-import { describePoolStatus } from '../../../src/spares/pool-status.js';
 import { leaseOf, member, now } from '../claims/member-fixtures.js';
 
 const at = (minutes: number) => new Date(now.getTime() - minutes * 60_000).toISOString();
