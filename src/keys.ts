@@ -116,3 +116,8 @@ export const holderGroupsAnnotation = 'corral.dev/vdi-holder-groups';
 export const notEntitledAtAnnotation = 'corral.dev/vdi-not-entitled-at';
 /** The {@link holderGroupsAnnotation} of a claim that asked no entitlement, which is never judged. @category keys */
 export const uncheckedHolderGroups = 'unchecked';
+/**
+ * Label on a waiter's Lease: the short hash of the waiting identity; its presence marks a waiter, whose Lease carries
+ * the pool label too, so a claim tells it from a member's claim. @category keys
+ */
+export const waiterLabel = 'corral.dev/vdi-waiter';
