@@ -5,10 +5,9 @@ import { cloneKind } from '../kube/resource-kinds.js';
 import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
 import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
 import { cloneMembers } from './clone-vm-members.js';
-import { removeMembers } from './remove-vm-members.js';
+import { memberDeleteTimeoutMs, removeMembers } from './remove-vm-members.js';
 
 /** How long a deleted member may stay while KubeVirt removes its finalizer (its instance going down first). */
-const memberDeleteTimeoutMs = 60_000;
 
 /**
  * The VM {@link PoolMemberFactory}: members are cloned from a golden VM through VirtualMachineClone, admitted

@@ -28,8 +28,10 @@ interface SharedPlane {
 const registry = Symbol.for('corral-vdi.test.shared-control-plane');
 type Registry = { [registry]?: Map<string, Promise<SharedPlane>> };
 
-// The simulator's own tests run on a plane of their own with the simulator; every other project on the default.
+// The simulator's own tests run on a plane of their own with the simulator, and the end-to-end tests on one of their
+// own: run after the cluster tier on its plane, KubeVirt's controllers left their VMs unstarted (cause not found).
 const simulatorProject = 'simulator';
+const ownPlaneProjects = new Set([simulatorProject, 'e2e']);
 
 async function startSharedPlane(kubevirt: KubevirtKind | undefined): Promise<SharedPlane> {
   // the chaos storm tells from the audit which client wrote or ended each claim
@@ -73,7 +75,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   shared[registry] ??= new Map();
   const planes = shared[registry];
   const kubevirt = project.name === simulatorProject ? 'simulated' : undefined;
-  const key = kubevirt ?? 'default';
+  const key = ownPlaneProjects.has(project.name) ? project.name : 'default';
   if (!planes.has(key)) planes.set(key, startSharedPlane(kubevirt));
   const plane = await (planes.get(key) as Promise<SharedPlane>);
   plane.projects += 1;
