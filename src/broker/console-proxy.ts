@@ -226,6 +226,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
     if (socket.destroyed) return;
     server.handleUpgrade(request, socket, head, (client) => {
       const running = runRdpConsole(client, {
+        clientSocket: socket,
         target: resolved,
         limits: { handshakeTimeoutMs: limits.rdpHandshakeTimeoutMs, highWaterBytes: limits.highWaterBytes },
         consumeToken: (token) => consumeRdpToken(ctx, resolved, caller, token),

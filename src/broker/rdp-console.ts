@@ -1,4 +1,5 @@
 import { connect as connectTcp, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { connect as connectTls, type DetailedPeerCertificate, type TLSSocket } from 'node:tls';
 import type { WebSocket } from 'ws';
 import type { ConsoleEnd, ConsoleHandle } from '../sessions/session-engine.js';
@@ -32,6 +33,8 @@ const maxConfirmBytes = 512;
 
 /** What an RDP console needs of the broker once its websocket is open. */
 export interface RdpConsoleOptions {
+  /** The browser's connection under the websocket, as the upgrade handed it over. */
+  clientSocket: Duplex;
   target: RdpTarget;
   limits: RdpHandshakeLimits;
   /** Uses up the request's proxy token (see `consumeRdpToken`). */
@@ -420,12 +423,23 @@ export function runRdpConsole(client: WebSocket, options: RdpConsoleOptions): Co
         });
       }
     });
+    const onSent = () => {
+      if (tls.isPaused() && client.bufferedAmount <= limits.highWaterBytes / 2) tls.resume();
+    };
+    let corked = false;
     tls.on('data', (chunk: Buffer) => {
       if (client.readyState !== client.OPEN) return;
+      if (!corked) {
+        // TLS hands over one record (at most 16 KiB) at a time: the messages of one turn leave in one write
+        corked = true;
+        options.clientSocket.cork();
+        setImmediate(() => {
+          corked = false;
+          options.clientSocket.uncork();
+        });
+      }
       stats.bytesToClient += chunk.length;
-      client.send(chunk, { binary: true }, () => {
-        if (tls.isPaused() && client.bufferedAmount <= limits.highWaterBytes / 2) tls.resume();
-      });
+      client.send(chunk, { binary: true }, onSent);
       if (client.bufferedAmount > limits.highWaterBytes) tls.pause();
     });
     tls.once('end', () => end(1000, "The desktop's RDP connection closed."));
