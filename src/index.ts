@@ -351,6 +351,25 @@ export {
 } from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { RolloutStatus } from './rollouts/describe-rollout.js';
+export { describeRollout } from './rollouts/describe-rollout.js';
+export type {
+  KeepPoolRolloutOptions,
+  KeepRolloutOutcome,
+  KeepRolloutResult,
+  KeepRolloutsPassResult,
+} from './rollouts/keep-rollout.js';
+export { keepPoolRollout, keepRollouts } from './rollouts/keep-rollout.js';
+export type { RolloutInput, RolloutPlan } from './rollouts/plan-rollout.js';
+export { planRollout } from './rollouts/plan-rollout.js';
+export type { PoolRollout } from './rollouts/pool-rollout.js';
+export { checkMaxUnavailable, defaultMaxUnavailable } from './rollouts/pool-rollout.js';
+export type {
+  SetPoolRolloutPausedOptions,
+  StartPoolRolloutOptions,
+  StartPoolRolloutResult,
+} from './rollouts/start-rollout.js';
+export { setPoolRolloutPaused, startPoolRollout } from './rollouts/start-rollout.js';
 export type { ScheduleStatus, ScheduleStatusInput } from './schedules/describe-schedule.js';
 export { describeSchedule } from './schedules/describe-schedule.js';
 export type {

@@ -266,7 +266,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
   const loopOptions = { vdi, namespaces, intervalMs: settings.sessions.intervalMs ?? 30_000, log };
   const ctPools = createCtReconcileLoop(loopOptions);
-  const spares = createSparesLoop(loopOptions);
+  const spares = createSparesLoop({ ...loopOptions, fence: leader?.fence });
   let loopsRunning = false;
   let stopping = false;
   let draining: Promise<void> | undefined;

@@ -180,6 +180,12 @@ export {
   reclaimActions,
 } from '../pools/pool-settings.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
+export type { RolloutStatus } from '../rollouts/describe-rollout.js';
+export { describeRollout } from '../rollouts/describe-rollout.js';
+export type { RolloutInput, RolloutPlan } from '../rollouts/plan-rollout.js';
+export { planRollout } from '../rollouts/plan-rollout.js';
+export type { PoolRollout } from '../rollouts/pool-rollout.js';
+export { checkMaxUnavailable, defaultMaxUnavailable } from '../rollouts/pool-rollout.js';
 export type {
   ScheduleScalingInput,
   ScheduleScalingPlan,

@@ -17,6 +17,7 @@ import {
   reclaimNotifiedAnnotation,
   reclaimWarnedAnnotation,
   removalHolder,
+  rollOutAtAnnotation,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
@@ -280,6 +281,7 @@ export function sessionFactsOf(
   // input this process saw may not be written yet
   const lastInputAt =
     input !== undefined && (marked === undefined || input.getTime() > marked.getTime()) ? input : marked;
+  const rollOutAt = parseMark(lease, rollOutAtAnnotation);
   return {
     acquiredAt,
     connectedAt: parseMark(lease, connectedAtAnnotation),
@@ -289,6 +291,7 @@ export function sessionFactsOf(
     consolesLostAt: lostAt,
     processStartedAt: context.processStartedAt,
     ...(lastInputAt === undefined ? {} : { lastInputAt }),
+    ...(rollOutAt === undefined ? {} : { rollOutAt }),
   };
 }
 

@@ -8,6 +8,7 @@ import { leasePoolLabel, spareAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { poolSettingsOf } from '../pools/pool-settings.js';
 import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
+import { describeRollout } from '../rollouts/describe-rollout.js';
 import { describeSchedule } from '../schedules/describe-schedule.js';
 import { freeSinceOf } from '../schedules/free-since.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
@@ -88,6 +89,17 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
       { details: { pool: name, namespace } },
     );
   }
+  const schedule = settings.schedule
+    ? describeSchedule({
+        settings: { ...settings, schedule: settings.schedule },
+        members: read.members,
+        leases: read.leases,
+        freeSince: freeSinceOf(read.vms),
+        minReady: read.minReady,
+        waiters: liveWaiters(read.leases),
+        now: ctx.clock.now(),
+      })
+    : undefined;
   const marked = new Set(
     read.vms
       .filter((vm) => vm.metadata.annotations?.[spareAnnotation] !== undefined)
@@ -104,14 +116,13 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
     waiters: liveWaiters(read.leases),
     now: ctx.clock.now(),
     entitlement,
-    schedule: settings.schedule
-      ? describeSchedule({
-          settings: { ...settings, schedule: settings.schedule },
+    schedule,
+    rollOut: settings.rollOut
+      ? describeRollout({
+          rollout: settings.rollOut,
           members: read.members,
           leases: read.leases,
-          freeSince: freeSinceOf(read.vms),
-          minReady: read.minReady,
-          waiters: liveWaiters(read.leases),
+          buffer: schedule?.targets.freeRunning ?? read.minReady,
           now: ctx.clock.now(),
         })
       : undefined,

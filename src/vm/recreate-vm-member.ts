@@ -3,7 +3,7 @@ import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { ephemeralLabel, leasePoolLabel, poolLabel, rollToAnnotation, sourceAnnotation } from '../keys.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
@@ -17,6 +17,11 @@ export interface RecreateVmMemberOptions {
   /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * Make it from this golden VM instead of its own, ephemeral or not as its pool's members are: a roll-out's
+   * rebuild, which a persistent member gets too.
+   */
+  from?: { golden: string; ephemeral: boolean } | undefined;
 }
 
 /**
@@ -48,7 +53,8 @@ async function sourceOf(
         { details: { member, namespace } },
       );
     }
-    return source;
+    // a roll-out moves it to a new golden VM once its holder lets it go
+    return current.metadata.annotations?.[rollToAnnotation] ?? source;
   }
   // a failed clone of this pool kept for inspection still names the golden VM
   const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? lastClone.spec.source.name : undefined;
@@ -123,7 +129,7 @@ export async function recreateVmMember(
   if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
-  const source = await sourceOf(ctx, ref, current, pending);
+  const source = options.from?.golden ?? (await sourceOf(ctx, ref, current, pending));
   const golden = await readGolden(ctx, namespace, source);
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
@@ -137,7 +143,7 @@ export async function recreateVmMember(
       pool,
       member,
       golden,
-      ephemeral: true,
+      ephemeral: options.from?.ephemeral ?? true,
       timeoutMs,
       signal,
     });
