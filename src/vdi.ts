@@ -157,7 +157,10 @@ export interface Vdi extends Omit<ClaimsService, 'claim'>, WaitlistService {
   /** One pass of a pool's roll-out; see {@link keepPoolRollout}. */
   keepPoolRollout(options: KeepPoolRolloutOptions): Promise<KeepRolloutOutcome>;
   /** One pass over the roll-outs under way in a namespace; see {@link keepRollouts}. */
-  keepRollouts(options?: { namespace?: string; fence?: () => Promise<void> }): Promise<KeepRolloutsPassResult>;
+  keepRollouts(options?: {
+    namespace?: string;
+    fence?: () => Promise<void>;
+  }): Promise<KeepRolloutsPassResult>;
   /** Deletes a pool; see {@link deletePool}. */
   deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
   /** Creates a container pool or replaces its spec; see {@link applyCtPool}. */

@@ -6,6 +6,7 @@ import type { VdiEvents } from '../events.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
+import { readRolloutCounts } from '../metrics/read-rollout-counts.js';
 import { formatDuration } from '../sessions/parse-duration.js';
 import { defaultReclaimPolicy } from '../sessions/plan-reclaim.js';
 import {
@@ -182,6 +183,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const metrics = createBrokerMetrics({
     ctx,
     readPools: () => readPoolCounts(ctx, namespaces),
+    readRollouts: () => readRolloutCounts(ctx, namespaces),
     readConsoles: () => consoles.list(),
     log,
   });

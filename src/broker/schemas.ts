@@ -81,7 +81,9 @@ export const desktopSchema = z
       .register(z.globalRegistry, { description: 'A console of the desktop is open through this broker.' }),
     disconnectedAt: nullableTimestamp('When the disconnect grace began.'),
     reclaimAt: nullableTimestamp('When the reclaim policy takes the desktop back unless something changes.'),
-    reclaimReason: z.nullable(z.enum(['disconnect-grace', 'max-duration', 'idle', 'not-entitled', 'roll-out'])),
+    reclaimReason: z.nullable(
+      z.enum(['disconnect-grace', 'max-duration', 'idle', 'not-entitled', 'roll-out']),
+    ),
     idleWarning: z.optional(z.boolean()).register(z.globalRegistry, {
       description:
         'Present and true while the desktop is about to be reclaimed as idle: input on a console keeps it.',

@@ -66,7 +66,9 @@ export function createSparesLoop(options: {
       result.rolledOut.push(...pass.kept);
       for (const kept of pass.kept) {
         for (const { member, error } of kept.failed)
-          log(`broker: rebuilding ${member} for the roll-out of ${kept.id} failed (the next pass finishes it): ${error}`);
+          log(
+            `broker: rebuilding ${member} for the roll-out of ${kept.id} failed (the next pass finishes it): ${error}`,
+          );
       }
       for (const { id, error } of pass.failed) {
         log(`broker: the roll-out pass of ${id} failed (the next pass tries again): ${error}`);

@@ -21,7 +21,10 @@ export const rolloutOptions = {
     value: 'WHEN',
     help: "With --from: when claimed members not yet rebuilt are taken back with the pool's reclaim action, their holders warned ahead: a duration from now (2h) or an RFC 3339 time. Default: wait for releases.",
   },
-  'pause-rollout': { type: 'boolean', help: "Pause the pool's roll-out: rebuilds under way finish, none starts." },
+  'pause-rollout': {
+    type: 'boolean',
+    help: "Pause the pool's roll-out: rebuilds under way finish, none starts.",
+  },
   'resume-rollout': { type: 'boolean', help: "Resume the pool's paused roll-out." },
 } as const;
 
@@ -40,7 +43,8 @@ export function rolloutFlags(input: CommandInput, command: CommandSpec): Rollout
   const deadline = stringFlag(input, 'rollout-deadline');
   const pause = booleanFlag(input, 'pause-rollout');
   const resume = booleanFlag(input, 'resume-rollout');
-  if (pause && resume) throw new UsageError('give --pause-rollout or --resume-rollout, not both', command.words);
+  if (pause && resume)
+    throw new UsageError('give --pause-rollout or --resume-rollout, not both', command.words);
   if (from === undefined) {
     if (max !== undefined || deadline !== undefined) {
       throw new UsageError('--max-unavailable and --rollout-deadline go with --from GOLDEN', command.words);

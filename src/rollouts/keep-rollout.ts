@@ -104,8 +104,8 @@ interface RebuildContext {
 }
 
 /**
- * Rebuilds one free member from the new golden VM: its claim Lease first (as a removal, so no claim takes it
- * meanwhile, conditional on the Lease read), then the journal entry, then the member made again under its name.
+ * Rebuilds one free member from the new golden VM: its journal entry first, then its claim Lease (as a removal, so
+ * no claim takes it meanwhile, conditional on the Lease read), then the member made again under its name.
  * The journal entry and the Lease go once the clone succeeded; a failure leaves both for the next pass.
  *
  * @returns `false` when a claim took the member first.
@@ -113,9 +113,13 @@ interface RebuildContext {
 async function rebuild(run: RebuildContext, target: RemovalTarget, read: LeaseObject | undefined) {
   const { ctx, rollout } = run;
   await run.fence?.();
-  const taken = await takeRemovalLease(ctx, target, read);
-  if (!taken) return false;
+  // the journal first: a keeper that stops after taking the Lease leaves the member where the next one looks
   await journal(ctx, target, true);
+  const taken = await takeRemovalLease(ctx, target, read);
+  if (!taken) {
+    await journal(ctx, target, false);
+    return false;
+  }
   await recreateVmMember(ctx, target, {
     from: { golden: rollout.to, ephemeral: run.ephemeral },
     timeoutMs: run.timeoutMs,
@@ -148,7 +152,11 @@ async function resume(run: RebuildContext, target: RemovalTarget) {
     vm.metadata.annotations?.[sourceAnnotation] === rollout.to &&
     (clone === undefined || clone.status?.phase === 'Succeeded');
   if (made) {
-    if (clone) await ctx.cluster.resource(cloneKind).in(namespace).delete(clone.metadata.name ?? '', { preconditions: {} });
+    if (clone)
+      await ctx.cluster
+        .resource(cloneKind)
+        .in(namespace)
+        .delete(clone.metadata.name ?? '', { preconditions: {} });
     if (lease && holder === removalHolder) await deleteLeaseAsRead(ctx, lease);
   } else {
     const taken = await takeRemovalLease(ctx, target, lease);
@@ -362,9 +370,13 @@ export async function keepRollouts(
   ctx: VdiContext,
   options: { namespace?: string; fence?: () => Promise<void> } = {},
 ): Promise<KeepRolloutsPassResult> {
-  const parsed = parseOptions(z.object({ namespace: namespaceSchema.optional() }), {
-    namespace: options.namespace,
-  }, 'keepRollouts');
+  const parsed = parseOptions(
+    z.object({ namespace: namespaceSchema.optional() }),
+    {
+      namespace: options.namespace,
+    },
+    'keepRollouts',
+  );
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   const settings = await readPoolSettingsIn(ctx, namespace, { cached: ctx.cluster.isCaching(namespace) });
   const result: KeepRolloutsPassResult = { kept: [], failed: [] };

@@ -184,7 +184,10 @@ export async function setPoolRolloutPaused(
         changed = paused ? { ...rest, paused: true } : rest;
         return { ...stored, rollOut: changed };
       });
-      return changed ?? (poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, name)).rollOut as PoolRollout);
+      return (
+        changed ??
+        (poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, name)).rollOut as PoolRollout)
+      );
     },
   );
 }

@@ -79,7 +79,10 @@ describe('planRollout', () => {
       ['devpool-3', { done: true }],
       ['devpool-4', { done: true }],
     ];
-    expect(plan(pool, 2)).toMatchObject({ surge: ['devpool-3', 'devpool-4'], rebuild: ['devpool-1', 'devpool-2'] });
+    expect(plan(pool, 2)).toMatchObject({
+      surge: ['devpool-3', 'devpool-4'],
+      rebuild: ['devpool-1', 'devpool-2'],
+    });
     expect(plan(pool, 2, { rollout: { ...rollout, maxUnavailable: 1 } })).toMatchObject({
       surge: ['devpool-3'],
       rebuild: ['devpool-2'],
@@ -102,7 +105,11 @@ describe('planRollout', () => {
       0,
       {
         rollout: { ...rollout, deadline },
-        leases: [leaseOf('devpool-1', { holder: 'ann' }), marked, leaseOf('devpool-3', { holder: removalHolder })],
+        leases: [
+          leaseOf('devpool-1', { holder: 'ann' }),
+          marked,
+          leaseOf('devpool-3', { holder: removalHolder }),
+        ],
         rollTo: new Map([['devpool-2', 'golden-v2']]),
       },
     );
@@ -115,7 +122,9 @@ describe('planRollout', () => {
   });
 
   it('starts nothing new while paused, and is done once every member is on the new golden VM', () => {
-    const paused = plan([['devpool-1', {}]], 0, { rollout: { ...rollout, paused: true, rebuilding: ['devpool-2'] } });
+    const paused = plan([['devpool-1', {}]], 0, {
+      rollout: { ...rollout, paused: true, rebuilding: ['devpool-2'] },
+    });
     expect(paused).toMatchObject({ rebuild: [], resume: ['devpool-2'], done: false });
     expect(plan([['devpool-1', { done: true, lease: { holder: 'ann' } }]], 0)).toMatchObject({
       done: true,
@@ -135,12 +144,10 @@ describe('planRollout', () => {
         fc.nat(6),
         fc.integer({ min: 1, max: 4 }),
         (shapes, buffer, maxUnavailable) => {
-          const pool = shapes.map(
-            (one, index): [string, Shape] => [
-              `devpool-${index + 1}`,
-              { power: one.power, done: one.done, ...(one.claimed ? { lease: { holder: 'ann' } } : {}) },
-            ],
-          );
+          const pool = shapes.map((one, index): [string, Shape] => [
+            `devpool-${index + 1}`,
+            { power: one.power, done: one.done, ...(one.claimed ? { lease: { holder: 'ann' } } : {}) },
+          ]);
           const result = plan(pool, buffer, { rollout: { ...rollout, maxUnavailable } });
           expect(result.rebuild.length).toBeLessThanOrEqual(maxUnavailable);
           const warm = (one: Shape) => one.power !== 'stopped' && !one.lease;
