@@ -1,5 +1,3 @@
-import type { ReclaimReason } from './sessions/plan-reclaim.js';
-
 /**
  * The events a {@link Vdi} emits, by name. Payloads are facts about what just happened; events may be missed by
  * a listener added late, so never use them as the source of truth — the cluster is.
@@ -75,7 +73,7 @@ export interface VdiEvents {
     event: {
       desktopId: string;
       holder: string;
-      reason: ReclaimReason;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
     },
   ];
   /** A reclaim failed; the claim stays and the next pass tries again. */
@@ -83,7 +81,7 @@ export interface VdiEvents {
     event: {
       desktopId: string;
       holder: string;
-      reason: ReclaimReason;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       error: string;
     },
   ];
@@ -96,7 +94,7 @@ export interface VdiEvents {
       desktopId: string;
       pool: string;
       holder: string;
-      reason: ReclaimReason;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       dueAt: string;
       webhook?: { ok: boolean; status?: number; error?: string };
     },
@@ -115,7 +113,7 @@ export interface VdiEvents {
       desktopId: string;
       pool: string;
       holder: string;
-      reason: ReclaimReason;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       reclaimAt: string;
       webhook?: { ok: boolean; status?: number; error?: string };
     },

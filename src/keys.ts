@@ -126,3 +126,8 @@ export const rollToAnnotation = 'corral.dev/vdi-roll-to';
  * warns its holder and then reclaims it for `roll-out`. @category keys
  */
 export const rollOutAtAnnotation = 'corral.dev/vdi-roll-out-at';
+/**
+ * Label on a waiter's Lease: the short hash of the waiting identity; its presence marks a waiter, whose Lease carries
+ * the pool label too, so a claim tells it from a member's claim. @category keys
+ */
+export const waiterLabel = 'corral.dev/vdi-waiter';

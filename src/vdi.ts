@@ -11,6 +11,7 @@ import type { Clock } from './clock.js';
 import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
 import { createCtBackend } from './ct/ct-backend.js';
+import { ctPoolKind } from './ct-pools/ct-pool-kind.js';
 import {
   type ApplyCtPoolOptions,
   type ApplyCtPoolResult,
@@ -21,18 +22,22 @@ import {
   deleteCtPool,
   getCtPool,
   listCtPools,
-} from './ct/ct-pool-service.js';
-import { type OpenTerminalOptions, openTerminal } from './ct/open-terminal.js';
+} from './ct-pools/ct-pool-service.js';
+import { type OpenTerminalOptions, openTerminal } from './ct-pools/open-terminal.js';
 import {
   type ReconcileCtPoolOptions,
   type ReconcileCtPoolResult,
   reconcileCtPool,
-} from './ct/reconcile-ct-pool.js';
+} from './ct-pools/reconcile-ct-pool.js';
 import { checkPoolEntitlement } from './entitlements/pool-entitlement.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
 import type { TerminalStream } from './kube/pod-exec.js';
 import type { RetryOptions } from './kube/retry.js';
+import { lowestLimit, refusedByLimit } from './limits/user-limit.js';
+import type { PoolRollout } from './pool-rollout.js';
+import type { PoolStatus } from './pool-status/pool-status.js';
+import { type PoolStatusOptions, readPoolStatus } from './pool-status/read-pool-status.js';
 import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
 import {
   type CreatePoolOptions,
@@ -60,7 +65,6 @@ import {
   keepPoolRollout,
   keepRollouts,
 } from './rollouts/keep-rollout.js';
-import type { PoolRollout } from './rollouts/pool-rollout.js';
 import {
   type SetPoolRolloutPausedOptions,
   type StartPoolRolloutOptions,
@@ -81,11 +85,11 @@ import {
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
 import { type KeepSparesPassResult, keepSpares } from './spares/keep-spares.js';
-import type { PoolStatus } from './spares/pool-status.js';
-import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-status.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
+import { vmPoolKind } from './vm-pools/vm-pool-kind.js';
+import { heldForWaiters } from './waitlist/plan-waitlist.js';
 import { createWaitlistService, type WaitlistService } from './waitlist/waitlist-service.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
@@ -259,7 +263,13 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     goingDownWaitMs: parsed.goingDownWaitMs ?? defaultGoingDownWaitMs,
     newSessionId: randomUUID,
     backends: {},
-    checkEntitlement: checkPoolEntitlement,
+    poolKinds: { vm: vmPoolKind, ct: ctPoolKind },
+    claimPolicy: {
+      admit: checkPoolEntitlement,
+      heldForWaiters,
+      limitOf: lowestLimit,
+      refusedByLimit,
+    },
   };
   context.backends.vm = createVmBackend(context);
   context.backends.ct = createCtBackend(context);

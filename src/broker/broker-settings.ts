@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { VdiError } from '../errors.js';
-import { parseDuration } from '../sessions/parse-duration.js';
+import { parseDuration } from '../parse-duration.js';
 import { dnsLabelPattern, maxNamespaceLength } from '../validate.js';
 import { defaultNamespace } from '../vdi.js';
 

@@ -6,8 +6,8 @@ import type { VdiEvents } from '../events.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
-import { readRolloutCounts } from '../metrics/read-rollout-counts.js';
-import { formatDuration } from '../sessions/parse-duration.js';
+import { formatDuration } from '../parse-duration.js';
+import { readRolloutCounts } from '../rollouts/read-rollout-counts.js';
 import { defaultReclaimPolicy } from '../sessions/plan-reclaim.js';
 import {
   type ConsoleHandle,

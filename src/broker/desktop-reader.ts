@@ -1,4 +1,4 @@
-import { canInspect } from '../access.js';
+import { canInspect } from '../claims/access.js';
 import type { DesktopView } from '../claims/desktop-view.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';

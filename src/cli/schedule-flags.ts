@@ -74,6 +74,6 @@ export async function scheduleFlags(
     const { readScheduleText } = await import('../schedules/read-schedule-text.js');
     return { schedule: readScheduleText(text, file === '-' ? 'standard input' : file), ...plainSize };
   }
-  const { parsePeriodFlag } = await import('../schedules/pool-schedule.js');
+  const { parsePeriodFlag } = await import('../pool-schedule.js');
   return { schedule: { timeZone: zone, periods: (periods ?? []).map(parsePeriodFlag) }, ...plainSize };
 }

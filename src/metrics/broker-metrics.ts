@@ -4,7 +4,6 @@ import type { VdiContext } from '../context.js';
 import { isVdiError } from '../errors.js';
 import type { VdiEvents } from '../events.js';
 import type { PoolMemberCounts } from './count-pool-members.js';
-import type { RolloutCounts } from './read-rollout-counts.js';
 
 /** Why a release ran: its holder asked, or an admin released someone else's desktop. @category metrics */
 export type ReleaseReason = 'holder' | 'admin';
@@ -34,6 +33,18 @@ export interface BrokerMetrics {
   detach(): void;
 }
 
+/** Where one pool's roll-out under way stands, as the broker's metrics report it. @category metrics */
+export interface RolloutCounts {
+  namespace: string;
+  pool: string;
+  /** The golden VM the pool moves to. */
+  to: string;
+  onTarget: number;
+  total: number;
+  rebuilding: number;
+  /** Claimed members on an older golden VM, waiting for their release or the deadline. */
+  waiting: number;
+}
 /** What {@link createBrokerMetrics} reads from: the SDK's context and the broker's own views. @category metrics */
 export interface BrokerMetricsOptions {
   ctx: VdiContext;

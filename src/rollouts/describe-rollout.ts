@@ -1,7 +1,7 @@
 import type { MemberFacts } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
+import type { PoolRollout } from '../pool-rollout.js';
 import { planRollout } from './plan-rollout.js';
-import type { PoolRollout } from './pool-rollout.js';
 
 /** A pool's roll-out as `pool status` shows it. @category rollouts */
 export interface RolloutStatus {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { type RemovalTarget, takeRemovalLease } from '../claims/removal-lease.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
@@ -8,16 +8,17 @@ import { formatPoolId } from '../ids.js';
 import { removalHolder, rollOutAtAnnotation, rollToAnnotation, sourceAnnotation } from '../keys.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { type PoolSettings, poolSettingsOf } from '../pools/pool-settings.js';
+import { leaseNameFor } from '../lease-name.js';
+import type { PoolRollout } from '../pool-rollout.js';
+import { type PoolSettings, poolSettingsOf } from '../pool-settings.js';
 import {
   readPoolSettingsConfigMap,
   readPoolSettingsIn,
   writePoolSettings,
 } from '../pools/pool-settings-store.js';
-import { type RemovalTarget, takeRemovalLease } from '../pools/removal-lease.js';
 import { demandOf } from '../schedules/keep-schedule.js';
 import { planScheduleTargets } from '../schedules/plan-schedule.js';
-import { claimKeyOf } from '../sessions/plan-reclaim-pass.js';
+import { claimKeyOf } from '../sessions/claim-key.js';
 import { updateClaimLease } from '../sessions/update-claim-lease.js';
 import { readSpares, type SparesRead } from '../spares/keep-spares.js';
 import { annotateVm, markSpare } from '../spares/spare-writes.js';
@@ -25,7 +26,6 @@ import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from
 import { recreateVmMember } from '../vm/recreate-vm-member.js';
 import { cloneNameFor } from '../vm/vm-clone-object.js';
 import { planRollout, type RolloutPlan } from './plan-rollout.js';
-import type { PoolRollout } from './pool-rollout.js';
 
 /** What one roll-out pass did to a pool. @category rollouts */
 export interface KeepRolloutResult {

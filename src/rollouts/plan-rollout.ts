@@ -1,10 +1,10 @@
 import { classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { removalHolder, rollOutAtAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
-import type { PoolRollout } from './pool-rollout.js';
+import type { PoolRollout } from '../pool-rollout.js';
 
 /** What {@link planRollout} looks at. @category rollouts */
 export interface RolloutInput {

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { readGoldenVm } from '../capacity/capacity-service.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { defaultPoolActor } from '../pools/pool-options.js';
-import { poolSettingsOf } from '../pools/pool-settings.js';
+import { parseRfc3339 } from '../parse-time.js';
+import { defaultPoolActor } from '../pool-options.js';
+import { checkMaxUnavailable, defaultMaxUnavailable, type PoolRollout } from '../pool-rollout.js';
+import { poolSettingsOf } from '../pool-settings.js';
 import { readPoolSettingsConfigMap, writePoolSettings } from '../pools/pool-settings-store.js';
 import { readPool } from '../pools/read-pool.js';
 import { runAudited } from '../pools/run-audited.js';
@@ -17,7 +18,6 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { checkMaxUnavailable, defaultMaxUnavailable, type PoolRollout } from './pool-rollout.js';
 
 /** Options of {@link startPoolRollout}. @category rollouts */
 export interface StartPoolRolloutOptions {

@@ -1,10 +1,10 @@
-import { leaseNameFor } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
+import { leaseNameFor } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import type { PoolSchedule } from '../pool-schedule.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { isUnclaimed, planScheduleScaling, planScheduleTargets, retryAt } from './plan-schedule.js';
-import type { PoolSchedule } from './pool-schedule.js';
 
 /** A scheduled pool as `pool status` shows it: where the schedule stands and what is under way. @category schedules */
 export interface ScheduleStatus {

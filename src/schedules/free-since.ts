@@ -1,6 +1,6 @@
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { freeSinceAnnotation } from '../keys.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
+import { parseRfc3339 } from '../parse-time.js';
 
 /** When each member VM was first seen free by a schedule's keeper (`corral.dev/vdi-free-since`), by name. */
 export function freeSinceOf(vms: readonly VirtualMachine[]): Map<string, Date> {

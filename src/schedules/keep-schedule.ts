@@ -1,16 +1,17 @@
 import { z } from 'zod';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
+import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { freeSinceAnnotation, leasePoolLabel } from '../keys.js';
+import { leaseNameFor } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import type { PoolSchedule } from '../pool-schedule.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { memberFactoryFor } from '../pools/member-factory-for.js';
 import { planMemberRemoval } from '../pools/plan-resize.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
 import { readPoolSettingsIn, writePoolSettings } from '../pools/pool-settings-store.js';
-import { takeRemovalLease } from '../pools/removal-lease.js';
 import { resizePool } from '../pools/resize-pool.js';
 import { carryOutSpares, planFromRead, readSpares, type SparesRead } from '../spares/keep-spares.js';
 import { annotateVm } from '../spares/spare-writes.js';
@@ -24,7 +25,6 @@ import {
   retryAt,
   type ScheduleTargets,
 } from './plan-schedule.js';
-import type { PoolSchedule } from './pool-schedule.js';
 
 /** The identity a schedule's keeper acts as, in the audit log. @category schedules */
 export const scheduleActor = 'corral-vdi/schedule';

@@ -1,10 +1,10 @@
 import { classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
-import type { PoolSchedule, SchedulePeriod } from './pool-schedule.js';
+import type { PoolSchedule, SchedulePeriod } from '../pool-schedule.js';
 import { nextScheduleChange, periodAt, periodsStartingWithin } from './schedule-clock.js';
 
 /**

@@ -1,4 +1,4 @@
-import { minutesOf, type PoolSchedule, type SchedulePeriod, type Weekday } from './pool-schedule.js';
+import { minutesOf, type PoolSchedule, type SchedulePeriod, type Weekday } from '../pool-schedule.js';
 
 const minuteMs = 60_000;
 // far enough to find the next change of any weekly schedule

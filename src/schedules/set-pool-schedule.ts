@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { defaultPoolActor, maxPoolSize } from '../pools/pool-options.js';
+import { defaultPoolActor, maxPoolSize } from '../pool-options.js';
+import { type PoolSchedule, parsePoolSchedule } from '../pool-schedule.js';
 import { writePoolSettings } from '../pools/pool-settings-store.js';
 import { readPool } from '../pools/read-pool.js';
 import { runAudited } from '../pools/run-audited.js';
@@ -13,7 +14,6 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { type PoolSchedule, parsePoolSchedule } from './pool-schedule.js';
 
 /** Options of {@link setPoolSchedule}. @category schedules */
 export interface SetPoolScheduleOptions {

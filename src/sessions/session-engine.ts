@@ -5,6 +5,7 @@ import type { VdiContext } from '../context.js';
 import type { DesktopBackend, DesktopKind, ResetHow } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
+import { sessionFactsOf } from './console-marks.js';
 import {
   type ConsoleEnd,
   type ConsoleHandle,
@@ -19,7 +20,7 @@ import {
   type ReclaimPolicy,
   type ReclaimReason,
 } from './plan-reclaim.js';
-import { notEntitledReclaimAt, policyFor, sessionFactsOf } from './plan-reclaim-pass.js';
+import { notEntitledReclaimAt, policyFor } from './plan-reclaim-pass.js';
 import { planRenewal } from './plan-renewal.js';
 import { runReclaimPass, type SessionPassResult } from './run-reclaim-pass.js';
 

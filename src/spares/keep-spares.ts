@@ -1,17 +1,16 @@
 import { z } from 'zod';
 import { planAdmission, readGoldenVm } from '../capacity/capacity-service.js';
 import { readDeviceNeeds } from '../capacity/device-needs.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
-import { backendFor, type VdiContext } from '../context.js';
+import { takeRemovalLease } from '../claims/removal-lease.js';
+import { backendFor, poolKindFor, type VdiContext } from '../context.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel, spareAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
-import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
-import { takeRemovalLease } from '../pools/removal-lease.js';
+import { leaseNameFor } from '../lease-name.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { listVmPoolMembers } from '../vm/vm-backend.js';
 import { readMinReady } from './min-ready.js';
@@ -212,7 +211,8 @@ export async function keepSpares(
   const cached = ctx.cluster.isCaching(namespace);
   const [vms, settings] = await Promise.all([
     ctx.cluster.listVms(namespace, poolLabel, { cached }),
-    readPoolSettingsIn(ctx, namespace, { cached }),
+    // a scheduled pool's spares are its schedule's keeper's
+    poolKindFor(ctx, 'vm').readSettingsIn(ctx, namespace, { cached }),
   ]);
   const pools = new Map<string, VirtualMachine[]>();
   for (const vm of vms) {

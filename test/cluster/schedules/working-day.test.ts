@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import { releasingAnnotation, removalHolder } from '../../../src/keys.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { readSpares } from '../../../src/spares/keep-spares.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { inputAtAnnotation, reclaimWarnedAnnotation } from '../../../src/keys.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
@@ -10,29 +10,24 @@ import {
   waitForRunningVmi,
 } from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { type RunningBroker, useBrokers } from './broker-support.js';
 
 const minute = 60_000;
 const alice = 'alice@example.com';
 const cluster = useSharedCluster();
 
-const running: RunningBroker[] = [];
-const sockets: WebSocket[] = [];
-afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.terminate();
-  await Promise.all(running.splice(0).map((api) => api.close()));
-});
+const brokers = useBrokers();
+const sockets = brokers.sockets;
 
 /** A broker with a 30-minute idle timeout and a 5-minute warning, over one member alice has claimed and runs. */
 async function setUp() {
   const namespace = await createTestNamespace(cluster(), 'idle-consoles');
   await createPoolMembers(cluster(), namespace, 'devpool', 1);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock, {
+  const api = await brokers.start(cluster(), namespace, clock, {
     idleTimeoutMs: 30 * minute,
     idleWarningMs: 5 * minute,
   });
-  running.push(api);
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
   const member: string = claim.body.member;

@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { MemberFacts } from '../../../src/desktop-backend.js';
 import { removalHolder, rollOutAtAnnotation } from '../../../src/keys.js';
+import { type PoolRollout, readPoolRollout } from '../../../src/pool-rollout.js';
 import { planRollout, type RolloutInput } from '../../../src/rollouts/plan-rollout.js';
-import { type PoolRollout, readPoolRollout } from '../../../src/rollouts/pool-rollout.js';
 import { type LeaseShape, leaseOf, member, now } from '../claims/member-fixtures.js';
 
 interface Shape {

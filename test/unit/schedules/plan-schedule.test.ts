@@ -3,13 +3,13 @@ import { describe, expect, it } from 'vitest';
 import type { MemberFacts } from '../../../src/desktop-backend.js';
 import { leasePoolLabel } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { parsePoolSchedule } from '../../../src/pool-schedule.js';
 import {
   planScheduleScaling,
   planScheduleTargets,
   retryAt,
   scheduleSettleMs,
 } from '../../../src/schedules/plan-schedule.js';
-import { parsePoolSchedule } from '../../../src/schedules/pool-schedule.js';
 
 const schedule = parsePoolSchedule({
   timeZone: 'UTC',

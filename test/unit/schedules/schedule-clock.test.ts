@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
-import { parsePeriodFlag, parsePoolSchedule } from '../../../src/schedules/pool-schedule.js';
+import { parsePeriodFlag, parsePoolSchedule } from '../../../src/pool-schedule.js';
 import { nextScheduleChange, periodAt, wallClockAt } from '../../../src/schedules/schedule-clock.js';
 
 const berlin = parsePoolSchedule({

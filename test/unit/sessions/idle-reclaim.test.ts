@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import {
   inputAtAnnotation,
   leaseMemberLabel,
@@ -9,6 +8,8 @@ import {
   sessionIdAnnotation,
 } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
+import { claimKeyOf } from '../../../src/sessions/claim-key.js';
 import {
   describeSession,
   planReclaim,
@@ -16,7 +17,7 @@ import {
   type ReclaimPolicy,
   type SessionFacts,
 } from '../../../src/sessions/plan-reclaim.js';
-import { claimKeyOf, planReclaimPass } from '../../../src/sessions/plan-reclaim-pass.js';
+import { planReclaimPass } from '../../../src/sessions/plan-reclaim-pass.js';
 
 const minute = 60_000;
 const t0 = Date.parse('2026-07-02T12:00:00.000Z');

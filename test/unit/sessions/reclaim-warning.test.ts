@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import {
   connectedAtAnnotation,
   disconnectedAtAnnotation,
@@ -11,6 +10,7 @@ import {
   sessionIdAnnotation,
 } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import {
   describeSession,
   planReclaim,
