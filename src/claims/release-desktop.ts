@@ -13,7 +13,12 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { failureReason } from './failure-reason.js';
-import { deleteReleasingLease, markClaimReleasing, unmarkClaimReleasing } from './lease-writes.js';
+import {
+  deleteReleasingLease,
+  markClaimReleasing,
+  recordedSourceOf,
+  unmarkClaimReleasing,
+} from './lease-writes.js';
 import { planRelease, type ReleasePlan } from './plan-release.js';
 import { readMemberClaim } from './read-member-claim.js';
 import { isReleasing } from './releasing-mark.js';
@@ -108,7 +113,10 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   let reset: ResetHow;
   await fence();
   try {
-    reset = await backend.resetMember({ namespace, member, pool: plan.pool });
+    reset = await backend.resetMember(
+      { namespace, member, pool: plan.pool },
+      { source: recordedSourceOf(lease, plan.pool) },
+    );
   } catch (error) {
     // a concurrent release of the same claim may have ended it meanwhile: answer as a repeated release would
     await refuseIfEnded(ctx, backend, { ...options, namespace, expectedSessionId: session });
