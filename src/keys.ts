@@ -48,6 +48,13 @@ export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
  */
 export const sourceAnnotation = 'corral.dev/vdi-source';
 /**
+ * Label on the VM a recreate of an ephemeral member stages its replacement in, naming the member's pool: the staged
+ * VM is no member (it has no pool label), and a pool delete removes it. @category keys
+ */
+export const stagedPoolLabel = 'corral.dev/vdi-staged-pool';
+/** Annotation on a staged VM naming the member it replaces. @category keys */
+export const stagedForAnnotation = 'corral.dev/vdi-staged-for';
+/**
  * Label a pool puts on a golden VM that has no label at all, before its first clone: KubeVirt's restore can add a
  * member's pool label only into a label map the golden VM already has (its webhook refuses a patch that writes the
  * whole map). Members do not inherit it (their clones leave out `corral.dev/*`). @category keys

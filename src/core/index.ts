@@ -133,6 +133,8 @@ export {
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
   uncheckedHolderGroups,
 } from '../keys.js';
 export type { LeaseObject, NodeObject, ObjectMeta } from '../kube-objects.js';
