@@ -97,7 +97,7 @@ export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './cla
 export { planClaim } from './claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
 export { planRelease } from './claims/plan-release.js';
-export { isReleasing } from './claims/releasing-mark.js';
+export { isReleasing, leavesDesktopDuringRelease } from './claims/releasing-mark.js';
 export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
 export type { Clock } from './clock.js';
 export type { ConnectOptions, ConnectResult } from './connect-planner/connect.js';
@@ -202,6 +202,7 @@ export {
   poolSettingsLabel,
   rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,

@@ -74,6 +74,12 @@ export const removalLeaseDurationSeconds = 300;
  */
 export const releasingAnnotation = 'corral.dev/vdi-releasing';
 /**
+ * Lease annotation written with {@link releasingAnnotation}: what ends the claim, `released` (a holder's or an
+ * administrator's release) or `reclaimed <reason>` (the session engine's policy), so that every broker replica closes
+ * the desktop's consoles with the same code once the release is done. @category keys
+ */
+export const releaseCauseAnnotation = 'corral.dev/vdi-release-cause';
+/**
  * Lease annotation: the claim with this session ID took the member over from an expired claim and has not reset
  * it yet. The holder's next claim or start resets it before anything else. @category keys
  */

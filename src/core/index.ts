@@ -50,7 +50,7 @@ export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from '../cl
 export { planClaim } from '../claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from '../claims/plan-release.js';
 export { planRelease } from '../claims/plan-release.js';
-export { isReleasing } from '../claims/releasing-mark.js';
+export { isReleasing, leavesDesktopDuringRelease } from '../claims/releasing-mark.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 export type { Clock } from '../clock.js';
 export type { LaunchPlan } from '../connect-planner/launch-plan.js';
@@ -128,6 +128,7 @@ export {
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
