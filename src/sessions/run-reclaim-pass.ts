@@ -25,7 +25,7 @@ import {
 import type { LeaseObject } from '../kube-objects.js';
 import type { PoolSettings } from '../pools/pool-settings.js';
 import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
-import type { ConsoleTracker } from './console-tracker.js';
+import { type ConsoleTracker, consoleEndFor, releaseCauseOf } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
 import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
 import type { ReclaimPolicy } from './plan-reclaim.js';
@@ -422,6 +422,7 @@ async function reclaim(
     return;
   }
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  const end = consoleEndFor(step.reason);
   let reset: ResetHow;
   try {
     ({ reset } = await releaseMember(ctx, {
@@ -431,6 +432,7 @@ async function reclaim(
       actor: reclaimActor,
       asAdmin: true,
       auditAction: `vdi reclaim (${step.reason})`,
+      cause: releaseCauseOf(end),
       ...(sessionId === undefined ? {} : { expectedSessionId: sessionId }),
       ...fenceOf(setup),
     }));
@@ -448,16 +450,7 @@ async function reclaim(
   if (entry) tracker.forget(namespace, member, entry);
   // a console outlives the claim until the guest goes (a max-duration reclaim has consoles open); a failed reset
   // kept them, so they end only now
-  void tracker
-    .endConsolesWhenDown(
-      { kind, namespace, member, reset },
-      {
-        cause: 'reclaimed',
-        reason: step.reason,
-        message: `The desktop was reclaimed (${step.reason}); claim a desktop again to go on.`,
-      },
-    )
-    .catch(() => undefined);
+  void tracker.endConsolesWhenDown({ kind, namespace, member, reset }, end).catch(() => undefined);
   result.reclaimed += 1;
   ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
 }
