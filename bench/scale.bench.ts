@@ -19,9 +19,9 @@ import { tailscaleIdentity, tailscaleLoginHeader } from '../src/broker/identity.
 import { isVdiError } from '../src/errors.js';
 import { poolLabel } from '../src/keys.js';
 import { KubeCluster } from '../src/kube/cluster.js';
+import { readPoolStatus } from '../src/pool-status/read-pool-status.js';
 import { listPools } from '../src/pools/list-pools.js';
 import { createSessionEngine } from '../src/sessions/session-engine.js';
-import { readPoolStatus } from '../src/spares/read-pool-status.js';
 import { installKubevirtCrds } from '../src/testing/kubevirt/crds.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
 import { createTestClock } from '../src/testing/test-clock.js';

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { ConnectFacts } from './connect-planner/plan-connect.js';
+import type { ConnectFacts } from './connect-facts.js';
 import type { DesktopKind } from './ids.js';
 
 // the kinds are the first part of a desktop ID, so ids.ts names them
@@ -12,6 +12,12 @@ export type { DesktopKind } from './ids.js';
  * @category backends
  */
 export const defaultDesktopKind: DesktopKind = 'vm';
+
+/**
+ * How long making one member (a pool's, or a reset's recreate) may take before `CLONE_TIMEOUT`, unless the caller
+ * says otherwise. @category pools
+ */
+export const defaultCloneTimeoutMs = 120_000;
 
 /**
  * Where a member's power stands, the same words for every kind.
@@ -184,6 +190,11 @@ export interface ResetMemberOptions {
   timeoutMs?: number;
   /** Cancels a recreate's waits; the member is then left for a later reset to finish. */
   signal?: AbortSignal;
+  /**
+   * What an ephemeral member is made from when its own object no longer says (a recreate stopped after the
+   * delete): the source its claim recorded. The caller reads the claim; a backend never does.
+   */
+  source?: string | undefined;
 }
 
 /** Options of {@link DesktopBackend.gatherConnectFacts}. @category backends */

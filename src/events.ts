@@ -33,6 +33,24 @@ export interface VdiEvents {
       total: number;
     },
   ];
+  /**
+   * A scheduled pool's keeper changed the pool: the period in force (`null` outside every period), the targets, and
+   * the members it cloned, removed, started and stopped.
+   */
+  'pool-scaled': [
+    event: {
+      poolId: string;
+      period: string | null;
+      size: number;
+      freeRunning: number;
+      added: string[];
+      removed: string[];
+      started: string[];
+      stopped: string[];
+    },
+  ];
+  /** A scheduled pool's keeper failed; it tries again at `retryAt` (RFC 3339), backing off. */
+  'pool-schedule-failed': [event: { poolId: string; error: string; attempts: number; retryAt: string }];
   /** The reclaim policy took a desktop back. */
   reclaimed: [
     event: {
@@ -69,7 +87,24 @@ export interface VdiEvents {
    * at `reclaimAt` (RFC 3339) unless the pool lets the holder in again first.
    */
   'not-entitled': [event: { desktopId: string; holder: string; reclaimAt: string }];
-  /** A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it. */
+  /**
+   * The holder of a desktop was warned that it is reclaimed at `reclaimAt` (RFC 3339) for `reason`, once per reason
+   * and instant across broker replicas; `webhook` says how the POST to the pool's webhook went, when it has one.
+   */
+  'reclaim-warning': [
+    event: {
+      desktopId: string;
+      pool: string;
+      holder: string;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reclaimAt: string;
+      webhook?: { ok: boolean; status?: number; error?: string };
+    },
+  ];
+  /**
+   * A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it; emitted
+   * with the `reclaim-warning` of an idle reclaim.
+   */
   'idle-warning': [event: { desktopId: string; holder: string; idleAt: string }];
   /** The engine renewed a claim's Lease. */
   renewed: [event: { desktopId: string; holder: string }];

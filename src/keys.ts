@@ -95,12 +95,20 @@ export const minReadyAnnotation = 'corral.dev/vdi-min-ready';
  */
 export const spareAnnotation = 'corral.dev/vdi-spare';
 /**
+ * VM annotation: when a scheduled pool's keeper first saw the member free (RFC 3339); a scale-down removes only
+ * members free for the settle time. @category keys
+ */
+export const freeSinceAnnotation = 'corral.dev/vdi-free-since';
+/**
  * Lease annotation: the last input (a key, a pointer move or click, terminal bytes) a broker console carried to the
  * desktop (RFC 3339), written at most once per input-mark interval so every replica sees it. @category keys
  */
 export const inputAtAnnotation = 'corral.dev/vdi-input-at';
-/** Lease annotation: the idle reclaim instant (RFC 3339) the holder was warned about. @category keys */
-export const idleWarnedAnnotation = 'corral.dev/vdi-idle-warned';
+/**
+ * Lease annotation: the reason and instant (RFC 3339) of the reclaim its holder was last warned about, such as
+ * `max-duration 2026-07-02T20:00:00.000Z`. @category keys
+ */
+export const reclaimWarnedAnnotation = 'corral.dev/vdi-reclaim-warned';
 /**
  * Lease annotation: the reclaim a `notify` pool reported instead of taking the desktop back, as `<reason> <due
  * instant>`; the same due reclaim is not reported again. @category keys
@@ -121,3 +129,8 @@ export const holderGroupsAnnotation = 'corral.dev/vdi-holder-groups';
 export const notEntitledAtAnnotation = 'corral.dev/vdi-not-entitled-at';
 /** The {@link holderGroupsAnnotation} of a claim that asked no entitlement, which is never judged. @category keys */
 export const uncheckedHolderGroups = 'unchecked';
+/**
+ * Label on a waiter's Lease: the short hash of the waiting identity; its presence marks a waiter, whose Lease carries
+ * the pool label too, so a claim tells it from a member's claim. @category keys
+ */
+export const waiterLabel = 'corral.dev/vdi-waiter';

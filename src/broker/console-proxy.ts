@@ -1,7 +1,7 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { canOpenConsole } from '../access.js';
+import { canOpenConsole } from '../claims/access.js';
 import { readMemberAs } from '../claims/read-held-member.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { ConsoleStream, DesktopKind, MemberConsole } from '../desktop-backend.js';

@@ -86,6 +86,14 @@ export const desktopSchema = z
       description:
         'Present and true while the desktop is about to be reclaimed as idle: input on a console keeps it.',
     }),
+    reclaimWarning: z.optional(z.boolean()).register(z.globalRegistry, {
+      description:
+        'Present and true while the holder is warned of the reclaim at `reclaimAt` for `reclaimReason` (idle or max-duration).',
+    }),
+    reclaimInMs: z.optional(z.int()).register(z.globalRegistry, {
+      description:
+        "With `reclaimWarning`: the milliseconds left until `reclaimAt` by the broker's clock when it answered, for a countdown that a wrong clock on the caller's side does not skew.",
+    }),
   })
   .register(componentRegistry, { id: 'Desktop', description: 'A pool member as its holder sees it.' });
 

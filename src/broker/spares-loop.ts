@@ -1,3 +1,4 @@
+import type { KeepScheduleOutcome } from '../schedules/keep-schedule.js';
 import type { KeepSparesResult } from '../spares/keep-spares.js';
 import type { Vdi } from '../vdi.js';
 import { createPeriodicPass, type PeriodicPass } from './periodic-pass.js';
@@ -6,11 +7,16 @@ import { createPeriodicPass, type PeriodicPass } from './periodic-pass.js';
 export interface SparesPassResult {
   /** Each pool's pass that finished. */
   kept: KeepSparesResult[];
+  /** Each scheduled pool's pass, or its backoff. */
+  scheduled: KeepScheduleOutcome[];
   /** `vm/<namespace>/<pool>` (or the namespace, when its pools could not be listed) of each pass that failed. */
   failed: string[];
 }
 
-/** The spare keeper loop of a broker: each pass goes over the VM pools with `minReady` of the served namespaces. */
+/**
+ * The spare keeper loop of a broker: each pass goes over the VM pools with `minReady` of the served namespaces, and
+ * over those with a schedule.
+ */
 export type SparesLoop = PeriodicPass<SparesPassResult>;
 
 /**
@@ -37,10 +43,21 @@ export function createSparesLoop(options: {
       log(`broker: listing the pools of ${namespace} for spares failed: ${String(error)}`);
       result.failed.push(namespace);
     }
+    try {
+      const pass = await vdi.keepSchedules({ namespace });
+      result.scheduled.push(...pass.kept);
+      for (const { id, error } of pass.failed) {
+        log(`broker: keeping the schedule of ${id} failed (it backs off, then tries again): ${error}`);
+        result.failed.push(id);
+      }
+    } catch (error) {
+      log(`broker: listing the pools of ${namespace} for schedules failed: ${String(error)}`);
+      result.failed.push(namespace);
+    }
   }
 
   return createPeriodicPass(async () => {
-    const result: SparesPassResult = { kept: [], failed: [] };
+    const result: SparesPassResult = { kept: [], scheduled: [], failed: [] };
     await Promise.all(namespaces.map((namespace) => keepNamespace(namespace, result)));
     return result;
   }, intervalMs);

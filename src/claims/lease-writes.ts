@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import {
   holderGroupsAnnotation,
   leaseDurationSeconds,
@@ -15,10 +16,9 @@ import {
   sourceAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { shortHash } from './hash.js';
-import { leaseNameFor } from './lease-name.js';
+import { leaseNameFor } from '../lease-name.js';
+import { isValidLabelValue } from '../sanitize-label-value.js';
 import { isReleasing } from './releasing-mark.js';
-import { isValidLabelValue } from './sanitize-label-value.js';
 
 /** The member a new claim is for, and its claimant. */
 export interface ClaimTarget {
@@ -73,6 +73,16 @@ function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): Leas
     },
     spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
   };
+}
+
+/**
+ * The source a claim recorded for its ephemeral member when it was written, when the claim is of `pool`:
+ * what a reset makes the member from once the member's own object is gone.
+ */
+export function recordedSourceOf(lease: LeaseObject | undefined, pool: string): string | undefined {
+  return lease?.metadata.labels?.[leasePoolLabel] === pool
+    ? lease.metadata.annotations?.[sourceAnnotation]
+    : undefined;
 }
 
 /**

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { type AccessDecision, type AccessRequest, canStart, refusalError } from '../access.js';
 import { backendFor, type VdiContext } from '../context.js';
 import {
   type DesktopBackend,
@@ -10,6 +9,7 @@ import {
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberNotFoundReason } from '../member-not-found.js';
 import {
   identitySchema,
   memberNameSchema,
@@ -17,9 +17,9 @@ import {
   parseOptions,
   validateNamespace,
 } from '../validate.js';
+import { type AccessDecision, type AccessRequest, canStart, refusalError } from './access.js';
 import { classifyPoolMember } from './classify-member.js';
 import { type DesktopMarks, type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
-import { memberNotFoundReason } from './member-not-found.js';
 import { readMemberClaim } from './read-member-claim.js';
 import { isReleasing, leavesDesktopDuringRelease } from './releasing-mark.js';
 

@@ -13,7 +13,12 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { failureReason } from './failure-reason.js';
-import { deleteReleasingLease, markClaimReleasing, unmarkClaimReleasing } from './lease-writes.js';
+import {
+  deleteReleasingLease,
+  markClaimReleasing,
+  recordedSourceOf,
+  unmarkClaimReleasing,
+} from './lease-writes.js';
 import { planRelease, type ReleasePlan } from './plan-release.js';
 import { readMemberClaim } from './read-member-claim.js';
 import { isReleasing } from './releasing-mark.js';
@@ -123,7 +128,9 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     throw failed;
   };
   await fence();
-  let reset = await backend.resetMember(ref).catch(failReset);
+  // what an ephemeral member is made from once its object no longer says: the source its claim recorded
+  const resetOptions = { source: recordedSourceOf(lease, plan.pool) };
+  let reset = await backend.resetMember(ref, resetOptions).catch(failReset);
   for (let round = 1; seals; round += 1) {
     // the record comes once the stop was accepted; a start of the holder that landed after the stop makes the member
     // ask to run again, and it is stopped again before the record
@@ -138,7 +145,7 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     }
     if (sealed !== false) break;
     await fence();
-    reset = await backend.resetMember(ref).catch(failReset);
+    reset = await backend.resetMember(ref, resetOptions).catch(failReset);
   }
   if (plan.clearPresentation && !plan.lease) {
     await fence();

@@ -1,9 +1,8 @@
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
+import type { PoolKind, VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import type { VdiErrorCode } from '../errors.js';
 
-/** How long making one member may take before `CLONE_TIMEOUT`, unless the caller says otherwise. @category pools */
-export const defaultCloneTimeoutMs = 120_000;
 /** How many members are made at once, unless the caller says otherwise. @category pools */
 export const defaultCloneConcurrency = 4;
 
@@ -111,4 +110,19 @@ export interface PoolMemberFactory {
     outcomes: MemberOutcome[];
     concurrency: number;
   }): Promise<void>;
+}
+
+/**
+ * A pool kind whose members the pool calls (create, resize, delete) make and remove, through its factory; a kind
+ * without one makes its own (a container pool's reconcile).
+ *
+ * @category pools
+ */
+export interface MemberMakingPoolKind extends PoolKind {
+  memberFactory(ctx: VdiContext): PoolMemberFactory;
+}
+
+/** Whether the pool calls make the members of pools of this kind. @category pools */
+export function makesMembers(poolKind: PoolKind): poolKind is MemberMakingPoolKind {
+  return 'memberFactory' in poolKind;
 }

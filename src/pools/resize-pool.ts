@@ -1,13 +1,15 @@
 import { z } from 'zod';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { isLeaseExpired } from '../claims/claim-liveness.js';
-import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { dropLeftoverRemovals, takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
+import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from '../pool-options.js';
 import { readMinReady } from '../spares/min-ready.js';
 import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
@@ -16,9 +18,7 @@ import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planMemberRemoval, planResize, type ResizePlan } from './plan-resize.js';
 import type { PoolMemberFactory } from './pool-member-factory.js';
-import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
 import { readPool } from './read-pool.js';
-import { dropLeftoverRemovals, takeRemovalLease } from './removal-lease.js';
 import { runAudited } from './run-audited.js';
 
 /** Options of {@link resizePool}. @category pools */
@@ -90,7 +90,11 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
       const read = await readPool(ctx, namespace, name);
       const minReady = readMinReady(read.vms);
       if (minReady !== undefined && size < minReady) throw belowMinReady(id, size, minReady);
-      await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
+      await dropLeftoverRemovals(ctx, {
+        pool: name,
+        members: read.vms.map((vm) => vm.metadata.name ?? ''),
+        leases: read.leases,
+      });
       const objects = await factory.listTakenNames(namespace);
       const claimed = claimedNames(read.leases, ctx.clock.now());
       const taken = new Set([...objects, ...claimed.keys()]);

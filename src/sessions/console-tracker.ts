@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { DesktopBackend, DesktopKind, MemberRef, ResetHow } from '../desktop-backend.js';
@@ -10,6 +9,7 @@ import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import { leaseKindLabel, releaseCauseAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import {
   identitySchema,
   memberNameSchema,
@@ -17,9 +17,10 @@ import {
   parseOptions,
   validateNamespace,
 } from '../validate.js';
+import { claimKeyOf, isSameClaim } from './claim-key.js';
+import { type ConsoleState, withConsoleMarks } from './console-marks.js';
 import { planConsoleOpen } from './plan-console-open.js';
 import type { ReclaimReason } from './plan-reclaim.js';
-import { type ConsoleState, claimKeyOf, isSameClaim, withConsoleMarks } from './plan-reclaim-pass.js';
 import { updateClaimLease } from './update-claim-lease.js';
 
 /** The console transports whose sessions count. @category sessions */

@@ -1,11 +1,10 @@
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
+import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import {
   ephemeralLabel,
-  leasePoolLabel,
   poolLabel,
   sourceAnnotation,
   stagedForAnnotation,
@@ -13,8 +12,6 @@ import {
 } from '../keys.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
-import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
-import { validateMemberName, validateNamespace } from '../validate.js';
 import { cloneNameFor, stagedNameFor } from './vm-clone-object.js';
 import { cloneMember, finishMemberClone } from './vm-clone-runner.js';
 import { waitUntilVmGone } from './wait-until-vm-gone.js';
@@ -24,6 +21,8 @@ export interface RecreateVmMemberOptions {
   /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /** The golden VM the member's claim recorded, for a member whose VM is gone. */
+  source?: string | undefined;
 }
 
 /** The golden VM a clone makes a member from: its own record, else its source (a clone of the golden VM itself). */
@@ -33,14 +32,15 @@ function goldenOfClone(clone: VirtualMachineClone): string {
 
 /**
  * The golden VM a member is made from: its own annotation, or once it is gone, the clone that last made it again,
- * its claim's record, the VM its replacement was staged in, another ephemeral member's annotation, or the clone of
- * another member under way.
+ * its claim's record (`recorded`, told by the caller), the VM its replacement was staged in, another ephemeral
+ * member's annotation, or the clone of another member under way.
  */
 async function sourceOf(
   ctx: VdiContext,
   ref: PoolMemberRef,
   current: VirtualMachine | undefined,
   lastClone: VirtualMachineClone | undefined,
+  recorded: string | undefined,
 ): Promise<string> {
   const { namespace, member, pool } = ref;
   if (current) {
@@ -67,11 +67,6 @@ async function sourceOf(
   const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? goldenOfClone(lastClone) : undefined;
   if (cloned) return cloned;
   // so does the claim that holds the member while it is reset
-  const claim = await ctx.cluster.getLease(namespace, leaseNameFor(member));
-  const recorded =
-    claim?.metadata.labels?.[leasePoolLabel] === pool
-      ? claim.metadata.annotations?.[sourceAnnotation]
-      : undefined;
   if (recorded) return recorded;
   const staged = await readStaged(ctx, ref);
   if (staged) return staged.metadata.annotations?.[sourceAnnotation] ?? '';
@@ -219,8 +214,8 @@ async function removeStaged(ctx: VdiContext, ref: PoolMemberRef): Promise<void> 
  * clone under way (the staging or the member's) is waited for (one that a concurrent reset finished and removed
  * counts as done), a replacement already staged is used, finished clone objects are cleared away, and a member
  * already gone is made from its staged replacement or, without one, from the golden VM read from its failed clone,
- * its claim, or another ephemeral member of the pool. A missing golden VM is found out before anything is deleted.
- * Leases are not read: the caller names the pool.
+ * the source its claim recorded, or another ephemeral member of the pool. A missing golden VM is found out before
+ * anything is deleted. Leases are not read: the caller names the pool and the recorded source.
  *
  * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`, names itself as its golden VM,
  *   or a VM not staged for it has the staged name; `GOLDEN_NOT_FOUND`; `MEMBER_NOT_FOUND` when the member is gone
@@ -246,7 +241,7 @@ export async function recreateVmMember(
   if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
-  const source = await sourceOf(ctx, ref, current, pending);
+  const source = await sourceOf(ctx, ref, current, pending, options.source);
   const standing = current !== undefined && !current.metadata.deletionTimestamp;
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
@@ -279,60 +274,4 @@ export async function recreateVmMember(
     throw error;
   }
   ctx.events.emit('pool-progress', { poolId, member, step: 'ready', done: 1, total: 1 });
-}
-
-/** Options of {@link recreateMember}. @category pools */
-export interface RecreateMemberOptions {
-  namespace: string;
-  /** The member as read from the cluster, or its name when it may already be gone (after a failed attempt). */
-  vm: VirtualMachine | string;
-  /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
-  cloneTimeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-/**
- * Resets an ephemeral member: clones its golden VM (the member's `corral.dev/vdi-source` annotation) into a staged
- * VM beside it, then deletes the member and clones the staged VM into its name, stopped, with its pool and ephemeral
- * labels, and removes the staged VM. It waits for each clone's `Succeeded` and deletes the clone objects. A clone
- * that fails before the member's delete leaves the member as it was. A release does the same through the VM
- * backend's `resetMember`; this is the call for a member at hand.
- *
- * Safe to call again after a failure at any step: a clone already under way for the member is waited for, a
- * replacement already staged is used, a finished clone is cleared away, a VM already gone is just cloned (its pool is
- * then read from the member's claim Lease and its golden VM from its staged replacement, its failed clone or another
- * member), and a golden VM that is missing is found out before anything is deleted. The caller keeps the member
- * claimed until this returns, so a half-recreated member is never handed out.
- *
- * @example
- * ```ts
- * await recreateMember(vdi.context, { namespace: 'corral-vms', vm: 'devpool-2' });
- * ```
- * @throws {@link VdiError} `INVALID_INPUT` when the VM is not an ephemeral member; `GOLDEN_NOT_FOUND`;
- *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`,
- *   `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
- * @category pools
- */
-export async function recreateMember(ctx: VdiContext, options: RecreateMemberOptions): Promise<void> {
-  const { namespace } = options;
-  const member = typeof options.vm === 'string' ? options.vm : (options.vm.metadata.name ?? '');
-  validateNamespace(namespace);
-  validateMemberName(member);
-  const current = await ctx.cluster.getVm(namespace, member);
-  // once the VM is gone, only its claim Lease still names its pool
-  const pool =
-    current?.metadata.labels?.[poolLabel] ??
-    (await ctx.cluster.getLease(namespace, leaseNameFor(member)))?.metadata.labels?.[leasePoolLabel];
-  if (!current && !pool) {
-    throw new VdiError(
-      'MEMBER_NOT_FOUND',
-      `Member ${namespace}/${member} is gone, and neither its claim nor another member of its pool tells which golden VM to recreate it from.`,
-      { details: { member, namespace } },
-    );
-  }
-  await recreateVmMember(
-    ctx,
-    { namespace, member, pool: pool ?? '' },
-    { timeoutMs: options.cloneTimeoutMs, signal: options.signal },
-  );
 }

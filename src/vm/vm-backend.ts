@@ -1,5 +1,3 @@
-import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -14,6 +12,8 @@ import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { vmKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 import {
   validateClaimToPresent,
   validateIdentity,

@@ -1,5 +1,5 @@
-import { shortHash } from '../claims/hash.js';
 import { VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import {
   ephemeralLabel,
   poolLabel,

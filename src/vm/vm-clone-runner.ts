@@ -1,17 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leaseNameFor } from '../claims/lease-name.js';
-import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { forEachBounded } from '../for-each-bounded.js';
-import { formatPoolId } from '../ids.js';
-import { goldenLabel, poolLabel } from '../keys.js';
+import { goldenLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
-import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
-import { type RemovalTarget, takeRemovalLease } from '../pools/removal-lease.js';
-import { formatDuration } from '../sessions/parse-duration.js';
+import { formatDuration } from '../parse-duration.js';
 import { buildMemberClone, buildStagedClone, cloneNameFor } from './vm-clone-object.js';
 
 const firstPollMs = 50;
@@ -153,7 +147,7 @@ export async function finishMemberClone(
  * The golden VM with a label map a clone can add the pool label into: as read when it has a label, else after
  * labelling it {@link goldenLabel} (a metadata write; the VM's spec and run state stay as they are).
  */
-async function withLabelMap(
+export async function withLabelMap(
   ctx: VdiContext,
   namespace: string,
   golden: VirtualMachine,
@@ -199,141 +193,4 @@ export async function cloneMember(
   if ((await createMemberClone(ctx, clone, target)) === 'taken') return 'taken';
   await finishMemberClone(ctx, { namespace, member: target, timeoutMs, signal, since });
   return 'made';
-}
-
-/**
- * Clones `members` from `golden` in parallel, at most `concurrency` at once, emitting `pool-progress` for each.
- * The first failure stops new clones from starting; the ones under way finish (each within its timeout), so
- * every member's outcome is known when this returns.
- */
-export async function cloneMembers(
-  ctx: VdiContext,
-  input: MakeMembersInput & { golden: VirtualMachine },
-): Promise<MemberOutcome[]> {
-  const { namespace, pool, members, concurrency, signal } = input;
-  // once for all members, not once per clone
-  const golden = await withLabelMap(ctx, namespace, input.golden);
-  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
-  const outcomes: MemberOutcome[] = members.map((member) => ({
-    member,
-    clone: cloneNameFor(member),
-    status: 'not-started',
-  }));
-  const total = members.length;
-  let done = 0;
-  let failed = false;
-  await forEachBounded(
-    members,
-    concurrency,
-    async (member, index) => {
-      const outcome = outcomes[index] as MemberOutcome;
-      ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done, total });
-      try {
-        if ((await cloneMember(ctx, { ...input, golden, member })) === 'made') outcome.status = 'ready';
-        else {
-          failed = true;
-          outcome.status = 'taken';
-          outcome.error = `another call is making or made ${member}; this call left it alone`;
-        }
-      } catch (error) {
-        failed = true;
-        outcome.status = isVdiError(error, 'CLONE_TIMEOUT')
-          ? 'timed-out'
-          : isVdiError(error, 'CANCELLED')
-            ? 'cancelled'
-            : 'failed';
-        outcome.error = (error as Error).message;
-        if (isVdiError(error)) outcome.code = error.code;
-      }
-      done += 1;
-      ctx.events.emit('pool-progress', {
-        poolId,
-        member,
-        step: outcome.status === 'ready' ? 'ready' : 'failed',
-        done,
-        total,
-      });
-    },
-    () => failed || signal?.aborted === true,
-  );
-  return outcomes;
-}
-
-/**
- * Deletes a member's clone object so it makes nothing afterwards. A finished one makes nothing more, so when the
- * identity may not delete it, it stays and the refusal is returned; any other failure is thrown.
- */
-async function deleteFinishedClone(
-  ctx: VdiContext,
-  namespace: string,
-  name: string,
-): Promise<string | undefined> {
-  try {
-    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
-    return undefined;
-  } catch (error) {
-    if (!isVdiError(error, 'FORBIDDEN')) throw error;
-    const phase = (await ctx.cluster.getClone(namespace, name))?.status?.phase;
-    if (phase !== 'Succeeded' && phase !== 'Failed') throw error;
-    return error.message;
-  }
-}
-
-/**
- * Deletes a member's VM under a removal Lease, as a shrink does, so that no claim takes it meanwhile; a member a
- * claim already holds (its VM looked free before the call making it gave up) is left to it.
- *
- * @returns who holds the member when it was left, else `undefined`.
- */
-async function deleteUnlessClaimed(
-  ctx: VdiContext,
-  target: RemovalTarget,
-  vm: VirtualMachine,
-): Promise<string | undefined> {
-  const removal = await takeRemovalLease(ctx, target, undefined);
-  if (removal === undefined) {
-    const lease = await ctx.cluster.getLease(target.namespace, leaseNameFor(target.member));
-    // the claim that held it may have ended since: the next cleanup (a pool delete) removes it
-    return lease?.spec.holderIdentity ?? 'a claim that has ended since';
-  }
-  await ctx.cluster.deleteVm(target.namespace, target.member, { uid: vm.metadata.uid ?? '' });
-  await deleteLeaseAsRead(ctx, removal);
-  return undefined;
-}
-
-/**
- * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
- * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
- */
-export async function removeMembers(
-  ctx: VdiContext,
-  input: { namespace: string; pool: string; outcomes: MemberOutcome[]; concurrency: number },
-): Promise<void> {
-  const { namespace, pool, outcomes, concurrency } = input;
-  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
-  // a member another call is making is that call's: only what this call began is removed
-  const started = outcomes.filter(
-    (outcome) => outcome.status !== 'not-started' && outcome.status !== 'taken',
-  );
-  let done = 0;
-  await forEachBounded(started, concurrency, async (outcome) => {
-    const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
-    // only a VM this pool's clone made carries its label; any other VM of that name is left alone
-    const vm = await ctx.cluster.getVm(namespace, outcome.member);
-    if (vm?.metadata.labels?.[poolLabel] === pool) {
-      const heldBy = await deleteUnlessClaimed(ctx, { namespace, pool, member: outcome.member }, vm);
-      if (heldBy !== undefined) outcome.heldBy = heldBy;
-    }
-    if (outcome.heldBy !== undefined) outcome.removed = false;
-    else if (left === undefined) outcome.removed = true;
-    else outcome.cloneLeft = left;
-    done += 1;
-    ctx.events.emit('pool-progress', {
-      poolId,
-      member: outcome.member,
-      step: 'removed',
-      done,
-      total: started.length,
-    });
-  });
 }

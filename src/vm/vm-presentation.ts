@@ -1,4 +1,3 @@
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type {
   ClaimToPresent,
   MemberFacts,
@@ -17,6 +16,7 @@ import type { KubeCluster } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { ObjectMeta } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 import { asksToRun, asksToStop } from './vm-member-facts.js';
 
 // a VM's status writes bump its resourceVersion too, so a few rereads are normal while it starts or stops

@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 import { bindDocumentedRole } from '../rbac/documented-role.js';
 
 const cluster = useSharedCluster();
@@ -11,15 +11,6 @@ const unbinds: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const unbind of unbinds) await unbind();
 });
-
-async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
-}
 
 describe('a pool create whose identity may not delete clone objects', () => {
   it('fails FORBIDDEN naming the permission, removes the members it made, and names the clone objects it left', async () => {

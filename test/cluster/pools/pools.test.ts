@@ -3,21 +3,21 @@ import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { planCapacity } from '../../../src/capacity/capacity-service.js';
 import type { VdiContext } from '../../../src/context.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
+import { defaultCloneTimeoutMs } from '../../../src/desktop-backend.js';
 import type { VdiEvents } from '../../../src/events.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
-import { defaultCloneTimeoutMs } from '../../../src/pools/pool-member-factory.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
+import { recreateMember } from '../../../src/vm-pools/recreate-member.js';
 import { CloneFaultCluster } from '../../support/clone-faults.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 
 const cluster = useSharedCluster();
 
@@ -79,15 +79,6 @@ function goldenVm(
       },
     },
   };
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
 }
 
 async function poolVms(kube: KubeCluster, namespace: string, pool: string): Promise<string[]> {

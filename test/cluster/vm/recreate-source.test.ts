@@ -6,8 +6,8 @@ import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-cloc
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
 import { buildMemberClone, cloneNameFor } from '../../../src/vm/vm-clone-object.js';
+import { recreateMember } from '../../../src/vm-pools/recreate-member.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();

@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import type { DesktopBackend, MemberFacts } from '../../../src/desktop-backend.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
@@ -13,6 +12,7 @@ import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import { CloneFaultCluster } from '../../support/clone-faults.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 
 const cluster = useSharedCluster();
 
@@ -79,15 +79,6 @@ async function waitForPower(vms: DesktopBackend, namespace: string, member: stri
     },
     { describe: `${namespace}/${member} to be ${power}` },
   );
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
 }
 
 /** A golden VM, and ephemeral members cloned from it by name as a pool create leaves them. */
