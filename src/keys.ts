@@ -130,6 +130,16 @@ export const notEntitledAtAnnotation = 'corral.dev/vdi-not-entitled-at';
 /** The {@link holderGroupsAnnotation} of a claim that asked no entitlement, which is never judged. @category keys */
 export const uncheckedHolderGroups = 'unchecked';
 /**
+ * VM annotation: the golden VM a roll-out moves the member to. A claimed member keeps its disk until released; an
+ * ephemeral one is then made again from this golden VM instead of its `corral.dev/vdi-source`. @category keys
+ */
+export const rollToAnnotation = 'corral.dev/vdi-roll-to';
+/**
+ * Lease annotation: when a roll-out with a deadline takes the claimed member back (RFC 3339), so the session engine
+ * warns its holder and then reclaims it for `roll-out`. @category keys
+ */
+export const rollOutAtAnnotation = 'corral.dev/vdi-roll-out-at';
+/**
  * Label on a waiter's Lease: the short hash of the waiting identity; its presence marks a waiter, whose Lease carries
  * the pool label too, so a claim tells it from a member's claim. @category keys
  */

@@ -6,6 +6,7 @@ import { formatPoolId } from '../ids.js';
 import {
   ephemeralLabel,
   poolLabel,
+  rollToAnnotation,
   sourceAnnotation,
   stagedForAnnotation,
   stagedPoolLabel,
@@ -23,6 +24,11 @@ export interface RecreateVmMemberOptions {
   signal?: AbortSignal | undefined;
   /** The golden VM the member's claim recorded, for a member whose VM is gone. */
   source?: string | undefined;
+  /**
+   * Make it from this golden VM instead of its own, ephemeral or not as its pool's members are: a roll-out's
+   * rebuild, which a persistent member gets too.
+   */
+  from?: { golden: string; ephemeral: boolean } | undefined;
 }
 
 /** The golden VM a clone makes a member from: its own record, else its source (a clone of the golden VM itself). */
@@ -61,7 +67,8 @@ async function sourceOf(
         { details: { member, namespace } },
       );
     }
-    return source;
+    // a roll-out moves it to a new golden VM once its holder lets it go
+    return current.metadata.annotations?.[rollToAnnotation] ?? source;
   }
   // a failed clone of this pool kept for inspection still names the golden VM
   const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? goldenOfClone(lastClone) : undefined;
@@ -157,7 +164,13 @@ async function stageReplacement(
   if (clone && !isFinished(clone)) {
     // an earlier or concurrent attempt is staging it: that clone is the one to finish
     await finishMemberClone(ctx, { namespace, member: name, timeoutMs, signal });
-  } else if (existing && !existing.metadata.deletionTimestamp && clone?.status?.phase !== 'Failed') {
+  } else if (
+    existing &&
+    !existing.metadata.deletionTimestamp &&
+    clone?.status?.phase !== 'Failed' &&
+    // staged from another golden VM (a roll-out began meanwhile): made again from this one
+    existing.metadata.annotations?.[sourceAnnotation] === input.golden.metadata.name
+  ) {
     if (clone) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
   } else {
     // what a failed attempt left: its clone object, and the VM that clone may have begun
@@ -241,7 +254,7 @@ export async function recreateVmMember(
   if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
-  const source = await sourceOf(ctx, ref, current, pending, options.source);
+  const source = options.from?.golden ?? (await sourceOf(ctx, ref, current, pending, options.source));
   const standing = current !== undefined && !current.metadata.deletionTimestamp;
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
@@ -253,7 +266,11 @@ export async function recreateVmMember(
       await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
     } else {
       // the member is gone or going already: from the replacement staged before its delete, else the golden VM
-      from = (await readStagedReady(ctx, ref)) ?? (await readGolden(ctx, namespace, source));
+      const staged = await readStagedReady(ctx, ref);
+      from =
+        staged && (!options.from || staged.metadata.annotations?.[sourceAnnotation] === source)
+          ? staged
+          : await readGolden(ctx, namespace, source);
     }
     await waitUntilVmGone(ctx, { namespace, member, timeoutMs, signal, timeoutCode: 'CLONE_TIMEOUT' });
     const made = await cloneMember(ctx, {
@@ -262,7 +279,7 @@ export async function recreateVmMember(
       member,
       golden: from,
       source,
-      ephemeral: true,
+      ephemeral: options.from?.ephemeral ?? true,
       timeoutMs,
       signal,
     });
