@@ -1,7 +1,7 @@
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
 import { defaultCloneTimeoutMs } from '../desktop-backend.js';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import {
   ephemeralLabel,
@@ -11,6 +11,7 @@ import {
   stagedForAnnotation,
   stagedPoolLabel,
 } from '../keys.js';
+import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { cloneNameFor, stagedNameFor } from './vm-clone-object.js';
@@ -206,6 +207,25 @@ async function stageReplacement(
   );
 }
 
+/**
+ * Deletes the member as read; `true` when a concurrent reset deleted it and made it again meanwhile (the delete's
+ * `uid` precondition no longer holds), and this one has nothing to delete.
+ */
+async function deletedMeanwhile(
+  ctx: VdiContext,
+  namespace: string,
+  member: string,
+  current: VirtualMachine,
+): Promise<boolean> {
+  try {
+    await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
+    return false;
+  } catch (error) {
+    if (!isConflictReason(error, 'Conflict') && !isVdiError(error, 'CONFLICT')) throw error;
+    return true;
+  }
+}
+
 /** Removes the staged VM once the member was made from it (and a clone object of it a crash left behind). */
 async function removeStaged(ctx: VdiContext, ref: PoolMemberRef): Promise<void> {
   const { namespace, member } = ref;
@@ -263,7 +283,15 @@ export async function recreateVmMember(
     if (standing) {
       const golden = await readGolden(ctx, namespace, source);
       from = await stageReplacement(ctx, ref, { golden, timeoutMs, signal });
-      await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
+      if (await deletedMeanwhile(ctx, namespace, member, current)) {
+        // a concurrent reset of the member deleted it and made it again from the same replacement: finish that one
+        if (await ctx.cluster.getClone(namespace, cloneName)) {
+          await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+        }
+        await removeStaged(ctx, ref);
+        ctx.events.emit('pool-progress', { poolId, member, step: 'ready', done: 1, total: 1 });
+        return;
+      }
     } else {
       // the member is gone or going already: from the replacement staged before its delete, else the golden VM
       const staged = await readStagedReady(ctx, ref);
