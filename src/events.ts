@@ -49,6 +49,23 @@ export interface VdiEvents {
       stopped: string[];
     },
   ];
+  /**
+   * A roll-out moved a member: `rebuilding` as it begins, then `rebuilt` from the new golden VM `to` or `failed`
+   * (`error` says why; the next pass finishes it); `onTarget` of `total` members are on `to`.
+   */
+  'pool-rollout': [
+    event: {
+      poolId: string;
+      to: string;
+      member: string;
+      step: 'rebuilding' | 'rebuilt' | 'failed';
+      onTarget: number;
+      total: number;
+      error?: string;
+    },
+  ];
+  /** Every member of a pool is on the golden VM `to`: its roll-out is finished. */
+  'pool-rolled-out': [event: { poolId: string; to: string; total: number }];
   /** A scheduled pool's keeper failed; it tries again at `retryAt` (RFC 3339), backing off. */
   'pool-schedule-failed': [event: { poolId: string; error: string; attempts: number; retryAt: string }];
   /** The reclaim policy took a desktop back. */
@@ -56,7 +73,7 @@ export interface VdiEvents {
     event: {
       desktopId: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
     },
   ];
   /** A reclaim failed; the claim stays and the next pass tries again. */
@@ -64,7 +81,7 @@ export interface VdiEvents {
     event: {
       desktopId: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       error: string;
     },
   ];
@@ -77,7 +94,7 @@ export interface VdiEvents {
       desktopId: string;
       pool: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       dueAt: string;
       webhook?: { ok: boolean; status?: number; error?: string };
     },
@@ -96,7 +113,7 @@ export interface VdiEvents {
       desktopId: string;
       pool: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       reclaimAt: string;
       webhook?: { ok: boolean; status?: number; error?: string };
     },

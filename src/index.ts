@@ -96,7 +96,7 @@ export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './cla
 export { planClaim } from './claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
 export { planRelease } from './claims/plan-release.js';
-export { isReleasing } from './claims/releasing-mark.js';
+export { isReleasing, leavesDesktopDuringRelease } from './claims/releasing-mark.js';
 export type { Clock } from './clock.js';
 export type {
   ConnectFacts,
@@ -204,11 +204,14 @@ export {
   rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
   reclaimWarnedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
   uncheckedHolderGroups,
   waiterLabel,
 } from './keys.js';
@@ -309,6 +312,8 @@ export type { CountPoolMembersInput, PoolMemberCounts } from './metrics/count-po
 export { countPoolMembers } from './metrics/count-pool-members.js';
 export { formatDuration, parseDuration } from './parse-duration.js';
 export { parseRfc3339 } from './parse-time.js';
+export type { PoolRollout } from './pool-rollout.js';
+export { checkMaxUnavailable, defaultMaxUnavailable } from './pool-rollout.js';
 export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from './pool-schedule.js';
 export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from './pool-schedule.js';
 export type { PoolSettings, PoolSettingsContext, ReclaimAction, ScheduleFailure } from './pool-settings.js';
@@ -365,6 +370,23 @@ export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js
 export { describePools, isFreeMember } from './pools/pool-view.js';
 export type { ProbeTcpOptions } from './probe-tcp.js';
 export { defaultProbeTimeoutMs, probeTcp } from './probe-tcp.js';
+export type { RolloutStatus } from './rollouts/describe-rollout.js';
+export { describeRollout } from './rollouts/describe-rollout.js';
+export type {
+  KeepPoolRolloutOptions,
+  KeepRolloutOutcome,
+  KeepRolloutResult,
+  KeepRolloutsPassResult,
+} from './rollouts/keep-rollout.js';
+export { keepPoolRollout, keepRollouts } from './rollouts/keep-rollout.js';
+export type { RolloutInput, RolloutPlan } from './rollouts/plan-rollout.js';
+export { planRollout } from './rollouts/plan-rollout.js';
+export type {
+  SetPoolRolloutPausedOptions,
+  StartPoolRolloutOptions,
+  StartPoolRolloutResult,
+} from './rollouts/start-rollout.js';
+export { setPoolRolloutPaused, startPoolRollout } from './rollouts/start-rollout.js';
 export { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
 export type { ScheduleStatus, ScheduleStatusInput } from './schedules/describe-schedule.js';
 export { describeSchedule } from './schedules/describe-schedule.js';

@@ -2,6 +2,7 @@ import { VdiError } from './errors.js';
 import { poolLabel, poolSettingsLabel } from './keys.js';
 import type { ConfigMapObject } from './kube-objects.js';
 import { formatDuration, parseDuration } from './parse-duration.js';
+import { type PoolRollout, readPoolRollout } from './pool-rollout.js';
 import { type PoolSchedule, parsePoolSchedule } from './pool-schedule.js';
 import { maxIdentityLength } from './validate.js';
 
@@ -44,6 +45,8 @@ export interface PoolSettings {
   plainSize?: number;
   /** The last failures of the schedule's keeper in a row, so the next keeper backs off; see `keepPoolSchedule`. */
   scheduleFailure?: ScheduleFailure;
+  /** The pool's move to a new golden VM, under way or finished; see `startPoolRollout`. */
+  rollOut?: PoolRollout;
 }
 
 /** Failures of a schedule's keeper in a row: the last one's time (RFC 3339) and words. @category schedules */
@@ -192,6 +195,7 @@ const keys = {
   schedule: 'schedule',
   plainSize: 'plain-size',
   failure: 'schedule-failure',
+  rollOut: 'roll-out',
 } as const;
 
 // a value edited by hand into something unreadable counts as unset
@@ -245,6 +249,7 @@ export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSett
       /^\d{1,4}$/.test(data[keys.plainSize] ?? '') ? Number(data[keys.plainSize]) : undefined,
     ),
     ...optional('scheduleFailure', readJson(data[keys.failure], readFailure)),
+    ...optional('rollOut', readJson(data[keys.rollOut], readPoolRollout)),
   };
 }
 
@@ -268,6 +273,7 @@ export function buildPoolSettingsConfigMap(
   if (settings.schedule) data[keys.schedule] = JSON.stringify(settings.schedule);
   if (settings.plainSize !== undefined) data[keys.plainSize] = String(settings.plainSize);
   if (settings.scheduleFailure) data[keys.failure] = JSON.stringify(settings.scheduleFailure);
+  if (settings.rollOut) data[keys.rollOut] = JSON.stringify(settings.rollOut);
   return {
     metadata: {
       name: poolSettingsName(pool),

@@ -35,6 +35,7 @@ import { KubeCluster } from './kube/cluster.js';
 import type { TerminalStream } from './kube/pod-exec.js';
 import type { RetryOptions } from './kube/retry.js';
 import { lowestLimit, refusedByLimit } from './limits/user-limit.js';
+import type { PoolRollout } from './pool-rollout.js';
 import type { PoolStatus } from './pool-status/pool-status.js';
 import { type PoolStatusOptions, readPoolStatus } from './pool-status/read-pool-status.js';
 import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
@@ -57,6 +58,20 @@ import {
   setPool,
 } from './pools/pool-service.js';
 import type { PoolView } from './pools/pool-view.js';
+import {
+  type KeepPoolRolloutOptions,
+  type KeepRolloutOutcome,
+  type KeepRolloutsPassResult,
+  keepPoolRollout,
+  keepRollouts,
+} from './rollouts/keep-rollout.js';
+import {
+  type SetPoolRolloutPausedOptions,
+  type StartPoolRolloutOptions,
+  type StartPoolRolloutResult,
+  setPoolRolloutPaused,
+  startPoolRollout,
+} from './rollouts/start-rollout.js';
 import { type KeepScheduleOutcome, keepPoolSchedule } from './schedules/keep-schedule.js';
 import { type KeepSchedulesPassResult, keepSchedules } from './schedules/keep-schedules.js';
 import {
@@ -139,6 +154,17 @@ export interface Vdi extends Omit<ClaimsService, 'claim'>, WaitlistService {
   }): Promise<KeepScheduleOutcome>;
   /** One keeper pass over the scheduled VM pools of a namespace; see {@link keepSchedules}. */
   keepSchedules(options?: { namespace?: string }): Promise<KeepSchedulesPassResult>;
+  /** Moves a VM pool to a new golden VM; see {@link startPoolRollout}. */
+  startPoolRollout(options: StartPoolRolloutOptions): Promise<StartPoolRolloutResult>;
+  /** Pauses or resumes a pool's roll-out; see {@link setPoolRolloutPaused}. */
+  setPoolRolloutPaused(options: SetPoolRolloutPausedOptions): Promise<PoolRollout>;
+  /** One pass of a pool's roll-out; see {@link keepPoolRollout}. */
+  keepPoolRollout(options: KeepPoolRolloutOptions): Promise<KeepRolloutOutcome>;
+  /** One pass over the roll-outs under way in a namespace; see {@link keepRollouts}. */
+  keepRollouts(options?: {
+    namespace?: string;
+    fence?: () => Promise<void>;
+  }): Promise<KeepRolloutsPassResult>;
   /** Deletes a pool; see {@link deletePool}. */
   deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
   /** Creates a container pool or replaces its spec; see {@link applyCtPool}. */
@@ -261,6 +287,10 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     setPoolSchedule: (schedule) => setPoolSchedule(context, schedule),
     keepPoolSchedule: (pass) => keepPoolSchedule(context, pass),
     keepSchedules: (pass) => keepSchedules(context, pass),
+    startPoolRollout: (rollout) => startPoolRollout(context, rollout),
+    setPoolRolloutPaused: (paused) => setPoolRolloutPaused(context, paused),
+    keepPoolRollout: (pass) => keepPoolRollout(context, pass),
+    keepRollouts: (pass) => keepRollouts(context, pass),
     readPoolStatus: (status) => readPoolStatus(context, status),
     deletePool: (pool) => deletePool(context, pool),
     applyCtPool: (pool) => applyCtPool(context, pool),

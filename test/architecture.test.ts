@@ -121,6 +121,7 @@ const serviceFolders = [
   'waitlist/',
   'spares/',
   'schedules/',
+  'rollouts/',
   'pool-status/',
   'metrics/',
   'launch/',

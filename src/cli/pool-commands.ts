@@ -27,6 +27,7 @@ import {
   settingsText,
   toMemberJson,
 } from './pool-text.js';
+import { rolloutFlags, rolloutOptions } from './rollout-flags.js';
 import { scheduleFlags, scheduleOptions } from './schedule-flags.js';
 import { UsageError } from './usage-error.js';
 
@@ -326,11 +327,20 @@ const set: CommandSpec = {
   summary:
     "Change a pool's settings: --min-ready N keeps N free members running as warm spares; its reclaim action, webhook, idle timeout and who may claim from it.",
   args: ['name'],
-  options: { ...clusterOptions, ...minReadyOption, ...settingsOptions, ...scheduleOptions },
+  options: {
+    ...clusterOptions,
+    ...minReadyOption,
+    ...settingsOptions,
+    ...scheduleOptions,
+    ...rolloutOptions,
+  },
   notes: [
     'A schedule (--schedule-file, or --time-zone with --period) makes the pool follow the working day: in each ' +
       "period the broker's keeper keeps its buffer of free members running and its size between min and max; " +
       'outside them the plain size and --min-ready hold. It replaces the stored schedule; --no-schedule removes it.',
+    "--from moves the pool to a new golden VM: the broker's leader rebuilds free members at once, --max-unavailable " +
+      'at a time, never taking the free running members below the buffer; claimed members are rebuilt once released, ' +
+      'or reclaimed at --rollout-deadline after a warning. "pool status" shows the progress.',
     "--min-ready is written on every member; the broker's keeper starts or stops spares on its next pass. A value " +
       'above the size, negative or not whole is refused and nothing is written.',
     'The other settings live in the ConfigMap corral-vdi-pool-<name>; those left out keep their value, and an ' +
@@ -345,14 +355,22 @@ const set: CommandSpec = {
     '$ corral-vdi pool set gpupool --max-desktops-per-user 1',
     '$ corral-vdi pool set devpool --time-zone Europe/Berlin --period "peak mon-fri 08:00-18:00 buffer 20% min 5 max 40" --plain-size 2',
     '$ corral-vdi pool set devpool --schedule-file working-day.yaml',
+    '$ corral-vdi pool set devpool --from golden-v2 --max-unavailable 2 --rollout-deadline 8h',
+    '$ corral-vdi pool set devpool --pause-rollout',
   ],
   async run(input) {
     const settings = settingsFlags(input, set);
     const minReady = minReadyFlag(input);
     const schedule = await scheduleFlags(input, set);
-    if (Object.keys(settings).length === 0 && minReady === undefined && schedule === undefined) {
+    const rollout = rolloutFlags(input, set);
+    if (
+      Object.keys(settings).length === 0 &&
+      minReady === undefined &&
+      schedule === undefined &&
+      rollout === undefined
+    ) {
       throw new UsageError(
-        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout, --allow-group or --schedule-file',
+        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout, --allow-group, --schedule-file or --from',
         set.words,
       );
     }
@@ -386,6 +404,37 @@ const set: CommandSpec = {
             : `pool "${name}" has no schedule`,
         );
       }
+    }
+    if (rollout?.kind === 'start') {
+      const { from, maxUnavailable, deadline, deadlineInMs } = rollout;
+      const now = session.vdi.context.clock.now().getTime();
+      const result = await session.vdi.startPoolRollout({
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        from,
+        ...(maxUnavailable === undefined ? {} : { maxUnavailable }),
+        ...(deadline === undefined ? {} : { deadline }),
+        ...(deadlineInMs === undefined ? {} : { deadline: new Date(now + deadlineInMs) }),
+      });
+      Object.assign(changed, result);
+      if (!terminal.json) {
+        const until = result.rollOut.deadline ? `, claimed ones reclaimed at ${result.rollOut.deadline}` : '';
+        terminal.print(
+          `pool "${name}" rolls out to ${result.rollOut.to}: ${result.onTarget}/${result.total} on it, ${result.rollOut.maxUnavailable} at a time${until}`,
+        );
+      }
+    }
+    if (rollout?.kind === 'pause') {
+      const result = await session.vdi.setPoolRolloutPaused({
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        paused: rollout.paused,
+      });
+      Object.assign(changed, { rollOut: result });
+      if (!terminal.json)
+        terminal.print(`pool "${name}": roll-out to ${result.to} ${result.paused ? 'paused' : 'resumed'}`);
     }
     if (minReady !== undefined) {
       const result = await session.vdi

@@ -5,6 +5,7 @@ import type { PoolSettings, ReclaimAction } from '../pool-settings.js';
 import type { PoolStatus } from '../pool-status/pool-status.js';
 import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
 import { type MemberPage, memberPageLine, pageOfMembers } from './member-page.js';
+import { rolloutLine } from './rollout-flags.js';
 import type { Terminal } from './terminal.js';
 
 /** A pool's settings in words, for `pool list` and `pool set`. */
@@ -177,6 +178,7 @@ export function poolStatusLines(
   return [
     header,
     ...(status.schedule ? scheduleLines(status.schedule) : []),
+    ...(status.rollOut ? [rolloutLine(status.rollOut)] : []),
     ...table([['MEMBER', 'HOLDER', 'PHASE', 'SESSION', 'WARM'], ...rows]),
     ...(pageLine === undefined ? [] : [pageLine]),
   ];

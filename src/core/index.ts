@@ -55,7 +55,7 @@ export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from '../cl
 export { planClaim } from '../claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from '../claims/plan-release.js';
 export { planRelease } from '../claims/plan-release.js';
-export { isReleasing } from '../claims/releasing-mark.js';
+export { isReleasing, leavesDesktopDuringRelease } from '../claims/releasing-mark.js';
 export type { Clock } from '../clock.js';
 export type {
   ConnectFacts,
@@ -131,11 +131,14 @@ export {
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
   reclaimWarnedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
   uncheckedHolderGroups,
   waiterLabel,
 } from '../keys.js';
@@ -178,6 +181,8 @@ export type { CountPoolMembersInput, PoolMemberCounts } from '../metrics/count-p
 export { countPoolMembers } from '../metrics/count-pool-members.js';
 export { formatDuration, parseDuration } from '../parse-duration.js';
 export { parseRfc3339 } from '../parse-time.js';
+export type { PoolRollout } from '../pool-rollout.js';
+export { checkMaxUnavailable, defaultMaxUnavailable } from '../pool-rollout.js';
 export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from '../pool-schedule.js';
 export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from '../pool-schedule.js';
 export type { PoolSettings, PoolSettingsContext, ReclaimAction } from '../pool-settings.js';
@@ -202,6 +207,10 @@ export { planPoolDelete } from '../pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
 export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
+export type { RolloutStatus } from '../rollouts/describe-rollout.js';
+export { describeRollout } from '../rollouts/describe-rollout.js';
+export type { RolloutInput, RolloutPlan } from '../rollouts/plan-rollout.js';
+export { planRollout } from '../rollouts/plan-rollout.js';
 export { isValidLabelValue, sanitizeLabelValue } from '../sanitize-label-value.js';
 export type {
   ScheduleScalingInput,

@@ -12,6 +12,7 @@ import {
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
+import type { RolloutStatus } from '../rollouts/describe-rollout.js';
 import type { ScheduleStatus } from '../schedules/describe-schedule.js';
 import { planSpares } from '../spares/plan-spares.js';
 
@@ -66,6 +67,8 @@ export interface PoolStatus {
   waiters: number;
   /** Where the pool's schedule stands, for a VM pool that has one; `null` otherwise. */
   schedule: ScheduleStatus | null;
+  /** Where the pool's move to a new golden VM stands, for a VM pool that has had one; `null` otherwise. */
+  rollOut: RolloutStatus | null;
   members: PoolStatusMember[];
 }
 
@@ -85,6 +88,8 @@ export interface PoolStatusInput {
   entitlement?: PoolEntitlement | undefined;
   /** The pool's schedule as it stands, when it has one. */
   schedule?: ScheduleStatus | undefined;
+  /** The pool's roll-out as it stands, when it has had one. */
+  rollOut?: RolloutStatus | undefined;
 }
 
 function sessionOf(lease: LeaseObject | undefined, held: boolean): SessionState {
@@ -153,6 +158,7 @@ export function describePoolStatus(input: PoolStatusInput): PoolStatus {
     short: Math.max(0, (input.minReady ?? 0) - ready.size),
     waiters: input.waiters,
     schedule: input.schedule ?? null,
+    rollOut: input.rollOut ?? null,
     members,
   };
 }

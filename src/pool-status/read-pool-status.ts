@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { poolKindFor, type VdiContext } from '../context.js';
 import { defaultDesktopKind } from '../desktop-backend.js';
 import { formatPoolId } from '../ids.js';
+import { describeRollout } from '../rollouts/describe-rollout.js';
 import { describeSchedule } from '../schedules/describe-schedule.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
@@ -44,6 +45,18 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
   const now = ctx.clock.now();
   // waiters' Leases carry the pool label too, so the one list of the pool's Leases holds them
   const waiters = splitWaiterLeases(read.leases, kind, now).live.length;
+  const schedule = read.settings?.schedule
+    ? describeSchedule({
+        settings: { ...read.settings, schedule: read.settings.schedule },
+        members: read.members,
+        leases: read.leases,
+        freeSince: read.freeSince ?? new Map(),
+        minReady: read.minReady ?? 0,
+        waiters,
+        now,
+      })
+    : undefined;
+  const rollOut = read.settings?.rollOut;
   return describePoolStatus({
     kind,
     namespace,
@@ -59,14 +72,13 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
       allowedGroups: read.settings?.allowedGroups,
       allowedUsers: read.settings?.allowedUsers,
     },
-    schedule: read.settings?.schedule
-      ? describeSchedule({
-          settings: { ...read.settings, schedule: read.settings.schedule },
+    schedule,
+    rollOut: rollOut
+      ? describeRollout({
+          rollout: rollOut,
           members: read.members,
           leases: read.leases,
-          freeSince: read.freeSince ?? new Map(),
-          minReady: read.minReady ?? 0,
-          waiters,
+          buffer: schedule?.targets.freeRunning ?? read.minReady ?? 0,
           now,
         })
       : undefined,

@@ -10,6 +10,7 @@ import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from '../pool-options.js';
+import { poolSettingsOf } from '../pool-settings.js';
 import { readMinReady } from '../spares/min-ready.js';
 import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
@@ -18,6 +19,7 @@ import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planMemberRemoval, planResize, type ResizePlan } from './plan-resize.js';
 import type { PoolMemberFactory } from './pool-member-factory.js';
+import { readPoolSettingsConfigMap } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';
 
@@ -25,7 +27,7 @@ import { runAudited } from './run-audited.js';
 export interface ResizePoolOptions extends PoolOptions {
   /** The number of members wanted, 1 to {@link maxPoolSize}. */
   size: number;
-  /** The golden VM for new members; needed only when the members do not record theirs. */
+  /** The golden VM for new members; needed only when the members do not record theirs and no roll-out names one. */
   from?: string;
   concurrency?: number;
   cloneTimeoutMs?: number;
@@ -103,7 +105,9 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
       const resetting = [...claimed]
         .filter(([member, lease]) => isResetting(lease, name, member, listed))
         .map(([member]) => member);
-      const plan = planResize({ pool: read.pool, size, taken, resetting, source: parsed.from });
+      // a pool moving to a new golden VM grows from that one
+      const rollTo = poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, name)).rollOut?.to;
+      const plan = planResize({ pool: read.pool, size, taken, resetting, source: parsed.from ?? rollTo });
       const result: ResizePoolResult = {
         id,
         from: read.pool.members.length,

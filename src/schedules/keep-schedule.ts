@@ -52,7 +52,7 @@ export interface KeepScheduleResult {
 const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.optional() });
 
 /** The members a live claim holds, and the live waiters, from one read. */
-function demandOf(ctx: VdiContext, read: SparesRead): { claimed: number; waiters: number } {
+export function demandOf(ctx: VdiContext, read: SparesRead): { claimed: number; waiters: number } {
   const now = ctx.clock.now();
   const leaseOf = new Map(read.leases.map((lease) => [lease.metadata.name, lease]));
   const claimed = read.members.filter(

@@ -3,6 +3,7 @@ import {
   consolesAnnotation,
   disconnectedAtAnnotation,
   inputAtAnnotation,
+  rollOutAtAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { parseRfc3339 } from '../parse-time.js';
@@ -98,6 +99,7 @@ export function sessionFactsOf(
   // input this process saw may not be written yet
   const lastInputAt =
     input !== undefined && (marked === undefined || input.getTime() > marked.getTime()) ? input : marked;
+  const rollOutAt = parseMark(lease, rollOutAtAnnotation);
   return {
     acquiredAt,
     connectedAt: parseMark(lease, connectedAtAnnotation),
@@ -107,6 +109,7 @@ export function sessionFactsOf(
     consolesLostAt: lostAt,
     processStartedAt: context.processStartedAt,
     ...(lastInputAt === undefined ? {} : { lastInputAt }),
+    ...(rollOutAt === undefined ? {} : { rollOutAt }),
   };
 }
 

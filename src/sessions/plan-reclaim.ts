@@ -2,11 +2,12 @@ import { VdiError } from '../errors.js';
 
 /**
  * Why the reclaim policy takes a desktop back. `not-entitled`: its pool no longer lets its holder in, and the grace
- * has passed since the session engine first saw that (see `corral.dev/vdi-not-entitled-at`).
+ * has passed since the session engine first saw that (see `corral.dev/vdi-not-entitled-at`). `roll-out`: its pool
+ * moves to a new golden VM and the roll-out's deadline came (see `corral.dev/vdi-roll-out-at`).
  *
  * @category sessions
  */
-export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
 
 /**
  * The reclaim policy.
@@ -27,7 +28,7 @@ export interface ReclaimPolicy {
   /** How long before an idle reclaim its holder is warned, in ms; `0` sends no warning. @defaultValue 0 */
   idleWarningMs?: number;
   /**
-   * How long before a reclaim for the maximum age its holder is warned, in ms; `0`
+   * How long before a reclaim for the maximum age or a roll-out's deadline its holder is warned, in ms; `0`
    * sends no warning. A disconnect grace is not warned about: its holder has no console open to see it.
    * @defaultValue 0
    */
@@ -63,6 +64,8 @@ export interface SessionFacts {
   processStartedAt: Date;
   /** The last input a broker console carried to the desktop: the `corral.dev/vdi-input-at` mark or newer. */
   lastInputAt?: Date | undefined;
+  /** When a roll-out of its pool takes the desktop back to rebuild it: the `corral.dev/vdi-roll-out-at` mark. */
+  rollOutAt?: Date | undefined;
 }
 
 /**
@@ -193,14 +196,14 @@ export function planReclaimWarning(
 
 /**
  * How long before a reclaim for `reason` its holder is warned, in ms: `idleWarningMs` for idleness,
- * `reclaimWarningMs` for the maximum age, none for a disconnect grace (nobody is connected
+ * `reclaimWarningMs` for the maximum age and a roll-out's deadline, none for a disconnect grace (nobody is connected
  * to see it) or a pool that no longer lets the holder in (its own `not-entitled` event says when).
  *
  * @category sessions
  */
 export function reclaimWarningFor(reason: ReclaimReason, policy: ReclaimPolicy): number {
   if (reason === 'idle') return policy.idleWarningMs ?? 0;
-  if (reason === 'max-duration') return policy.reclaimWarningMs ?? 0;
+  if (reason === 'max-duration' || reason === 'roll-out') return policy.reclaimWarningMs ?? 0;
   return 0;
 }
 
@@ -234,6 +237,7 @@ function earliestReclaim(facts: SessionFacts, policy: ReclaimPolicy): PendingRec
   const idleFrom = idleTimeoutMs > 0 ? idleStart(facts) : undefined;
   const idleAt = idleFrom === undefined ? undefined : later(idleFrom, idleTimeoutMs);
   if (idleAt !== undefined) pending.push({ at: idleAt, reason: 'idle' });
+  if (facts.rollOutAt !== undefined) pending.push({ at: facts.rollOutAt, reason: 'roll-out' });
   // max-duration comes first, so a tie keeps it
   return pending.reduce<PendingReclaim | undefined>(
     (earliest, candidate) =>
@@ -313,6 +317,7 @@ function checkFacts(facts: SessionFacts): void {
   if (facts.disconnectedAt !== undefined) checkDate(facts.disconnectedAt, 'disconnectedAt');
   if (facts.consolesLostAt !== undefined) checkDate(facts.consolesLostAt, 'consolesLostAt');
   if (facts.lastInputAt !== undefined) checkDate(facts.lastInputAt, 'lastInputAt');
+  if (facts.rollOutAt !== undefined) checkDate(facts.rollOutAt, 'rollOutAt');
   if (typeof facts.consoleOpen !== 'boolean') {
     throw new VdiError('INVALID_INPUT', 'The session fact "consoleOpen" must be true or false.', {
       details: { field: 'consoleOpen' },

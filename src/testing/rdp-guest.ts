@@ -96,7 +96,8 @@ async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildPr
 /**
  * Starts a real RDP server for tests: FreeRDP's shadow server (Debian's `freerdp2-shadow-x11`) showing a new Xvfb
  * display, bound to `host:port`, with TLS security and no login, or NLA with one account (its SAM file made by
- * `winpr-hash`). Resolves once it accepts connections; `stop()` ends both processes and removes their files.
+ * `winpr-hash`). Resolves once it accepts connections; `stop()` ends both processes and removes their files. An
+ * address and port that another process already listens on is refused rather than shared.
  *
  * @example
  * ```ts
@@ -107,6 +108,11 @@ async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildPr
  */
 export async function startRdpServer(options: RdpServerOptions): Promise<RdpServer> {
   const { host, port = 3389, security, width = 1024, height = 768 } = options;
+  // a server that cannot bind exits only after a moment, while the other process's listener already answers
+  if (await listens(host, port))
+    throw new Error(
+      `${host}:${port} already answers: another process listens there (another control plane handing out the same addresses?)`,
+    );
   // the shadow server keeps its certificate under $HOME/.config/freerdp
   const home = await mkdtemp(join(tmpdir(), 'corral-rdp-guest-'));
   const processes: ChildProcess[] = [];

@@ -6,7 +6,7 @@ import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { formatDuration } from '../parse-duration.js';
-import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
+import { buildMemberClone, buildStagedClone, cloneNameFor } from './vm-clone-object.js';
 
 const firstPollMs = 50;
 const longestPollMs = 250;
@@ -170,9 +170,10 @@ export async function withLabelMap(
 
 /**
  * Makes one member: labels a golden VM that has no label ({@link withLabelMap}), creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
- * did not succeed keeps its object, for inspection or for cleanup.
+ * did not succeed keeps its object, for inspection or for cleanup. With `staged`, it makes the VM a recreate of
+ * `member` stages the member's replacement in ({@link buildStagedClone}) instead of the member.
  *
- * @returns `taken` when another call is making or made a member of that name; this call then made nothing.
+ * @returns `taken` when another call is making or made a VM of that name; this call then made nothing.
  * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or an apiserver error.
  */
 export async function cloneMember(
@@ -181,18 +182,25 @@ export async function cloneMember(
     namespace: string;
     pool: string;
     member: string;
+    /** The VM to clone: the golden VM, or a staged VM. */
     golden: VirtualMachine;
     ephemeral: boolean;
+    /** The golden VM the member is made from, when `golden` is a staged VM. */
+    source?: string | undefined;
+    staged?: boolean;
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
 ): Promise<'made' | 'taken'> {
-  const { namespace, pool, member, ephemeral, timeoutMs, signal } = input;
+  const { namespace, pool, member, ephemeral, source, timeoutMs, signal } = input;
   const golden = await withLabelMap(ctx, namespace, input.golden);
-  const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
+  const clone = input.staged
+    ? buildStagedClone({ namespace, pool, member, golden })
+    : buildMemberClone({ namespace, pool, member, golden, ephemeral, source });
+  const target = clone.spec.target?.name ?? member;
   // the timeout counts from the clone's creation, however long the create and the first read take
   const since = ctx.clock.now().getTime();
-  if ((await createMemberClone(ctx, clone, member)) === 'taken') return 'taken';
-  await finishMemberClone(ctx, { namespace, member, timeoutMs, signal, since });
+  if ((await createMemberClone(ctx, clone, target)) === 'taken') return 'taken';
+  await finishMemberClone(ctx, { namespace, member: target, timeoutMs, signal, since });
   return 'made';
 }

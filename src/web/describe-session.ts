@@ -7,6 +7,7 @@ const reclaimReasons: Readonly<Record<NonNullable<DesktopBody['reclaimReason']>,
   'max-duration': 'the session reaches its longest allowed time',
   idle: 'no key or pointer input reached it through a console',
   'not-entitled': 'its pool no longer lets you in',
+  'roll-out': 'its pool moves to a new desktop image',
 };
 
 /** Formats an RFC 3339 time for people, in the browser's locale and zone. */

@@ -549,7 +549,7 @@ const expected: Record<string, string[]> = {
   'watch leases.coordination.k8s.io': ['watch caches'],
   'watch virtualmachines.kubevirt.io': ['watch caches'],
   'watch virtualmachineinstances.kubevirt.io': ['watch caches'],
-  // a release records itself on the member before it resets it, so that a racing claim cannot start it for nobody;
+  // a release records itself on the member after its stop, so that a racing claim cannot start it for nobody;
   // a pool create labels a golden VM that has no label, so that its clones can add the pool label
   'patch virtualmachines.kubevirt.io': [
     'pool create',

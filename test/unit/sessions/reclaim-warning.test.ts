@@ -6,12 +6,14 @@ import {
   leaseMemberLabel,
   leasePoolLabel,
   reclaimWarnedAnnotation,
+  rollOutAtAnnotation,
   sessionIdAnnotation,
 } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { leaseNameFor } from '../../../src/lease-name.js';
 import {
   describeSession,
+  planReclaim,
   planReclaimWarning,
   type ReclaimPolicy,
   reclaimWarningFor,
@@ -40,6 +42,29 @@ function facts(overrides: Partial<SessionFacts> = {}): SessionFacts {
 }
 
 describe('planReclaimWarning', () => {
+  it("warns of a roll-out's deadline within the reclaim warning and reclaims for it when it comes first", () => {
+    const rolling = facts({ rollOutAt: at(120) });
+    expect(planReclaimWarning(rolling, at(114), eightHours)).toEqual({ kind: 'none' });
+    expect(planReclaimWarning(rolling, at(116), eightHours)).toEqual({
+      kind: 'warn',
+      reason: 'roll-out',
+      at: at(120),
+    });
+    expect(planReclaim(rolling, at(120), eightHours)).toEqual({ kind: 'reclaim', reason: 'roll-out' });
+    // the maximum age comes first: it names the reclaim
+    expect(planReclaim(facts({ rollOutAt: at(600) }), at(480), eightHours)).toEqual({
+      kind: 'reclaim',
+      reason: 'max-duration',
+    });
+    expect(reclaimWarningFor('roll-out', eightHours)).toBe(5 * minute);
+  });
+
+  it("reads a roll-out's deadline from the claim's Lease", () => {
+    const marked = lease({ [rollOutAtAnnotation]: at(30).toISOString() });
+    expect(stepAt(marked, 26)).toMatchObject({ kind: 'warn', reason: 'roll-out', reclaimAt: at(30) });
+    expect(stepAt(marked, 30)).toMatchObject({ kind: 'reclaim', reason: 'roll-out', dueAt: at(30) });
+  });
+
   it('warns of a maximum-age reclaim within the reclaim warning, and not before it or once it is due', () => {
     expect(planReclaimWarning(facts(), at(474), eightHours)).toEqual({ kind: 'none' });
     expect(planReclaimWarning(facts(), at(475), eightHours)).toEqual({

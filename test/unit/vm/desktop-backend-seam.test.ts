@@ -64,13 +64,23 @@ const kubevirtTypeNames = /\b(VirtualMachine\w*|Vm\w+)\b/;
 const vmCalls = /\bcluster\.\w*Vmi?s?\b/;
 // Each kind's own folders: its backend (vm/, ct/) and the services of its pools, which name its objects by design
 // (a VM pool is its VMs, cloned from a golden VM whose devices capacity/ admits; its warm spares and the marks of
-// its schedule are on them).
-const kindFolders = ['vm', 'vm-pools', 'pools', 'spares', 'schedules', 'capacity', 'ct', 'ct-pools'];
+// its schedule are on them, and its roll-out rebuilds them from a new golden VM).
+const kindFolders = [
+  'vm',
+  'vm-pools',
+  'pools',
+  'spares',
+  'schedules',
+  'rollouts',
+  'capacity',
+  'ct',
+  'ct-pools',
+];
 // what is no service: the front ends, the entry points, the adapter and the test bed
 const notServices = ['cli', 'broker', 'web', 'client', 'core', 'kube', 'testing'];
 const kindImport = new RegExp(`(^|/)(${kindFolders.join('|')})/`);
 // pure rules of kind folders that name none of their objects, which the pool status states for every kind
-const sharedRules = /\/(schedules\/describe-schedule|spares\/plan-spares)\.js$/;
+const sharedRules = /\/(schedules\/describe-schedule|rollouts\/describe-rollout|spares\/plan-spares)\.js$/;
 
 function namedImportsOf(source: string, from: RegExp): string[] {
   return [...source.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*['"]([^'"]+)['"]/g)]
