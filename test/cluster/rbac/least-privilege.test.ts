@@ -593,6 +593,9 @@ const expected: Record<string, string[]> = {
   'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity', 'ct capacity'],
   'list virtualmachines.kubevirt.io (cluster)': ['list pool namespaces'],
   'get configmaps': [
+    // a resize reads the pool's settings for a roll-out's golden VM
+    'pool grow',
+    'pool shrink',
     'claim with a limit',
     'pool delete',
     'ct-pool apply',
