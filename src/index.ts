@@ -339,7 +339,13 @@ export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
 export { planPoolDelete } from './pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from './pools/plan-resize.js';
 export { planMemberRemoval, planResize } from './pools/plan-resize.js';
-export type { MemberMakingPoolKind, MemberOutcome } from './pools/pool-member-factory.js';
+export type {
+  MakeMembersInput,
+  MemberMakingPoolKind,
+  MemberOutcome,
+  MemberSource,
+  PoolMemberFactory,
+} from './pools/pool-member-factory.js';
 export { defaultCloneConcurrency } from './pools/pool-member-factory.js';
 export type {
   CreatePoolOptions,

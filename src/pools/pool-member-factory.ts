@@ -119,6 +119,7 @@ export interface PoolMemberFactory {
  * @category pools
  */
 export interface MemberMakingPoolKind extends PoolKind {
+  /** The factory that makes, lists and removes this kind's members for the pool calls of `ctx`. */
   memberFactory(ctx: VdiContext): PoolMemberFactory;
 }
 

@@ -47,6 +47,7 @@ export interface RdpServer {
   port: number;
   /** The X display it shows, such as `:12`: draw on it or read its pointer with `DISPLAY=:12 xdotool …`. */
   display: string;
+  /** Ends the RDP server and its display, and removes their files. */
   stop(): Promise<void>;
 }
 

@@ -151,8 +151,9 @@ describe("the broker's metrics", () => {
     const first = lists(await scrape(api));
     const second = lists(await scrape(api));
     process.stderr.write(`metrics: one scrape made ${second - first} list requests\n`);
-    // Leases; VMs and VMIs (VM members); pool specs (container members; their Pods only where a container pool is)
-    expect(second - first).toBe(4);
+    // Leases; VMs and VMIs (VM members); pool specs (container members; their Pods only where a container pool is);
+    // the pools' settings (roll-outs under way, read again only where one is)
+    expect(second - first).toBe(5);
     expect(api.vdi.context.cluster.requestCounts.get('get') ?? 0).toBe(0);
   });
 

@@ -131,7 +131,10 @@ describe('the browser client against a real broker', () => {
     expect(secure.consoleUrl({ id: 'vm/corral-vms/devpool-1' }, 'serial')).toBe(
       'wss://corral.example.ts.net/api/vdi/desktops/vm/corral-vms/devpool-1/console/serial',
     );
-    expect(() => secure.consoleUrl('vm/corral-vms/devpool-1', 'rdp' as 'vnc')).toThrow(
+    expect(secure.consoleUrl('vm/corral-vms/devpool-1', 'rdp')).toBe(
+      'wss://corral.example.ts.net/api/vdi/desktops/vm/corral-vms/devpool-1/console/rdp',
+    );
+    expect(() => secure.consoleUrl('vm/corral-vms/devpool-1', 'spice' as 'vnc')).toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT' }),
     );
     expect(() => createVdiClient({ baseUrl: 'not a url' })).toThrow(
