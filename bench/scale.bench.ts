@@ -282,7 +282,7 @@ function timeProcess(file: string, args: string[]): Promise<{ ms: number; bytes:
 beforeAll(async () => {
   // KubeVirt's CRDs without the simulator: it reads a VM's namespace afresh on each of its events, which at 30,000
   // VMs took longer than the whole segment may; no VM of this segment boots, so nothing else of it is missed
-  cluster = await startLocalCluster({ simulator: false, nodeAgent: false });
+  cluster = await startLocalCluster({ kubevirt: 'none', nodeAgent: false });
   await installKubevirtCrds(cluster.kubeConfig);
   apiserverPid = findApiserverPid(cluster.connection.dataDir);
   const seeder = new KubeCluster(kubeConfig());

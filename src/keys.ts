@@ -48,6 +48,13 @@ export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
  */
 export const sourceAnnotation = 'corral.dev/vdi-source';
 /**
+ * Label on the VM a recreate of an ephemeral member stages its replacement in, naming the member's pool: the staged
+ * VM is no member (it has no pool label), and a pool delete removes it. @category keys
+ */
+export const stagedPoolLabel = 'corral.dev/vdi-staged-pool';
+/** Annotation on a staged VM naming the member it replaces. @category keys */
+export const stagedForAnnotation = 'corral.dev/vdi-staged-for';
+/**
  * Label a pool puts on a golden VM that has no label at all, before its first clone: KubeVirt's restore can add a
  * member's pool label only into a label map the golden VM already has (its webhook refuses a patch that writes the
  * whole map). Members do not inherit it (their clones leave out `corral.dev/*`). @category keys
@@ -66,6 +73,12 @@ export const removalLeaseDurationSeconds = 300;
  * claims and renewals until the release deletes the Lease. @category keys
  */
 export const releasingAnnotation = 'corral.dev/vdi-releasing';
+/**
+ * Lease annotation written with {@link releasingAnnotation}: what ends the claim, `released` (a holder's or an
+ * administrator's release) or `reclaimed <reason>` (the session engine's policy), so that every broker replica closes
+ * the desktop's consoles with the same code once the release is done. @category keys
+ */
+export const releaseCauseAnnotation = 'corral.dev/vdi-release-cause';
 /**
  * Lease annotation: the claim with this session ID took the member over from an expired claim and has not reset
  * it yet. The holder's next claim or start resets it before anything else. @category keys

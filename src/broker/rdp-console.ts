@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { connect as connectTls, type DetailedPeerCertificate, type TLSSocket } from 'node:tls';
 import type { WebSocket } from 'ws';
 import type { ConsoleEnd, ConsoleHandle } from '../sessions/session-engine.js';
-import { type ConsoleRelay, consoleCloseCodes, type RelayStats } from './console-relay.js';
+import { type ConsoleRelay, closeCodeOf, type RelayStats } from './console-relay.js';
 import {
   decodeRdCleanPathPdu,
   encodeRdCleanPathPdu,
@@ -346,10 +346,7 @@ export function runRdpConsole(client: WebSocket, options: RdpConsoleOptions): Co
     handle = await opening;
     const onEnded = () => {
       const reason = handle?.ended.reason as ConsoleEnd;
-      end(
-        reason.cause === 'released' ? consoleCloseCodes.released : consoleCloseCodes.reclaimed,
-        reason.message,
-      );
+      end(closeCodeOf(reason), reason.message);
     };
     handle.ended.addEventListener('abort', onEnded, { once: true });
     cleanups.push(() => handle?.ended.removeEventListener('abort', onEnded));
@@ -444,7 +441,12 @@ export function runRdpConsole(client: WebSocket, options: RdpConsoleOptions): Co
     });
     tls.once('end', () => end(1000, "The desktop's RDP connection closed."));
     tls.once('error', () => end(1011, "The desktop's RDP connection dropped."));
-    tls.once('close', () => end(1000, "The desktop's RDP connection closed."));
+    tls.once('close', () => {
+      // a console whose desktop was released goes down with its member: it closes saying so
+      const ending = handle?.ending();
+      if (ending) end(closeCodeOf(ending), ending.message);
+      else end(1000, "The desktop's RDP connection closed.");
+    });
   }
 
   return {

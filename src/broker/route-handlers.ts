@@ -13,6 +13,7 @@ import { sessionIdAnnotation } from '../keys.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { listPools } from '../pools/pool-service.js';
+import { consoleEndFor } from '../sessions/console-tracker.js';
 import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import type { Caller } from './caller-access.js';
@@ -340,7 +341,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
                 namespace: params.ns,
                 member: params.member,
                 reset: released.reset,
-                end: { cause: 'released', message: 'The desktop was released; claim a desktop to go on.' },
+                end: consoleEndFor(),
               })
               .catch((error: unknown) =>
                 log(`broker: ending the consoles of ${view.id} failed: ${String(error)}`),

@@ -9,6 +9,7 @@ import {
   leaseKindLabel,
   leaseMemberLabel,
   leasePoolLabel,
+  releaseCauseAnnotation,
   releasingAnnotation,
   resetDueAnnotation,
   sessionIdAnnotation,
@@ -155,18 +156,21 @@ export async function renewClaimLease(
 }
 
 /**
- * Makes a claim the release's own: marks its Lease releasing for its session and renews it, so no claimant takes
- * the member while it is reset. Conditional on the resourceVersion it was read at.
+ * Makes a claim the release's own: marks its Lease releasing for its session, with what ends it (`cause`, see
+ * {@link releaseCauseAnnotation}), and renews it, so no claimant takes the member while it is reset. Conditional on
+ * the resourceVersion it was read at.
  *
  * @returns the Lease as written, or `undefined` when it changed or went meanwhile.
  */
 export async function markClaimReleasing(
   ctx: VdiContext,
   lease: LeaseObject,
+  cause: string,
 ): Promise<LeaseObject | undefined> {
   const annotations = {
     ...lease.metadata.annotations,
     [releasingAnnotation]: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+    [releaseCauseAnnotation]: cause,
   };
   try {
     return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
@@ -201,7 +205,11 @@ export async function unmarkClaimReleasing(ctx: VdiContext, lease: LeaseObject):
       current.metadata.annotations?.[sessionIdAnnotation] === sessionId;
     if (!same) return false;
     if (!isReleasing(current)) return true;
-    const { [releasingAnnotation]: _mark, ...annotations } = current.metadata.annotations ?? {};
+    const {
+      [releasingAnnotation]: _mark,
+      [releaseCauseAnnotation]: _cause,
+      ...annotations
+    } = current.metadata.annotations ?? {};
     try {
       await ctx.cluster.replaceLease(namespace, {
         ...current,

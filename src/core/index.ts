@@ -55,7 +55,7 @@ export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from '../cl
 export { planClaim } from '../claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from '../claims/plan-release.js';
 export { planRelease } from '../claims/plan-release.js';
-export { isReleasing } from '../claims/releasing-mark.js';
+export { isReleasing, leavesDesktopDuringRelease } from '../claims/releasing-mark.js';
 export type { Clock } from '../clock.js';
 export type {
   ConnectFacts,
@@ -131,11 +131,14 @@ export {
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
   reclaimWarnedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
   uncheckedHolderGroups,
   waiterLabel,
 } from '../keys.js';

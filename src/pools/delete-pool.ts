@@ -37,7 +37,7 @@ export interface DeletePoolResult {
   id: string;
   /** The member VMs deleted. */
   members: string[];
-  /** How many claim Leases and clone objects went with them. */
+  /** How many claim Leases, and clone objects and staged VMs of member recreates, went with them. */
   leases: number;
   clones: number;
   /** Claimed members were deleted because of `force`. */

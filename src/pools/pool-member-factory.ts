@@ -86,7 +86,10 @@ export interface PoolMemberFactory {
   readSource(namespace: string, name: string): Promise<MemberSource>;
   /** The names of every object of the kind in the namespace, pool member or not: a new member may take none. */
   listTakenNames(namespace: string): Promise<Set<string>>;
-  /** The objects still making members of `pool` (for a VM, its VirtualMachineClones), by name. */
+  /**
+   * The objects still making members of `pool` (for a VM, its VirtualMachineClones and the VMs a recreate staged a
+   * member's replacement in), by name.
+   */
   listPending(namespace: string, pool: string): Promise<string[]>;
   /** Deletes one object {@link PoolMemberFactory.listPending} named, so it makes no member afterwards. */
   deletePending(namespace: string, name: string): Promise<void>;

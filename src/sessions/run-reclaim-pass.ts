@@ -24,7 +24,7 @@ import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { PoolSettings } from '../pool-settings.js';
 import { claimKeyOf, claimKindOf, isSameClaim } from './claim-key.js';
-import type { ConsoleTracker } from './console-tracker.js';
+import { type ConsoleTracker, consoleEndFor, releaseCauseOf } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
 import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
 import { type ReclaimPolicy, warnedMark } from './plan-reclaim.js';
@@ -426,6 +426,7 @@ async function reclaim(
     return;
   }
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  const end = consoleEndFor(step.reason);
   let reset: ResetHow;
   try {
     ({ reset } = await releaseMember(ctx, {
@@ -435,6 +436,7 @@ async function reclaim(
       actor: reclaimActor,
       asAdmin: true,
       auditAction: `vdi reclaim (${step.reason})`,
+      cause: releaseCauseOf(end),
       ...(sessionId === undefined ? {} : { expectedSessionId: sessionId }),
       ...fenceOf(setup),
     }));
@@ -452,16 +454,7 @@ async function reclaim(
   if (entry) tracker.forget(namespace, member, entry);
   // a console outlives the claim until the guest goes (a max-duration reclaim has consoles open); a failed reset
   // kept them, so they end only now
-  void tracker
-    .endConsolesWhenDown(
-      { kind, namespace, member, reset },
-      {
-        cause: 'reclaimed',
-        reason: step.reason,
-        message: `The desktop was reclaimed (${step.reason}); claim a desktop again to go on.`,
-      },
-    )
-    .catch(() => undefined);
+  void tracker.endConsolesWhenDown({ kind, namespace, member, reset }, end).catch(() => undefined);
   result.reclaimed += 1;
   ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
 }

@@ -18,15 +18,17 @@ export interface RecreateMemberOptions {
 }
 
 /**
- * Resets an ephemeral member: deletes its VM and clones it again from its golden VM (the member's
- * `corral.dev/vdi-source` annotation) under the same name, stopped, with its pool and ephemeral labels. It waits
- * for the clone's `Succeeded` and deletes the clone object. A release does the same through the VM backend's
- * `resetMember`; this is the call for a member at hand.
+ * Resets an ephemeral member: clones its golden VM (the member's `corral.dev/vdi-source` annotation) into a staged
+ * VM beside it, then deletes the member and clones the staged VM into its name, stopped, with its pool and ephemeral
+ * labels, and removes the staged VM. It waits for each clone's `Succeeded` and deletes the clone objects. A clone
+ * that fails before the member's delete leaves the member as it was. A release does the same through the VM
+ * backend's `resetMember`; this is the call for a member at hand.
  *
  * Safe to call again after a failure at any step: a clone already under way for the member is waited for, a
- * finished one is cleared away, a VM already gone is just cloned (its pool is then read from the member's claim
- * Lease and its golden VM from its failed clone or another member), and a golden VM that is missing is found out before anything is
- * deleted. The caller keeps the member claimed until this returns, so a half-recreated member is never handed out.
+ * replacement already staged is used, a finished clone is cleared away, a VM already gone is just cloned (its pool is
+ * then read from the member's claim Lease and its golden VM from its staged replacement, its failed clone, its claim
+ * or another member), and a golden VM that is missing is found out before anything is deleted. The caller keeps the
+ * member claimed until this returns, so a half-recreated member is never handed out.
  *
  * @example
  * ```ts

@@ -9,6 +9,10 @@ import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { MemberOutcome } from '../pools/pool-member-factory.js';
+import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
+
+/** How long a member's removal waits for KubeVirt to let its VM go. */
+export const memberDeleteTimeoutMs = 60_000;
 
 /**
  * Deletes a member's clone object so it makes nothing afterwards. A finished one makes nothing more, so when the
@@ -47,7 +51,17 @@ async function deleteUnlessClaimed(
     // the claim that held it may have ended since: the next cleanup (a pool delete) removes it
     return lease?.spec.holderIdentity ?? 'a claim that has ended since';
   }
-  await ctx.cluster.deleteVm(target.namespace, target.member, { uid: vm.metadata.uid ?? '' });
+  const uid = vm.metadata.uid ?? '';
+  await ctx.cluster.deleteVm(target.namespace, target.member, { uid });
+  // the removal Lease keeps claims off until KubeVirt has let the VM go, so a call made next never meets it
+  await waitUntilVmGone(ctx, {
+    namespace: target.namespace,
+    member: target.member,
+    uid,
+    timeoutMs: memberDeleteTimeoutMs,
+    timeoutCode: 'WAIT_TIMED_OUT',
+    untilKubevirtLetsGo: true,
+  });
   await deleteLeaseAsRead(ctx, removal);
   return undefined;
 }

@@ -1,14 +1,13 @@
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import type { VdiContext } from '../context.js';
-import { poolLabel } from '../keys.js';
+import { poolLabel, stagedPoolLabel } from '../keys.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
 import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
 import { cloneMembers } from './clone-vm-members.js';
-import { removeMembers } from './remove-vm-members.js';
+import { memberDeleteTimeoutMs, removeMembers } from './remove-vm-members.js';
 
 /** How long a deleted member may stay while KubeVirt removes its finalizer (its instance going down first). */
-const memberDeleteTimeoutMs = 60_000;
 
 /**
  * The VM {@link PoolMemberFactory}: members are cloned from a golden VM through VirtualMachineClone, admitted
@@ -44,12 +43,21 @@ export function createVmMemberFactory(ctx: VdiContext): PoolMemberFactory {
     },
 
     async listPending(namespace, pool) {
-      const clones = await cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`);
-      return clones.map((clone) => clone.metadata.name ?? '');
+      const [clones, staged] = await Promise.all([
+        cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`),
+        // the replacements of members a recreate staged and did not remove (it stopped part-way)
+        cluster.listVms(namespace, `${stagedPoolLabel}=${pool}`),
+      ]);
+      return [...clones, ...staged].map((object) => object.metadata.name ?? '');
     },
 
     async deletePending(namespace, name) {
-      await cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
+      if (await cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} })) return;
+      const staged = await cluster.getVm(namespace, name);
+      // only a staged VM: a member is deleted under its removal Lease, never here
+      if (staged?.metadata.labels?.[stagedPoolLabel] && !staged.metadata.labels[poolLabel]) {
+        await cluster.deleteVm(namespace, name, { uid: staged.metadata.uid ?? '' });
+      }
     },
 
     async deleteMember({ namespace, member, uid }) {

@@ -6,7 +6,7 @@ import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { formatDuration } from '../parse-duration.js';
-import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
+import { buildMemberClone, buildStagedClone, cloneNameFor } from './vm-clone-object.js';
 
 const firstPollMs = 50;
 const longestPollMs = 250;
@@ -15,11 +15,21 @@ function cancelledError(what: string, cause: unknown): VdiError {
   return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
 }
 
-function failureReason(clone: VirtualMachineClone): string {
+// What KubeVirt's clone controller leaves in a condition while it works, and keeps there when the clone fails.
+const progressReason = 'Still processing';
+
+/**
+ * Why a clone failed, from its conditions; KubeVirt often gives its reason only as an event of the clone (its
+ * conditions keep saying "Still processing"), and then the answer says where to read it.
+ */
+export function failureReason(clone: VirtualMachineClone): string {
   const conditions = clone.status?.conditions ?? [];
-  const telling = conditions.find((condition) => condition.message || condition.reason);
-  if (!telling) return 'KubeVirt gave no reason';
-  return [telling.reason, telling.message].filter(Boolean).join(': ');
+  const telling =
+    conditions.find((condition) => condition.message) ??
+    conditions.find((condition) => condition.reason && condition.reason !== progressReason);
+  if (telling) return [telling.reason, telling.message].filter(Boolean).join(': ');
+  const { namespace = '', name = '' } = clone.metadata;
+  return `KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n ${namespace} ${name}"`;
 }
 
 /**
@@ -160,9 +170,10 @@ export async function withLabelMap(
 
 /**
  * Makes one member: labels a golden VM that has no label ({@link withLabelMap}), creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
- * did not succeed keeps its object, for inspection or for cleanup.
+ * did not succeed keeps its object, for inspection or for cleanup. With `staged`, it makes the VM a recreate of
+ * `member` stages the member's replacement in ({@link buildStagedClone}) instead of the member.
  *
- * @returns `taken` when another call is making or made a member of that name; this call then made nothing.
+ * @returns `taken` when another call is making or made a VM of that name; this call then made nothing.
  * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or an apiserver error.
  */
 export async function cloneMember(
@@ -171,18 +182,25 @@ export async function cloneMember(
     namespace: string;
     pool: string;
     member: string;
+    /** The VM to clone: the golden VM, or a staged VM. */
     golden: VirtualMachine;
     ephemeral: boolean;
+    /** The golden VM the member is made from, when `golden` is a staged VM. */
+    source?: string | undefined;
+    staged?: boolean;
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
 ): Promise<'made' | 'taken'> {
-  const { namespace, pool, member, ephemeral, timeoutMs, signal } = input;
+  const { namespace, pool, member, ephemeral, source, timeoutMs, signal } = input;
   const golden = await withLabelMap(ctx, namespace, input.golden);
-  const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
+  const clone = input.staged
+    ? buildStagedClone({ namespace, pool, member, golden })
+    : buildMemberClone({ namespace, pool, member, golden, ephemeral, source });
+  const target = clone.spec.target?.name ?? member;
   // the timeout counts from the clone's creation, however long the create and the first read take
   const since = ctx.clock.now().getTime();
-  if ((await createMemberClone(ctx, clone, member)) === 'taken') return 'taken';
-  await finishMemberClone(ctx, { namespace, member, timeoutMs, signal, since });
+  if ((await createMemberClone(ctx, clone, target)) === 'taken') return 'taken';
+  await finishMemberClone(ctx, { namespace, member: target, timeoutMs, signal, since });
   return 'made';
 }

@@ -13,13 +13,20 @@ import { failureOf } from '../../support/failure-of.js';
 
 const shared = useSharedCluster();
 // KubeVirt v1.4 and earlier: clone.kubevirt.io in v1alpha1 alone; the clone CRD is cluster-wide, hence a plane of its own
-const alphaOnly = usePrivateCluster({ simulator: { cloneVersion: 'v1alpha1' }, nodeAgent: false });
+const alphaOnly = usePrivateCluster({
+  kubevirt: 'simulated',
+  simulator: { cloneVersion: 'v1alpha1' },
+  nodeAgent: false,
+});
 
 const golden: VirtualMachine = {
   metadata: { name: 'golden', labels: { app: 'desktop' } },
   spec: {
     runStrategy: 'Halted',
-    template: { metadata: { labels: { app: 'desktop' } }, spec: { domain: { devices: {} } } },
+    template: {
+      metadata: { labels: { app: 'desktop' } },
+      spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
+    },
   },
 };
 

@@ -73,6 +73,7 @@ function goldenVm(
         metadata: { labels: { app: 'desktop', 'corral.dev/vdi-assigned-to': 'someone' } },
         spec: {
           domain: {
+            memory: { guest: '128Mi' },
             devices: { gpus: gpus.map((deviceName, index) => ({ name: `gpu${index + 1}`, deviceName })) },
           },
         },
@@ -202,7 +203,10 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     await kube.createVm(namespace, goldenVm('golden'));
     await kube.createVm(namespace, {
       metadata: { name: 'devpool-2' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
 
     const taken = await failureOf(createPool(ctx, { name: 'devpool', from: 'golden', size: 3 }));
@@ -237,7 +241,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     );
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toMatch(
-      /devpool-2: failed \(VirtualMachineClone .*devpool-2-clone failed: .*snapshot refused by the storage class/,
+      /devpool-2: failed \(VirtualMachineClone .*devpool-2-clone failed: KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n \S+ devpool-2-clone"/,
     );
     expect(error.details.members).toMatchObject([
       { member: 'devpool-1', status: 'ready', removed: true },
@@ -353,71 +357,6 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect((await created).members).toEqual(['devpool-1']);
     expect(progress.map((event) => event.step)).toContain('ready');
     expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
-  });
-
-  it('refuses a pool that does not fit the GPUs before any clone exists, with the per-node table', async () => {
-    const { ctx, kube, namespace } = await setUp('capacity');
-    const gpu = `example.com/${namespace}-a10`;
-    await setPermittedHostDevices(cluster().kubeConfig, {
-      pciHostDevices: [{ resourceName: gpu, pciVendorSelector: '10DE:2236' }],
-    });
-    await createSimulatedNode(cluster().kubeConfig, {
-      name: `${namespace}-gpu-1`,
-      allocatable: { [gpu]: '2' },
-    });
-    await createSimulatedNode(cluster().kubeConfig, {
-      name: `${namespace}-gpu-2`,
-      allocatable: { [gpu]: '1' },
-    });
-    // a running VM holds one GPU on the first node
-    const holder = goldenVm('holder', [gpu], {
-      annotations: { [simulatorAnnotations.node]: `${namespace}-gpu-1` },
-    });
-    await kube.createVm(namespace, {
-      ...holder,
-      spec: { ...holder.spec, running: undefined, runStrategy: 'Always' },
-    });
-    await waitFor(async () => (await kube.getVmi(namespace, 'holder'))?.status?.phase === 'Running', {
-      describe: 'the holder to run',
-    });
-    await kube.createVm(namespace, goldenVm('golden', [gpu]));
-
-    const error = await failureOf(createPool(ctx, { name: 'gpupool', from: 'golden', size: 3 }));
-    expect(error.code).toBe('INSUFFICIENT_CAPACITY');
-    expect(error.details).toMatchObject({ shortfall: 1, fits: 2, reason: 'insufficient' });
-    expect(error.details.table).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({
-          node: `${namespace}-gpu-1`,
-          resource: gpu,
-          allocatable: 2,
-          inUse: 1,
-          free: 1,
-          hostsMembers: 1,
-        }),
-        expect.objectContaining({
-          node: `${namespace}-gpu-2`,
-          resource: gpu,
-          allocatable: 1,
-          inUse: 0,
-          free: 1,
-          hostsMembers: 1,
-        }),
-      ]),
-    );
-    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
-    expect(await poolVms(kube, namespace, 'gpupool')).toEqual([]);
-
-    expect((await planCapacity(ctx, { from: 'golden', size: 2 })).kind).toBe('admit');
-    expect((await createPool(ctx, { name: 'gpupool', from: 'golden', size: 2 })).members).toEqual([
-      'gpupool-1',
-      'gpupool-2',
-    ]);
-
-    // the two stopped members need room too before the pool may grow
-    const grow = await failureOf(resizePool(ctx, { name: 'gpupool', size: 3 }));
-    expect(grow.code).toBe('INSUFFICIENT_CAPACITY');
-    expect(await poolVms(kube, namespace, 'gpupool')).toEqual(['gpupool-1', 'gpupool-2']);
   });
 
   it('refuses a device the KubeVirt CR does not permit, saying how to permit it', async () => {

@@ -22,7 +22,10 @@ describe('recreating an ephemeral member', () => {
         labels: { 'corral.dev/vdi-pool': 'eph', 'corral.dev/vdi-ephemeral': 'true' },
         annotations: { 'corral.dev/vdi-source': 'eph-1' },
       },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
 
     const error = await recreateMember(vdi.context, { namespace, vm: 'eph-1' }).catch(
@@ -40,7 +43,10 @@ describe('recreating an ephemeral member', () => {
     const kube = vdi.context.cluster;
     await kube.createVm(namespace, {
       metadata: { name: 'golden' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
     await createPool(vdi.context, { name: 'eph', from: 'golden', size: 2, ephemeral: true });
     // as the pool create left it: labelled, so that a clone can add the pool label to its copy
@@ -89,7 +95,10 @@ describe('recreating an ephemeral member', () => {
     const kube = vdi.context.cluster;
     await kube.createVm(namespace, {
       metadata: { name: 'golden' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
     await createPool(vdi.context, { name: 'solo', from: 'golden', size: 1, ephemeral: true });
     const claimed = await vdi.claim({ pool: 'solo', identity: 'alice@example.com' });

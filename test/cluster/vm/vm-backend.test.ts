@@ -59,7 +59,10 @@ function vm(
       runStrategy: 'Halted',
       template: {
         spec: {
-          domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } },
+          domain: {
+            memory: { guest: '128Mi' },
+            devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices },
+          },
           // KubeVirt's admission refuses an interface without a network of its name
           networks: [{ name: 'default', pod: {} }],
         },
@@ -246,7 +249,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
 
     const failed = await failureOf(vms.resetMember(ref));
     expect(failed.code).toBe('CLONE_FAILED');
-    expect(failed.message).toContain('snapshot refused by the storage class');
+    expect(failed.message).toContain(`kubectl describe virtualmachineclone -n ${namespace} eph-1-clone`);
     expect(await kube.getVm(namespace, 'eph-1')).toBeUndefined();
     expect(await vms.readMember({ namespace, member: 'eph-1' })).toBeUndefined();
     // the failed clone stays for inspection until the next reset clears it away
