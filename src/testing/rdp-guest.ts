@@ -66,11 +66,16 @@ function listens(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Starts Xvfb on a free display and reads the display number it took. */
-async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildProcess; display: string }> {
+/** Starts Xvfb on a free display and reads the display number it took; `state` says how it runs or ended. */
+async function startXvfb(
+  width: number,
+  height: number,
+): Promise<{ xvfb: ChildProcess; display: string; state: () => string }> {
+  // -noreset: a client of another process that reaches this display number (a leftover from an earlier server
+  // there) must not make the server reset under the RDP server as it connects
   const xvfb = spawn(
     'Xvfb',
-    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp'],
+    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-noreset'],
     {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     },
@@ -91,7 +96,11 @@ async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildPr
     );
     xvfb.once('exit', () => reject(new Error(`Xvfb exited (${exitDescription(xvfb)}): ${stderr.trim()}`)));
   });
-  return { xvfb, display };
+  const state = () => {
+    const how = exitDescription(xvfb);
+    return how ? `Xvfb on ${display} exited (${how}): ${stderr.trim()}` : `Xvfb on ${display} runs`;
+  };
+  return { xvfb, display, state };
 }
 
 /**
@@ -122,7 +131,7 @@ export async function startRdpServer(options: RdpServerOptions): Promise<RdpServ
     await rm(home, { recursive: true, force: true });
   };
   try {
-    const { xvfb, display } = await startXvfb(width, height);
+    const { xvfb, display, state: xvfbState } = await startXvfb(width, height);
     processes.push(xvfb);
     const args = [`/bind-address:${host}`, `/port:${port}`];
     if (security.kind === 'tls') {
@@ -135,10 +144,22 @@ export async function startRdpServer(options: RdpServerOptions): Promise<RdpServ
       args.push('/sec:nla', `/sam-file:${samFile}`);
     }
     const shadow = spawn('freerdp-shadow-cli', args, {
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, DISPLAY: display },
     });
     processes.push(shadow);
+    // FreeRDP logs its errors on standard output: the last of them say why it exited
+    let printed = '';
+    const keep = (chunk: Buffer) => {
+      printed = (printed + chunk.toString()).slice(-1000);
+    };
+    shadow.stdout?.on('data', keep);
+    shadow.stderr?.on('data', keep);
+    const shadowExit = () => {
+      const how = exitDescription(shadow);
+      const said = printed.trim().split('\n').slice(-2).join(' / ');
+      return how && `${how}: ${said}; ${xvfbState()}`;
+    };
     const failed = new Promise<string>((resolve) =>
       shadow.once('error', (error) =>
         resolve(`${error.message}; install the Debian package freerdp2-shadow-x11`),
@@ -151,7 +172,7 @@ export async function startRdpServer(options: RdpServerOptions): Promise<RdpServ
     await waitUntilUp(
       `the RDP server on ${host}:${port}`,
       () => listens(host, port),
-      () => spawnError ?? exitDescription(shadow) ?? exitDescription(xvfb),
+      () => spawnError ?? shadowExit() ?? exitDescription(xvfb),
       startTimeoutMs,
     );
     return { host, port, display, stop };

@@ -128,7 +128,7 @@ function listenExclusively(host: string, port: number): Promise<Server | undefin
 }
 
 /**
- * The range `cidr`, as given; without one, the first /16 of 127.0.0.0/8 from 127.1.0.0/16 up that no other process
+ * The range `cidr`, as given; without one, the first /16 of 127.0.0.0/8 from 127.10.0.0/16 up that no other process
  * on this machine holds, reserved until released. Two control planes at once (two test runs, a test run beside a
  * dev cluster) would otherwise hand out the same addresses, and a test's connection to its VM's port 3389 would
  * reach the other run's server. The mark is a listener on the range's broadcast address, so a process that dies
@@ -139,7 +139,8 @@ function listenExclusively(host: string, port: number): Promise<Server | undefin
  */
 export async function claimLoopbackRange(cidr: string | undefined): Promise<LoopbackRange> {
   if (cidr !== undefined) return { cidr, range: parseIpRange(cidr), release: async () => {} };
-  for (let second = 1; second <= 254; second += 1) {
+  // from 127.10 up: 127.1 to 127.4 were fixed addresses of earlier releases of this test kit and their tests
+  for (let second = 10; second <= 254; second += 1) {
     const mark = await listenExclusively(`127.${second}.255.255`, rangeMarkPort);
     if (!mark) continue;
     const reserved = `127.${second}.0.0/16`;
@@ -151,6 +152,6 @@ export async function claimLoopbackRange(cidr: string | undefined): Promise<Loop
   }
   throw new VdiError(
     'CONTROL_PLANE_FAILED',
-    `Every /16 of 127.0.0.0/8 is held by another process's KubeVirt simulator or node agent (each listens on 127.N.255.255:${rangeMarkPort}); stop one, or pass a range.`,
+    `Every /16 of 127.0.0.0/8 from 127.10 up is held by another process's KubeVirt simulator or node agent (each listens on 127.N.255.255:${rangeMarkPort}); stop one, or pass a range.`,
   );
 }

@@ -34,7 +34,7 @@ export interface KubevirtSimulatorOptions {
   /**
    * The CIDR inside 127.0.0.0/8 that VMI addresses come from, one per VM, kept while the VM exists. Every such
    * address answers on Linux's loopback, so a test can listen on a VM's port 3389. Default: the first /16 from
-   * `127.1.0.0/16` up that no other simulator or node agent on this machine holds (see `claimLoopbackRange`).
+   * `127.10.0.0/16` up that no other simulator or node agent on this machine holds (see `claimLoopbackRange`).
    */
   ipRange?: string;
   /**

@@ -17,7 +17,7 @@ export interface NodeAgentOptions {
   nodeName?: string;
   /**
    * The CIDR inside 127.0.0.0/8 that Pod IPs come from, one per Pod while it runs. Default: the first /16 from
-   * `127.1.0.0/16` up that no KubeVirt simulator or other node agent on this machine holds (see `claimLoopbackRange`).
+   * `127.10.0.0/16` up that no KubeVirt simulator or other node agent on this machine holds (see `claimLoopbackRange`).
    */
   podIpRange?: string;
   /**
