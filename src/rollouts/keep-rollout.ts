@@ -111,21 +111,27 @@ interface RebuildContext {
  * @returns `false` when a claim took the member first.
  */
 async function rebuild(run: RebuildContext, target: RemovalTarget, read: LeaseObject | undefined) {
-  const { ctx, rollout } = run;
   await run.fence?.();
   // the journal first: a keeper that stops after taking the Lease leaves the member where the next one looks
-  await journal(ctx, target, true);
-  const taken = await takeRemovalLease(ctx, target, read);
-  if (!taken) {
-    await journal(ctx, target, false);
-    return false;
-  }
-  await recreateVmMember(ctx, target, {
-    from: { golden: rollout.to, ephemeral: run.ephemeral },
+  await journal(run.ctx, target, true);
+  const remade = await remake(run, target, read);
+  await journal(run.ctx, target, false);
+  return remade;
+}
+
+/**
+ * Makes a member again from the new golden VM under its removal Lease, given back after.
+ *
+ * @returns `false` when a claim took the member first.
+ */
+async function remake(run: RebuildContext, target: RemovalTarget, read: LeaseObject | undefined) {
+  const taken = await takeRemovalLease(run.ctx, target, read);
+  if (!taken) return false;
+  await recreateVmMember(run.ctx, target, {
+    from: { golden: run.rollout.to, ephemeral: run.ephemeral },
     timeoutMs: run.timeoutMs,
   });
-  await deleteLeaseAsRead(ctx, taken);
-  await journal(ctx, target, false);
+  await deleteLeaseAsRead(run.ctx, taken);
   return true;
 }
 
@@ -151,6 +157,7 @@ async function resume(run: RebuildContext, target: RemovalTarget) {
     !vm.metadata.deletionTimestamp &&
     vm.metadata.annotations?.[sourceAnnotation] === rollout.to &&
     (clone === undefined || clone.status?.phase === 'Succeeded');
+  let remade = true;
   if (made) {
     if (clone)
       await ctx.cluster
@@ -159,19 +166,10 @@ async function resume(run: RebuildContext, target: RemovalTarget) {
         .delete(clone.metadata.name ?? '', { preconditions: {} });
     if (lease && holder === removalHolder) await deleteLeaseAsRead(ctx, lease);
   } else {
-    const taken = await takeRemovalLease(ctx, target, lease);
-    if (!taken) {
-      await journal(ctx, target, false);
-      return false;
-    }
-    await recreateVmMember(ctx, target, {
-      from: { golden: rollout.to, ephemeral: run.ephemeral },
-      timeoutMs: run.timeoutMs,
-    });
-    await deleteLeaseAsRead(ctx, taken);
+    remade = await remake(run, target, lease);
   }
   await journal(ctx, target, false);
-  return true;
+  return remade;
 }
 
 /** Marks the claimed members still on an older golden VM: the golden VM to make them from, and the deadline. */

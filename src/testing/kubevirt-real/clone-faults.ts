@@ -64,9 +64,11 @@ export async function startCloneFaults(
         log(
           `${namespace}/${owner?.name}: the fail knob refuses its restore and deletes snapshot ${snapshot}`,
         );
-        deleteSnapshot(namespace, snapshot).catch((error: Error) =>
-          log(`${namespace}/${owner?.name}: the fail knob could not delete its snapshot: ${error.message}`),
-        );
+        deleteSnapshot(namespace, snapshot).catch((error: Error) => {
+          // the clone's next restore, refused again, tries once more
+          struck.delete(uid);
+          log(`${namespace}/${owner?.name}: the fail knob could not delete its snapshot: ${error.message}`);
+        });
       }
       return fail.message;
     },

@@ -1,6 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AdmissionregistrationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  type KubeConfig,
+  type V1RuleWithOperations,
+  type V1ValidatingWebhook,
+} from '@kubernetes/client-node';
 import type { VirtualMachine } from '../../kubevirt-types.js';
 import { type ApiserverFacingTls, createApiserverFacingServer } from '../apiserver-facing-server.js';
 import { type InjectedFailure, readVmKnobs } from '../kubevirt/fault-knobs.js';
@@ -125,47 +130,32 @@ export async function startFaultWebhook(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  const caBundle = Buffer.from(tls.caPem).toString('base64');
+  // ignored when this process is gone, so a plane left running never refuses writes for a server that is not there
+  const webhookOn = (name: string, path: string, rule: V1RuleWithOperations): V1ValidatingWebhook => ({
+    name: `${name}.${configurationName}`,
+    clientConfig: { url: `https://127.0.0.1:${port}${path}`, caBundle },
+    rules: [rule],
+    failurePolicy: 'Ignore',
+    sideEffects: 'None',
+    admissionReviewVersions: ['v1'],
+    timeoutSeconds: 5,
+  });
   const configuration = {
     metadata: { name: configurationName },
     webhooks: [
-      {
-        name: `vm-power.${configurationName}`,
-        clientConfig: {
-          url: `https://127.0.0.1:${port}/vm-power`,
-          caBundle: Buffer.from(tls.caPem).toString('base64'),
-        },
-        rules: [
-          {
-            apiGroups: ['kubevirt.io'],
-            apiVersions: ['v1'],
-            operations: ['UPDATE'],
-            resources: ['virtualmachines', 'virtualmachines/status'],
-          },
-        ],
-        failurePolicy: 'Ignore',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 5,
-      },
-      {
-        name: `clone-restore.${configurationName}`,
-        clientConfig: {
-          url: `https://127.0.0.1:${port}${restorePath}`,
-          caBundle: Buffer.from(tls.caPem).toString('base64'),
-        },
-        rules: [
-          {
-            apiGroups: ['snapshot.kubevirt.io'],
-            apiVersions: ['v1beta1'],
-            operations: ['CREATE'],
-            resources: ['virtualmachinerestores'],
-          },
-        ],
-        failurePolicy: 'Ignore',
-        sideEffects: 'None',
-        admissionReviewVersions: ['v1'],
-        timeoutSeconds: 5,
-      },
+      webhookOn('vm-power', '/vm-power', {
+        apiGroups: ['kubevirt.io'],
+        apiVersions: ['v1'],
+        operations: ['UPDATE'],
+        resources: ['virtualmachines', 'virtualmachines/status'],
+      }),
+      webhookOn('clone-restore', restorePath, {
+        apiGroups: ['snapshot.kubevirt.io'],
+        apiVersions: ['v1beta1'],
+        operations: ['CREATE'],
+        resources: ['virtualmachinerestores'],
+      }),
     ],
   };
   await upsert(
