@@ -164,6 +164,7 @@ export type {
   PowerChangeResult,
   PresentedClaim,
   PresentOutcome,
+  ReadMemberOptions,
   ResetHow,
   ResetMemberOptions,
   StartFrom,

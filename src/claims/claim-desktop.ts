@@ -265,9 +265,13 @@ async function claimMember(
   // the members that can be free, a page at a time, or the whole pool where a page cannot tell
   const readSmallOrPool = async (fresh: boolean) =>
     (await readSmallView(ctx, backend, asked)) ?? (await readView(ctx, backend, asked, !fresh));
-  let view: ClaimView | undefined = isPoolCacheSynced(ctx, namespace)
+  // the first view is read while the first claimant Leases are written: it only proposes members
+  let firstView: Promise<ClaimView> | undefined = isPoolCacheSynced(ctx, namespace)
     ? undefined
-    : await readSmallOrPool(false);
+    : readSmallOrPool(false);
+  // a claimant write that fails first leaves the read unawaited
+  firstView?.catch(() => {});
+  let view: ClaimView | undefined;
   let waits = 0;
   // Every fresh read follows members passed over, a lost race or a member given back, so they are bounded by the
   // pool's size.
@@ -283,6 +287,10 @@ async function claimMember(
     const held: HeldLocks = { locks: await takeClaimantLocks(ctx, claimantScopes(asked)) };
     let turn: LockedTurn;
     try {
+      if (firstView) {
+        view = await firstView;
+        firstView = undefined;
+      }
       turn = await takeTurn(ctx, backend, asked, view, held);
     } catch (error) {
       await giveBackClaimantLocks(ctx, held.locks);
@@ -550,16 +558,6 @@ async function takeTurn(
       // released or changed meanwhile: read again
       return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
-    // A view may show a member's Lease gone before the member going down (a release asks the stop first, then
-    // deletes the Lease): look at the member as of that view before writing, so no Lease is written to be given back.
-    let checked: MemberFacts | undefined;
-    if (isCheckedTake(plan)) {
-      checked = await readMemberToTake(ctx, backend, plan, fromCaches());
-      if (checked === undefined || checked.deleting || isGoingDown(checked)) {
-        lost.add(plan.member.member);
-        continue;
-      }
-    }
     const target = {
       kind: backend.kind,
       namespace,
@@ -569,9 +567,25 @@ async function takeTurn(
       holderGroups: asked.holderGroups,
       source: plan.member.ephemeral ? plan.member.source : undefined,
     };
-    const written = await takeMember(ctx, target, () =>
-      writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
-    );
+    // A view may show a member's Lease gone before the member going down (a release asks the stop first, then
+    // deletes the Lease): look at the member as of that view before writing, so no Lease is written to be given back.
+    // The look is part of the take, so the process's other claims pass the member over from the pick on.
+    const taken = await takeMember(ctx, target, async () => {
+      let checked: MemberFacts | undefined;
+      if (isCheckedTake(plan)) {
+        checked = await readMemberToTake(ctx, backend, plan, fromCaches());
+        if (checked === undefined || checked.deleting || isGoingDown(checked)) return undefined;
+      }
+      return {
+        written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
+        checked,
+      };
+    });
+    if (taken === undefined) {
+      lost.add(target.member);
+      continue;
+    }
+    const { written, checked } = taken;
     noteMemberWritten(ctx, target);
     if (written && small?.small) setFreePageCursor(ctx, { namespace, pool }, small.small.from);
     if (written) return { kind: 'won', plan, lease: written, ...(checked ? { checked } : {}) };
@@ -800,7 +814,10 @@ async function readMemberToTake(
   const cached = fromCaches ? backend.cachedMember?.(plan.member) : undefined;
   if (cached) return cached;
   const since = fromCaches ? ctx.cluster.cachesOf(namespace)?.leases.resourceVersion() : undefined;
-  return await backend.readMember({ namespace, member }, since === undefined ? {} : { seenSince: since });
+  return await backend.readMember(
+    { namespace, member },
+    since === undefined ? { instanceWhenShown: true } : { seenSince: since },
+  );
 }
 
 /** Whether a plan took a member nobody held: a free one, a claim that bound nobody, or the identity's adoption. */
