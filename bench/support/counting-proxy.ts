@@ -87,6 +87,8 @@ export async function startCountingProxy(
       },
       (answer) => {
         outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        // a watch that has no event yet is open all the same: its client must hear so now, not with the first event
+        outgoing.flushHeaders();
         answer.pipe(outgoing);
       },
     );

@@ -575,6 +575,8 @@ async function takeTurn(
       if (isCheckedTake(plan)) {
         checked = await readMemberToTake(ctx, backend, plan, fromCaches());
         if (checked === undefined || checked.deleting || isGoingDown(checked)) return undefined;
+        // presented since the view showed it free (a page read from an older snapshot): its Lease is written
+        if (plan.kind === 'create' && !isPresented(plan.member) && isPresented(checked)) return undefined;
       }
       return {
         written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
@@ -792,6 +794,11 @@ async function finishClaim(
     lease,
     ...(startError === undefined ? {} : { startError }),
   };
+}
+
+/** Whether a member shows a presentation copy (anyone's). */
+function isPresented(member: MemberFacts): boolean {
+  return member.presentation.holder !== undefined || member.presentation.label !== undefined;
 }
 
 /** Whether a plan takes a member that is read before its Lease is written and again after: free, or stale without a reset. */
