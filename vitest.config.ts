@@ -20,7 +20,19 @@ export default defineConfig({
         test: {
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts'],
+          exclude: ['test/cluster/simulator/**'],
           // each file works in namespaces of its own and stops what it starts: one module graph saves a second a file
+          isolate: false,
+          globalSetup: sharedControlPlane,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        // The TypeScript KubeVirt simulator's own tests, on a plane of their own that runs it (docs/simulator.md).
+        test: {
+          name: 'simulator',
+          include: ['test/cluster/simulator/**/*.test.ts'],
           isolate: false,
           globalSetup: sharedControlPlane,
           testTimeout: 60_000,

@@ -382,7 +382,10 @@ describe('the claim path', () => {
     const vdi = createVdi({ kubeConfig: kubeConfig(), namespace });
     await slow.createVm(namespace, {
       metadata: { name: 'golden', labels: { app: 'desktop' } },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
     const ctx = { ...vdi.context, cluster: slow };
     const serial = await timePoolCreate(ctx, 'serial', poolSize, 1);

@@ -69,7 +69,10 @@ beforeAll(async () => {
     .createNamespace({ body: { metadata: { name: namespace } } });
   await new KubeCluster(cluster.kubeConfig).createVm(namespace, {
     metadata: { name: vm },
-    spec: { runStrategy: 'Manual', template: { spec: { domain: { devices: {} } } } },
+    spec: {
+      runStrategy: 'Manual',
+      template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+    },
   });
 }, 900_000);
 

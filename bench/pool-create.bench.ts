@@ -41,7 +41,10 @@ beforeAll(async () => {
   vdi = createVdi({ kubeConfig: cluster.kubeConfig, namespace });
   await vdi.context.cluster.createVm(namespace, {
     metadata: { name: 'golden', labels: { app: 'desktop' } },
-    spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    spec: {
+      runStrategy: 'Halted',
+      template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+    },
   });
   await timedCreate(vdi.context, 'warmup', defaultCloneConcurrency);
 }, 900_000);

@@ -20,9 +20,9 @@ import { tailscaleIdentity, tailscaleLoginHeader } from '../src/broker/identity.
 import { isVdiError } from '../src/errors.js';
 import { poolLabel } from '../src/keys.js';
 import { KubeCluster } from '../src/kube/cluster.js';
+import { readPoolStatus } from '../src/pool-status/read-pool-status.js';
 import { listPools } from '../src/pools/list-pools.js';
 import { createSessionEngine } from '../src/sessions/session-engine.js';
-import { readPoolStatus } from '../src/spares/read-pool-status.js';
 import { installKubevirtCrds } from '../src/testing/kubevirt/crds.js';
 import { type LocalCluster, startLocalCluster } from '../src/testing/local-cluster.js';
 import { createTestClock } from '../src/testing/test-clock.js';
@@ -294,7 +294,7 @@ function timeProcess(file: string, args: string[]): Promise<{ ms: number; bytes:
 beforeAll(async () => {
   // KubeVirt's CRDs without the simulator: it reads a VM's namespace afresh on each of its events, which at 30,000
   // VMs took longer than the whole segment may; no VM of this segment boots, so nothing else of it is missed
-  cluster = await startLocalCluster({ simulator: false, nodeAgent: false });
+  cluster = await startLocalCluster({ kubevirt: 'none', nodeAgent: false });
   await installKubevirtCrds(cluster.kubeConfig);
   apiserverPid = findApiserverPid(cluster.connection.dataDir);
   const seeder = new KubeCluster(kubeConfig());

@@ -11,6 +11,7 @@ export type AuditAction =
   | 'vdi reclaim (max-duration)'
   | 'vdi reclaim (idle)'
   | 'vdi reclaim (not-entitled)'
+  | 'vdi reclaim (roll-out)'
   | 'vdi reclaim notify'
   | 'vdi pool set'
   | 'vdi reclaim (expired)'
@@ -19,6 +20,9 @@ export type AuditAction =
   | 'vdi pool set'
   | 'vdi pool delete'
   | 'vdi pool force-delete'
+  | 'vdi pool roll-out'
+  | 'vdi pool roll-out pause'
+  | 'vdi pool roll-out resume'
   | 'vdi ct-pool apply'
   | 'vdi ct-pool delete'
   | 'vdi ct-pool force-delete';

@@ -1,10 +1,13 @@
 import type { EventEmitter } from 'eventemitter3';
 import type { AuditSink } from './audit.js';
+import type { ClaimLimitInput, ClaimQueue, ClaimQueueInput } from './claim-policy.js';
 import type { Clock } from './clock.js';
-import type { DesktopBackend, DesktopKind } from './desktop-backend.js';
+import type { DesktopBackend, DesktopKind, MemberFacts } from './desktop-backend.js';
 import { VdiError } from './errors.js';
 import type { VdiEvents } from './events.js';
 import type { KubeCluster } from './kube/cluster.js';
+import type { LeaseObject } from './kube-objects.js';
+import type { PoolSettings } from './pool-settings.js';
 
 /**
  * What every service shares: the adapter, the clock, the event emitter, the audit sink and the backend of each
@@ -24,15 +27,96 @@ export interface VdiContext {
   newSessionId(): string;
   /** The backend that serves each desktop kind; a kind without one is not served. */
   backends: Partial<Record<DesktopKind, DesktopBackend>>;
-  /**
-   * The entitlement hook a self-service claim that names the user's groups asks before it writes anything: it
-   * throws `NOT_ENTITLED` when the identity may not claim from the pool, and else answers the pool's own limits. An
-   * administrator's assign does not ask it.
-   */
-  checkEntitlement(ctx: VdiContext, request: EntitlementRequest): Promise<PoolClaimLimits>;
+  /** How each kind stores its pools (settings, size) and makes their members, beside its backend. */
+  poolKinds: Partial<Record<DesktopKind, PoolKind>>;
+  /** What the claim path asks of the features built on it: who may claim, who waits ahead, which limits hold. */
+  claimPolicy: ClaimPolicy;
 }
 
-/** What the entitlement hook answers for an identity it lets in: the limits the pool sets. @category access */
+/**
+ * What differs between pool kinds beyond their members, which the kind's {@link DesktopBackend} serves: where a
+ * pool's settings and size are stored, and what its pools show an operator. Services and features read a pool
+ * through it and never switch on the kind; a kind whose members the pool calls make adds its member factory
+ * (`MemberMakingPoolKind`). Its calls take the context they run on, so a copy of the context with another
+ * `cluster` reads through that one.
+ *
+ * @category backends
+ */
+export interface PoolKind {
+  readonly kind: DesktopKind;
+  /**
+   * One pool's own settings as stored (a VM pool's settings ConfigMap, a container pool's spec); `undefined` when
+   * the pool stores none.
+   *
+   * @throws `VdiError` `INVALID_INPUT` when what is stored cannot be read as settings.
+   */
+  readSettings(ctx: VdiContext, namespace: string, pool: string): Promise<PoolSettings | undefined>;
+  /**
+   * The settings of every pool of the namespace that stores some, by pool name; a stored value that cannot be read
+   * counts as no settings. With `cached`, from this process's synced watch caches when it runs them.
+   */
+  readSettingsIn(
+    ctx: VdiContext,
+    namespace: string,
+    options?: { cached?: boolean },
+  ): Promise<Map<string, PoolSettings>>;
+  /**
+   * The pools of the namespace stored apart from their members, by name, with the size each asks for (`undefined`
+   * when it cannot be read); absent for a kind whose pools are their members. The kind's members are listed only
+   * in a namespace that stores such a pool.
+   */
+  readDeclaredSizes?(
+    ctx: VdiContext,
+    namespace: string,
+    options?: { cached?: boolean },
+  ): Promise<Map<string, number | undefined>>;
+  /**
+   * One pool as an operator watches it: its members, its Leases (waiters' too), the warm spares it keeps and the
+   * members marked as such, and its settings.
+   *
+   * @throws `VdiError` `POOL_NOT_FOUND` when the namespace has no such pool of the kind.
+   */
+  readPoolFacts(ctx: VdiContext, namespace: string, pool: string): Promise<PoolFacts>;
+}
+
+/** What {@link PoolKind.readPoolFacts} reads of one pool. @category backends */
+export interface PoolFacts {
+  members: MemberFacts[];
+  leases: LeaseObject[];
+  /** How many free members the pool keeps running; `undefined` when it sets none. */
+  minReady: number | undefined;
+  /** The members started as warm spares. */
+  marked: ReadonlySet<string>;
+  /** When each member was last seen free, for a kind whose pools follow a schedule. */
+  freeSince?: ReadonlyMap<string, Date>;
+  settings: PoolSettings | undefined;
+}
+
+/**
+ * The questions a claim asks while it plans, answered by the features built on the claim path (entitlements, the
+ * waitlist, per-user limits) and wired by `createVdi`: the claim path knows the questions, never the features.
+ *
+ * @category access
+ */
+export interface ClaimPolicy {
+  /**
+   * Whether an identity may claim from a pool, asked by a self-service claim that names the user's groups before
+   * it writes anything (an administrator's assign does not ask it): throws `NOT_ENTITLED` when the identity may not,
+   * and else answers the pool's own limits and the groups the claim records.
+   */
+  admit(ctx: VdiContext, request: EntitlementRequest): Promise<PoolClaimLimits>;
+  /** The free members of a pool a claim leaves to the waiters ahead of it, and how many wait. */
+  heldForWaiters(input: ClaimQueueInput): ClaimQueue;
+  /** The limit in force when several apply (the front end's and the pool's); `undefined` when none does. */
+  limitOf(...limits: readonly (number | undefined)[]): number | undefined;
+  /**
+   * Whether the identity may take one more desktop under `limit`, from its claim Leases of every pool of the
+   * namespace: `undefined` when it may, else the `USER_LIMIT_REACHED` error to throw.
+   */
+  refusedByLimit(input: ClaimLimitInput): VdiError | undefined;
+}
+
+/** What {@link ClaimPolicy.admit} answers for an identity it lets in: the limits the pool sets. @category access */
 export interface PoolClaimLimits {
   /** How many desktops one identity may hold, in all pools of the namespace, and still claim from this pool. */
   maxDesktopsPerUser?: number | undefined;
@@ -43,7 +127,7 @@ export interface PoolClaimLimits {
   holderGroups?: string | undefined;
 }
 
-/** What the claim path tells the entitlement hook: who claims from which pool. @category access */
+/** What the claim path tells {@link ClaimPolicy.admit}: who claims from which pool. @category access */
 export interface EntitlementRequest {
   kind: DesktopKind;
   namespace: string;
@@ -65,6 +149,22 @@ export function backendFor(ctx: Pick<VdiContext, 'backends'>, kind: DesktopKind)
   throw new VdiError(
     'UNSUPPORTED_BACKEND',
     `No backend serves "${kind}" desktops here; this SDK serves ${served.join(' and ') || 'no'} desktops, so pick a member of a pool of that kind.`,
+    { details: { kind, served } },
+  );
+}
+
+/**
+ * How pools of `kind` are stored and made; services pick it by the pool's kind, as they pick its backend.
+ *
+ * @throws {@link VdiError} `UNSUPPORTED_BACKEND` when no pool kind serves that kind here.
+ */
+export function poolKindFor(ctx: Pick<VdiContext, 'poolKinds'>, kind: DesktopKind): PoolKind {
+  const poolKind = ctx.poolKinds[kind];
+  if (poolKind) return poolKind;
+  const served = Object.keys(ctx.poolKinds);
+  throw new VdiError(
+    'UNSUPPORTED_BACKEND',
+    `No pool kind serves "${kind}" pools here; this SDK serves ${served.join(' and ') || 'no'} pools, so pick a pool of that kind.`,
     { details: { kind, served } },
   );
 }

@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { ConnectFacts } from './connect-planner/plan-connect.js';
+import type { ConnectFacts } from './connect-facts.js';
 import type { DesktopKind } from './ids.js';
 
 // the kinds are the first part of a desktop ID, so ids.ts names them
@@ -12,6 +12,12 @@ export type { DesktopKind } from './ids.js';
  * @category backends
  */
 export const defaultDesktopKind: DesktopKind = 'vm';
+
+/**
+ * How long making one member (a pool's, or a reset's recreate) may take before `CLONE_TIMEOUT`, unless the caller
+ * says otherwise. @category pools
+ */
+export const defaultCloneTimeoutMs = 120_000;
 
 /**
  * Where a member's power stands, the same words for every kind.
@@ -184,6 +190,11 @@ export interface ResetMemberOptions {
   timeoutMs?: number;
   /** Cancels a recreate's waits; the member is then left for a later reset to finish. */
   signal?: AbortSignal;
+  /**
+   * What an ephemeral member is made from when its own object no longer says (a recreate stopped after the
+   * delete): the source its claim recorded. The caller reads the claim; a backend never does.
+   */
+  source?: string | undefined;
 }
 
 /** Options of {@link DesktopBackend.gatherConnectFacts}. @category backends */
@@ -329,7 +340,8 @@ export interface DesktopBackend {
 
   /**
    * Resets a member for its next holder: a persistent member is stopped (disks kept), an ephemeral one is
-   * deleted and made again from its source under the same name, stopped, and is ready when this returns.
+   * deleted and made again from its source under the same name, stopped, and is ready when this returns. A VM
+   * member's replacement is made beside it first, so a clone that fails leaves the member as it was.
    * Repeating it after a failure at any step finishes the job: a recreate under way is waited for, and a member
    * whose object is already gone is made again (its source read from another member of `pool`). A failure
    * half-way leaves the member absent or being made; the caller keeps it claimed until a reset succeeds, so it
@@ -353,23 +365,17 @@ export interface DesktopBackend {
   presentClaim(facts: MemberFacts, claim: ClaimToPresent): Promise<PresentOutcome>;
 
   /**
-   * A release's first write to a member it resets in place: removes `holder`'s presentation copy and records
-   * `sessionId` as released on the member, writing even when there is no copy, so that a presentation of that
-   * session conditional on an older read is refused and one on a newer read sees the record. Backends whose
-   * presentation is never {@link PresentOutcome} `sealed` leave it out, and a release clears their copy instead.
+   * A release's record on a member it resets in place, written once the member's stop was accepted: removes
+   * `holder`'s presentation copy and records `sessionId` as released on the member, writing even when there is no
+   * copy, so that a presentation or start of that session conditional on an older read is refused and one on a newer
+   * read sees the record. A member that asks to run again (a start landed after the stop) is not written, and the
+   * release stops it again. Backends whose presentation is never {@link PresentOutcome} `sealed` leave it out, and
+   * a release clears their copy instead.
    *
+   * @returns `false` when the member asks to run, else `true` (written, or nothing to write).
    * @throws `VdiError` `CONFLICT` (retryable) when the member kept changing.
    */
-  sealRelease?(ref: MemberRef, holder: string, sessionId: string): Promise<void>;
-
-  /**
-   * Undoes {@link DesktopBackend.sealRelease} when the release could not reset the member: while the member records
-   * `claim`'s session as released, removes that record and writes the claim's presentation copy back. Present
-   * exactly when `sealRelease` is.
-   *
-   * @throws `VdiError` `CONFLICT` (retryable) when the member kept changing.
-   */
-  unsealRelease?(ref: MemberRef, claim: ClaimToPresent): Promise<void>;
+  sealRelease?(ref: MemberRef, holder: string, sessionId: string): Promise<boolean>;
 
   /**
    * Removes the presentation copy while it still names `holder` (a newer claim's copy is left alone), and with

@@ -33,12 +33,47 @@ export interface VdiEvents {
       total: number;
     },
   ];
+  /**
+   * A scheduled pool's keeper changed the pool: the period in force (`null` outside every period), the targets, and
+   * the members it cloned, removed, started and stopped.
+   */
+  'pool-scaled': [
+    event: {
+      poolId: string;
+      period: string | null;
+      size: number;
+      freeRunning: number;
+      added: string[];
+      removed: string[];
+      started: string[];
+      stopped: string[];
+    },
+  ];
+  /**
+   * A roll-out moved a member: `rebuilding` as it begins, then `rebuilt` from the new golden VM `to` or `failed`
+   * (`error` says why; the next pass finishes it); `onTarget` of `total` members are on `to`.
+   */
+  'pool-rollout': [
+    event: {
+      poolId: string;
+      to: string;
+      member: string;
+      step: 'rebuilding' | 'rebuilt' | 'failed';
+      onTarget: number;
+      total: number;
+      error?: string;
+    },
+  ];
+  /** Every member of a pool is on the golden VM `to`: its roll-out is finished. */
+  'pool-rolled-out': [event: { poolId: string; to: string; total: number }];
+  /** A scheduled pool's keeper failed; it tries again at `retryAt` (RFC 3339), backing off. */
+  'pool-schedule-failed': [event: { poolId: string; error: string; attempts: number; retryAt: string }];
   /** The reclaim policy took a desktop back. */
   reclaimed: [
     event: {
       desktopId: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
     },
   ];
   /** A reclaim failed; the claim stays and the next pass tries again. */
@@ -46,7 +81,7 @@ export interface VdiEvents {
     event: {
       desktopId: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       error: string;
     },
   ];
@@ -59,7 +94,7 @@ export interface VdiEvents {
       desktopId: string;
       pool: string;
       holder: string;
-      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
       dueAt: string;
       webhook?: { ok: boolean; status?: number; error?: string };
     },
@@ -69,7 +104,24 @@ export interface VdiEvents {
    * at `reclaimAt` (RFC 3339) unless the pool lets the holder in again first.
    */
   'not-entitled': [event: { desktopId: string; holder: string; reclaimAt: string }];
-  /** A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it. */
+  /**
+   * The holder of a desktop was warned that it is reclaimed at `reclaimAt` (RFC 3339) for `reason`, once per reason
+   * and instant across broker replicas; `webhook` says how the POST to the pool's webhook went, when it has one.
+   */
+  'reclaim-warning': [
+    event: {
+      desktopId: string;
+      pool: string;
+      holder: string;
+      reason: 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
+      reclaimAt: string;
+      webhook?: { ok: boolean; status?: number; error?: string };
+    },
+  ];
+  /**
+   * A desktop connected through broker consoles goes idle at `idleAt` (RFC 3339) unless input reaches it; emitted
+   * with the `reclaim-warning` of an idle reclaim.
+   */
   'idle-warning': [event: { desktopId: string; holder: string; idleAt: string }];
   /** The engine renewed a claim's Lease. */
   renewed: [event: { desktopId: string; holder: string }];

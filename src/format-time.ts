@@ -1,4 +1,4 @@
-import { parseRfc3339 } from './claims/parse-time.js';
+import { parseRfc3339 } from './parse-time.js';
 
 /**
  * Writes an instant in the one time format of every JSON output: RFC 3339 in UTC with milliseconds.

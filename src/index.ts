@@ -1,12 +1,5 @@
 // Every public name of the SDK, listed; the pure cores are also reachable alone as @corral/vdi/core.
 
-export type {
-  AccessDecision,
-  AccessRefusal,
-  AccessRequest,
-  ConsoleAccessRequest,
-} from './access.js';
-export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from './access.js';
 export type { AuditAction, AuditRecord, AuditSink } from './audit.js';
 export { MemoryAuditSink } from './audit.js';
 export type {
@@ -60,6 +53,14 @@ export { planCapacity } from './capacity/capacity-service.js';
 export type { DeviceKind, DeviceNeed, UncountedDevice } from './capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from './capacity/device-needs.js';
 export { parseDeviceCount } from './capacity/parse-quantity.js';
+export type { ClaimLimitInput, ClaimQueue, ClaimQueueInput } from './claim-policy.js';
+export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+} from './claims/access.js';
+export { canInspect, canOpenConsole, canRelease, canStart, refusalError } from './claims/access.js';
 export type {
   ClaimFacts,
   ClaimLiveness,
@@ -91,38 +92,41 @@ export type {
 export type { MemberClassification, MemberFacts, PoolMemberFacts } from './claims/classify-member.js';
 export { classifyMember, classifyPoolMember } from './claims/classify-member.js';
 export type { DesktopView } from './claims/desktop-view.js';
-export { leaseNameFor, memberFromLeaseName } from './claims/lease-name.js';
-export { parseRfc3339 } from './claims/parse-time.js';
 export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from './claims/plan-claim.js';
 export { planClaim } from './claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from './claims/plan-release.js';
 export { planRelease } from './claims/plan-release.js';
-export { isReleasing } from './claims/releasing-mark.js';
-export { isValidLabelValue, sanitizeLabelValue } from './claims/sanitize-label-value.js';
+export { isReleasing, leavesDesktopDuringRelease } from './claims/releasing-mark.js';
 export type { Clock } from './clock.js';
+export type {
+  ConnectFacts,
+  ConnectProtocol,
+  CtConnectFacts,
+  TcpProbeResult,
+  VmConnectFacts,
+} from './connect-facts.js';
+export { rdpPort } from './connect-facts.js';
 export type { ConnectOptions, ConnectResult } from './connect-planner/connect.js';
 export { connect } from './connect-planner/connect.js';
 export type { LaunchPlan } from './connect-planner/launch-plan.js';
 export { planLaunch } from './connect-planner/launch-plan.js';
+export type { ConnectOption, ConnectPlan, SkippedProtocol } from './connect-planner/plan-connect.js';
+export { formatHostPort, planConnect } from './connect-planner/plan-connect.js';
 export type {
-  ConnectFacts,
-  ConnectOption,
-  ConnectPlan,
-  ConnectProtocol,
-  CtConnectFacts,
-  SkippedProtocol,
-  TcpProbeResult,
-  VmConnectFacts,
-} from './connect-planner/plan-connect.js';
-export { formatHostPort, planConnect, rdpPort } from './connect-planner/plan-connect.js';
-export type { ProbeTcpOptions } from './connect-planner/probe-tcp.js';
-export { defaultProbeTimeoutMs, probeTcp } from './connect-planner/probe-tcp.js';
-export type { EntitlementRequest, PoolClaimLimits, VdiContext } from './context.js';
-export { backendFor } from './context.js';
-export { toCtAdmissionInput } from './ct/ct-admission.js';
+  ClaimPolicy,
+  EntitlementRequest,
+  PoolClaimLimits,
+  PoolFacts,
+  PoolKind,
+  VdiContext,
+} from './context.js';
+export { backendFor, poolKindFor } from './context.js';
 export { createCtBackend } from './ct/ct-backend.js';
 export { kindLabel, specConfigMapName } from './ct/ct-keys.js';
 export { toCtMemberFacts } from './ct/ct-member-facts.js';
+export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from './ct/ct-pool-spec.js';
+export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from './ct/ct-pool-spec.js';
+export { toCtAdmissionInput } from './ct-pools/ct-admission.js';
 export type {
   ApplyCtPoolOptions,
   ApplyCtPoolResult,
@@ -130,22 +134,20 @@ export type {
   CtPoolView,
   DeleteCtPoolOptions,
   DeleteCtPoolResult,
-} from './ct/ct-pool-service.js';
-export { applyCtPool, deleteCtPool, getCtPool, listCtPools } from './ct/ct-pool-service.js';
-export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from './ct/ct-pool-spec.js';
-export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from './ct/ct-pool-spec.js';
-export type { OpenTerminalOptions } from './ct/open-terminal.js';
-export { openTerminal } from './ct/open-terminal.js';
+} from './ct-pools/ct-pool-service.js';
+export { applyCtPool, deleteCtPool, getCtPool, listCtPools } from './ct-pools/ct-pool-service.js';
+export type { OpenTerminalOptions } from './ct-pools/open-terminal.js';
+export { openTerminal } from './ct-pools/open-terminal.js';
 export type {
   CtMemberRead,
   CtPoolDeletePlan,
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
-} from './ct/plan-ct-reconcile.js';
-export { planCtPoolDelete, planCtReconcile } from './ct/plan-ct-reconcile.js';
-export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct/reconcile-ct-pool.js';
-export { reconcileCtPool } from './ct/reconcile-ct-pool.js';
+} from './ct-pools/plan-ct-reconcile.js';
+export { planCtPoolDelete, planCtReconcile } from './ct-pools/plan-ct-reconcile.js';
+export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct-pools/reconcile-ct-pool.js';
+export { reconcileCtPool } from './ct-pools/reconcile-ct-pool.js';
 export type {
   ClaimToPresent,
   ConsoleStream,
@@ -170,7 +172,7 @@ export type {
   StartFrom,
   UsbSupport,
 } from './desktop-backend.js';
-export { defaultDesktopKind } from './desktop-backend.js';
+export { defaultCloneTimeoutMs, defaultDesktopKind } from './desktop-backend.js';
 export type { HolderRecord } from './entitlements/holder-entitlement.js';
 export {
   formatHolderGroups,
@@ -191,7 +193,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -203,12 +204,17 @@ export {
   poolSettingsLabel,
   rdpTokensAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
   uncheckedHolderGroups,
+  waiterLabel,
 } from './keys.js';
 export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
@@ -300,18 +306,48 @@ export {
   planLeaderRelease,
   planLeaderStep,
 } from './leader/plan-leader-election.js';
+export { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 export { compareNatural, memberNameFor } from './member-names.js';
 export type { BrokerMetrics, ReleaseReason } from './metrics/broker-metrics.js';
 export type { CountPoolMembersInput, PoolMemberCounts } from './metrics/count-pool-members.js';
 export { countPoolMembers } from './metrics/count-pool-members.js';
+export { formatDuration, parseDuration } from './parse-duration.js';
+export { parseRfc3339 } from './parse-time.js';
+export type { PoolRollout } from './pool-rollout.js';
+export { checkMaxUnavailable, defaultMaxUnavailable } from './pool-rollout.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from './pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from './pool-schedule.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction, ScheduleFailure } from './pool-settings.js';
+export {
+  checkPoolSettings,
+  poolSettingsName,
+  poolSettingsOf,
+  reclaimActionOf,
+  reclaimActions,
+} from './pool-settings.js';
+export type {
+  PoolStatus,
+  PoolStatusInput,
+  PoolStatusMember,
+  SessionState,
+} from './pool-status/pool-status.js';
+export { describePoolStatus } from './pool-status/pool-status.js';
+export type { PoolStatusOptions } from './pool-status/read-pool-status.js';
+export { readPoolStatus } from './pool-status/read-pool-status.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';
 export { planPoolCreate } from './pools/plan-pool-create.js';
 export type { PoolDeletePlan } from './pools/plan-pool-delete.js';
 export { planPoolDelete } from './pools/plan-pool-delete.js';
 export type { ResizeInput, ResizePlan } from './pools/plan-resize.js';
 export { planMemberRemoval, planResize } from './pools/plan-resize.js';
-export type { MemberOutcome } from './pools/pool-member-factory.js';
-export { defaultCloneConcurrency, defaultCloneTimeoutMs } from './pools/pool-member-factory.js';
+export type {
+  MakeMembersInput,
+  MemberMakingPoolKind,
+  MemberOutcome,
+  MemberSource,
+  PoolMemberFactory,
+} from './pools/pool-member-factory.js';
+export { defaultCloneConcurrency } from './pools/pool-member-factory.js';
 export type {
   CreatePoolOptions,
   CreatePoolResult,
@@ -337,16 +373,54 @@ export {
   setPool,
   setPoolSettings,
 } from './pools/pool-service.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction } from './pools/pool-settings.js';
-export {
-  checkPoolSettings,
-  poolSettingsName,
-  poolSettingsOf,
-  reclaimActionOf,
-  reclaimActions,
-} from './pools/pool-settings.js';
 export type { MemberState, PoolMemberView, PoolView } from './pools/pool-view.js';
 export { describePools, isFreeMember } from './pools/pool-view.js';
+export type { ProbeTcpOptions } from './probe-tcp.js';
+export { defaultProbeTimeoutMs, probeTcp } from './probe-tcp.js';
+export type { RolloutStatus } from './rollouts/describe-rollout.js';
+export { describeRollout } from './rollouts/describe-rollout.js';
+export type {
+  KeepPoolRolloutOptions,
+  KeepRolloutOutcome,
+  KeepRolloutResult,
+  KeepRolloutsPassResult,
+} from './rollouts/keep-rollout.js';
+export { keepPoolRollout, keepRollouts } from './rollouts/keep-rollout.js';
+export type { RolloutInput, RolloutPlan } from './rollouts/plan-rollout.js';
+export { planRollout } from './rollouts/plan-rollout.js';
+export type {
+  SetPoolRolloutPausedOptions,
+  StartPoolRolloutOptions,
+  StartPoolRolloutResult,
+} from './rollouts/start-rollout.js';
+export { setPoolRolloutPaused, startPoolRollout } from './rollouts/start-rollout.js';
+export { isValidLabelValue, sanitizeLabelValue } from './sanitize-label-value.js';
+export type { ScheduleStatus, ScheduleStatusInput } from './schedules/describe-schedule.js';
+export { describeSchedule } from './schedules/describe-schedule.js';
+export type {
+  KeepPoolScheduleOptions,
+  KeepScheduleOutcome,
+  KeepScheduleResult,
+} from './schedules/keep-schedule.js';
+export { keepPoolSchedule, scheduleActor } from './schedules/keep-schedule.js';
+export type { KeepSchedulesPassResult } from './schedules/keep-schedules.js';
+export { keepSchedules } from './schedules/keep-schedules.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from './schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from './schedules/plan-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from './schedules/schedule-clock.js';
+export type { SetPoolScheduleOptions, SetPoolScheduleResult } from './schedules/set-pool-schedule.js';
+export { setPoolSchedule } from './schedules/set-pool-schedule.js';
 export type { SessionEnds } from './session-ends/session-ends.js';
 export {
   createSessionEnds,
@@ -355,9 +429,10 @@ export {
   sessionEndsLoginAnnotation,
   sessionsEndedAtAnnotation,
 } from './session-ends/session-ends.js';
+export type { ClaimKey } from './sessions/claim-key.js';
 export type { ConsoleEntry } from './sessions/console-entries.js';
 export { readConsoleEntries } from './sessions/console-entries.js';
-export { formatDuration, parseDuration } from './sessions/parse-duration.js';
+export type { ConsoleState } from './sessions/console-marks.js';
 export type { ConsoleOpenPlan } from './sessions/plan-console-open.js';
 export { planConsoleOpen } from './sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from './sessions/plan-console-stream.js';
@@ -365,6 +440,7 @@ export { planConsoleStream } from './sessions/plan-console-stream.js';
 export type { LeftCopy } from './sessions/plan-copy-sweep.js';
 export { planCopySweep } from './sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -376,16 +452,12 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from './sessions/plan-reclaim.js';
-export type {
-  ClaimKey,
-  ConsoleState,
-  ReclaimPassInput,
-  ReclaimPassPlan,
-  SessionStep,
-} from './sessions/plan-reclaim-pass.js';
+export type { ReclaimPassInput, ReclaimPassPlan, SessionStep } from './sessions/plan-reclaim-pass.js';
 export {
   notEntitledReclaimAt,
   notifiedMark,
@@ -412,10 +484,6 @@ export { keepPoolSpares, keepSpares } from './spares/keep-spares.js';
 export { readMinReady, validateMinReady } from './spares/min-ready.js';
 export type { SparesInput, SparesPlan } from './spares/plan-spares.js';
 export { planSpares } from './spares/plan-spares.js';
-export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from './spares/pool-status.js';
-export { describePoolStatus } from './spares/pool-status.js';
-export type { PoolStatusOptions } from './spares/read-pool-status.js';
-export { readPoolStatus } from './spares/read-pool-status.js';
 export type { LegacyState } from './upgrade/classify-legacy.js';
 export { classifyLegacy } from './upgrade/classify-legacy.js';
 export type { UsbDeviceId } from './usb/device-id.js';
@@ -449,16 +517,15 @@ export {
 } from './validate.js';
 export type { Vdi, VdiOptions } from './vdi.js';
 export { createVdi, defaultNamespace, systemClock } from './vdi.js';
-export type { RecreateMemberOptions } from './vm/recreate-vm-member.js';
-export { recreateMember } from './vm/recreate-vm-member.js';
 export { createVmBackend } from './vm/vm-backend.js';
+export type { RecreateMemberOptions } from './vm-pools/recreate-member.js';
+export { recreateMember } from './vm-pools/recreate-member.js';
 export type { WaiterOptions, WaitingClaimOptions, WaitPosition } from './waitlist/claim-or-wait.js';
 export { maxWaitTimeoutMs } from './waitlist/claim-or-wait.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from './waitlist/plan-waitlist.js';
-export { planWaitlist, splitWaiterLeases } from './waitlist/plan-waitlist.js';
+export { heldForWaiters, planWaitlist, splitWaiterLeases } from './waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
-  waiterLabel,
   waiterLeaseName,
   waiterLeaseNamePrefix,
   waiterLeaseSeconds,

@@ -48,6 +48,13 @@ export const ephemeralLabel = 'corral.dev/vdi-ephemeral';
  */
 export const sourceAnnotation = 'corral.dev/vdi-source';
 /**
+ * Label on the VM a recreate of an ephemeral member stages its replacement in, naming the member's pool: the staged
+ * VM is no member (it has no pool label), and a pool delete removes it. @category keys
+ */
+export const stagedPoolLabel = 'corral.dev/vdi-staged-pool';
+/** Annotation on a staged VM naming the member it replaces. @category keys */
+export const stagedForAnnotation = 'corral.dev/vdi-staged-for';
+/**
  * Label a pool puts on a golden VM that has no label at all, before its first clone: KubeVirt's restore can add a
  * member's pool label only into a label map the golden VM already has (its webhook refuses a patch that writes the
  * whole map). Members do not inherit it (their clones leave out `corral.dev/*`). @category keys
@@ -67,6 +74,12 @@ export const removalLeaseDurationSeconds = 300;
  */
 export const releasingAnnotation = 'corral.dev/vdi-releasing';
 /**
+ * Lease annotation written with {@link releasingAnnotation}: what ends the claim, `released` (a holder's or an
+ * administrator's release) or `reclaimed <reason>` (the session engine's policy), so that every broker replica closes
+ * the desktop's consoles with the same code once the release is done. @category keys
+ */
+export const releaseCauseAnnotation = 'corral.dev/vdi-release-cause';
+/**
  * Lease annotation: the claim with this session ID took the member over from an expired claim and has not reset
  * it yet. The holder's next claim or start resets it before anything else. @category keys
  */
@@ -82,12 +95,20 @@ export const minReadyAnnotation = 'corral.dev/vdi-min-ready';
  */
 export const spareAnnotation = 'corral.dev/vdi-spare';
 /**
+ * VM annotation: when a scheduled pool's keeper first saw the member free (RFC 3339); a scale-down removes only
+ * members free for the settle time. @category keys
+ */
+export const freeSinceAnnotation = 'corral.dev/vdi-free-since';
+/**
  * Lease annotation: the last input (a key, a pointer move or click, terminal bytes) a broker console carried to the
  * desktop (RFC 3339), written at most once per input-mark interval so every replica sees it. @category keys
  */
 export const inputAtAnnotation = 'corral.dev/vdi-input-at';
-/** Lease annotation: the idle reclaim instant (RFC 3339) the holder was warned about. @category keys */
-export const idleWarnedAnnotation = 'corral.dev/vdi-idle-warned';
+/**
+ * Lease annotation: the reason and instant (RFC 3339) of the reclaim its holder was last warned about, such as
+ * `max-duration 2026-07-02T20:00:00.000Z`. @category keys
+ */
+export const reclaimWarnedAnnotation = 'corral.dev/vdi-reclaim-warned';
 /**
  * Lease annotation: the reclaim a `notify` pool reported instead of taking the desktop back, as `<reason> <due
  * instant>`; the same due reclaim is not reported again. @category keys
@@ -108,3 +129,18 @@ export const holderGroupsAnnotation = 'corral.dev/vdi-holder-groups';
 export const notEntitledAtAnnotation = 'corral.dev/vdi-not-entitled-at';
 /** The {@link holderGroupsAnnotation} of a claim that asked no entitlement, which is never judged. @category keys */
 export const uncheckedHolderGroups = 'unchecked';
+/**
+ * VM annotation: the golden VM a roll-out moves the member to. A claimed member keeps its disk until released; an
+ * ephemeral one is then made again from this golden VM instead of its `corral.dev/vdi-source`. @category keys
+ */
+export const rollToAnnotation = 'corral.dev/vdi-roll-to';
+/**
+ * Lease annotation: when a roll-out with a deadline takes the claimed member back (RFC 3339), so the session engine
+ * warns its holder and then reclaims it for `roll-out`. @category keys
+ */
+export const rollOutAtAnnotation = 'corral.dev/vdi-roll-out-at';
+/**
+ * Label on a waiter's Lease: the short hash of the waiting identity; its presence marks a waiter, whose Lease carries
+ * the pool label too, so a claim tells it from a member's claim. @category keys
+ */
+export const waiterLabel = 'corral.dev/vdi-waiter';

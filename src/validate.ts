@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { VdiError } from './errors.js';
-import { parseDuration } from './sessions/parse-duration.js';
+import { parseDuration } from './parse-duration.js';
 
 /** Longest name of an object that must be a DNS-1123 subdomain, such as a VM or a Lease. @category validate */
 export const maxSubdomainLength = 253;

@@ -11,6 +11,7 @@ import type { Clock } from './clock.js';
 import { type ConnectOptions, type ConnectResult, connect } from './connect-planner/connect.js';
 import type { VdiContext } from './context.js';
 import { createCtBackend } from './ct/ct-backend.js';
+import { ctPoolKind } from './ct-pools/ct-pool-kind.js';
 import {
   type ApplyCtPoolOptions,
   type ApplyCtPoolResult,
@@ -21,18 +22,22 @@ import {
   deleteCtPool,
   getCtPool,
   listCtPools,
-} from './ct/ct-pool-service.js';
-import { type OpenTerminalOptions, openTerminal } from './ct/open-terminal.js';
+} from './ct-pools/ct-pool-service.js';
+import { type OpenTerminalOptions, openTerminal } from './ct-pools/open-terminal.js';
 import {
   type ReconcileCtPoolOptions,
   type ReconcileCtPoolResult,
   reconcileCtPool,
-} from './ct/reconcile-ct-pool.js';
+} from './ct-pools/reconcile-ct-pool.js';
 import { checkPoolEntitlement } from './entitlements/pool-entitlement.js';
 import type { VdiEvents } from './events.js';
 import { KubeCluster } from './kube/cluster.js';
 import type { TerminalStream } from './kube/pod-exec.js';
 import type { RetryOptions } from './kube/retry.js';
+import { lowestLimit, refusedByLimit } from './limits/user-limit.js';
+import type { PoolRollout } from './pool-rollout.js';
+import type { PoolStatus } from './pool-status/pool-status.js';
+import { type PoolStatusOptions, readPoolStatus } from './pool-status/read-pool-status.js';
 import { listPoolNamespaces } from './pools/list-pool-namespaces.js';
 import {
   type CreatePoolOptions,
@@ -54,16 +59,37 @@ import {
 } from './pools/pool-service.js';
 import type { PoolView } from './pools/pool-view.js';
 import {
+  type KeepPoolRolloutOptions,
+  type KeepRolloutOutcome,
+  type KeepRolloutsPassResult,
+  keepPoolRollout,
+  keepRollouts,
+} from './rollouts/keep-rollout.js';
+import {
+  type SetPoolRolloutPausedOptions,
+  type StartPoolRolloutOptions,
+  type StartPoolRolloutResult,
+  setPoolRolloutPaused,
+  startPoolRollout,
+} from './rollouts/start-rollout.js';
+import { type KeepScheduleOutcome, keepPoolSchedule } from './schedules/keep-schedule.js';
+import { type KeepSchedulesPassResult, keepSchedules } from './schedules/keep-schedules.js';
+import {
+  type SetPoolScheduleOptions,
+  type SetPoolScheduleResult,
+  setPoolSchedule,
+} from './schedules/set-pool-schedule.js';
+import {
   createSessionEngine,
   type SessionEngine,
   type SessionEngineOptions,
 } from './sessions/session-engine.js';
 import { type KeepSparesPassResult, keepSpares } from './spares/keep-spares.js';
-import type { PoolStatus } from './spares/pool-status.js';
-import { type PoolStatusOptions, readPoolStatus } from './spares/read-pool-status.js';
 import { type RedirectUsbOptions, type RedirectUsbResult, redirectUsb } from './usb/redirect-usb.js';
 import { parseOptions, validateNamespace } from './validate.js';
 import { createVmBackend } from './vm/vm-backend.js';
+import { vmPoolKind } from './vm-pools/vm-pool-kind.js';
+import { heldForWaiters } from './waitlist/plan-waitlist.js';
 import { createWaitlistService, type WaitlistService } from './waitlist/waitlist-service.js';
 
 /** The namespace used when neither the call nor `createVdi` names one. @category configuration */
@@ -118,6 +144,27 @@ export interface Vdi extends Omit<ClaimsService, 'claim'>, WaitlistService {
   readPoolStatus(options: PoolStatusOptions): Promise<PoolStatus>;
   /** One spare keeper pass over the VM pools of a namespace; see {@link keepSpares}. */
   keepSpares(options?: { namespace?: string }): Promise<KeepSparesPassResult>;
+  /** Gives a VM pool a schedule, or takes it away; see {@link setPoolSchedule}. */
+  setPoolSchedule(options: SetPoolScheduleOptions): Promise<SetPoolScheduleResult>;
+  /** One keeper pass over a scheduled VM pool; see {@link keepPoolSchedule}. */
+  keepPoolSchedule(options: {
+    name: string;
+    namespace?: string;
+    force?: boolean;
+  }): Promise<KeepScheduleOutcome>;
+  /** One keeper pass over the scheduled VM pools of a namespace; see {@link keepSchedules}. */
+  keepSchedules(options?: { namespace?: string }): Promise<KeepSchedulesPassResult>;
+  /** Moves a VM pool to a new golden VM; see {@link startPoolRollout}. */
+  startPoolRollout(options: StartPoolRolloutOptions): Promise<StartPoolRolloutResult>;
+  /** Pauses or resumes a pool's roll-out; see {@link setPoolRolloutPaused}. */
+  setPoolRolloutPaused(options: SetPoolRolloutPausedOptions): Promise<PoolRollout>;
+  /** One pass of a pool's roll-out; see {@link keepPoolRollout}. */
+  keepPoolRollout(options: KeepPoolRolloutOptions): Promise<KeepRolloutOutcome>;
+  /** One pass over the roll-outs under way in a namespace; see {@link keepRollouts}. */
+  keepRollouts(options?: {
+    namespace?: string;
+    fence?: () => Promise<void>;
+  }): Promise<KeepRolloutsPassResult>;
   /** Deletes a pool; see {@link deletePool}. */
   deletePool(options: DeletePoolOptions): Promise<DeletePoolResult>;
   /** Creates a container pool or replaces its spec; see {@link applyCtPool}. */
@@ -216,7 +263,13 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     goingDownWaitMs: parsed.goingDownWaitMs ?? defaultGoingDownWaitMs,
     newSessionId: randomUUID,
     backends: {},
-    checkEntitlement: checkPoolEntitlement,
+    poolKinds: { vm: vmPoolKind, ct: ctPoolKind },
+    claimPolicy: {
+      admit: checkPoolEntitlement,
+      heldForWaiters,
+      limitOf: lowestLimit,
+      refusedByLimit,
+    },
   };
   context.backends.vm = createVmBackend(context);
   context.backends.ct = createCtBackend(context);
@@ -231,6 +284,13 @@ export function createVdi(options: VdiOptions = {}): Vdi {
     resizePool: (resize) => resizePool(context, resize),
     setPool: (pool) => setPool(context, pool),
     keepSpares: (pass) => keepSpares(context, pass),
+    setPoolSchedule: (schedule) => setPoolSchedule(context, schedule),
+    keepPoolSchedule: (pass) => keepPoolSchedule(context, pass),
+    keepSchedules: (pass) => keepSchedules(context, pass),
+    startPoolRollout: (rollout) => startPoolRollout(context, rollout),
+    setPoolRolloutPaused: (paused) => setPoolRolloutPaused(context, paused),
+    keepPoolRollout: (pass) => keepPoolRollout(context, pass),
+    keepRollouts: (pass) => keepRollouts(context, pass),
     readPoolStatus: (status) => readPoolStatus(context, status),
     deletePool: (pool) => deletePool(context, pool),
     applyCtPool: (pool) => applyCtPool(context, pool),

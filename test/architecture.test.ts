@@ -107,15 +107,24 @@ function importTarget(file: string, specifier: string): string {
 const serviceFolders = [
   'claims/',
   'pools/',
+  'vm-pools/',
+  'ct-pools/',
   'sessions/',
-  'spares/',
   'connect-planner/',
   'capacity/',
   'usb/',
   'upgrade/',
   'leader/',
-  'waitlist/',
   'session-ends/',
+  'entitlements/',
+  'limits/',
+  'waitlist/',
+  'spares/',
+  'schedules/',
+  'rollouts/',
+  'pool-status/',
+  'metrics/',
+  'launch/',
 ];
 const frontEndFolders = ['cli/', 'broker/'];
 const browserFolders = ['client/', 'web/'];
@@ -215,6 +224,50 @@ function importCycles(files: Map<string, string>): string[] {
   return cycles;
 }
 
+/** The folder an import sits in, as the layers see it: `claims/`, or a file of src/ itself (`errors.ts`). */
+function folderOf(file: string): string {
+  const slash = file.indexOf('/');
+  return slash === -1 ? file : file.slice(0, slash + 1);
+}
+
+/**
+ * Every loop between folders, each as `a/ -> b/ -> a/` followed by one import that makes each step: a folder that
+ * imports another folder which, however indirectly, imports it back. A loop of files is one too, and is named by
+ * {@link importCycles}.
+ */
+function folderCycles(files: Map<string, string>): string[] {
+  const steps = new Map<string, Map<string, string>>();
+  for (const [file, source] of files) {
+    for (const specifier of importsOf(withoutComments(source))) {
+      if (!specifier.startsWith('.')) continue;
+      const target = importTarget(file, specifier);
+      const [from, to] = [folderOf(file), folderOf(target)];
+      if (from === to || !files.has(target)) continue;
+      const out = steps.get(from) ?? new Map<string, string>();
+      if (!out.has(to)) out.set(to, `${file} -> ${target}`);
+      steps.set(from, out);
+    }
+  }
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (folder: string) => {
+    state.set(folder, 'open');
+    path.push(folder);
+    for (const next of [...(steps.get(folder)?.keys() ?? [])].sort()) {
+      if (state.get(next) === 'open') {
+        const loop = [...path.slice(path.indexOf(next)), next];
+        const via = loop.slice(1).map((to, index) => steps.get(loop[index] as string)?.get(to));
+        cycles.push(`${loop.join(' -> ')} (${via.join('; ')})`);
+      } else if (!state.has(next)) visit(next);
+    }
+    path.pop();
+    state.set(folder, 'done');
+  };
+  for (const folder of [...steps.keys()].sort()) if (!state.has(folder)) visit(folder);
+  return cycles;
+}
+
 describe('the layers', () => {
   const files = sourceFiles();
 
@@ -228,6 +281,10 @@ describe('the layers', () => {
 
   it('have no import cycle anywhere, testing/ included', () => {
     expect(importCycles(files)).toEqual([]);
+  });
+
+  it('have no loop between folders: each folder stands above every folder it imports, testing/ included', () => {
+    expect(folderCycles(files)).toEqual([]);
   });
 });
 
@@ -257,6 +314,19 @@ describe('the architecture check itself', () => {
       ['d.ts', "import { a } from './a.js';"],
     ]);
     expect(importCycles(made)).toEqual(['a.ts -> b.ts -> c.ts -> a.ts']);
+  });
+
+  it('finds a loop between folders that no loop of files makes, naming an import of each step', () => {
+    const made = new Map([
+      ['claims/claim-desktop.ts', "import { planWaitlist } from '../waitlist/plan-waitlist.js';"],
+      ['waitlist/plan-waitlist.ts', "import { classifyClaim } from '../claims/claim-liveness.js';"],
+      ['claims/claim-liveness.ts', "import { VdiError } from '../errors.js';"],
+      ['errors.ts', ''],
+    ]);
+    expect(importCycles(made)).toEqual([]);
+    expect(folderCycles(made)).toEqual([
+      'claims/ -> waitlist/ -> claims/ (claims/claim-desktop.ts -> waitlist/plan-waitlist.ts; waitlist/plan-waitlist.ts -> claims/claim-liveness.ts)',
+    ]);
   });
 
   it('flags an adapter import and a clock read in a made-up core file', () => {

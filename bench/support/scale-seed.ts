@@ -1,6 +1,5 @@
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { shortHash } from '../../src/claims/hash.js';
-import { sanitizeLabelValue } from '../../src/claims/sanitize-label-value.js';
+import { shortHash } from '../../src/hash.js';
 import {
   assignedToKey,
   claimedAtAnnotation,
@@ -17,6 +16,7 @@ import {
 import type { KubeCluster } from '../../src/kube/cluster.js';
 import { makeKeepAliveClient } from '../../src/kube/connections.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
+import { sanitizeLabelValue } from '../../src/sanitize-label-value.js';
 import { inParallel } from './measure.js';
 
 // writes in flight while seeding: enough to keep the apiserver's two cores busy

@@ -27,7 +27,10 @@ export async function seedMembers(
   await inParallel(size, seedConcurrency, async (index) => {
     await kube.createVm(namespace, {
       metadata: { name: names[index] ?? '', labels: { [poolLabel]: pool } },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
   });
   return names;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { VdiError } from '../errors.js';
-import { parseDuration } from '../sessions/parse-duration.js';
+import { parseDuration } from '../parse-duration.js';
 import { dnsLabelPattern, maxNamespaceLength } from '../validate.js';
 import { defaultNamespace } from '../vdi.js';
 
@@ -33,6 +33,11 @@ export interface BrokerSettings {
   /** How long before an idle reclaim its holder is warned (an event and a banner), in ms; `0` sends none. */
   idleWarningMs?: number;
   /**
+   * How long before a reclaim for the maximum age its holder is warned (an event, the pool's webhook and a banner),
+   * in ms; `0` sends none.
+   */
+  reclaimWarningMs?: number;
+  /**
    * How many desktops one user may hold in all served pools of a namespace together; `0` sets no limit. A pool's
    * own `maxDesktopsPerUser` may be lower.
    */
@@ -63,6 +68,7 @@ export const brokerEnvironmentVariables = [
   'CORRAL_VDI_MAX_SESSION',
   'CORRAL_VDI_IDLE_TIMEOUT',
   'CORRAL_VDI_IDLE_WARNING',
+  'CORRAL_VDI_RECLAIM_WARNING',
   'CORRAL_MAX_DESKTOPS_PER_USER',
   'CORRAL_VDI_DRAIN_DELAY',
 ] as const;
@@ -118,6 +124,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
   CORRAL_VDI_MAX_SESSION: duration,
   CORRAL_VDI_IDLE_TIMEOUT: duration,
   CORRAL_VDI_IDLE_WARNING: duration,
+  CORRAL_VDI_RECLAIM_WARNING: duration,
   CORRAL_MAX_DESKTOPS_PER_USER: count,
   CORRAL_VDI_DRAIN_DELAY: duration,
 };
@@ -136,6 +143,7 @@ const parsers: Record<BrokerEnvironmentVariable, z.ZodType<unknown, string>> = {
  * | `CORRAL_VDI_MAX_SESSION` | maximum claim age (`8h`; `0` none) | `0` |
  * | `CORRAL_VDI_IDLE_TIMEOUT` | reclaim a desktop whose broker consoles carried no input this long (`30m`; `0` off) | `0` |
  * | `CORRAL_VDI_IDLE_WARNING` | warn this long before an idle reclaim (`5m`; `0` none) | `5m` |
+ * | `CORRAL_VDI_RECLAIM_WARNING` | warn this long before a reclaim for the maximum age (`5m`; `0` none) | `5m` |
  * | `CORRAL_MAX_DESKTOPS_PER_USER` | how many desktops one user may hold in a namespace (`2`; `0` none) | `0` |
  * | `CORRAL_VDI_DRAIN_DELAY` | keep serving this long after SIGTERM while `/readyz` fails (`10s`; `0` none) | `5s` |
  *
@@ -175,6 +183,7 @@ export function brokerOptionsFromEnv(
     maxSessionMs: read('CORRAL_VDI_MAX_SESSION', 0),
     idleTimeoutMs: read('CORRAL_VDI_IDLE_TIMEOUT', 0),
     idleWarningMs: read('CORRAL_VDI_IDLE_WARNING', 5 * 60_000),
+    reclaimWarningMs: read('CORRAL_VDI_RECLAIM_WARNING', 5 * 60_000),
     maxDesktopsPerUser: read('CORRAL_MAX_DESKTOPS_PER_USER', 0),
     drainDelayMs: read('CORRAL_VDI_DRAIN_DELAY', defaultDrainDelayMs),
   };

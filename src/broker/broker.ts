@@ -6,7 +6,8 @@ import type { VdiEvents } from '../events.js';
 import { createLeaderElector, type LeaderElector } from '../leader/leader-elector.js';
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
-import { formatDuration } from '../sessions/parse-duration.js';
+import { formatDuration } from '../parse-duration.js';
+import { readRolloutCounts } from '../rollouts/read-rollout-counts.js';
 import { defaultReclaimPolicy } from '../sessions/plan-reclaim.js';
 import {
   type ConsoleHandle,
@@ -182,6 +183,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const metrics = createBrokerMetrics({
     ctx,
     readPools: () => readPoolCounts(ctx, namespaces),
+    readRollouts: () => readRolloutCounts(ctx, namespaces),
     readConsoles: () => consoles.list(),
     log,
   });
@@ -266,7 +268,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const notFound = () => answerFailure('NOT_FOUND', 'Not found.');
   const loopOptions = { vdi, namespaces, intervalMs: settings.sessions.intervalMs ?? 30_000, log };
   const ctPools = createCtReconcileLoop(loopOptions);
-  const spares = createSparesLoop(loopOptions);
+  const spares = createSparesLoop({ ...loopOptions, fence: leader?.fence });
   let loopsRunning = false;
   let stopping = false;
   let draining: Promise<void> | undefined;

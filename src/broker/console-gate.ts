@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { canOpenConsole } from '../access.js';
+import { canOpenConsole } from '../claims/access.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
 import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';

@@ -1,7 +1,7 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { canOpenConsole } from '../access.js';
+import { canOpenConsole } from '../claims/access.js';
 import { readMemberAs } from '../claims/read-held-member.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { ConsoleStream, DesktopKind, MemberConsole } from '../desktop-backend.js';
@@ -13,7 +13,7 @@ import type { ConsoleEnd, ConsoleHandle, ConsoleKind, SessionEngine } from '../s
 import { answerError, answerFailure } from './answers.js';
 import type { Caller } from './caller-access.js';
 import { createConsoleInputDetector } from './console-input.js';
-import { type ConsoleRelay, consoleCloseCodes, type RelayStats, relayConsole } from './console-relay.js';
+import { type ConsoleRelay, closeCodeOf, type RelayStats, relayConsole } from './console-relay.js';
 import type { BrokerResponse } from './http-io.js';
 import { consumeRdpToken, type RdpTarget, resolveRdpTarget } from './rdp-access.js';
 import { runRdpConsole } from './rdp-console.js';
@@ -104,10 +104,6 @@ function checkHandshake(request: IncomingMessage): string | undefined {
   if (!['8', '13'].includes(request.headers['sec-websocket-version'] ?? ''))
     return 'Only websocket version 13 is served.';
   return undefined;
-}
-
-function closeCodeOf(end: ConsoleEnd): number {
-  return end.cause === 'released' ? consoleCloseCodes.released : consoleCloseCodes.reclaimed;
 }
 
 /** Builds the console websockets of a broker. */
@@ -226,6 +222,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): ConsoleProxy {
     if (socket.destroyed) return;
     server.handleUpgrade(request, socket, head, (client) => {
       const running = runRdpConsole(client, {
+        clientSocket: socket,
         target: resolved,
         limits: { handshakeTimeoutMs: limits.rdpHandshakeTimeoutMs, highWaterBytes: limits.highWaterBytes },
         consumeToken: (token) => consumeRdpToken(ctx, resolved, caller, token),

@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import type { ConsoleEnd } from '../sessions/session-engine.js';
 import type { FramedMessage } from './terminal-framing.js';
 
 /**
@@ -14,6 +15,11 @@ export const consoleCloseCodes = {
   /** The session policy reclaimed the desktop; the reason names the rule. */
   reclaimed: 4002,
 } as const;
+
+/** The close code of a console a release (4001) or a reclaim (4002) ended. */
+export function closeCodeOf(end: ConsoleEnd): number {
+  return end.cause === 'released' ? consoleCloseCodes.released : consoleCloseCodes.reclaimed;
+}
 
 /** Limits of {@link relayConsole}. */
 export interface RelayLimits {

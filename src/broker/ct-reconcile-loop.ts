@@ -1,5 +1,5 @@
 import { listCtPoolNames } from '../ct/ct-pool-store.js';
-import type { ReconcileCtPoolResult } from '../ct/reconcile-ct-pool.js';
+import type { ReconcileCtPoolResult } from '../ct-pools/reconcile-ct-pool.js';
 import { formatPoolId } from '../ids.js';
 import type { Vdi } from '../vdi.js';
 import { createPeriodicPass, type PeriodicPass } from './periodic-pass.js';

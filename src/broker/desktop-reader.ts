@@ -1,4 +1,4 @@
-import { canInspect } from '../access.js';
+import { canInspect } from '../claims/access.js';
 import type { DesktopView } from '../claims/desktop-view.js';
 import { readDesktopAs } from '../claims/read-held-member.js';
 import type { VdiContext } from '../context.js';
@@ -33,7 +33,7 @@ export interface DesktopReader {
 
 const nullable = <T>(value: T | undefined): T | null => (value === undefined ? null : value);
 
-function desktopBody(view: DesktopView, session: DesktopSession): DesktopBody {
+function desktopBody(view: DesktopView, session: DesktopSession, now: Date): DesktopBody {
   return {
     id: view.id,
     kind: view.kind,
@@ -54,6 +54,9 @@ function desktopBody(view: DesktopView, session: DesktopSession): DesktopBody {
     reclaimAt: nullable(session.reclaimAt),
     reclaimReason: nullable(session.reclaimReason),
     ...(session.idleWarning ? { idleWarning: true } : {}),
+    ...(session.reclaimWarning && session.reclaimAt !== undefined
+      ? { reclaimWarning: true, reclaimInMs: Date.parse(session.reclaimAt) - now.getTime() }
+      : {}),
   };
 }
 
@@ -85,7 +88,11 @@ export function createDesktopReader(
       }
     },
     describe: (view, lease) =>
-      desktopBody(view, sessions.describe({ namespace: view.namespace, member: view.member, lease })),
+      desktopBody(
+        view,
+        sessions.describe({ namespace: view.namespace, member: view.member, lease }),
+        ctx.clock.now(),
+      ),
     async leasesByName() {
       const lists = await Promise.all(
         namespaces.map((namespace) =>

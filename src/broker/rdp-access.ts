@@ -1,9 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { canOpenConsole } from '../access.js';
-import { leaseNameFor } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
+import { canOpenConsole } from '../claims/access.js';
 import { readMemberAs } from '../claims/read-held-member.js';
-import { rdpPort } from '../connect-planner/plan-connect.js';
+import { rdpPort } from '../connect-facts.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
@@ -11,7 +9,9 @@ import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { rdpTokensAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { claimKeyOf } from '../sessions/plan-reclaim-pass.js';
+import { leaseNameFor } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import { claimKeyOf } from '../sessions/claim-key.js';
 import { updateClaimLease } from '../sessions/update-claim-lease.js';
 import type { Caller } from './caller-access.js';
 

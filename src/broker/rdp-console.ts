@@ -1,8 +1,9 @@
 import { connect as connectTcp, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { connect as connectTls, type DetailedPeerCertificate, type TLSSocket } from 'node:tls';
 import type { WebSocket } from 'ws';
 import type { ConsoleEnd, ConsoleHandle } from '../sessions/session-engine.js';
-import { type ConsoleRelay, consoleCloseCodes, type RelayStats } from './console-relay.js';
+import { type ConsoleRelay, closeCodeOf, type RelayStats } from './console-relay.js';
 import {
   decodeRdCleanPathPdu,
   encodeRdCleanPathPdu,
@@ -32,6 +33,8 @@ const maxConfirmBytes = 512;
 
 /** What an RDP console needs of the broker once its websocket is open. */
 export interface RdpConsoleOptions {
+  /** The browser's connection under the websocket, as the upgrade handed it over. */
+  clientSocket: Duplex;
   target: RdpTarget;
   limits: RdpHandshakeLimits;
   /** Uses up the request's proxy token (see `consumeRdpToken`). */
@@ -343,10 +346,7 @@ export function runRdpConsole(client: WebSocket, options: RdpConsoleOptions): Co
     handle = await opening;
     const onEnded = () => {
       const reason = handle?.ended.reason as ConsoleEnd;
-      end(
-        reason.cause === 'released' ? consoleCloseCodes.released : consoleCloseCodes.reclaimed,
-        reason.message,
-      );
+      end(closeCodeOf(reason), reason.message);
     };
     handle.ended.addEventListener('abort', onEnded, { once: true });
     cleanups.push(() => handle?.ended.removeEventListener('abort', onEnded));
@@ -420,17 +420,33 @@ export function runRdpConsole(client: WebSocket, options: RdpConsoleOptions): Co
         });
       }
     });
+    const onSent = () => {
+      if (tls.isPaused() && client.bufferedAmount <= limits.highWaterBytes / 2) tls.resume();
+    };
+    let corked = false;
     tls.on('data', (chunk: Buffer) => {
       if (client.readyState !== client.OPEN) return;
+      if (!corked) {
+        // TLS hands over one record (at most 16 KiB) at a time: the messages of one turn leave in one write
+        corked = true;
+        options.clientSocket.cork();
+        setImmediate(() => {
+          corked = false;
+          options.clientSocket.uncork();
+        });
+      }
       stats.bytesToClient += chunk.length;
-      client.send(chunk, { binary: true }, () => {
-        if (tls.isPaused() && client.bufferedAmount <= limits.highWaterBytes / 2) tls.resume();
-      });
+      client.send(chunk, { binary: true }, onSent);
       if (client.bufferedAmount > limits.highWaterBytes) tls.pause();
     });
     tls.once('end', () => end(1000, "The desktop's RDP connection closed."));
     tls.once('error', () => end(1011, "The desktop's RDP connection dropped."));
-    tls.once('close', () => end(1000, "The desktop's RDP connection closed."));
+    tls.once('close', () => {
+      // a console whose desktop was released goes down with its member: it closes saying so
+      const ending = handle?.ending();
+      if (ending) end(closeCodeOf(ending), ending.message);
+      else end(1000, "The desktop's RDP connection closed.");
+    });
   }
 
   return {

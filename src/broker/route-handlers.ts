@@ -1,18 +1,19 @@
 import type { z } from 'zod/mini';
-import { canUsePool, type PoolEntitlement } from '../access.js';
 import type { AuditRecord } from '../audit.js';
+import { canUsePool, type PoolEntitlement } from '../claims/access.js';
 import type { ClaimResult } from '../claims/claim-desktop.js';
 import { claimOutcomeOf } from '../claims/claim-outcome.js';
-import { shortHash } from '../claims/hash.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { connect } from '../connect-planner/connect.js';
-import type { CtPoolView } from '../ct/ct-pool-service.js';
+import type { CtPoolView } from '../ct-pools/ct-pool-service.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import { sessionIdAnnotation } from '../keys.js';
+import { leaseNameFor } from '../lease-name.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { listPools } from '../pools/pool-service.js';
+import { consoleEndFor } from '../sessions/console-tracker.js';
 import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
 import type { Caller } from './caller-access.js';
@@ -340,7 +341,7 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
                 namespace: params.ns,
                 member: params.member,
                 reset: released.reset,
-                end: { cause: 'released', message: 'The desktop was released; claim a desktop to go on.' },
+                end: consoleEndFor(),
               })
               .catch((error: unknown) =>
                 log(`broker: ending the consoles of ${view.id} failed: ${String(error)}`),

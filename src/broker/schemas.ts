@@ -81,10 +81,20 @@ export const desktopSchema = z
       .register(z.globalRegistry, { description: 'A console of the desktop is open through this broker.' }),
     disconnectedAt: nullableTimestamp('When the disconnect grace began.'),
     reclaimAt: nullableTimestamp('When the reclaim policy takes the desktop back unless something changes.'),
-    reclaimReason: z.nullable(z.enum(['disconnect-grace', 'max-duration', 'idle', 'not-entitled'])),
+    reclaimReason: z.nullable(
+      z.enum(['disconnect-grace', 'max-duration', 'idle', 'not-entitled', 'roll-out']),
+    ),
     idleWarning: z.optional(z.boolean()).register(z.globalRegistry, {
       description:
         'Present and true while the desktop is about to be reclaimed as idle: input on a console keeps it.',
+    }),
+    reclaimWarning: z.optional(z.boolean()).register(z.globalRegistry, {
+      description:
+        'Present and true while the holder is warned of the reclaim at `reclaimAt` for `reclaimReason` (idle, max-duration or roll-out).',
+    }),
+    reclaimInMs: z.optional(z.int()).register(z.globalRegistry, {
+      description:
+        "With `reclaimWarning`: the milliseconds left until `reclaimAt` by the broker's clock when it answered, for a countdown that a wrong clock on the caller's side does not skew.",
     }),
   })
   .register(componentRegistry, { id: 'Desktop', description: 'A pool member as its holder sees it.' });

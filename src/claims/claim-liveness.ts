@@ -9,8 +9,8 @@ import {
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
-import { leaseNameFor } from './lease-name.js';
-import { parseRfc3339 } from './parse-time.js';
+import { leaseNameFor } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
 
 /**
  * What a claim Lease says at one instant.

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import { leaseNamePrefix } from '../keys.js';
 import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { shortHash } from './hash.js';
 import { deleteLeaseAsRead } from './lease-writes.js';
 
 /**

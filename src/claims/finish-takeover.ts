@@ -6,7 +6,7 @@ import { VdiError } from '../errors.js';
 import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { failureReason } from './failure-reason.js';
-import { clearResetMark } from './lease-writes.js';
+import { clearResetMark, recordedSourceOf } from './lease-writes.js';
 import { isGoingDown } from './plan-claim.js';
 import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
@@ -64,7 +64,7 @@ export async function finishTakeover(
   }
   await fence();
   try {
-    await backend.resetMember({ namespace, member, pool });
+    await backend.resetMember({ namespace, member, pool }, { source: recordedSourceOf(current, pool) });
   } catch (error) {
     const failed = new VdiError(
       facts.ephemeral ? 'RECREATE_FAILED' : 'STOP_FAILED',

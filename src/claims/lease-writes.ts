@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import {
   holderGroupsAnnotation,
   leaseDurationSeconds,
@@ -8,16 +9,16 @@ import {
   leaseKindLabel,
   leaseMemberLabel,
   leasePoolLabel,
+  releaseCauseAnnotation,
   releasingAnnotation,
   resetDueAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { shortHash } from './hash.js';
-import { leaseNameFor } from './lease-name.js';
+import { leaseNameFor } from '../lease-name.js';
+import { isValidLabelValue } from '../sanitize-label-value.js';
 import { isReleasing } from './releasing-mark.js';
-import { isValidLabelValue } from './sanitize-label-value.js';
 
 /** The member a new claim is for, and its claimant. */
 export interface ClaimTarget {
@@ -72,6 +73,16 @@ function newLease(ctx: VdiContext, target: ClaimTarget, resetDue: boolean): Leas
     },
     spec: { holderIdentity: identity, acquireTime: now, renewTime: now, leaseDurationSeconds },
   };
+}
+
+/**
+ * The source a claim recorded for its ephemeral member when it was written, when the claim is of `pool`:
+ * what a reset makes the member from once the member's own object is gone.
+ */
+export function recordedSourceOf(lease: LeaseObject | undefined, pool: string): string | undefined {
+  return lease?.metadata.labels?.[leasePoolLabel] === pool
+    ? lease.metadata.annotations?.[sourceAnnotation]
+    : undefined;
 }
 
 /**
@@ -145,18 +156,21 @@ export async function renewClaimLease(
 }
 
 /**
- * Makes a claim the release's own: marks its Lease releasing for its session and renews it, so no claimant takes
- * the member while it is reset. Conditional on the resourceVersion it was read at.
+ * Makes a claim the release's own: marks its Lease releasing for its session, with what ends it (`cause`, see
+ * {@link releaseCauseAnnotation}), and renews it, so no claimant takes the member while it is reset. Conditional on
+ * the resourceVersion it was read at.
  *
  * @returns the Lease as written, or `undefined` when it changed or went meanwhile.
  */
 export async function markClaimReleasing(
   ctx: VdiContext,
   lease: LeaseObject,
+  cause: string,
 ): Promise<LeaseObject | undefined> {
   const annotations = {
     ...lease.metadata.annotations,
     [releasingAnnotation]: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
+    [releaseCauseAnnotation]: cause,
   };
   try {
     return await ctx.cluster.replaceLease(lease.metadata.namespace ?? '', {
@@ -191,7 +205,11 @@ export async function unmarkClaimReleasing(ctx: VdiContext, lease: LeaseObject):
       current.metadata.annotations?.[sessionIdAnnotation] === sessionId;
     if (!same) return false;
     if (!isReleasing(current)) return true;
-    const { [releasingAnnotation]: _mark, ...annotations } = current.metadata.annotations ?? {};
+    const {
+      [releasingAnnotation]: _mark,
+      [releaseCauseAnnotation]: _cause,
+      ...annotations
+    } = current.metadata.annotations ?? {};
     try {
       await ctx.cluster.replaceLease(namespace, {
         ...current,

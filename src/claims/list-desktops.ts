@@ -3,6 +3,7 @@ import { backendFor, type VdiContext } from '../context.js';
 import { type DesktopBackend, type DesktopKind, defaultDesktopKind } from '../desktop-backend.js';
 import { leaseMemberLabel, leasePoolLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import {
   identitySchema,
   memberNameSchema,
@@ -13,7 +14,6 @@ import {
 } from '../validate.js';
 import { claimHolder, classifyMemberClaim } from './claim-liveness.js';
 import { type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
-import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 import { readDesktopMarks } from './read-held-member.js';
 import { claimedKindOf } from './read-member-claim.js';
 

@@ -2,10 +2,10 @@ import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { leaseMemberLabel, leaseNamePrefix, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
 import { classifyLease, classifyMemberClaim, isClaimable } from './claim-liveness.js';
 import { type MemberClassification, tellPoolMember } from './classify-member.js';
-import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
 import { isReleasing } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
 

@@ -1,12 +1,12 @@
-import { canRelease } from '../access.js';
 import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
 import type { VdiErrorCode } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { leasePoolLabel, sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberNotFoundReason } from '../member-not-found.js';
+import { canRelease } from './access.js';
 import type { ClaimMarks } from './claim-liveness.js';
 import { classifyPoolMember } from './classify-member.js';
-import { memberNotFoundReason } from './member-not-found.js';
 import { isReleasing } from './releasing-mark.js';
 
 /** What {@link planRelease} looks at. @category claims */

@@ -1,7 +1,7 @@
 import type { MemberFacts } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberFromLeaseName } from '../lease-name.js';
 import { type ClaimLiveness, classifyMemberClaim, isClaimable } from './claim-liveness.js';
-import { memberFromLeaseName } from './lease-name.js';
 import { isGoingDown } from './plan-claim.js';
 
 /** Where a {@link PoolClaimIndex} looks a member up: the process's caches, without a request. */

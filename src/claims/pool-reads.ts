@@ -1,9 +1,8 @@
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MembersPage } from '../desktop-backend.js';
-import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel } from '../keys.js';
+import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel, waiterLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { waiterLabel } from '../waitlist/waitlist-keys.js';
-import { leaseNameFor, memberFromLeaseName } from './lease-name.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { PoolClaimIndex } from './pool-index.js';
 
 /** A pool as one read saw it: its members and their claim Leases. */

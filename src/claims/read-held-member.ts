@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { type AccessDecision, type AccessRequest, canStart, refusalError } from '../access.js';
 import { backendFor, type VdiContext } from '../context.js';
 import {
   type DesktopBackend,
@@ -10,6 +9,7 @@ import {
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberNotFoundReason } from '../member-not-found.js';
 import {
   identitySchema,
   memberNameSchema,
@@ -17,11 +17,11 @@ import {
   parseOptions,
   validateNamespace,
 } from '../validate.js';
+import { type AccessDecision, type AccessRequest, canStart, refusalError } from './access.js';
 import { classifyPoolMember } from './classify-member.js';
 import { type DesktopMarks, type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
-import { memberNotFoundReason } from './member-not-found.js';
 import { readMemberClaim } from './read-member-claim.js';
-import { isReleasing } from './releasing-mark.js';
+import { isReleasing, leavesDesktopDuringRelease } from './releasing-mark.js';
 
 /** Options naming one member and the caller. @category claims */
 export interface MemberOptions {
@@ -55,7 +55,8 @@ export interface HeldMember {
 
 /**
  * Reads a member by name and checks, by {@link canStart}, that the caller may use it: a claim being released
- * is `CLAIM_ENDED`, so neither a start nor a renewal races the release.
+ * is `CLAIM_ENDED`, so a renewal never races the release; with `duringRelease` (a start) only once the release
+ * has stopped or deleted the member ({@link leavesDesktopDuringRelease}).
  *
  * @throws {@link VdiError} `INVALID_INPUT`, `MEMBER_NOT_FOUND`, `NOT_HOLDER`, `CLAIM_ENDED`, `CLAIM_EXPIRED`.
  */
@@ -63,6 +64,7 @@ export async function readHeldMember(
   ctx: VdiContext,
   options: MemberOptions,
   call: string,
+  { duringRelease = false }: { duringRelease?: boolean } = {},
 ): Promise<HeldMember> {
   const { member, identity, namespace: asked, asAdmin, kind } = parseOptions(memberSchema, options, call);
   const namespace = validateNamespace(asked ?? ctx.defaultNamespace);
@@ -75,12 +77,8 @@ export async function readHeldMember(
     decide: canStart,
   });
   const desktopId = formatDesktopId({ kind: backend.kind, namespace, member });
-  if (isReleasing(lease)) {
-    throw new VdiError(
-      'CLAIM_ENDED',
-      `${desktopId} is being released: its member is being stopped or made again. Should the release fail, the desktop stays yours as it was; start it again then.`,
-      { details: { desktopId } },
-    );
+  if (lease && isReleasing(lease) && !(duringRelease && leavesDesktopDuringRelease(facts, lease))) {
+    throw releasedMeanwhile(desktopId);
   }
   if (facts === undefined || facts.deleting) {
     throw new VdiError(
@@ -167,4 +165,13 @@ export async function readMemberAs(
   const decision = decide({ state, identity, isAdmin, desktopId });
   if (decision.kind === 'refused') throw refusalError(decision);
   return read;
+}
+
+/** The refusal of a call on a claim whose release has stopped, or is making again, its member. */
+export function releasedMeanwhile(desktopId: string): VdiError {
+  return new VdiError(
+    'CLAIM_ENDED',
+    `${desktopId} is being released and its member has been stopped, or is being made again: the claim ends as the release finishes. Should the release fail, the desktop stays yours; start it again then.`,
+    { details: { desktopId } },
+  );
 }

@@ -2,8 +2,8 @@ import type { VdiContext } from '../context.js';
 import type { DesktopBackend, DesktopKind, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { leaseKindLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { leaseNameFor } from './lease-name.js';
-import { memberOfOtherKind } from './member-not-found.js';
+import { leaseNameFor } from '../lease-name.js';
+import { memberOfOtherKind } from '../member-not-found.js';
 
 /** A member as its backend reads it and its claim Lease, each `undefined` when there is none. */
 export interface MemberClaim {

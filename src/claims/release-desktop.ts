@@ -13,7 +13,12 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
 import { failureReason } from './failure-reason.js';
-import { deleteReleasingLease, markClaimReleasing, unmarkClaimReleasing } from './lease-writes.js';
+import {
+  deleteReleasingLease,
+  markClaimReleasing,
+  recordedSourceOf,
+  unmarkClaimReleasing,
+} from './lease-writes.js';
 import { planRelease, type ReleasePlan } from './plan-release.js';
 import { readMemberClaim } from './read-member-claim.js';
 import { isReleasing } from './releasing-mark.js';
@@ -52,22 +57,30 @@ export interface ReleaseMemberOptions {
    * delete); a throw stops the release there, as a crash would, and a later release finishes it.
    */
   fence?: () => Promise<void>;
+  /**
+   * What the releasing mark says ends the claim (`corral.dev/vdi-release-cause`): `released`, or `reclaimed <reason>`
+   * for the session engine's policy. Every broker replica closes the desktop's consoles by it.
+   * @defaultValue `'released'`
+   */
+  cause?: string;
 }
 
 /**
  * Resets a member and ends its claim: the one release path, used by holders, administrators and the reclaim
  * policy. {@link planRelease} decides. The release first makes the claim its own: it marks the Lease
  * `corral.dev/vdi-releasing` with its resourceVersion as precondition, so a claim or renewal that raced it loses
- * and nothing else is touched. Then a persistent VM member's copy is removed and the claim's session recorded as
- * released on it (a write even without a copy, which a presentation of that claim racing the release meets), or
- * another member's copy is cleared, best-effort; then a persistent member is stopped (its disks stay), an
- * ephemeral one recreated from its golden VM; then the Lease is deleted. A desktop without a Lease (a v0.6.0 or
- * orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from taking it meanwhile.
- * A reset that fails while the member is still the one the release found (the stop refused, or a recreate that
- * failed before it deleted the member) gives the claim back as the holder had it: the member's copy written back,
- * the mark removed; the holder keeps using the desktop, and the next release or reclaim pass tries again. Any other
- * failed step (a write, a crash, a recreate that failed after the delete) leaves the Lease marked releasing under
- * the same holder, and the next release, or the pass once the mark is stale or the member gone, finishes it.
+ * and nothing else is touched. Then a member that is not a persistent VM has its copy cleared, best-effort; then a
+ * persistent member is stopped (its disks stay), an ephemeral one recreated from its golden VM (its replacement made
+ * beside it first); then, once a persistent VM member's stop was accepted, its copy is removed and the claim's session
+ * recorded as released on it (a write even without a copy, which a start or presentation of that claim racing the
+ * release meets; a start that landed after the stop is stopped again first); then the Lease is deleted. Until the
+ * stop is accepted or the member deleted, the holder may start the desktop and open consoles. A desktop without a
+ * Lease (a v0.6.0 or orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from
+ * taking it meanwhile. A reset that fails while the member is still the one the release found (the stop refused,
+ * or a recreate whose clone failed before the member's delete) gives the claim back as the holder had it: the mark
+ * removed; the holder keeps using the desktop, and the next release or reclaim pass tries again. Any other failed
+ * step (a write, a crash, a recreate that failed after the delete) leaves the Lease marked releasing under the
+ * same holder, and the next release, or the pass once the mark is stale or the member gone, finishes it.
  *
  * @throws {@link VdiError} `CLAIM_ENDED`, `NOT_HOLDER`, `CLAIM_CHANGED`, `STOP_FAILED`, `RECREATE_FAILED`,
  *   `MEMBER_NOT_FOUND`; `CONFLICT` (retryable) when the member kept changing while its release was recorded;
@@ -88,28 +101,18 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
   const fence = options.fence ?? (async () => {});
   let presentationError: unknown;
   const session = sessionOf(plan, lease);
-  if (plan.clearPresentation && session && backend.sealRelease) {
-    await fence();
-    // First, and always a write: a presentation of this claim read before it is refused, and one read after it
-    // sees the session released, so the claim neither presents itself nor starts the member (see PresentOutcome)
-    try {
-      await backend.sealRelease({ namespace, member }, holder, session);
-    } catch (error) {
-      await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
-      throw error;
-    }
-  } else if (plan.clearPresentation && plan.lease) {
+  const ref = { namespace, member, pool: plan.pool };
+  // a persistent VM member records the release once its stop was accepted: until then the desktop is the holder's
+  const seals = plan.clearPresentation && session !== undefined && backend.sealRelease !== undefined;
+  if (plan.clearPresentation && plan.lease && !seals) {
     await fence();
     // First, so that a start of this claim read before the releasing mark is refused: it is conditional on the
     // member as that start read it, and this write changes the member. A copy left on a stopped member without a
     // Lease reads as free, so the release goes on either way.
     presentationError = await clearCopy(backend, { namespace, member }, holder);
   }
-  let reset: ResetHow;
-  await fence();
-  try {
-    reset = await backend.resetMember({ namespace, member, pool: plan.pool });
-  } catch (error) {
+  // A reset that fails gives the claim back while the member is the one found, and answers as the reset failed
+  const failReset = async (error: unknown): Promise<never> => {
     // a concurrent release of the same claim may have ended it meanwhile: answer as a repeated release would
     await refuseIfEnded(ctx, backend, { ...options, namespace, expectedSessionId: session });
     const kept = await giveBack(ctx, backend, { namespace, member, plan, lease, before, fence });
@@ -123,6 +126,26 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
     );
     await recordAudit(ctx, { action, user: actor, target: auditTarget, error: failed });
     throw failed;
+  };
+  await fence();
+  // what an ephemeral member is made from once its object no longer says: the source its claim recorded
+  const resetOptions = { source: recordedSourceOf(lease, plan.pool) };
+  let reset = await backend.resetMember(ref, resetOptions).catch(failReset);
+  for (let round = 1; seals; round += 1) {
+    // the record comes once the stop was accepted; a start of the holder that landed after the stop makes the member
+    // ask to run again, and it is stopped again before the record
+    await fence();
+    let sealed: boolean | undefined;
+    try {
+      sealed = await backend.sealRelease?.({ namespace, member }, holder, session);
+      if (sealed === false && round === sealAttempts) throw startedAgain(desktopId);
+    } catch (error) {
+      await recordAudit(ctx, { action, user: actor, target: auditTarget, error });
+      throw error;
+    }
+    if (sealed !== false) break;
+    await fence();
+    reset = await backend.resetMember(ref, resetOptions).catch(failReset);
   }
   if (plan.clearPresentation && !plan.lease) {
     await fence();
@@ -151,6 +174,17 @@ export async function releaseMember(ctx: VdiContext, options: ReleaseMemberOptio
 
 type ResetPlan = Extract<ReleasePlan, { kind: 'reset' }>;
 
+// each round needs a start of the holder to land between a stop and the record: a few are plenty
+const sealAttempts = 5;
+
+function startedAgain(desktopId: string): VdiError {
+  return new VdiError(
+    'CONFLICT',
+    `${desktopId} was started again each time its release stopped it, so the release is not recorded yet; release it again.`,
+    { retryable: true, details: { desktopId } },
+  );
+}
+
 /** Clears the holder's copy, best-effort: the error, unless it is none or a copy that changed meanwhile. */
 async function clearCopy(
   backend: DesktopBackend,
@@ -165,8 +199,8 @@ async function clearCopy(
 
 /**
  * After a reset that failed, gives the claim back to its holder as they had it, while the member is still the one
- * the release found (not deleted or made again part-way through a recreate): the presentation the release sealed is
- * written back, then the releasing mark removed. Best-effort: a write that fails leaves the mark, and the next
+ * the release found (not deleted or made again part-way through a recreate): the releasing mark is removed (the
+ * member's copy stays, as the release records itself on the member only once its stop was accepted). Best-effort: a write that fails leaves the mark, and the next
  * release, or the pass once the mark is stale, finishes the release as after a crash.
  *
  * @returns whether the claim is the holder's again, unmarked.
@@ -197,17 +231,6 @@ async function giveBack(
       return false;
     }
     if (current.metadata.annotations?.[sessionIdAnnotation] !== session) return false;
-    if (plan.clearPresentation && backend.unsealRelease) {
-      await attempt.fence();
-      await backend.unsealRelease(
-        { namespace, member },
-        {
-          holder: plan.holder,
-          claimedAt: current.spec.acquireTime ?? ctx.clock.now().toISOString(),
-          sessionId: session,
-        },
-      );
-    }
     await attempt.fence();
     return await unmarkClaimReleasing(ctx, current);
   } catch {
@@ -258,7 +281,7 @@ async function takeClaim(
     if (plan.kind === 'refuse') throw new VdiError(plan.code, plan.reason, { details: plan.details });
     if (lease === undefined || plan.resume) return { plan, lease, facts };
     await options.fence?.();
-    const marked = await markClaimReleasing(ctx, lease);
+    const marked = await markClaimReleasing(ctx, lease, options.cause ?? 'released');
     if (marked) return { plan, lease: marked, facts };
     expectedSessionId ??= lease.metadata.annotations?.[sessionIdAnnotation] ?? '';
     if (attempt === takeAttempts) {

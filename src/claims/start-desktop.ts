@@ -8,8 +8,8 @@ import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
 import { finishTakeover, waitUntilDown } from './finish-takeover.js';
 import { isGoingDown, isHandedOut } from './plan-claim.js';
-import { type MemberOptions, readHeldMember } from './read-held-member.js';
-import { isReleasing } from './releasing-mark.js';
+import { type MemberOptions, readHeldMember, releasedMeanwhile } from './read-held-member.js';
+import { isReleasing, leavesDesktopDuringRelease } from './releasing-mark.js';
 import { isResetDue } from './reset-mark.js';
 
 // a few rereads are normal while the member's status changes between the read and the start
@@ -19,15 +19,22 @@ const startAttempts = 5;
 export type StartOutcome = { kind: 'started' } | { kind: 'failed'; error: unknown } | { kind: 'released' };
 
 /**
- * Whether `lease`'s claim still holds: its Lease has the same session and no release has marked it. A read that
- * fails leaves the claim as it was last seen: as far as anyone can tell it holds.
+ * Whether `lease`'s claim still holds: its Lease has the same session and no release has marked it, or, given the
+ * member as read before this read (`duringRelease`), a release marked it that has not stopped or deleted that
+ * member yet ({@link leavesDesktopDuringRelease}). A read that fails leaves the claim as it was last seen: as far as
+ * anyone can tell it holds.
  */
-export async function holdsStill(ctx: VdiContext, lease: LeaseObject): Promise<boolean> {
+export async function holdsStill(
+  ctx: VdiContext,
+  lease: LeaseObject,
+  duringRelease?: MemberFacts,
+): Promise<boolean> {
   const current = await ctx.cluster
     .getLease(lease.metadata.namespace ?? '', lease.metadata.name ?? '')
     .catch(() => lease);
   const session = (read: LeaseObject) => read.metadata.annotations?.[sessionIdAnnotation];
-  return current !== undefined && session(current) === session(lease) && !isReleasing(current);
+  if (current === undefined || session(current) !== session(lease)) return false;
+  return !isReleasing(current) || leavesDesktopDuringRelease(duringRelease, current);
 }
 
 /**
@@ -41,7 +48,7 @@ export async function startClaimedMember(
   ctx: VdiContext,
   backend: DesktopBackend,
   member: MemberFacts,
-  claim: { identity: string; lease: LeaseObject },
+  claim: { identity: string; lease: LeaseObject; duringRelease?: boolean },
 ): Promise<StartOutcome> {
   const ref = { namespace: member.namespace, member: member.member };
   const { desktopId } = member;
@@ -62,7 +69,9 @@ export async function startClaimedMember(
       // the member first, then the claim: the order the conditional start relies on
       const read = await backend.readMember(ref);
       if (read === undefined) return failed(memberGone(desktopId));
-      if (!(await holdsStill(ctx, claim.lease))) return { kind: 'released' };
+      if (!(await holdsStill(ctx, claim.lease, claim.duringRelease ? read : undefined))) {
+        return { kind: 'released' };
+      }
       asRead = read;
     } catch (error) {
       return failed(error);
@@ -85,7 +94,8 @@ function memberGone(desktopId: string): VdiError {
  *   for the last holder's guest to go (about ten seconds).
  */
 export async function startDesktop(ctx: VdiContext, options: MemberOptions): Promise<DesktopView> {
-  const held = await readHeldMember(ctx, options, 'start');
+  // the holder keeps the desktop until a release stopped or deleted its member: a start is refused only then
+  const held = await readHeldMember(ctx, options, 'start', { duringRelease: true });
   const { identity, backend } = held;
   let { facts, lease } = held;
   const { desktopId } = facts;
@@ -104,13 +114,7 @@ export async function startDesktop(ctx: VdiContext, options: MemberOptions): Pro
     }
   }
   const outcome = await startHeld(ctx, backend, facts, { identity, lease });
-  if (outcome.kind === 'released') {
-    throw new VdiError(
-      'CLAIM_ENDED',
-      `${desktopId} is being released: its member is being stopped or made again. Should the release fail, the desktop stays yours as it was; start it again then.`,
-      { details: { desktopId } },
-    );
-  }
+  if (outcome.kind === 'released') throw releasedMeanwhile(desktopId);
   const failed = outcome.kind === 'failed' ? outcome : undefined;
   await recordAudit(ctx, {
     action: 'vdi start',
@@ -152,6 +156,6 @@ async function startHeld(
       return { kind: 'failed', error };
     }
   }
-  if (!(await holdsStill(ctx, lease))) return { kind: 'released' };
-  return await startClaimedMember(ctx, backend, facts, { identity, lease });
+  if (!(await holdsStill(ctx, lease, facts))) return { kind: 'released' };
+  return await startClaimedMember(ctx, backend, facts, { identity, lease, duringRelease: true });
 }

@@ -255,6 +255,11 @@ const serve: CommandSpec = {
       value: 'DURATION',
       help: 'Warn this long before an idle reclaim (default 5m). Overrides CORRAL_VDI_IDLE_WARNING.',
     },
+    'reclaim-warning': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'Warn this long before a reclaim for the maximum session (default 5m; 0 none). Overrides CORRAL_VDI_RECLAIM_WARNING.',
+    },
     'max-desktops-per-user': {
       type: 'string',
       value: 'N',
@@ -312,7 +317,7 @@ const serve: CommandSpec = {
     'The broker trusts the header only when every path to it goes through the proxy that sets it. Its settings ' +
       'come from the environment: CORRAL_VDI_BROKER=1 turns the broker on (otherwise every /api/vdi/ route answers ' +
       '404 and nothing renews or reclaims claims), CORRAL_VDI_NAMESPACES (default: the -n namespace), CORRAL_ADMINS, CORRAL_ADMIN_GROUPS, CORRAL_AUTH_REQUIRED, ' +
-      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT, CORRAL_VDI_IDLE_WARNING, ' +
+      'CORRAL_VDI_DISCONNECT_GRACE, CORRAL_VDI_MAX_SESSION, CORRAL_VDI_IDLE_TIMEOUT, CORRAL_VDI_IDLE_WARNING, CORRAL_VDI_RECLAIM_WARNING, ' +
       'CORRAL_MAX_DESKTOPS_PER_USER and CORRAL_VDI_DRAIN_DELAY. A ' +
       'desktop used only through a native client (no console through the broker) is never idle-reclaimed.',
     '/healthz and /readyz answer anyone, for the probes of the platform; /readyz fails as soon as a shutdown ' +
@@ -352,6 +357,7 @@ const serve: CommandSpec = {
       ...brokerOptionsFromEnv(input.env),
       ...durationFlag(input, 'idle-timeout', 'idleTimeoutMs'),
       ...durationFlag(input, 'idle-warning', 'idleWarningMs'),
+      ...durationFlag(input, 'reclaim-warning', 'reclaimWarningMs'),
       ...durationFlag(input, 'drain-delay', 'drainDelayMs'),
       ...limitFlag(input),
     };

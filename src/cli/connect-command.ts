@@ -1,6 +1,7 @@
+import type { ConnectProtocol } from '../connect-facts.js';
 import { type ConnectResult, connect } from '../connect-planner/connect.js';
 import type { LaunchPlan } from '../connect-planner/launch-plan.js';
-import type { ConnectOption, ConnectProtocol } from '../connect-planner/plan-connect.js';
+import type { ConnectOption } from '../connect-planner/plan-connect.js';
 import { httpStatusByCode, VdiError, type VdiErrorCode } from '../errors.js';
 import { runLaunchPlan } from '../launch/run-launch-plan.js';
 import {

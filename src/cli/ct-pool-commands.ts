@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { CtPoolView } from '../ct/ct-pool-service.js';
+import type { CtPoolView } from '../ct-pools/ct-pool-service.js';
 import {
   booleanFlag,
   type CommandInput,
@@ -7,7 +7,8 @@ import {
   clusterOptions,
   stringFlag,
 } from './command-spec.js';
-import { minReadyOption, settingsFlags, settingsOptions, settingsText } from './pool-commands.js';
+import { minReadyOption, settingsFlags, settingsOptions } from './pool-flags.js';
+import { settingsText } from './pool-text.js';
 import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 
@@ -46,7 +47,7 @@ async function readSpecFile(path: string): Promise<Record<string, unknown>> {
   } catch (error) {
     throw new UsageError(`cannot read ${path}: ${(error as Error).message}`, ['ct-pool', 'apply']);
   }
-  const { readCtPoolSpecText } = await import('../ct/read-spec-text.js');
+  const { readCtPoolSpecText } = await import('../ct-pools/read-spec-text.js');
   return readCtPoolSpecText(text, path === '-' ? 'standard input' : path);
 }
 
@@ -124,7 +125,7 @@ const apply: CommandSpec = {
   async run(input) {
     const spec = await specFrom(input, apply);
     const session = await input.cluster();
-    const { applyCtPool } = await import('../ct/ct-pool-service.js');
+    const { applyCtPool } = await import('../ct-pools/ct-pool-service.js');
     const result = await applyCtPool(session.vdi.context, {
       spec,
       namespace: session.namespace,
@@ -149,7 +150,7 @@ const get: CommandSpec = {
   examples: ['$ corral-vdi ct-pool get devbox', '$ corral-vdi ct-pool get devbox -o json'],
   async run(input) {
     const session = await input.cluster();
-    const { getCtPool } = await import('../ct/ct-pool-service.js');
+    const { getCtPool } = await import('../ct-pools/ct-pool-service.js');
     const pool = await getCtPool(session.vdi.context, {
       name: input.args.name ?? '',
       namespace: session.namespace,
@@ -168,7 +169,7 @@ const list: CommandSpec = {
   examples: ['$ corral-vdi ct-pool list', '$ corral-vdi ct-pool list -o json'],
   async run(input) {
     const session = await input.cluster();
-    const { listCtPools } = await import('../ct/ct-pool-service.js');
+    const { listCtPools } = await import('../ct-pools/ct-pool-service.js');
     const pools = await listCtPools(session.vdi.context, { namespace: session.namespace });
     const { terminal } = input;
     if (terminal.json) terminal.printJson({ pools });
@@ -188,7 +189,7 @@ const reconcile: CommandSpec = {
   examples: ['$ corral-vdi ct-pool reconcile devbox'],
   async run(input) {
     const session = await input.cluster();
-    const { reconcileCtPool } = await import('../ct/reconcile-ct-pool.js');
+    const { reconcileCtPool } = await import('../ct-pools/reconcile-ct-pool.js');
     const name = input.args.name ?? '';
     const result = await reconcileCtPool(session.vdi.context, { name, namespace: session.namespace });
     const { terminal } = input;
@@ -223,7 +224,7 @@ const remove: CommandSpec = {
   examples: ['$ corral-vdi ct-pool delete devbox', '$ corral-vdi ct-pool delete devbox --force'],
   async run(input) {
     const session = await input.cluster();
-    const { deleteCtPool } = await import('../ct/ct-pool-service.js');
+    const { deleteCtPool } = await import('../ct-pools/ct-pool-service.js');
     const result = await deleteCtPool(session.vdi.context, {
       name: input.args.name ?? '',
       namespace: session.namespace,

@@ -15,11 +15,10 @@ const up: CommandSpec = {
   args: [],
   options: kubeconfigTarget,
   notes: [
-    'It is for trying the CLI and for tests: a real apiserver on 127.0.0.1 whose VMs are simulated. The first ' +
-      'start builds the control-plane binaries into ~/.cache/corral-vdi (a few minutes, once). A running one is ' +
-      'reused.',
-    "With CORRAL_KUBEVIRT=real it runs KubeVirt's own virt-api and virt-controller instead of the simulator " +
-      '(built once with Go from the Go module proxy, about ten minutes); only the node is simulated.',
+    "It is for trying the CLI and for tests: a real apiserver on 127.0.0.1 with KubeVirt's own virt-api and " +
+      'virt-controller, whose node is simulated. The first start builds the control plane and KubeVirt into ' +
+      '~/.cache/corral-vdi with Go (about fifteen minutes, once). A running one is reused.',
+    'With CORRAL_KUBEVIRT=simulated it runs a KubeVirt simulator instead, which needs no KubeVirt build.',
   ],
   examples: [
     '$ corral-vdi dev-cluster up --kubeconfig ./dev.kubeconfig',

@@ -1,9 +1,4 @@
-import type { AdmissionPlan, CapacityRow } from '../capacity/admit-pool.js';
-import type { PoolSettings, ReclaimAction } from '../pools/pool-settings.js';
-import type { MemberState, PoolMemberView, PoolView } from '../pools/pool-view.js';
-import { formatDuration } from '../sessions/parse-duration.js';
-import type { PoolStatus } from '../spares/pool-status.js';
-import { durationSchema } from '../validate.js';
+import type { PoolStatus } from '../pool-status/pool-status.js';
 import type { ClusterSession } from './cluster-session.js';
 import {
   booleanFlag,
@@ -11,153 +6,30 @@ import {
   type CommandSpec,
   clusterOptions,
   countFlag,
-  listFlag,
   requiredFlag,
   stringFlag,
 } from './command-spec.js';
+import { asksForPage, memberPageOptions, memberPageRequest, pageOfMembers } from './member-page.js';
 import {
-  asksForPage,
-  type MemberPage,
-  memberPageLine,
-  memberPageOptions,
-  memberPageRequest,
-  pageOfMembers,
-} from './member-page.js';
-import type { Terminal } from './terminal.js';
+  cloneTimeoutMs,
+  cloneTimeoutOption,
+  minReadyFlag,
+  minReadyOption,
+  settingsFlags,
+  settingsOptions,
+} from './pool-flags.js';
+import {
+  capacityTable,
+  nameOfStatusMember,
+  planSummary,
+  poolStatusLines,
+  printPool,
+  settingsText,
+  toMemberJson,
+} from './pool-text.js';
+import { rolloutFlags, rolloutOptions } from './rollout-flags.js';
+import { scheduleFlags, scheduleOptions } from './schedule-flags.js';
 import { UsageError } from './usage-error.js';
-
-const cloneTimeoutOption = {
-  'clone-timeout': {
-    type: 'string',
-    value: 'DURATION',
-    help: 'How long one clone may take before the command gives up, such as 90s or 5m. Default 2m.',
-  },
-} as const;
-
-/** The flags of a pool's own settings, shared by `pool create`, `pool set` and `ct-pool apply`. */
-export const settingsOptions = {
-  'reclaim-action': {
-    type: 'string',
-    value: 'ACTION',
-    help: 'What the reclaim policy does with a desktop: stop (persistent default), recreate (ephemeral default) or notify (report it and keep the claim).',
-  },
-  'reclaim-webhook': {
-    type: 'string',
-    value: 'URL',
-    help: 'An https URL that notify POSTs a JSON body to.',
-  },
-  'allow-http-webhook': {
-    type: 'boolean',
-    help: 'Accept an http webhook on localhost, 127.0.0.1 or ::1.',
-  },
-  'idle-timeout': {
-    type: 'string',
-    value: 'DURATION',
-    help: "Reclaim a desktop whose broker consoles carried no input this long, such as 30m; 0 turns it off for the pool. Default: the broker's.",
-  },
-  'allow-group': {
-    type: 'string',
-    value: 'GROUP',
-    multiple: true,
-    help: "Let only members of this group (and the allowed users, and admins) claim from the pool; repeat for more. Replaces the stored list; --allow-group '' clears it.",
-  },
-  'allow-user': {
-    type: 'string',
-    value: 'LOGIN',
-    multiple: true,
-    help: "Let this login claim from the pool when groups or users are limited; repeat for more. Replaces the stored list; --allow-user '' clears it.",
-  },
-  'max-desktops-per-user': {
-    type: 'string',
-    value: 'N',
-    help: 'Refuse a claim from the pool to a user who already holds N desktops in the namespace, in any pool; 0 clears it. Default: no limit of the pool (the broker may set one).',
-  },
-} as const;
-
-/** A list flag where the one value `''` clears the list, as `--max-desktops-per-user 0` clears the limit. */
-function allowListFlag(input: CommandInput, name: string, command: CommandSpec): string[] | undefined {
-  const values = listFlag(input, name);
-  if (values === undefined || !values.includes('')) return values;
-  if (values.length > 1)
-    throw new UsageError(
-      `--${name} '' clears the list; give it alone, not beside other values`,
-      command.words,
-    );
-  return [];
-}
-
-/** The pool settings the flags name; a bad duration is a usage error, a bad value the SDK's INVALID_INPUT. */
-export function settingsFlags(input: CommandInput, command: CommandSpec) {
-  const action = stringFlag(input, 'reclaim-action');
-  const webhook = stringFlag(input, 'reclaim-webhook');
-  const idle = stringFlag(input, 'idle-timeout');
-  const allowedGroups = allowListFlag(input, 'allow-group', command);
-  const allowedUsers = allowListFlag(input, 'allow-user', command);
-  const limit = stringFlag(input, 'max-desktops-per-user');
-  if (limit !== undefined && !/^\d+$/.test(limit)) {
-    throw new UsageError(
-      `--max-desktops-per-user takes a whole number (0 clears it), not "${limit}"`,
-      command.words,
-    );
-  }
-  let idleTimeoutMs: number | undefined;
-  if (idle !== undefined) {
-    const parsed = durationSchema.safeParse(idle);
-    if (!parsed.success)
-      throw new UsageError(`--idle-timeout: ${parsed.error.issues[0]?.message}`, command.words);
-    idleTimeoutMs = parsed.data;
-  }
-  return {
-    ...(action === undefined ? {} : { reclaimAction: action as ReclaimAction }),
-    ...(webhook === undefined ? {} : { reclaimWebhook: webhook }),
-    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs }),
-    ...(allowedGroups === undefined ? {} : { allowedGroups }),
-    ...(allowedUsers === undefined ? {} : { allowedUsers }),
-    ...(limit === undefined ? {} : { maxDesktopsPerUser: Number(limit) }),
-    ...(booleanFlag(input, 'allow-http-webhook') ? { allowLoopbackHttpWebhook: true } : {}),
-  };
-}
-
-/** A pool's settings in words, for `pool list` and `pool set`. */
-export function settingsText(pool: { reclaimAction: ReclaimAction; settings: PoolSettings }): string {
-  const { reclaimWebhook, idleTimeoutMs, allowedGroups, allowedUsers, maxDesktopsPerUser } = pool.settings;
-  const parts = [
-    `reclaim: ${pool.reclaimAction}${reclaimWebhook ? ` → ${new URL(reclaimWebhook).origin}` : ''}`,
-  ];
-  if (idleTimeoutMs !== undefined)
-    parts.push(`idle timeout: ${idleTimeoutMs === 0 ? 'off' : formatDuration(idleTimeoutMs)}`);
-  if (allowedGroups?.length) parts.push(`groups: ${allowedGroups.join(' ')}`);
-  if (allowedUsers?.length) parts.push(`users: ${allowedUsers.join(' ')}`);
-  if (maxDesktopsPerUser) parts.push(`max desktops per user: ${maxDesktopsPerUser}`);
-  return parts.join(', ');
-}
-
-function cloneTimeoutMs(input: CommandInput, command: CommandSpec): number | undefined {
-  const text = stringFlag(input, 'clone-timeout');
-  if (text === undefined) return undefined;
-  const parsed = durationSchema.safeParse(text);
-  if (!parsed.success) {
-    throw new UsageError(`--clone-timeout: ${parsed.error.issues[0]?.message}`, command.words);
-  }
-  const ms = parsed.data;
-  if (ms <= 0) throw new UsageError('--clone-timeout must be longer than 0', command.words);
-  return ms;
-}
-
-/** The `--min-ready` flag, shared by `pool create`, `pool set` and `ct-pool apply`. */
-export const minReadyOption = {
-  'min-ready': {
-    type: 'string',
-    value: 'N',
-    help: 'How many free members to keep running as warm spares, 0 to the size. They use capacity all the time.',
-  },
-} as const;
-
-// the SDK checks the number, so every bad value is the same INVALID_INPUT with the same message
-function minReadyFlag(input: CommandInput): number | undefined {
-  const text = stringFlag(input, 'min-ready');
-  return text === undefined ? undefined : /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
-}
 
 /**
  * Runs a pool change with a progress bar on stderr fed by the SDK's `pool-progress` events. The first Ctrl-C
@@ -187,99 +59,6 @@ async function withProgress<T>(
     session.vdi.events.off('pool-progress', onProgress);
     bar.clear();
   }
-}
-
-/** A member in `pool list -o json`. */
-export interface PoolMemberJson {
-  name: string;
-  id: string;
-  status: MemberState['kind'];
-  holder: string | null;
-  since: string | null;
-  expiresAt: string | null;
-  power: string;
-  ephemeral: boolean;
-  source: string | null;
-}
-
-function toMemberJson(member: PoolMemberView): PoolMemberJson {
-  const { state } = member;
-  const holder =
-    state.kind === 'claimed' ? state.holder : state.kind === 'legacy-assigned' ? state.user : null;
-  return {
-    name: member.name,
-    id: member.desktopId,
-    status: state.kind,
-    holder,
-    since: state.kind === 'claimed' || state.kind === 'legacy-assigned' ? (state.since ?? null) : null,
-    expiresAt: state.kind === 'claimed' ? (state.expiresAt ?? null) : null,
-    power: member.power,
-    ephemeral: member.ephemeral,
-    source: member.source ?? null,
-  };
-}
-
-function holderColumn(state: MemberState): string {
-  switch (state.kind) {
-    case 'free':
-      return 'free';
-    case 'claimed':
-      return state.leaseMissing ? `${state.holder} (no Lease)` : state.holder;
-    case 'legacy-assigned':
-      return `${state.user} (v0.6.0)`;
-    case 'deleting':
-      return 'deleting';
-  }
-}
-
-/** KubeVirt's printable status in lower-case words: `Stopped` → `stopped`, `ErrorUnschedulable` → `error unschedulable`. */
-function powerText(printable: string): string {
-  return printable.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
-}
-
-function printPool(terminal: Terminal, pool: PoolView, page: MemberPage<PoolView['members'][number]>): void {
-  const { paint } = terminal;
-  const count = pool.counts.members;
-  terminal.print(
-    `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${count} member${count === 1 ? '' : 's'}; ${settingsText(pool)})`,
-  );
-  for (const member of page.members) {
-    const holder = holderColumn(member.state);
-    const shown =
-      member.state.kind === 'free' ? paint.green(holder.padEnd(25)) : paint.yellow(holder.padEnd(25));
-    terminal.print(`  ${member.name.padEnd(25)}${shown}${powerText(member.power)}`);
-  }
-  const pageLine = memberPageLine(page);
-  if (pageLine !== undefined) terminal.print(`  ${paint.dim(pageLine)}`);
-}
-
-function table(rows: string[][]): string[] {
-  const widths =
-    rows[0]?.map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length))) ?? [];
-  return rows.map((row) =>
-    row
-      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-      .join('  ')
-      .trimEnd(),
-  );
-}
-
-/** The per-node capacity table, as `pool plan` prints it. */
-export function capacityTable(rows: readonly CapacityRow[]): string[] {
-  const header = ['NODE', 'RESOURCE', 'KIND', 'ALLOCATABLE', 'IN USE', 'FREE', 'PER MEMBER', 'HOSTS'];
-  return table([
-    header,
-    ...rows.map((row) => [
-      row.excluded ? `${row.node} (${row.excluded})` : row.node,
-      row.resource,
-      row.kind,
-      String(row.allocatable),
-      String(row.inUse),
-      String(row.free),
-      String(row.perMember),
-      String(row.hostsMembers),
-    ]),
-  ]);
 }
 
 const create: CommandSpec = {
@@ -509,13 +288,6 @@ const resize: CommandSpec = {
   },
 };
 
-function planSummary(plan: AdmissionPlan, golden: string): string {
-  if (plan.needs.length === 0) return `${plan.size} members of "${golden}" fit: it asks for no host devices`;
-  const needs = plan.needs.map((need) => `${need.perMember} × ${need.resource}`).join(', ');
-  const verdict = plan.kind === 'admit' ? 'fit' : 'do not fit';
-  return `${plan.size} members of "${golden}" ${verdict}: each needs ${needs} on one node; the nodes can host ${plan.fits ?? plan.size} now`;
-}
-
 const plan: CommandSpec = {
   words: ['pool', 'plan'],
   summary: 'Check, without changing anything, whether N clones of a golden VM fit the device capacity.',
@@ -555,8 +327,20 @@ const set: CommandSpec = {
   summary:
     "Change a pool's settings: --min-ready N keeps N free members running as warm spares; its reclaim action, webhook, idle timeout and who may claim from it.",
   args: ['name'],
-  options: { ...clusterOptions, ...minReadyOption, ...settingsOptions },
+  options: {
+    ...clusterOptions,
+    ...minReadyOption,
+    ...settingsOptions,
+    ...scheduleOptions,
+    ...rolloutOptions,
+  },
   notes: [
+    'A schedule (--schedule-file, or --time-zone with --period) makes the pool follow the working day: in each ' +
+      "period the broker's keeper keeps its buffer of free members running and its size between min and max; " +
+      'outside them the plain size and --min-ready hold. It replaces the stored schedule; --no-schedule removes it.',
+    "--from moves the pool to a new golden VM: the broker's leader rebuilds free members at once, --max-unavailable " +
+      'at a time, never taking the free running members below the buffer; claimed members are rebuilt once released, ' +
+      'or reclaimed at --rollout-deadline after a warning. "pool status" shows the progress.',
     "--min-ready is written on every member; the broker's keeper starts or stops spares on its next pass. A value " +
       'above the size, negative or not whole is refused and nothing is written.',
     'The other settings live in the ConfigMap corral-vdi-pool-<name>; those left out keep their value, and an ' +
@@ -569,13 +353,24 @@ const set: CommandSpec = {
     '$ corral-vdi pool set devpool --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
     '$ corral-vdi pool set devpool --idle-timeout 45m',
     '$ corral-vdi pool set gpupool --max-desktops-per-user 1',
+    '$ corral-vdi pool set devpool --time-zone Europe/Berlin --period "peak mon-fri 08:00-18:00 buffer 20% min 5 max 40" --plain-size 2',
+    '$ corral-vdi pool set devpool --schedule-file working-day.yaml',
+    '$ corral-vdi pool set devpool --from golden-v2 --max-unavailable 2 --rollout-deadline 8h',
+    '$ corral-vdi pool set devpool --pause-rollout',
   ],
   async run(input) {
     const settings = settingsFlags(input, set);
     const minReady = minReadyFlag(input);
-    if (Object.keys(settings).length === 0 && minReady === undefined) {
+    const schedule = await scheduleFlags(input, set);
+    const rollout = rolloutFlags(input, set);
+    if (
+      Object.keys(settings).length === 0 &&
+      minReady === undefined &&
+      schedule === undefined &&
+      rollout === undefined
+    ) {
       throw new UsageError(
-        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout or --allow-group',
+        'name a setting to change, such as --min-ready, --reclaim-action, --idle-timeout, --allow-group, --schedule-file or --from',
         set.words,
       );
     }
@@ -594,6 +389,53 @@ const set: CommandSpec = {
       Object.assign(changed, result);
       if (!terminal.json) terminal.print(`pool "${name}" set: ${settingsText(result)}`);
     }
+    if (schedule !== undefined) {
+      const result = await session.vdi.setPoolSchedule({
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        ...schedule,
+      });
+      Object.assign(changed, result);
+      if (!terminal.json) {
+        terminal.print(
+          result.schedule
+            ? `pool "${name}" follows a schedule in ${result.schedule.timeZone} (${result.schedule.periods.length} period${result.schedule.periods.length === 1 ? '' : 's'}), plain size ${result.plainSize}`
+            : `pool "${name}" has no schedule`,
+        );
+      }
+    }
+    if (rollout?.kind === 'start') {
+      const { from, maxUnavailable, deadline, deadlineInMs } = rollout;
+      const now = session.vdi.context.clock.now().getTime();
+      const result = await session.vdi.startPoolRollout({
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        from,
+        ...(maxUnavailable === undefined ? {} : { maxUnavailable }),
+        ...(deadline === undefined ? {} : { deadline }),
+        ...(deadlineInMs === undefined ? {} : { deadline: new Date(now + deadlineInMs) }),
+      });
+      Object.assign(changed, result);
+      if (!terminal.json) {
+        const until = result.rollOut.deadline ? `, claimed ones reclaimed at ${result.rollOut.deadline}` : '';
+        terminal.print(
+          `pool "${name}" rolls out to ${result.rollOut.to}: ${result.onTarget}/${result.total} on it, ${result.rollOut.maxUnavailable} at a time${until}`,
+        );
+      }
+    }
+    if (rollout?.kind === 'pause') {
+      const result = await session.vdi.setPoolRolloutPaused({
+        name,
+        namespace: session.namespace,
+        identity: session.actor,
+        paused: rollout.paused,
+      });
+      Object.assign(changed, { rollOut: result });
+      if (!terminal.json)
+        terminal.print(`pool "${name}": roll-out to ${result.to} ${result.paused ? 'paused' : 'resumed'}`);
+    }
     if (minReady !== undefined) {
       const result = await session.vdi
         .setPool({ name, namespace: session.namespace, minReady, identity: session.actor })
@@ -610,41 +452,6 @@ const set: CommandSpec = {
     return 0;
   },
 };
-
-function sessionText(member: PoolStatus['members'][number]): string {
-  return member.session === 'none' ? '-' : member.session;
-}
-
-/** The lines `pool status` prints for one reading of a pool. */
-export function poolStatusLines(
-  status: PoolStatus,
-  page: MemberPage<PoolStatus['members'][number]> = pageOfMembers(status.members, nameOfStatusMember, {
-    limit: undefined,
-    after: undefined,
-  }),
-): string[] {
-  const count = status.members.length;
-  const spares =
-    status.minReady === null
-      ? `${status.warm} warm, no spares set`
-      : `${status.warm}/${status.minReady} warm${status.short > 0 ? ` (${status.short} short)` : ''}`;
-  const header = `${status.name}  (${status.kind}, ns/${status.namespace}, ${count} member${count === 1 ? '' : 's'})  ${spares}  waiters ${status.waiters}`;
-  const rows = page.members.map((member) => [
-    member.name,
-    member.entitlement === 'not-entitled' ? `${member.holder} (not entitled)` : (member.holder ?? 'free'),
-    member.phase,
-    sessionText(member),
-    member.spare ? 'spare' : member.warm ? 'warm' : '-',
-  ]);
-  const pageLine = memberPageLine(page);
-  return [
-    header,
-    ...table([['MEMBER', 'HOLDER', 'PHASE', 'SESSION', 'WARM'], ...rows]),
-    ...(pageLine === undefined ? [] : [pageLine]),
-  ];
-}
-
-const nameOfStatusMember = (member: PoolStatus['members'][number]) => member.name;
 
 const status: CommandSpec = {
   words: ['pool', 'status'],

@@ -1,4 +1,4 @@
-import { canOpenConsole, refusalError } from '../access.js';
+import { canOpenConsole, refusalError } from '../claims/access.js';
 import type { MemberClassification } from '../claims/classify-member.js';
 
 /** Options of {@link checkDesktopAccess}. @category connect */

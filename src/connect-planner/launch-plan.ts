@@ -1,4 +1,5 @@
-import type { ConnectOption, ConnectProtocol } from './plan-connect.js';
+import type { ConnectProtocol } from '../connect-facts.js';
+import type { ConnectOption } from './plan-connect.js';
 
 /**
  * The command a person on this machine runs to open one console, as an argv array: no shell is involved, so

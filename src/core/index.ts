@@ -1,15 +1,5 @@
 // The pure cores only: nothing here imports Node built-ins, client-node or any I/O, so a browser can load it.
 
-export type {
-  AccessDecision,
-  AccessRefusal,
-  AccessRequest,
-  ConsoleAccessRequest,
-  PoolAccessDecision,
-  PoolAccessRequest,
-  PoolEntitlement,
-} from '../access.js';
-export { canInspect, canOpenConsole, canRelease, canStart, canUsePool, refusalError } from '../access.js';
 export { createConsoleInputDetector } from '../broker/console-input.js';
 export type { RfbInputParser, RfbInputScan } from '../broker/rfb-input.js';
 export { createRfbInputParser } from '../broker/rfb-input.js';
@@ -23,6 +13,23 @@ export { admitPool } from '../capacity/admit-pool.js';
 export type { DeviceKind, DeviceNeed, UncountedDevice } from '../capacity/device-needs.js';
 export { classifyDevice, readDeviceNeeds, uncountedDevicesOf } from '../capacity/device-needs.js';
 export { parseDeviceCount } from '../capacity/parse-quantity.js';
+export type {
+  AccessDecision,
+  AccessRefusal,
+  AccessRequest,
+  ConsoleAccessRequest,
+  PoolAccessDecision,
+  PoolAccessRequest,
+  PoolEntitlement,
+} from '../claims/access.js';
+export {
+  canInspect,
+  canOpenConsole,
+  canRelease,
+  canStart,
+  canUsePool,
+  refusalError,
+} from '../claims/access.js';
 export type {
   ClaimFacts,
   ClaimLiveness,
@@ -44,40 +51,36 @@ export {
 } from '../claims/claim-liveness.js';
 export type { MemberClassification, MemberFacts, PoolMemberFacts } from '../claims/classify-member.js';
 export { classifyMember, classifyPoolMember } from '../claims/classify-member.js';
-export { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-export { parseRfc3339 } from '../claims/parse-time.js';
 export type { ClaimFollowUp, ClaimOrder, ClaimPlan, PlanClaimInput } from '../claims/plan-claim.js';
 export { planClaim } from '../claims/plan-claim.js';
 export type { PlanReleaseInput, ReleasePlan } from '../claims/plan-release.js';
 export { planRelease } from '../claims/plan-release.js';
-export { isReleasing } from '../claims/releasing-mark.js';
-export { isValidLabelValue, sanitizeLabelValue } from '../claims/sanitize-label-value.js';
+export { isReleasing, leavesDesktopDuringRelease } from '../claims/releasing-mark.js';
 export type { Clock } from '../clock.js';
-export type { LaunchPlan } from '../connect-planner/launch-plan.js';
-export { planLaunch } from '../connect-planner/launch-plan.js';
 export type {
   ConnectFacts,
-  ConnectOption,
-  ConnectPlan,
   ConnectProtocol,
   CtConnectFacts,
-  SkippedProtocol,
   TcpProbeResult,
   VmConnectFacts,
-} from '../connect-planner/plan-connect.js';
-export { formatHostPort, planConnect, rdpPort } from '../connect-planner/plan-connect.js';
-export { toCtAdmissionInput } from '../ct/ct-admission.js';
+} from '../connect-facts.js';
+export { rdpPort } from '../connect-facts.js';
+export type { LaunchPlan } from '../connect-planner/launch-plan.js';
+export { planLaunch } from '../connect-planner/launch-plan.js';
+export type { ConnectOption, ConnectPlan, SkippedProtocol } from '../connect-planner/plan-connect.js';
+export { formatHostPort, planConnect } from '../connect-planner/plan-connect.js';
 export { phaseOfPod, powerOfPod, toCtMemberFacts } from '../ct/ct-member-facts.js';
 export type { CtHomeVolume, CtPoolSpec, HomeOnRelease, ParseCtPoolSpecOptions } from '../ct/ct-pool-spec.js';
 export { extendedResourcesOf, isExtendedResource, parseCtPoolSpec } from '../ct/ct-pool-spec.js';
+export { toCtAdmissionInput } from '../ct-pools/ct-admission.js';
 export type {
   CtMemberRead,
   CtPoolDeletePlan,
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
-} from '../ct/plan-ct-reconcile.js';
-export { planCtPoolDelete, planCtReconcile } from '../ct/plan-ct-reconcile.js';
+} from '../ct-pools/plan-ct-reconcile.js';
+export { planCtPoolDelete, planCtReconcile } from '../ct-pools/plan-ct-reconcile.js';
 // DesktopBackend, the seam that does the I/O (its console streams are Node websockets), is the SDK's, not a core's.
 export type {
   ClaimToPresent,
@@ -117,7 +120,6 @@ export {
   disconnectedAtAnnotation,
   ephemeralLabel,
   holderGroupsAnnotation,
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseDurationSeconds,
   leaseMemberLabel,
@@ -128,12 +130,17 @@ export {
   poolLabel,
   poolSettingsLabel,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
+  releaseCauseAnnotation,
   releasedSessionAnnotation,
   releasingAnnotation,
   sessionIdAnnotation,
   sourceAnnotation,
   spareAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
   uncheckedHolderGroups,
+  waiterLabel,
 } from '../keys.js';
 export type { LeaseObject, NodeObject, ObjectMeta } from '../kube-objects.js';
 export type {
@@ -160,29 +167,70 @@ export {
   planLeaderRelease,
   planLeaderStep,
 } from '../leader/plan-leader-election.js';
+export { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 export type { UserLimitDecision, UserLimitInput } from '../limits/user-limit.js';
-export { desktopsHeldBy, lowestLimit, planUserLimit, userLimitError } from '../limits/user-limit.js';
+export {
+  desktopsHeldBy,
+  lowestLimit,
+  planUserLimit,
+  refusedByLimit,
+  userLimitError,
+} from '../limits/user-limit.js';
 export { compareNatural, memberNameFor } from '../member-names.js';
 export type { CountPoolMembersInput, PoolMemberCounts } from '../metrics/count-pool-members.js';
 export { countPoolMembers } from '../metrics/count-pool-members.js';
-export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
-export { planPoolCreate } from '../pools/plan-pool-create.js';
-export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
-export { planPoolDelete } from '../pools/plan-pool-delete.js';
-export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
-export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
-export type { PoolSettings, PoolSettingsContext, ReclaimAction } from '../pools/pool-settings.js';
+export { formatDuration, parseDuration } from '../parse-duration.js';
+export { parseRfc3339 } from '../parse-time.js';
+export type { PoolRollout } from '../pool-rollout.js';
+export { checkMaxUnavailable, defaultMaxUnavailable } from '../pool-rollout.js';
+export type { PoolSchedule, ScheduleBuffer, SchedulePeriod, Weekday } from '../pool-schedule.js';
+export { formatPeriod, parsePeriodFlag, parsePoolSchedule, weekdays } from '../pool-schedule.js';
+export type { PoolSettings, PoolSettingsContext, ReclaimAction } from '../pool-settings.js';
 export {
   checkPoolSettings,
   poolSettingsName,
   poolSettingsOf,
   reclaimActionOf,
   reclaimActions,
-} from '../pools/pool-settings.js';
+} from '../pool-settings.js';
+export type {
+  PoolStatus,
+  PoolStatusInput,
+  PoolStatusMember,
+  SessionState,
+} from '../pool-status/pool-status.js';
+export { describePoolStatus } from '../pool-status/pool-status.js';
+export type { PoolCreatePlan } from '../pools/plan-pool-create.js';
+export { planPoolCreate } from '../pools/plan-pool-create.js';
+export type { PoolDeletePlan } from '../pools/plan-pool-delete.js';
+export { planPoolDelete } from '../pools/plan-pool-delete.js';
+export type { ResizeInput, ResizePlan } from '../pools/plan-resize.js';
+export { planMemberRemoval, planResize } from '../pools/plan-resize.js';
 export { describePools, isFreeMember } from '../pools/pool-view.js';
+export type { RolloutStatus } from '../rollouts/describe-rollout.js';
+export { describeRollout } from '../rollouts/describe-rollout.js';
+export type { RolloutInput, RolloutPlan } from '../rollouts/plan-rollout.js';
+export { planRollout } from '../rollouts/plan-rollout.js';
+export { isValidLabelValue, sanitizeLabelValue } from '../sanitize-label-value.js';
+export type {
+  ScheduleScalingInput,
+  ScheduleScalingPlan,
+  ScheduleTargets,
+  ScheduleTargetsInput,
+} from '../schedules/plan-schedule.js';
+export {
+  planScheduleScaling,
+  planScheduleTargets,
+  retryAt,
+  scheduleLeadMs,
+  scheduleSettleMs,
+} from '../schedules/plan-schedule.js';
+export { nextScheduleChange, periodAt, wallClockAt } from '../schedules/schedule-clock.js';
+export type { ClaimKey } from '../sessions/claim-key.js';
+export { claimKindOf } from '../sessions/claim-key.js';
 export type { ConsoleEntry } from '../sessions/console-entries.js';
 export { readConsoleEntries } from '../sessions/console-entries.js';
-export { formatDuration, parseDuration } from '../sessions/parse-duration.js';
+export type { ConsoleState } from '../sessions/console-marks.js';
 export type { ConsoleOpenPlan } from '../sessions/plan-console-open.js';
 export { planConsoleOpen } from '../sessions/plan-console-open.js';
 export type { ConsoleStreamFacts, ConsoleStreamPlan } from '../sessions/plan-console-stream.js';
@@ -190,6 +238,7 @@ export { planConsoleStream } from '../sessions/plan-console-stream.js';
 export type { LeftCopy } from '../sessions/plan-copy-sweep.js';
 export { planCopySweep } from '../sessions/plan-copy-sweep.js';
 export type {
+  PendingReclaim,
   ReclaimPlan,
   ReclaimPolicy,
   ReclaimReason,
@@ -201,18 +250,13 @@ export {
   defaultReclaimPolicy,
   describeSession,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
+  reclaimWarningFor,
+  warnedMark,
 } from '../sessions/plan-reclaim.js';
-export type {
-  ClaimKey,
-  ConsoleState,
-  ReclaimPassInput,
-  ReclaimPassPlan,
-  SessionStep,
-} from '../sessions/plan-reclaim-pass.js';
+export type { ReclaimPassInput, ReclaimPassPlan, SessionStep } from '../sessions/plan-reclaim-pass.js';
 export {
-  claimKindOf,
   notEntitledReclaimAt,
   notifiedMark,
   planReclaimPass,
@@ -224,8 +268,6 @@ export { planRenewal } from '../sessions/plan-renewal.js';
 export { readMinReady, validateMinReady } from '../spares/min-ready.js';
 export type { SparesInput, SparesPlan } from '../spares/plan-spares.js';
 export { planSpares } from '../spares/plan-spares.js';
-export type { PoolStatus, PoolStatusInput, PoolStatusMember, SessionState } from '../spares/pool-status.js';
-export { describePoolStatus } from '../spares/pool-status.js';
 export type { LegacyState } from '../upgrade/classify-legacy.js';
 export { classifyLegacy } from '../upgrade/classify-legacy.js';
 export type { UsbDeviceId } from '../usb/device-id.js';
@@ -253,10 +295,9 @@ export {
   validatePoolName,
 } from '../validate.js';
 export type { PlanWaitlistInput, Waiter, WaitlistPlan } from '../waitlist/plan-waitlist.js';
-export { planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
+export { heldForWaiters, planWaitlist, splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 export {
   enqueuedAtAnnotation,
-  waiterLabel,
   waiterLeaseName,
   waiterLeaseNamePrefix,
   waiterLeaseSeconds,

@@ -1,10 +1,10 @@
-import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import { podKind } from '../kube/resource-kinds.js';
+import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
 import {
   validateClaimToPresent,
   validateIdentity,

@@ -4,7 +4,7 @@ import { VdiError } from '../errors.js';
 import { isConflictReason } from '../kube/errors.js';
 import { podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import type { PersistentVolumeClaimObject, PodObject } from '../kube-objects.js';
-import { formatDuration } from '../sessions/parse-duration.js';
+import { formatDuration } from '../parse-duration.js';
 import { ctMemberLabel, kindLabel } from './ct-keys.js';
 import { buildCtHomeClaim, buildCtPod, buildCtService } from './ct-member-objects.js';
 import type { StoredCtPool } from './ct-pool-store.js';

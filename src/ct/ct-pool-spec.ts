@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { defaultTerminalShell } from '../connect-planner/plan-connect.js';
+import { defaultTerminalShell } from '../connect-facts.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { maxPoolSize } from '../pools/pool-options.js';
-import { checkPoolSettings, type PoolSettings, type ReclaimAction } from '../pools/pool-settings.js';
+import { maxPoolSize } from '../pool-options.js';
+import { checkPoolSettings, type PoolSettings, type ReclaimAction } from '../pool-settings.js';
 import { poolNameSchema } from '../validate.js';
 import { imageReferenceProblem } from './image-reference.js';
 

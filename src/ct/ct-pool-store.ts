@@ -3,7 +3,7 @@ import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
 import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { validatePoolName } from '../validate.js';
 import { kindLabel, specConfigMapName, specKey } from './ct-keys.js';
 import { type CtPoolSpec, ctPoolSettingsOf, parseCtPoolSpec } from './ct-pool-spec.js';

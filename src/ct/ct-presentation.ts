@@ -1,4 +1,3 @@
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type { ClaimToPresent, MemberFacts, MemberRef } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -6,6 +5,7 @@ import { assignedToKey, claimedAtAnnotation, sessionIdAnnotation } from '../keys
 import { isConflictReason } from '../kube/errors.js';
 import { podKind } from '../kube/resource-kinds.js';
 import type { ObjectMeta } from '../kube-objects.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 
 // the kubelet's status writes bump a Pod's resourceVersion too, so a few rereads are normal while it starts
 const attempts = 5;

@@ -1,11 +1,11 @@
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef, ResetMemberOptions } from '../desktop-backend.js';
+import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
 import { podKind } from '../kube/resource-kinds.js';
 import type { PodObject } from '../kube-objects.js';
-import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
 import {
   createMemberPod,
   deletePodAndWait,

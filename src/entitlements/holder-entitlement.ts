@@ -1,4 +1,4 @@
-import { canUsePool, type PoolEntitlement } from '../access.js';
+import { canUsePool, type PoolEntitlement } from '../claims/access.js';
 import { holderGroupsAnnotation, uncheckedHolderGroups } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 

@@ -1,20 +1,23 @@
-import { canUsePool, type PoolEntitlement, refusalError } from '../access.js';
-import type { EntitlementRequest, PoolClaimLimits, VdiContext } from '../context.js';
-import { readCtPool } from '../ct/ct-pool-store.js';
+import { canUsePool, type PoolEntitlement, refusalError } from '../claims/access.js';
+import {
+  type ClaimPolicy,
+  type EntitlementRequest,
+  type PoolClaimLimits,
+  poolKindFor,
+  type VdiContext,
+} from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { holderGroupsAnnotation, uncheckedHolderGroups } from '../keys.js';
 import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
-import { poolSettingsOf } from '../pools/pool-settings.js';
-import { readPoolSettingsConfigMap } from '../pools/pool-settings-store.js';
 import { formatHolderGroups, readHolderRecord } from './holder-entitlement.js';
 
 /**
- * Who may claim from a pool, and under which limits, as stored: a VM pool's settings ConfigMap, a container pool's
- * spec. A pool without either lets everyone, without limits; whether it exists is the claim's to say.
+ * Who may claim from a pool, and under which limits, as its kind stores them (a VM pool's settings ConfigMap, a
+ * container pool's spec). A pool without either lets everyone, without limits; whether it exists is the claim's to
+ * say.
  */
 export async function readPoolEntitlement(
   ctx: VdiContext,
@@ -22,10 +25,7 @@ export async function readPoolEntitlement(
 ): Promise<PoolEntitlement & PoolClaimLimits> {
   const { kind, namespace, pool } = target;
   const poolId = formatPoolId({ kind, namespace, pool });
-  const settings: PoolSettings | undefined =
-    kind === 'ct'
-      ? (await readCtPool(ctx, namespace, pool))?.spec
-      : poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, pool));
+  const settings = await poolKindFor(ctx, kind).readSettings(ctx, namespace, pool);
   // 0 is no limit, as a spec may store it
   const limit = settings?.maxDesktopsPerUser || undefined;
   return {
@@ -37,7 +37,7 @@ export async function readPoolEntitlement(
 }
 
 /**
- * The claim path's entitlement hook: reads the pool's allowed groups and users and asks {@link canUsePool}; lets
+ * The claim policy's admission ({@link ClaimPolicy.admit}): reads the pool's allowed groups and users and asks {@link canUsePool}; lets
  * in, it answers the pool's per-user limit from the same read and the groups the claim records.
  *
  * @throws {@link VdiError} `NOT_ENTITLED` naming the pool and what to ask for.
@@ -58,7 +58,7 @@ export async function checkPoolEntitlement(
 
 /**
  * Whether the holder of a claimed desktop may still use it (open a console, connect, start it): the pool's lists
- * judge the groups the holder comes with now, through the entitlement hook as a claim is judged. An administrator
+ * judge the groups the holder comes with now, through the claim policy's admission as a claim is judged. An administrator
  * and the holder of an unchecked claim (an assign, an operator's claim) always may. On the way, the groups the claim
  * records are brought up to the holder's current ones when they changed, so that the session engine judges what the
  * identity provider says now; a claim that changed meanwhile is recorded at the holder's next request.
@@ -73,7 +73,7 @@ export async function checkHolderEntitlement(
   if (asked.isAdmin || readHolderRecord(lease).kind === 'unchecked') return;
   let recorded: string;
   try {
-    recorded = (await ctx.checkEntitlement(ctx, asked)).holderGroups ?? formatHolderGroups(asked.groups);
+    recorded = (await ctx.claimPolicy.admit(ctx, asked)).holderGroups ?? formatHolderGroups(asked.groups);
   } catch (error) {
     if (isVdiError(error, 'NOT_ENTITLED'))
       await recordHolderGroups(ctx, lease, asked.identity, formatHolderGroups(asked.groups));

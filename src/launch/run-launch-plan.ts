@@ -1,5 +1,5 @@
+import type { ConnectProtocol } from '../connect-facts.js';
 import type { LaunchPlan } from '../connect-planner/launch-plan.js';
-import type { ConnectProtocol } from '../connect-planner/plan-connect.js';
 import { type ProcessExit, runProcess } from './run-process.js';
 
 /** Options of {@link runLaunchPlan}. @category connect */

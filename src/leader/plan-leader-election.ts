@@ -1,6 +1,6 @@
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { VdiError } from '../errors.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { parseRfc3339 } from '../parse-time.js';
 
 /**
  * How long a leader's hold lasts and how often replicas try, with the meaning of client-go's `leaderelection`.

@@ -1,9 +1,10 @@
+import type { ClaimLimitInput } from '../claim-policy.js';
 import { classifyLease } from '../claims/claim-liveness.js';
-import { memberFromLeaseName } from '../claims/lease-name.js';
 import { VdiError } from '../errors.js';
 import { type DesktopKind, formatDesktopId } from '../ids.js';
 import { leaseKindLabel, leaseMemberLabel, leaseNamePrefix } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { memberFromLeaseName } from '../lease-name.js';
 
 /** What {@link planUserLimit} looks at. @category limits */
 export interface UserLimitInput {
@@ -95,4 +96,15 @@ export function userLimitError(
     `${identity} may hold ${desktops} at a time and holds ${held.join(', ')}; release one, then claim again.`,
     { details: { identity, limit, held } },
   );
+}
+
+/**
+ * The per-user limit's answer to a claim that would take one more desktop (its part of the claim policy): the
+ * `USER_LIMIT_REACHED` error when the identity holds its limit already, else `undefined`.
+ *
+ * @category limits
+ */
+export function refusedByLimit(input: ClaimLimitInput): VdiError | undefined {
+  const decision = planUserLimit(input);
+  return decision.kind === 'refused' ? userLimitError(input.identity, decision) : undefined;
 }

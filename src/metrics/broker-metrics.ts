@@ -33,11 +33,25 @@ export interface BrokerMetrics {
   detach(): void;
 }
 
+/** Where one pool's roll-out under way stands, as the broker's metrics report it. @category metrics */
+export interface RolloutCounts {
+  namespace: string;
+  pool: string;
+  /** The golden VM the pool moves to. */
+  to: string;
+  onTarget: number;
+  total: number;
+  rebuilding: number;
+  /** Claimed members on an older golden VM, waiting for their release or the deadline. */
+  waiting: number;
+}
 /** What {@link createBrokerMetrics} reads from: the SDK's context and the broker's own views. @category metrics */
 export interface BrokerMetricsOptions {
   ctx: VdiContext;
   /** The pools' member counts, read once per scrape. */
   readPools(): Promise<PoolMemberCounts[]>;
+  /** The roll-outs under way, read once per scrape. @defaultValue none */
+  readRollouts?: () => Promise<RolloutCounts[]>;
   /** The console websockets open through this broker now. */
   readConsoles(): ReadonlyArray<{ protocol: string }>;
   /** Where a failed pool read is reported. */
@@ -68,6 +82,7 @@ const outcomeOf = (error: unknown) => (isVdiError(error) ? error.code : 'INTERNA
  */
 export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetrics {
   const { ctx, readPools, readConsoles, log } = options;
+  const readRollouts = options.readRollouts ?? (async () => []);
   const registry = new Registry();
   const registers = [registry];
   const poolLabels = ['kind', 'namespace', 'pool'] as const;
@@ -83,6 +98,19 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
     running: poolGauge('running', 'Members running.'),
     failed: poolGauge('failed', 'Members whose backend reports a failure.'),
   };
+  const rolloutLabels = ['namespace', 'pool', 'to', 'state'] as const;
+  const rollouts = new Gauge({
+    name: `${prefix}pool_rollout_members`,
+    help: 'Members of a pool with a roll-out under way: on the new golden VM (on-target), all of them (total), being rebuilt (rebuilding), claimed ones waiting for their release or the deadline (waiting).',
+    labelNames: rolloutLabels,
+    registers,
+  });
+  const rebuilds = new Counter({
+    name: `${prefix}rollout_rebuilds_total`,
+    help: 'Members this replica rebuilt for a roll-out, by result (rebuilt or failed).',
+    labelNames: ['result'] as const,
+    registers,
+  });
   const poolReadFailures = new Counter({
     name: `${prefix}pool_read_failures_total`,
     help: 'Scrapes whose pool read failed; the pool gauges are empty in those.',
@@ -161,6 +189,10 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
   const onReclaimFailed = ({ reason }: VdiEvents['reclaim-failed'][0]) =>
     reclaims.inc({ reason, result: 'failed' });
   const onClaimantLeaseLeft = () => claimantLeasesLeft.inc();
+  const onRollout = ({ step }: VdiEvents['pool-rollout'][0]) => {
+    if (step !== 'rebuilding') rebuilds.inc({ result: step });
+  };
+  ctx.events.on('pool-rollout', onRollout);
   ctx.events.on('reclaimed', onReclaimed);
   ctx.events.on('reclaim-failed', onReclaimFailed);
   ctx.events.on('claimant-lease-left', onClaimantLeaseLeft);
@@ -182,6 +214,18 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
       for (const [state, gauge] of Object.entries(pools)) {
         gauge.set(labels, count[state as keyof typeof pools]);
       }
+    }
+    rollouts.reset();
+    for (const count of await readRollouts()) {
+      const { namespace, pool, to } = count;
+      const states = {
+        'on-target': count.onTarget,
+        total: count.total,
+        rebuilding: count.rebuilding,
+        waiting: count.waiting,
+      };
+      for (const [state, value] of Object.entries(states))
+        rollouts.set({ namespace, pool, to, state }, value);
     }
   }
 
@@ -227,6 +271,7 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
       ctx.events.off('reclaimed', onReclaimed);
       ctx.events.off('reclaim-failed', onReclaimFailed);
       ctx.events.off('claimant-lease-left', onClaimantLeaseLeft);
+      ctx.events.off('pool-rollout', onRollout);
     },
   };
 }

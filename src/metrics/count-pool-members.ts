@@ -1,7 +1,7 @@
 import { claimHolder, classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 
 /** How many members of one pool are in each state, as the broker's metrics report them. @category metrics */
 export interface PoolMemberCounts {

@@ -4,19 +4,19 @@ import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel } from '../keys.js';
+import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from '../pool-options.js';
+import {
+  checkPoolSettings,
+  type PoolSettings,
+  type ReclaimAction,
+  reclaimActionOf,
+} from '../pool-settings.js';
 import { validateMinReady } from '../spares/min-ready.js';
 import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolCreate } from './plan-pool-create.js';
-import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
-import {
-  checkPoolSettings,
-  type PoolSettings,
-  type ReclaimAction,
-  reclaimActionOf,
-} from './pool-settings.js';
 import { writePoolSettings } from './pool-settings-store.js';
 import { readPools } from './read-pool.js';
 import { runAudited } from './run-audited.js';

@@ -1,12 +1,14 @@
 import { z } from 'zod';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { dropLeftoverRemovals, takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
+import { defaultPoolActor } from '../pool-options.js';
 import {
   identitySchema,
   namespaceSchema,
@@ -18,10 +20,8 @@ import type { PoolOptions } from './list-pools.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planPoolDelete } from './plan-pool-delete.js';
 import { planMemberRemoval } from './plan-resize.js';
-import { defaultPoolActor } from './pool-options.js';
 import { deletePoolSettings } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
-import { dropLeftoverRemovals, takeRemovalLease } from './removal-lease.js';
 import { runAudited } from './run-audited.js';
 
 /** Options of {@link deletePool}. @category pools */
@@ -37,7 +37,7 @@ export interface DeletePoolResult {
   id: string;
   /** The member VMs deleted. */
   members: string[];
-  /** How many claim Leases and clone objects went with them. */
+  /** How many claim Leases, and clone objects and staged VMs of member recreates, went with them. */
   leases: number;
   clones: number;
   /** Claimed members were deleted because of `force`. */
@@ -139,7 +139,7 @@ export async function deletePool(ctx: VdiContext, options: DeletePoolOptions): P
       for (const clone of pending) await factory.deletePending(namespace, clone);
       await dropLeftoverRemovals(ctx, {
         pool: name,
-        vms: read?.vms ?? [],
+        members: read?.vms.map((vm) => vm.metadata.name ?? '') ?? [],
         leases: read?.leases ?? leftovers,
       });
       let leaseCount = 0;

@@ -1,7 +1,7 @@
+import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import {
   defaultCloneConcurrency,
-  defaultCloneTimeoutMs,
   type MakeMembersInput,
   type MemberOutcome,
   type MemberSource,

@@ -1,9 +1,8 @@
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
+import type { PoolKind, VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import type { VdiErrorCode } from '../errors.js';
 
-/** How long making one member may take before `CLONE_TIMEOUT`, unless the caller says otherwise. @category pools */
-export const defaultCloneTimeoutMs = 120_000;
 /** How many members are made at once, unless the caller says otherwise. @category pools */
 export const defaultCloneConcurrency = 4;
 
@@ -87,7 +86,10 @@ export interface PoolMemberFactory {
   readSource(namespace: string, name: string): Promise<MemberSource>;
   /** The names of every object of the kind in the namespace, pool member or not: a new member may take none. */
   listTakenNames(namespace: string): Promise<Set<string>>;
-  /** The objects still making members of `pool` (for a VM, its VirtualMachineClones), by name. */
+  /**
+   * The objects still making members of `pool` (for a VM, its VirtualMachineClones and the VMs a recreate staged a
+   * member's replacement in), by name.
+   */
   listPending(namespace: string, pool: string): Promise<string[]>;
   /** Deletes one object {@link PoolMemberFactory.listPending} named, so it makes no member afterwards. */
   deletePending(namespace: string, name: string): Promise<void>;
@@ -108,4 +110,20 @@ export interface PoolMemberFactory {
     outcomes: MemberOutcome[];
     concurrency: number;
   }): Promise<void>;
+}
+
+/**
+ * A pool kind whose members the pool calls (create, resize, delete) make and remove, through its factory; a kind
+ * without one makes its own (a container pool's reconcile).
+ *
+ * @category pools
+ */
+export interface MemberMakingPoolKind extends PoolKind {
+  /** The factory that makes, lists and removes this kind's members for the pool calls of `ctx`. */
+  memberFactory(ctx: VdiContext): PoolMemberFactory;
+}
+
+/** Whether the pool calls make the members of pools of this kind. @category pools */
+export function makesMembers(poolKind: PoolKind): poolKind is MemberMakingPoolKind {
+  return 'memberFactory' in poolKind;
 }

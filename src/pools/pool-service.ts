@@ -1,11 +1,12 @@
 // The pool service: one file per call, gathered here for the SDK's entry and the front ends.
+
+export { defaultPoolActor, maxPoolSize } from '../pool-options.js';
 export type { CreatePoolOptions, CreatePoolResult } from './create-pool.js';
 export { createPool } from './create-pool.js';
 export type { DeletePoolOptions, DeletePoolResult } from './delete-pool.js';
 export { deletePool } from './delete-pool.js';
 export type { ListPoolsOptions, PoolOptions } from './list-pools.js';
 export { getPool, listPools } from './list-pools.js';
-export { defaultPoolActor, maxPoolSize } from './pool-options.js';
 export type { ResizePoolOptions, ResizePoolResult } from './resize-pool.js';
 export { resizePool } from './resize-pool.js';
 export type { SetPoolOptions, SetPoolResult } from './set-pool.js';

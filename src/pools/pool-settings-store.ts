@@ -8,7 +8,7 @@ import {
   type PoolSettings,
   poolSettingsName,
   poolSettingsOf,
-} from './pool-settings.js';
+} from '../pool-settings.js';
 
 /**
  * The settings of every pool of a namespace that has its own, by pool name; with `cached`, from this process's

@@ -1,12 +1,12 @@
 import { classifyClaim } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { ephemeralLabel, poolLabel, removalHolder, sourceAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
-import { type PoolSettings, type ReclaimAction, reclaimActionOf } from './pool-settings.js';
+import { type PoolSettings, type ReclaimAction, reclaimActionOf } from '../pool-settings.js';
 
 /**
  * Who has a member, as read from its Lease and labels:

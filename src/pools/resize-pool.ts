@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import type { AdmissionPlan } from '../capacity/admit-pool.js';
 import { isLeaseExpired } from '../claims/claim-liveness.js';
-import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { dropLeftoverRemovals, takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
+import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from '../pool-options.js';
+import { poolSettingsOf } from '../pool-settings.js';
 import { readMinReady } from '../spares/min-ready.js';
 import { writeMinReady } from '../spares/spare-writes.js';
 import { goldenNameSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
@@ -16,16 +19,15 @@ import { makeMembers } from './make-members.js';
 import { memberFactoryFor } from './member-factory-for.js';
 import { planMemberRemoval, planResize, type ResizePlan } from './plan-resize.js';
 import type { PoolMemberFactory } from './pool-member-factory.js';
-import { defaultPoolActor, makeOptionsSchema, maxPoolSize, validateSize } from './pool-options.js';
+import { readPoolSettingsConfigMap } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
-import { dropLeftoverRemovals, takeRemovalLease } from './removal-lease.js';
 import { runAudited } from './run-audited.js';
 
 /** Options of {@link resizePool}. @category pools */
 export interface ResizePoolOptions extends PoolOptions {
   /** The number of members wanted, 1 to {@link maxPoolSize}. */
   size: number;
-  /** The golden VM for new members; needed only when the members do not record theirs. */
+  /** The golden VM for new members; needed only when the members do not record theirs and no roll-out names one. */
   from?: string;
   concurrency?: number;
   cloneTimeoutMs?: number;
@@ -90,7 +92,11 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
       const read = await readPool(ctx, namespace, name);
       const minReady = readMinReady(read.vms);
       if (minReady !== undefined && size < minReady) throw belowMinReady(id, size, minReady);
-      await dropLeftoverRemovals(ctx, { pool: name, vms: read.vms, leases: read.leases });
+      await dropLeftoverRemovals(ctx, {
+        pool: name,
+        members: read.vms.map((vm) => vm.metadata.name ?? ''),
+        leases: read.leases,
+      });
       const objects = await factory.listTakenNames(namespace);
       const claimed = claimedNames(read.leases, ctx.clock.now());
       const taken = new Set([...objects, ...claimed.keys()]);
@@ -99,7 +105,9 @@ export async function resizePool(ctx: VdiContext, options: ResizePoolOptions): P
       const resetting = [...claimed]
         .filter(([member, lease]) => isResetting(lease, name, member, listed))
         .map(([member]) => member);
-      const plan = planResize({ pool: read.pool, size, taken, resetting, source: parsed.from });
+      // a pool moving to a new golden VM grows from that one
+      const rollTo = poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, name)).rollOut?.to;
+      const plan = planResize({ pool: read.pool, size, taken, resetting, source: parsed.from ?? rollTo });
       const result: ResizePoolResult = {
         id,
         from: read.pool.members.length,

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
 import { formatPoolId } from '../ids.js';
+import { defaultPoolActor } from '../pool-options.js';
+import {
+  checkPoolSettings,
+  type PoolSettings,
+  type ReclaimAction,
+  reclaimActionOf,
+} from '../pool-settings.js';
 import {
   identitySchema,
   namespaceSchema,
@@ -8,13 +15,6 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { defaultPoolActor } from './pool-options.js';
-import {
-  checkPoolSettings,
-  type PoolSettings,
-  type ReclaimAction,
-  reclaimActionOf,
-} from './pool-settings.js';
 import { writePoolSettings } from './pool-settings-store.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';

@@ -3,6 +3,7 @@ import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
+import { defaultPoolActor } from '../pool-options.js';
 import { readSpares } from '../spares/keep-spares.js';
 import { validateMinReady } from '../spares/min-ready.js';
 import { planSpares } from '../spares/plan-spares.js';
@@ -14,7 +15,6 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { defaultPoolActor } from './pool-options.js';
 import { readPool } from './read-pool.js';
 import { runAudited } from './run-audited.js';
 

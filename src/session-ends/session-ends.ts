@@ -1,6 +1,6 @@
-import { shortHash } from '../claims/hash.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
+import { shortHash } from '../hash.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateNamespace } from '../validate.js';
 

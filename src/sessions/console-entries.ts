@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { consolesAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { parseRfc3339 } from '../parse-time.js';
 
 /**
  * One broker replica's open consoles of a claimed desktop, as its `corral.dev/vdi-consoles` entry records them.

@@ -1,14 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { type ClaimMarks, classifyMemberClaim } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { backendFor, type VdiContext } from '../context.js';
 import type { DesktopBackend, DesktopKind, MemberRef, ResetHow } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
+import { leaseKindLabel, releaseCauseAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import {
   identitySchema,
   memberNameSchema,
@@ -16,9 +17,10 @@ import {
   parseOptions,
   validateNamespace,
 } from '../validate.js';
+import { claimKeyOf, isSameClaim } from './claim-key.js';
+import { type ConsoleState, withConsoleMarks } from './console-marks.js';
 import { planConsoleOpen } from './plan-console-open.js';
 import type { ReclaimReason } from './plan-reclaim.js';
-import { type ConsoleState, claimKeyOf, isSameClaim, withConsoleMarks } from './plan-reclaim-pass.js';
 import { updateClaimLease } from './update-claim-lease.js';
 
 /** The console transports whose sessions count. @category sessions */
@@ -33,6 +35,39 @@ export type ConsoleKind = 'vnc' | 'serial' | 'terminal' | 'rdp';
 export type ConsoleEnd =
   | { cause: 'released'; message: string }
   | { cause: 'reclaimed'; reason: ReclaimReason; message: string };
+
+const reclaimReasons: readonly ReclaimReason[] = ['disconnect-grace', 'max-duration', 'idle', 'not-entitled'];
+
+/**
+ * How the consoles of a desktop end once its release is done: a holder's or an administrator's release, or the
+ * policy's reclaim for `reason`, with the message the person at the console reads.
+ *
+ * @category sessions
+ */
+export function consoleEndFor(reason?: ReclaimReason): ConsoleEnd {
+  if (reason === undefined) {
+    return { cause: 'released', message: 'The desktop was released; claim a desktop to go on.' };
+  }
+  return {
+    cause: 'reclaimed',
+    reason,
+    message: `The desktop was reclaimed (${reason}); claim a desktop again to go on.`,
+  };
+}
+
+/** What a release marks on the Lease (`corral.dev/vdi-release-cause`) for consoles to end with `end`. */
+export function releaseCauseOf(end: ConsoleEnd): string {
+  return end.cause === 'released' ? 'released' : `reclaimed ${end.reason}`;
+}
+
+/** The console end a Lease marked releasing names, if it names one. */
+export function consoleEndOfLease(lease: LeaseObject | undefined): ConsoleEnd | undefined {
+  if (!isReleasing(lease)) return undefined;
+  const cause = lease?.metadata.annotations?.[releaseCauseAnnotation] ?? '';
+  if (cause === 'released') return consoleEndFor();
+  const reason = reclaimReasons.find((known) => cause === `reclaimed ${known}`);
+  return reason === undefined ? undefined : consoleEndFor(reason);
+}
 
 /** Options of {@link SessionEngine.openConsole}. @category sessions */
 export interface OpenConsoleOptions {
@@ -183,6 +218,34 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
   // a namespace never holds a slash
   const splitKey = (key: string) => [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
 
+  function endMarkedOn(key: string): ConsoleEnd | undefined {
+    const [namespace = '', member = ''] = splitKey(key);
+    return consoleEndOfLease(ctx.cluster.cachesOf(namespace)?.leases.get(leaseNameFor(member)));
+  }
+
+  // Each namespace's Lease cache, once it runs, tells this process of releases any replica finished: the Lease of a
+  // claim marked releasing goes once its member was stopped or deleted, and its consoles here end as there.
+  const following = new Set<string>();
+  function followReleases(namespace: string): void {
+    const leases = ctx.cluster.cachesOf(namespace)?.leases;
+    if (leases === undefined || following.has(namespace)) return;
+    following.add(namespace);
+    leases.onChange(({ type, object }) => {
+      const end = type === 'deleted' ? consoleEndOfLease(object) : undefined;
+      if (end === undefined) return;
+      const member = [...live.keys()]
+        .map(splitKey)
+        .find(
+          ([liveIn = '', name = '']) => liveIn === namespace && leaseNameFor(name) === object.metadata.name,
+        )?.[1];
+      if (member === undefined) return;
+      // a container is always made again; a VM member made again is stopped, so the wait ends as for a stop
+      const kind = object.metadata.labels?.[leaseKindLabel] === 'ct' ? 'ct' : 'vm';
+      const reset = kind === 'ct' ? 'recreated' : 'stopped';
+      void endConsolesWhenDown({ kind, namespace, member, reset }, end).catch(() => undefined);
+    });
+  }
+
   function keepLive(
     key: string,
     handle: Omit<ConsoleHandle, 'ending'>,
@@ -192,7 +255,8 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     live.set(key, set);
     const kept: ConsoleHandle = {
       ...handle,
-      ending: () => entry.ending,
+      // a release run by another replica says so on the Lease, which this process's cache holds
+      ending: () => entry.ending ?? endMarkedOn(key),
       async close() {
         set.delete(entry);
         if (set.size === 0 && live.get(key) === set) live.delete(key);
@@ -293,6 +357,7 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
         { details: { namespace, namespaces } },
       );
     }
+    followReleases(namespace);
     // a terminal is a container's only console, and a container has no other
     const desktopKind = kind === 'terminal' ? 'ct' : 'vm';
     const desktopId = formatDesktopId({ kind: desktopKind, namespace, member });

@@ -1,8 +1,8 @@
-import { leaseNameFor } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import type { VdiContext } from '../context.js';
 import { inputAtAnnotation } from '../keys.js';
-import { claimKeyOf } from './plan-reclaim-pass.js';
+import { leaseNameFor } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import { claimKeyOf } from './claim-key.js';
 import { planRenewal } from './plan-renewal.js';
 import { updateClaimLease } from './update-claim-lease.js';
 

@@ -1,6 +1,6 @@
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 
 /**
  * A presentation copy left behind by a claim that ended: the member shows `holder` with `sessionId`, and no claim

@@ -1,46 +1,32 @@
-import { leaseNameFor, memberFromLeaseName } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { isReleasing } from '../claims/releasing-mark.js';
 import { isResetDue } from '../claims/reset-mark.js';
+import { defaultCloneTimeoutMs } from '../desktop-backend.js';
 import { judgeHolderEntitlement, readHolderRecord } from '../entitlements/holder-entitlement.js';
-import type { DesktopKind } from '../ids.js';
 import {
-  connectedAtAnnotation,
-  consolesAnnotation,
-  disconnectedAtAnnotation,
-  idleWarnedAnnotation,
-  inputAtAnnotation,
-  leaseKindLabel,
   leaseMemberLabel,
   leaseNamePrefix,
   leasePoolLabel,
   notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   removalHolder,
-  sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
+import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import type { PoolSettings } from '../pool-settings.js';
 import { isValidVmName } from '../validate.js';
-import {
-  type ConsolePresence,
-  formatConsoleEntries,
-  judgeConsoleEntries,
-  readConsoleEntries,
-} from './console-entries.js';
+import { type ConsoleState, ownState, parseMark, sessionFactsOf } from './console-marks.js';
 import {
   describeSession,
-  graceStart,
   hasBrokerConsole,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
   type ReclaimPolicy,
   type ReclaimReason,
-  type SessionFacts,
+  warnedMark,
 } from './plan-reclaim.js';
 import { planRenewal } from './plan-renewal.js';
-
 /**
  * How old a `corral.dev/vdi-releasing` mark gets before the pass takes its release for dead and finishes it: ten
  * minutes. A live reset takes at most two clone timeouts (the old VM's deletion, then the clone: four minutes), so a
@@ -49,46 +35,6 @@ import { planRenewal } from './plan-renewal.js';
  * @category sessions
  */
 export const releaseStalledAfterMs = 5 * defaultCloneTimeoutMs;
-
-/**
- * The desktop kind a claim Lease records in its `corral.dev/vdi-kind` label; `undefined` for a Lease written
- * before claims recorded it (or with a value no backend serves), whose kind its member must tell.
- *
- * @category sessions
- */
-export function claimKindOf(lease: LeaseObject): DesktopKind | undefined {
-  const recorded = lease.metadata.labels?.[leaseKindLabel];
-  return recorded === 'vm' || recorded === 'ct' ? recorded : undefined;
-}
-
-/**
- * What tells one claim of a member from the next: a Lease replaced or re-created for a new holder or session
- * differs in at least one field.
- *
- * @category sessions
- */
-export interface ClaimKey {
-  uid: string;
-  holder: string;
-  sessionId: string;
-  acquireTime: string;
-}
-
-/**
- * What this process knows of one claim's consoles: how many are open, when the first of them opened and the last
- * closed, and whether the Lease carries that yet (`written` equals `version`). It supersedes this replica's
- * entry in the Lease's `corral.dev/vdi-consoles`, which may be behind it.
- *
- * @category sessions
- */
-export interface ConsoleState {
-  claim: ClaimKey;
-  open: number;
-  connectedAt: Date | undefined;
-  disconnectedAt: Date | undefined;
-  version: number;
-  written: number;
-}
 
 /**
  * What {@link planReclaimPass} looks at: one namespace's claim Leases as listed (with every replica's console
@@ -129,7 +75,8 @@ export interface ReclaimPassInput {
  * - `entitlement`: mark the claim `corral.dev/vdi-not-entitled-at` (`notEntitledAt`) the first time its pool no
  *   longer lets its holder in, or clear that mark (`undefined`) once it does again; the claim is reclaimed for
  *   `not-entitled` the policy's `disconnectGraceMs` after the mark.
- * - `warn`: warn the holder that the desktop goes idle at `idleAt`, and mark the Lease so it is warned once.
+ * - `warn`: warn the holder that the desktop is reclaimed at `reclaimAt` for `reason`, and mark the Lease
+ *   (`corral.dev/vdi-reclaim-warned`) so each reason and instant is warned about once.
  * - `renew`: renew the Lease; `marks` says whether session marks an earlier write missed go with it.
  * - `mark`: write the session marks an earlier write missed.
  * - `resume`: a release of it stopped half way (`corral.dev/vdi-releasing`): its member is gone or being deleted
@@ -158,7 +105,7 @@ export type SessionStep =
       notify: boolean;
     }
   | { kind: 'entitlement'; member: string; lease: LeaseObject; notEntitledAt: Date | undefined }
-  | { kind: 'warn'; member: string; lease: LeaseObject; idleAt: Date }
+  | { kind: 'warn'; member: string; lease: LeaseObject; reason: ReclaimReason; reclaimAt: Date }
   | { kind: 'renew'; member: string; lease: LeaseObject; marks: boolean }
   | { kind: 'mark'; member: string; lease: LeaseObject }
   | { kind: 'resume'; member: string; lease: LeaseObject }
@@ -187,162 +134,6 @@ export interface ReclaimPassPlan {
    * groups or is marked not entitled (the pool's allowed groups and users judge it).
    */
   needsSettings: boolean;
-}
-
-/**
- * The claim a Lease records.
- *
- * @category sessions
- */
-export function claimKeyOf(lease: LeaseObject): ClaimKey {
-  return {
-    uid: lease.metadata.uid ?? '',
-    holder: lease.spec.holderIdentity ?? '',
-    sessionId: lease.metadata.annotations?.[sessionIdAnnotation] ?? '',
-    acquireTime: lease.spec.acquireTime ?? '',
-  };
-}
-
-/** Whether two keys name the same claim. @category sessions */
-export function isSameClaim(a: ClaimKey, b: ClaimKey): boolean {
-  return (
-    a.uid === b.uid && a.holder === b.holder && a.sessionId === b.sessionId && a.acquireTime === b.acquireTime
-  );
-}
-
-function parseMark(lease: LeaseObject, key: string): Date | undefined {
-  const text = lease.metadata.annotations?.[key];
-  return text === undefined ? undefined : parseRfc3339(text);
-}
-
-function acquiredAtOf(lease: LeaseObject): Date | undefined {
-  for (const text of [lease.spec.acquireTime, lease.metadata.creationTimestamp, lease.spec.renewTime]) {
-    const parsed = text === undefined ? undefined : parseRfc3339(text);
-    if (parsed) return parsed;
-  }
-  return undefined;
-}
-
-/** Where {@link sessionFactsOf} reads a claim from besides its Lease. @category sessions */
-export interface SessionFactsContext {
-  /** This process's replica ID, whose entry `consoles` supersedes. */
-  replicaId: string;
-  now: Date;
-  processStartedAt: Date;
-}
-
-/** The console entries of a claim at `now`, but for this replica's own when its state supersedes it. */
-function othersOf(
-  lease: LeaseObject,
-  own: ConsoleState | undefined,
-  acquiredAt: Date,
-  { replicaId, now }: SessionFactsContext,
-): ConsolePresence {
-  const entries = readConsoleEntries(lease);
-  if (own) entries.delete(replicaId);
-  return judgeConsoleEntries(entries, now, acquiredAt);
-}
-
-/** This process's console state of the claim the Lease records, if it is of that claim. */
-function ownState(lease: LeaseObject, consoles: ConsoleState | undefined): ConsoleState | undefined {
-  return consoles && isSameClaim(consoles.claim, claimKeyOf(lease)) ? consoles : undefined;
-}
-
-function latest(...dates: (Date | undefined)[]): Date | undefined {
-  return dates.reduce<Date | undefined>(
-    (last, date) => (date !== undefined && (last === undefined || date > last) ? date : last),
-    undefined,
-  );
-}
-
-/**
- * The facts {@link planReclaim} needs about one claim, from its Lease: its marks, and whether a console is open
- * by the console entries of the live replicas (`corral.dev/vdi-consoles`), with this process's console state of
- * the same claim in place of its own entry, since it is at least as new. A dead replica's entries (past their
- * expiry) give `consolesLostAt`.
- *
- * @returns `undefined` when the Lease carries no readable start.
- * @category sessions
- */
-export function sessionFactsOf(
-  lease: LeaseObject,
-  consoles: ConsoleState | undefined,
-  context: SessionFactsContext,
-  input?: Date,
-): SessionFacts | undefined {
-  const acquiredAt = acquiredAtOf(lease);
-  if (acquiredAt === undefined) return undefined;
-  const own = ownState(lease, consoles);
-  const { live, lostAt } = othersOf(lease, own, acquiredAt, context);
-  const marked = parseMark(lease, inputAtAnnotation);
-  // input this process saw may not be written yet
-  const lastInputAt =
-    input !== undefined && (marked === undefined || input.getTime() > marked.getTime()) ? input : marked;
-  return {
-    acquiredAt,
-    connectedAt: parseMark(lease, connectedAtAnnotation),
-    // this process's last close may not be written yet
-    disconnectedAt: latest(parseMark(lease, disconnectedAtAnnotation), own?.disconnectedAt),
-    consoleOpen: live.size > 0 || (own?.open ?? 0) > 0,
-    consolesLostAt: lostAt,
-    processStartedAt: context.processStartedAt,
-    ...(lastInputAt === undefined ? {} : { lastInputAt }),
-  };
-}
-
-/** What {@link withConsoleMarks} writes for this replica. @category sessions */
-export interface ConsoleMarksInput extends SessionFactsContext {
-  /** This process's console state of the claim; `undefined` leaves its entry as the Lease has it. */
-  consoles: ConsoleState | undefined;
-  /** How long this replica's entry counts without a heartbeat. */
-  expiryMs: number;
-  /** Rewrite this replica's entry (count, `seenAt`) although it is live: on a heartbeat or a write made anyway. */
-  refresh: boolean;
-}
-
-/**
- * The Lease with this replica's console entry and the session marks brought up to date, or `undefined` when it
- * already carries them. This replica's entry is there while it has consoles open, with their count and `seenAt`
- * as of the last `refresh` (a live entry is otherwise left as it is, so a second console costs no write), and
- * goes when none are; dead replicas' entries are dropped. The first console open anywhere after none writes
- * `corral.dev/vdi-connected-at`; when none is left open (the last close anywhere, or a dead replica's entries
- * dropped) `corral.dev/vdi-disconnected-at` gets the instant the grace runs from, so the reading of
- * {@link sessionFactsOf} is the same before and after the write.
- *
- * @category sessions
- */
-export function withConsoleMarks(lease: LeaseObject, input: ConsoleMarksInput): LeaseObject | undefined {
-  const acquiredAt = acquiredAtOf(lease);
-  if (acquiredAt === undefined) return undefined;
-  const { replicaId, now } = input;
-  const own = ownState(lease, input.consoles);
-  const recorded = judgeConsoleEntries(readConsoleEntries(lease), now, acquiredAt);
-  const facts = sessionFactsOf(lease, own, input) as SessionFacts;
-  const next = othersOf(lease, own, acquiredAt, input).live;
-  const kept = recorded.live.get(replicaId);
-  if (own && own.open > 0) {
-    const fresh = { open: own.open, seenAt: now, expiresAt: new Date(now.getTime() + input.expiryMs) };
-    next.set(replicaId, kept && !input.refresh ? kept : fresh);
-  }
-  const annotations = { ...lease.metadata.annotations };
-  const entries = formatConsoleEntries(next);
-  if (entries === undefined) delete annotations[consolesAnnotation];
-  else annotations[consolesAnnotation] = entries;
-  const lost = facts.consolesLostAt !== undefined;
-  if (next.size > 0 && recorded.live.size === 0 && own?.connectedAt) {
-    // a connected period begins; a dead replica's ends where the grace would have run from
-    const ended = lost ? graceStart(facts) : undefined;
-    if (ended) annotations[disconnectedAtAnnotation] = ended.toISOString();
-    annotations[connectedAtAnnotation] = own.connectedAt.toISOString();
-  } else if (next.size === 0 && (recorded.live.size > 0 || lost || own?.disconnectedAt)) {
-    const ended = graceStart(facts);
-    if (ended) annotations[disconnectedAtAnnotation] = ended.toISOString();
-  }
-  const current = lease.metadata.annotations ?? {};
-  const changed = [consolesAnnotation, connectedAtAnnotation, disconnectedAtAnnotation].some(
-    (key) => annotations[key] !== current[key],
-  );
-  return changed ? { ...lease, metadata: { ...lease.metadata, annotations } } : undefined;
 }
 
 /**
@@ -529,12 +320,12 @@ function stepFor(
       return { kind: 'entitlement', member, lease, notEntitledAt: notEntitled ? input.now : undefined };
     }
   }
-  const warning = planIdleWarning(facts, input.now, policy);
+  const warning = planReclaimWarning(facts, input.now, policy);
   if (
     warning.kind === 'warn' &&
-    lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()
+    lease.metadata.annotations?.[reclaimWarnedAnnotation] !== warnedMark(warning)
   ) {
-    return { kind: 'warn', member, lease, idleAt: warning.idleAt };
+    return { kind: 'warn', member, lease, reason: warning.reason, reclaimAt: warning.at };
   }
   const own = ownState(lease, consoles);
   const marks = own !== undefined && own.written < own.version;

@@ -2,11 +2,12 @@ import { VdiError } from '../errors.js';
 
 /**
  * Why the reclaim policy takes a desktop back. `not-entitled`: its pool no longer lets its holder in, and the grace
- * has passed since the session engine first saw that (see `corral.dev/vdi-not-entitled-at`).
+ * has passed since the session engine first saw that (see `corral.dev/vdi-not-entitled-at`). `roll-out`: its pool
+ * moves to a new golden VM and the roll-out's deadline came (see `corral.dev/vdi-roll-out-at`).
  *
  * @category sessions
  */
-export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled';
+export type ReclaimReason = 'disconnect-grace' | 'max-duration' | 'idle' | 'not-entitled' | 'roll-out';
 
 /**
  * The reclaim policy.
@@ -26,6 +27,12 @@ export interface ReclaimPolicy {
   idleTimeoutMs?: number;
   /** How long before an idle reclaim its holder is warned, in ms; `0` sends no warning. @defaultValue 0 */
   idleWarningMs?: number;
+  /**
+   * How long before a reclaim for the maximum age or a roll-out's deadline its holder is warned, in ms; `0`
+   * sends no warning. A disconnect grace is not warned about: its holder has no console open to see it.
+   * @defaultValue 0
+   */
+  reclaimWarningMs?: number;
 }
 
 /** The default policy: 15 minutes of disconnect grace and no maximum age. @category sessions */
@@ -57,6 +64,8 @@ export interface SessionFacts {
   processStartedAt: Date;
   /** The last input a broker console carried to the desktop: the `corral.dev/vdi-input-at` mark or newer. */
   lastInputAt?: Date | undefined;
+  /** When a roll-out of its pool takes the desktop back to rebuild it: the `corral.dev/vdi-roll-out-at` mark. */
+  rollOutAt?: Date | undefined;
 }
 
 /**
@@ -83,9 +92,16 @@ export interface SessionView {
   reclaimReason?: ReclaimReason;
   /** Set while the holder is being warned of an idle reclaim: from `idleWarningMs` before it. */
   idleWarning?: boolean;
+  /** Set while the holder is being warned of the pending reclaim, whatever its reason (see {@link reclaimWarningFor}). */
+  reclaimWarning?: boolean;
 }
 
-interface PendingReclaim {
+/**
+ * A reclaim that comes at `at` for `reason` unless something changes first.
+ *
+ * @category sessions
+ */
+export interface PendingReclaim {
   at: Date;
   reason: ReclaimReason;
 }
@@ -149,40 +165,63 @@ export function describeSession(facts: SessionFacts, policy: ReclaimPolicy, now?
     connected: facts.consoleOpen,
     ...(disconnectedAt === undefined ? {} : { disconnectedAt }),
     ...(next === undefined ? {} : { reclaimAt: next.at, reclaimReason: next.reason }),
-    ...(warned ? { idleWarning: true } : {}),
+    ...(warned ? { reclaimWarning: true } : {}),
+    ...(warned && next.reason === 'idle' ? { idleWarning: true } : {}),
   };
 }
 
 /**
- * Whether the holder of a claimed desktop is to be warned at `now` of an idle reclaim: the idle reclaim is the
- * next one, it is not due yet, and it comes within `idleWarningMs`. `idleAt` is that reclaim's instant; a new
- * input moves it, so each instant is warned about once.
+ * Whether the holder of a claimed desktop is to be warned at `now` of its next reclaim: it is not due yet and comes
+ * within the warning of its reason (`idleWarningMs` for idleness, `reclaimWarningMs` for the maximum age). The
+ * warning names the reclaim's reason and instant; an instant that moves (input puts off an idle reclaim) is warned
+ * about again.
  *
  * @example
  * ```ts
- * const warning = planIdleWarning(facts, clock.now(), policy);
- * if (warning.kind === 'warn' && lease.metadata.annotations?.[idleWarnedAnnotation] !== warning.idleAt.toISOString()) warn();
+ * const warning = planReclaimWarning(facts, clock.now(), policy);
+ * if (warning.kind === 'warn' && lease.metadata.annotations?.[reclaimWarnedAnnotation] !== warnedMark(warning)) warn();
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` as {@link planReclaim}.
  * @category sessions
  */
-export function planIdleWarning(
+export function planReclaimWarning(
   facts: SessionFacts,
   now: Date,
   policy: ReclaimPolicy,
-): { kind: 'warn'; idleAt: Date } | { kind: 'none' } {
+): ({ kind: 'warn' } & PendingReclaim) | { kind: 'none' } {
   checkDate(now, 'now');
   const next = earliestReclaim(facts, policy);
-  return next !== undefined && isWarned(next, now, policy)
-    ? { kind: 'warn', idleAt: next.at }
-    : { kind: 'none' };
+  return next !== undefined && isWarned(next, now, policy) ? { kind: 'warn', ...next } : { kind: 'none' };
 }
 
+/**
+ * How long before a reclaim for `reason` its holder is warned, in ms: `idleWarningMs` for idleness,
+ * `reclaimWarningMs` for the maximum age and a roll-out's deadline, none for a disconnect grace (nobody is connected
+ * to see it) or a pool that no longer lets the holder in (its own `not-entitled` event says when).
+ *
+ * @category sessions
+ */
+export function reclaimWarningFor(reason: ReclaimReason, policy: ReclaimPolicy): number {
+  if (reason === 'idle') return policy.idleWarningMs ?? 0;
+  if (reason === 'max-duration' || reason === 'roll-out') return policy.reclaimWarningMs ?? 0;
+  return 0;
+}
+
+// not due yet, and within the warning of its reason
 function isWarned(next: PendingReclaim, now: Date, policy: ReclaimPolicy): boolean {
-  const warningMs = policy.idleWarningMs ?? 0;
-  if (next.reason !== 'idle' || warningMs === 0) return false;
+  const warningMs = reclaimWarningFor(next.reason, policy);
+  if (warningMs === 0) return false;
   const left = next.at.getTime() - now.getTime();
   return left > 0 && left <= warningMs;
+}
+
+/**
+ * The `corral.dev/vdi-reclaim-warned` value of a warning given: its reason and instant, so each is warned about once.
+ *
+ * @category sessions
+ */
+export function warnedMark(reclaim: PendingReclaim): string {
+  return `${reclaim.reason} ${reclaim.at.toISOString()}`;
 }
 
 function earliestReclaim(facts: SessionFacts, policy: ReclaimPolicy): PendingReclaim | undefined {
@@ -198,6 +237,7 @@ function earliestReclaim(facts: SessionFacts, policy: ReclaimPolicy): PendingRec
   const idleFrom = idleTimeoutMs > 0 ? idleStart(facts) : undefined;
   const idleAt = idleFrom === undefined ? undefined : later(idleFrom, idleTimeoutMs);
   if (idleAt !== undefined) pending.push({ at: idleAt, reason: 'idle' });
+  if (facts.rollOutAt !== undefined) pending.push({ at: facts.rollOutAt, reason: 'roll-out' });
   // max-duration comes first, so a tie keeps it
   return pending.reduce<PendingReclaim | undefined>(
     (earliest, candidate) =>
@@ -277,6 +317,7 @@ function checkFacts(facts: SessionFacts): void {
   if (facts.disconnectedAt !== undefined) checkDate(facts.disconnectedAt, 'disconnectedAt');
   if (facts.consolesLostAt !== undefined) checkDate(facts.consolesLostAt, 'consolesLostAt');
   if (facts.lastInputAt !== undefined) checkDate(facts.lastInputAt, 'lastInputAt');
+  if (facts.rollOutAt !== undefined) checkDate(facts.rollOutAt, 'rollOutAt');
   if (typeof facts.consoleOpen !== 'boolean') {
     throw new VdiError('INVALID_INPUT', 'The session fact "consoleOpen" must be true or false.', {
       details: { field: 'consoleOpen' },
@@ -291,7 +332,13 @@ function checkFacts(facts: SessionFacts): void {
  * @category sessions
  */
 export function checkReclaimPolicy(policy: ReclaimPolicy): void {
-  for (const field of ['disconnectGraceMs', 'maxSessionMs', 'idleTimeoutMs', 'idleWarningMs'] as const) {
+  for (const field of [
+    'disconnectGraceMs',
+    'maxSessionMs',
+    'idleTimeoutMs',
+    'idleWarningMs',
+    'reclaimWarningMs',
+  ] as const) {
     const value = policy[field] ?? 0;
     if (!Number.isSafeInteger(value) || value < 0) {
       throw new VdiError(

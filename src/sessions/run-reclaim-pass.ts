@@ -1,10 +1,8 @@
 import { recordAudit } from '../audit.js';
 import { finishTakeover } from '../claims/finish-takeover.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { releaseMember } from '../claims/release-desktop.js';
 import { isReleasing } from '../claims/releasing-mark.js';
-import type { VdiContext } from '../context.js';
-import { readCtPoolSettingsIn } from '../ct/ct-pool-store.js';
+import { poolKindFor, type VdiContext } from '../context.js';
 import {
   type DesktopBackend,
   type DesktopKind,
@@ -16,28 +14,22 @@ import { isVdiError, VdiError } from '../errors.js';
 import { forEachBounded } from '../for-each-bounded.js';
 import { formatDesktopId } from '../ids.js';
 import {
-  idleWarnedAnnotation,
   leasePoolLabel,
   notEntitledAtAnnotation,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   sessionIdAnnotation,
 } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pools/pool-settings.js';
-import { readPoolSettingsIn } from '../pools/pool-settings-store.js';
-import type { ConsoleTracker } from './console-tracker.js';
+import { leaseNameFor } from '../lease-name.js';
+import type { PoolSettings } from '../pool-settings.js';
+import { claimKeyOf, claimKindOf, isSameClaim } from './claim-key.js';
+import { type ConsoleTracker, consoleEndFor, releaseCauseOf } from './console-tracker.js';
 import type { InputTracker } from './input-tracker.js';
 import { type LeftCopy, planCopySweep } from './plan-copy-sweep.js';
-import type { ReclaimPolicy } from './plan-reclaim.js';
-import {
-  claimKeyOf,
-  claimKindOf,
-  isSameClaim,
-  notifiedMark,
-  planReclaimPass,
-  planSessionStep,
-  type SessionStep,
-} from './plan-reclaim-pass.js';
+import { type ReclaimPolicy, warnedMark } from './plan-reclaim.js';
+import { notifiedMark, planReclaimPass, planSessionStep, type SessionStep } from './plan-reclaim-pass.js';
+import { postReclaimWebhook } from './reclaim-webhook.js';
 import { updateClaimLease } from './update-claim-lease.js';
 
 /** The identity the reclaim policy acts as, in the audit log and on events. @category sessions */
@@ -54,7 +46,7 @@ export interface SessionPassResult {
   reclaimed: number;
   /** Reclaims of `notify` pools reported instead of carried out; their claims stay. */
   notified: number;
-  /** Holders warned that their desktop goes idle soon. */
+  /** Holders warned that their desktop is reclaimed soon (idle, maximum age). */
   warned: number;
   /** Claims marked because their pool no longer lets their holder in; each is reclaimed after the grace. */
   notEntitled: number;
@@ -188,9 +180,10 @@ async function passOverNamespace(
   const needed = plan.needsMembers
     ? setup.backends.filter((backend) => kinds.has(backend.kind) || kinds.has(undefined))
     : [];
-  // the watch caches hold the VMs and their instances, not Pods: with them the VM members cost no request
+  // the watch caches hold the members of a backend that follows them there (VMs and their instances, not Pods):
+  // with them those members cost no request
   const fromCaches = cached
-    ? setup.backends.filter((backend) => backend.kind === 'vm' && !needed.includes(backend))
+    ? setup.backends.filter((backend) => backend.followMembers !== undefined && !needed.includes(backend))
     : [];
   const listed = (
     await Promise.all(
@@ -219,7 +212,7 @@ async function passOverNamespace(
     write(ctx, setup, namespace, step, result).catch(collect),
   );
   await forEachBounded(warnings, writeConcurrency, (step) =>
-    warn(ctx, setup, namespace, step, result).catch(collect),
+    warn(ctx, setup, namespace, settings, step, result).catch(collect),
   );
   await forEachBounded(entitlements, writeConcurrency, (step) =>
     markEntitlement(ctx, setup, namespace, step, result).catch(collect),
@@ -255,22 +248,23 @@ async function clearLeftCopy(
 }
 
 /**
- * The namespace's pools' own settings: the VM pools' settings ConfigMaps, and the container pools' specs when a
- * claim is of a container (pool names are unique across kinds in a namespace).
+ * The namespace's pools' own settings, as each kind stores them: the default kind's always (a claim that names no
+ * kind is of it), another kind's when a claim is of it (pool names are unique across kinds in a namespace).
  */
 async function readSettingsIn(
   ctx: VdiContext,
   namespace: string,
   leases: readonly LeaseObject[],
 ): Promise<Map<string, PoolSettings>> {
-  const containers = leases.some((lease) => claimKindOf(lease) === 'ct');
+  const kinds = new Set([defaultDesktopKind, ...leases.flatMap((lease) => claimKindOf(lease) ?? [])]);
   // cached settings a moment old plan as a pass a moment earlier would; a reclaim reads its claim fresh to act
   const how = { cached: ctx.cluster.isCaching(namespace) };
-  const [vms, cts] = await Promise.all([
-    readPoolSettingsIn(ctx, namespace, how),
-    containers ? readCtPoolSettingsIn(ctx, namespace, how) : new Map<string, PoolSettings>(),
-  ]);
-  return new Map([...vms, ...cts]);
+  const read = await Promise.all(
+    [...kinds]
+      .filter((kind) => ctx.poolKinds[kind] !== undefined)
+      .map((kind) => poolKindFor(ctx, kind).readSettingsIn(ctx, namespace, how)),
+  );
+  return new Map(read.flatMap((settings) => [...settings]));
 }
 
 async function write(
@@ -314,34 +308,44 @@ async function write(
   }
 }
 
-/** Warns the holder that the desktop goes idle at `idleAt`, once: the Lease records the instant warned about. */
+/**
+ * Warns the holder that the desktop is reclaimed at `reclaimAt` for `reason`, once: the Lease records the reason and
+ * instant warned about, written conditionally on the Lease as read, so of several replicas warning at once one wins
+ * the write, and only it emits the event and calls the pool's webhook.
+ */
 async function warn(
   ctx: VdiContext,
   setup: ReclaimPassSetup,
   namespace: string,
-  { member, lease, idleAt }: Due<'warn'>,
+  settings: ReadonlyMap<string, PoolSettings> | undefined,
+  { member, lease, reason, reclaimAt }: Due<'warn'>,
   result: SessionPassResult,
 ): Promise<void> {
-  const at = idleAt.toISOString();
+  const mark = warnedMark({ reason, at: reclaimAt });
   await setup.fence?.();
   const outcome = await updateClaimLease(
     ctx,
     { namespace, name: lease.metadata.name ?? '', claim: claimKeyOf(lease), known: lease },
     (current) => {
-      if (isReleasing(current) || current.metadata.annotations?.[idleWarnedAnnotation] === at)
+      if (isReleasing(current) || current.metadata.annotations?.[reclaimWarnedAnnotation] === mark)
         return undefined;
-      const annotations = { ...current.metadata.annotations, [idleWarnedAnnotation]: at };
+      const annotations = { ...current.metadata.annotations, [reclaimWarnedAnnotation]: mark };
       return { ...current, metadata: { ...current.metadata, annotations } };
     },
   );
   if (outcome.kind !== 'written') return;
   result.warned += 1;
   const kind = await kindOfClaim(setup, namespace, member, lease);
-  ctx.events.emit('idle-warning', {
-    desktopId: formatDesktopId({ kind, namespace, member }),
-    holder: lease.spec.holderIdentity ?? '',
-    idleAt: at,
-  });
+  const desktopId = formatDesktopId({ kind, namespace, member });
+  const pool = lease.metadata.labels?.[leasePoolLabel] ?? '';
+  const holder = lease.spec.holderIdentity ?? '';
+  const facts = { desktopId, pool, holder, reason, reclaimAt: reclaimAt.toISOString() };
+  const webhook = settings?.get(pool)?.reclaimWebhook;
+  // after the mark, so a crash in between loses this call rather than repeating it
+  const delivery =
+    webhook === undefined ? undefined : await postReclaimWebhook(webhook, 'reclaim-warning', facts);
+  ctx.events.emit('reclaim-warning', { ...facts, ...(delivery ? { webhook: delivery } : {}) });
+  if (reason === 'idle') ctx.events.emit('idle-warning', { desktopId, holder, idleAt: facts.reclaimAt });
 }
 
 /**
@@ -422,6 +426,7 @@ async function reclaim(
     return;
   }
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
+  const end = consoleEndFor(step.reason);
   let reset: ResetHow;
   try {
     ({ reset } = await releaseMember(ctx, {
@@ -431,6 +436,7 @@ async function reclaim(
       actor: reclaimActor,
       asAdmin: true,
       auditAction: `vdi reclaim (${step.reason})`,
+      cause: releaseCauseOf(end),
       ...(sessionId === undefined ? {} : { expectedSessionId: sessionId }),
       ...fenceOf(setup),
     }));
@@ -448,16 +454,7 @@ async function reclaim(
   if (entry) tracker.forget(namespace, member, entry);
   // a console outlives the claim until the guest goes (a max-duration reclaim has consoles open); a failed reset
   // kept them, so they end only now
-  void tracker
-    .endConsolesWhenDown(
-      { kind, namespace, member, reset },
-      {
-        cause: 'reclaimed',
-        reason: step.reason,
-        message: `The desktop was reclaimed (${step.reason}); claim a desktop again to go on.`,
-      },
-    )
-    .catch(() => undefined);
+  void tracker.endConsolesWhenDown({ kind, namespace, member, reset }, end).catch(() => undefined);
   result.reclaimed += 1;
   ctx.events.emit('reclaimed', { desktopId, holder, reason: step.reason });
 }
@@ -465,8 +462,6 @@ async function reclaim(
 function fenceOf({ fence }: ReclaimPassSetup): { fence?: () => Promise<void> } {
   return fence === undefined ? {} : { fence };
 }
-
-const webhookTimeoutMs = 5_000;
 
 /**
  * Reports a due reclaim of a `notify` pool instead of carrying it out: the `reclaim-notified` event, the audit
@@ -486,7 +481,8 @@ async function notify(
   const { desktopId, pool, lease, step, webhook } = input;
   const holder = lease.spec.holderIdentity ?? '';
   const facts = { desktopId, pool, holder, reason: step.reason, dueAt: step.dueAt.toISOString() };
-  const delivery = webhook === undefined ? undefined : await postWebhook(webhook, facts);
+  const delivery =
+    webhook === undefined ? undefined : await postReclaimWebhook(webhook, 'reclaim-notified', facts);
   ctx.events.emit('reclaim-notified', { ...facts, ...(delivery ? { webhook: delivery } : {}) });
   await recordAudit(ctx, {
     action: 'vdi reclaim notify',
@@ -513,25 +509,6 @@ async function notify(
       return { ...current, metadata: { ...current.metadata, annotations } };
     },
   );
-}
-
-async function postWebhook(
-  url: string,
-  facts: Record<string, string>,
-): Promise<{ ok: boolean; status?: number; error?: string }> {
-  try {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ event: 'reclaim-notified', ...facts }),
-      signal: AbortSignal.timeout(webhookTimeoutMs),
-      redirect: 'error',
-    });
-    await response.body?.cancel();
-    return { ok: response.ok, status: response.status };
-  } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
-  }
 }
 
 /**

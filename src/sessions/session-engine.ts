@@ -5,6 +5,7 @@ import type { VdiContext } from '../context.js';
 import type { DesktopBackend, DesktopKind, ResetHow } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { namespaceSchema, parseOptions } from '../validate.js';
+import { sessionFactsOf } from './console-marks.js';
 import {
   type ConsoleEnd,
   type ConsoleHandle,
@@ -19,7 +20,7 @@ import {
   type ReclaimPolicy,
   type ReclaimReason,
 } from './plan-reclaim.js';
-import { notEntitledReclaimAt, policyFor, sessionFactsOf } from './plan-reclaim-pass.js';
+import { notEntitledReclaimAt, policyFor } from './plan-reclaim-pass.js';
 import { planRenewal } from './plan-renewal.js';
 import { runReclaimPass, type SessionPassResult } from './run-reclaim-pass.js';
 
@@ -90,6 +91,8 @@ export interface DesktopSession {
   reclaimReason: ReclaimReason | undefined;
   /** `true` while the idle reclaim comes within the idle warning: input on a broker console keeps the desktop. */
   idleWarning?: true;
+  /** `true` while the holder is warned of the pending reclaim (`reclaimReason`, at `reclaimAt`): idle or maximum age. */
+  reclaimWarning?: true;
 }
 
 /** Options of {@link SessionEngine.endConsoles}. @category sessions */
@@ -168,6 +171,7 @@ const optionsSchema = z.object({
       maxSessionMs: z.number().optional(),
       idleTimeoutMs: z.number().optional(),
       idleWarningMs: z.number().optional(),
+      reclaimWarningMs: z.number().optional(),
     })
     .optional(),
   inputMarkIntervalMs: positiveMs.optional(),
@@ -290,12 +294,15 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
         notEntitledAt !== undefined && (view.reclaimAt === undefined || notEntitledAt < view.reclaimAt)
           ? { at: notEntitledAt, reason: 'not-entitled' as const }
           : { at: view.reclaimAt, reason: view.reclaimReason };
+      // a warning speaks of the policy's reclaim, not of an earlier not-entitled one
+      const warned = pending.reason === view.reclaimReason;
       return {
         connected: view.connected,
         disconnectedAt: view.disconnectedAt?.toISOString(),
         reclaimAt: pending.at?.toISOString(),
         reclaimReason: pending.reason,
-        ...(view.idleWarning ? { idleWarning: true as const } : {}),
+        ...(warned && view.idleWarning ? { idleWarning: true as const } : {}),
+        ...(warned && view.reclaimWarning ? { reclaimWarning: true as const } : {}),
       };
     },
     policy,

@@ -1,7 +1,7 @@
 import type { VdiContext } from '../context.js';
 import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { type ClaimKey, claimKeyOf, isSameClaim } from './plan-reclaim-pass.js';
+import { type ClaimKey, claimKeyOf, isSameClaim } from './claim-key.js';
 
 /** How a read-modify-write of a claim's Lease ended. */
 export type LeaseUpdate = { kind: 'written'; lease: LeaseObject } | { kind: 'unchanged' } | { kind: 'gone' };

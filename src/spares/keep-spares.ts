@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { planAdmission, readGoldenVm } from '../capacity/capacity-service.js';
 import { readDeviceNeeds } from '../capacity/device-needs.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
-import { backendFor, type VdiContext } from '../context.js';
+import { takeRemovalLease } from '../claims/removal-lease.js';
+import { backendFor, poolKindFor, type VdiContext } from '../context.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { isVdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { poolLabel, spareAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
-import { takeRemovalLease } from '../pools/removal-lease.js';
+import { leaseNameFor } from '../lease-name.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { listVmPoolMembers } from '../vm/vm-backend.js';
 import { readMinReady } from './min-ready.js';
@@ -194,7 +194,8 @@ export interface KeepSparesPassResult {
 }
 
 /**
- * One keeper pass over every VM pool of a namespace whose members carry a `minReady` (see {@link keepPoolSpares}).
+ * One keeper pass over every VM pool of a namespace whose members carry a `minReady` (see {@link keepPoolSpares}),
+ * but those with a schedule, whose own keeper keeps their spares (`keepSchedules`).
  * A pool whose pass fails is reported in `failed` and the others go on.
  *
  * @throws {@link VdiError} `INVALID_INPUT` for a bad namespace; what listing the pools throws.
@@ -208,7 +209,11 @@ export async function keepSpares(
   const namespace = validateNamespace(parsed.namespace ?? ctx.defaultNamespace);
   // with the namespace's watch caches started (as in a broker), a pass with nothing to do asks nothing
   const cached = ctx.cluster.isCaching(namespace);
-  const vms = await ctx.cluster.listVms(namespace, poolLabel, { cached });
+  const [vms, settings] = await Promise.all([
+    ctx.cluster.listVms(namespace, poolLabel, { cached }),
+    // a scheduled pool's spares are its schedule's keeper's
+    poolKindFor(ctx, 'vm').readSettingsIn(ctx, namespace, { cached }),
+  ]);
   const pools = new Map<string, VirtualMachine[]>();
   for (const vm of vms) {
     const pool = vm.metadata.labels?.[poolLabel] ?? '';
@@ -216,7 +221,7 @@ export async function keepSpares(
   }
   const result: KeepSparesPassResult = { kept: [], failed: [] };
   for (const [pool, members] of [...pools].sort(([left], [right]) => left.localeCompare(right))) {
-    if (readMinReady(members) === undefined) continue;
+    if (readMinReady(members) === undefined || settings.get(pool)?.schedule) continue;
     try {
       result.kept.push(await keepReadPool(ctx, await readSpares(ctx, namespace, pool, { cached })));
     } catch (error) {

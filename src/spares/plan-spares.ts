@@ -1,9 +1,9 @@
 import { classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
 import { removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
 
 /** What {@link planSpares} looks at. @category spares */

@@ -12,7 +12,7 @@ const attempts = 5;
  * @returns `false` when the VM is gone.
  * @throws {@link VdiError} `CONFLICT` (retryable) when the VM kept changing.
  */
-async function annotateVm(
+export async function annotateVm(
   ctx: VdiContext,
   read: VirtualMachine,
   key: string,

@@ -154,7 +154,8 @@ export function kubevirtCacheDir(version = selectedKubevirtVersion()): string {
  * from the Go module proxy with `scripts/build-kubevirt.sh` (needs Go 1.26; about ten minutes on two cores the
  * first time, 2.3 GB of Go caches).
  *
- * @throws `VdiError` `CONTROL_PLANE_FAILED` when the build fails, with its last lines and how to run it again.
+ * @throws `VdiError` `CONTROL_PLANE_FAILED` when the build fails, with its last lines, how to run it again and
+ *   how to run the simulator instead.
  * @category testing
  */
 export async function ensureKubevirtBinaries(options: EnsureBinariesOptions = {}): Promise<KubevirtBinaries> {
@@ -180,6 +181,11 @@ export async function ensureKubevirtBinaries(options: EnsureBinariesOptions = {}
   await runBuildScript('build-kubevirt.sh', `KubeVirt ${version}'s controllers`, log, {
     ...process.env,
     CORRAL_KUBEVIRT_VERSION: version,
+  }).catch((error: VdiError) => {
+    throw new VdiError(
+      'CONTROL_PLANE_FAILED',
+      `${error.message}\nTo test without KubeVirt's own controllers meanwhile, run the simulator: CORRAL_KUBEVIRT=simulated, or startLocalCluster({ kubevirt: 'simulated' }) (docs/testing.md).`,
+    );
   });
   if (!complete()) {
     throw new VdiError(

@@ -123,12 +123,13 @@ export interface LocalCluster extends LocalClusterAccess {
 export interface StartLocalClusterOptions {
   /**
    * Which KubeVirt runs: `'real'`, KubeVirt's own virt-api and virt-controller with a stand-in of virt-handler on
-   * the node agent's node ({@link startRealKubevirt}; needs the node agent), or `'simulated'`, the TypeScript
-   * simulator. Default: the environment's `CORRAL_KUBEVIRT` (`real` or `simulated`), else `'simulated'`.
+   * the node agent's node ({@link startRealKubevirt}; needs the node agent and Go to build them once),
+   * `'simulated'`, the TypeScript simulator, or `'none'`, no KubeVirt at all (a test that installs what it needs).
+   * Default: the environment's `CORRAL_KUBEVIRT` (`real` or `simulated`), else `'real'`.
    */
   kubevirt?: KubevirtKind;
-  /** With `kubevirt: 'simulated'`: start the KubeVirt simulator (default), with these options, or not at all (`false`). */
-  simulator?: boolean | KubevirtSimulatorOptions;
+  /** With `kubevirt: 'simulated'`: the simulator's options. */
+  simulator?: KubevirtSimulatorOptions;
   /**
    * Start the node agent that runs Pods (default), with these options, or not at all (`false`). Its node defaults
    * to the simulator's, so VMIs and Pods report one node.
@@ -152,12 +153,12 @@ export interface StartLocalClusterOptions {
 }
 
 /** Which KubeVirt a local cluster runs. @category testing */
-export type KubevirtKind = 'real' | 'simulated';
+export type KubevirtKind = 'real' | 'simulated' | 'none';
 
-/** The KubeVirt a local cluster runs unless its options say: `CORRAL_KUBEVIRT`, else `'simulated'`. @category testing */
-export function defaultKubevirtKind(): KubevirtKind {
+/** The KubeVirt a local cluster runs unless its options say: `CORRAL_KUBEVIRT`, else `'real'`. @category testing */
+export function defaultKubevirtKind(): 'real' | 'simulated' {
   const chosen = process.env.CORRAL_KUBEVIRT?.trim();
-  if (chosen === undefined || chosen === '') return 'simulated';
+  if (chosen === undefined || chosen === '') return 'real';
   if (chosen === 'real' || chosen === 'simulated') return chosen;
   throw new VdiError(
     'INVALID_INPUT',
@@ -382,7 +383,7 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
   if (kubevirtKind === 'real' && options.nodeAgent === false) {
     throw new VdiError(
       'INVALID_INPUT',
-      "KubeVirt's own controllers need the node agent to run their launcher Pods; leave nodeAgent on or use kubevirt: 'simulated'.",
+      "KubeVirt's own controllers need the node agent to run their launcher Pods; leave nodeAgent on, or choose kubevirt: 'simulated' or 'none'.",
     );
   }
   const binaries = await ensureControlPlaneBinaries({ log });
@@ -577,11 +578,8 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
       kubeConfig,
     );
 
-    if (kubevirtKind === 'simulated' && options.simulator !== false) {
-      simulator = await startKubevirtSimulator(
-        { kubeConfig, certificates },
-        typeof options.simulator === 'object' ? options.simulator : {},
-      );
+    if (kubevirtKind === 'simulated') {
+      simulator = await startKubevirtSimulator({ kubeConfig, certificates }, options.simulator ?? {});
       log('KubeVirt simulator ready');
     }
     if (options.nodeAgent !== false) {
@@ -597,7 +595,13 @@ export async function startLocalCluster(options: StartLocalClusterOptions = {}):
     }
     if (kubevirtKind === 'real' && nodeAgent) {
       realKubevirt = await startRealKubevirt(
-        { kubeConfig, server, caPem: ca.certPem, dataDir: dir },
+        {
+          kubeConfig,
+          server,
+          caPem: ca.certPem,
+          serving: { certPem: serving.certPem, keyPem: serving.keyPem },
+          dataDir: dir,
+        },
         { nodeName: nodeAgent.nodeName, log },
       );
     }

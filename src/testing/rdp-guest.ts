@@ -47,6 +47,7 @@ export interface RdpServer {
   port: number;
   /** The X display it shows, such as `:12`: draw on it or read its pointer with `DISPLAY=:12 xdotool …`. */
   display: string;
+  /** Ends the RDP server and its display, and removes their files. */
   stop(): Promise<void>;
 }
 
@@ -65,11 +66,16 @@ function listens(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Starts Xvfb on a free display and reads the display number it took. */
-async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildProcess; display: string }> {
+/** Starts Xvfb on a free display and reads the display number it took; `state` says how it runs or ended. */
+async function startXvfb(
+  width: number,
+  height: number,
+): Promise<{ xvfb: ChildProcess; display: string; state: () => string }> {
+  // -noreset: a client of another process that reaches this display number (a leftover from an earlier server
+  // there) must not make the server reset under the RDP server as it connects
   const xvfb = spawn(
     'Xvfb',
-    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp'],
+    ['-displayfd', '3', '-screen', '0', `${width}x${height}x24`, '-nolisten', 'tcp', '-noreset'],
     {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     },
@@ -90,13 +96,18 @@ async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildPr
     );
     xvfb.once('exit', () => reject(new Error(`Xvfb exited (${exitDescription(xvfb)}): ${stderr.trim()}`)));
   });
-  return { xvfb, display };
+  const state = () => {
+    const how = exitDescription(xvfb);
+    return how ? `Xvfb on ${display} exited (${how}): ${stderr.trim()}` : `Xvfb on ${display} runs`;
+  };
+  return { xvfb, display, state };
 }
 
 /**
  * Starts a real RDP server for tests: FreeRDP's shadow server (Debian's `freerdp2-shadow-x11`) showing a new Xvfb
  * display, bound to `host:port`, with TLS security and no login, or NLA with one account (its SAM file made by
- * `winpr-hash`). Resolves once it accepts connections; `stop()` ends both processes and removes their files.
+ * `winpr-hash`). Resolves once it accepts connections; `stop()` ends both processes and removes their files. An
+ * address and port that another process already listens on is refused rather than shared.
  *
  * @example
  * ```ts
@@ -107,6 +118,11 @@ async function startXvfb(width: number, height: number): Promise<{ xvfb: ChildPr
  */
 export async function startRdpServer(options: RdpServerOptions): Promise<RdpServer> {
   const { host, port = 3389, security, width = 1024, height = 768 } = options;
+  // a server that cannot bind exits only after a moment, while the other process's listener already answers
+  if (await listens(host, port))
+    throw new Error(
+      `${host}:${port} already answers: another process listens there (another control plane handing out the same addresses?)`,
+    );
   // the shadow server keeps its certificate under $HOME/.config/freerdp
   const home = await mkdtemp(join(tmpdir(), 'corral-rdp-guest-'));
   const processes: ChildProcess[] = [];
@@ -115,7 +131,7 @@ export async function startRdpServer(options: RdpServerOptions): Promise<RdpServ
     await rm(home, { recursive: true, force: true });
   };
   try {
-    const { xvfb, display } = await startXvfb(width, height);
+    const { xvfb, display, state: xvfbState } = await startXvfb(width, height);
     processes.push(xvfb);
     const args = [`/bind-address:${host}`, `/port:${port}`];
     if (security.kind === 'tls') {
@@ -128,10 +144,22 @@ export async function startRdpServer(options: RdpServerOptions): Promise<RdpServ
       args.push('/sec:nla', `/sam-file:${samFile}`);
     }
     const shadow = spawn('freerdp-shadow-cli', args, {
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, DISPLAY: display },
     });
     processes.push(shadow);
+    // FreeRDP logs its errors on standard output: the last of them say why it exited
+    let printed = '';
+    const keep = (chunk: Buffer) => {
+      printed = (printed + chunk.toString()).slice(-1000);
+    };
+    shadow.stdout?.on('data', keep);
+    shadow.stderr?.on('data', keep);
+    const shadowExit = () => {
+      const how = exitDescription(shadow);
+      const said = printed.trim().split('\n').slice(-2).join(' / ');
+      return how && `${how}: ${said}; ${xvfbState()}`;
+    };
     const failed = new Promise<string>((resolve) =>
       shadow.once('error', (error) =>
         resolve(`${error.message}; install the Debian package freerdp2-shadow-x11`),
@@ -144,7 +172,7 @@ export async function startRdpServer(options: RdpServerOptions): Promise<RdpServ
     await waitUntilUp(
       `the RDP server on ${host}:${port}`,
       () => listens(host, port),
-      () => spawnError ?? exitDescription(shadow) ?? exitDescription(xvfb),
+      () => spawnError ?? shadowExit() ?? exitDescription(xvfb),
       startTimeoutMs,
     );
     return { host, port, display, stop };

@@ -1,14 +1,20 @@
-import { leaseNameFor } from '../claims/lease-name.js';
 import type { VdiContext } from '../context.js';
 import type { PoolMemberRef } from '../desktop-backend.js';
-import { VdiError } from '../errors.js';
+import { defaultCloneTimeoutMs } from '../desktop-backend.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { ephemeralLabel, leasePoolLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import {
+  ephemeralLabel,
+  poolLabel,
+  rollToAnnotation,
+  sourceAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
+} from '../keys.js';
+import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
-import { defaultCloneTimeoutMs } from '../pools/pool-member-factory.js';
-import { validateMemberName, validateNamespace } from '../validate.js';
-import { cloneNameFor } from './vm-clone-object.js';
+import { cloneNameFor, stagedNameFor } from './vm-clone-object.js';
 import { cloneMember, finishMemberClone } from './vm-clone-runner.js';
 import { waitUntilVmGone } from './wait-until-vm-gone.js';
 
@@ -17,17 +23,31 @@ export interface RecreateVmMemberOptions {
   /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /** The golden VM the member's claim recorded, for a member whose VM is gone. */
+  source?: string | undefined;
+  /**
+   * Make it from this golden VM instead of its own, ephemeral or not as its pool's members are: a roll-out's
+   * rebuild, which a persistent member gets too.
+   */
+  from?: { golden: string; ephemeral: boolean } | undefined;
+}
+
+/** The golden VM a clone makes a member from: its own record, else its source (a clone of the golden VM itself). */
+function goldenOfClone(clone: VirtualMachineClone): string {
+  return clone.metadata.annotations?.[sourceAnnotation] || clone.spec.source.name;
 }
 
 /**
  * The golden VM a member is made from: its own annotation, or once it is gone, the clone that last made it again,
- * its claim's record, another ephemeral member's annotation, or the clone of another member under way.
+ * its claim's record (`recorded`, told by the caller), the VM its replacement was staged in, another ephemeral
+ * member's annotation, or the clone of another member under way.
  */
 async function sourceOf(
   ctx: VdiContext,
   ref: PoolMemberRef,
   current: VirtualMachine | undefined,
   lastClone: VirtualMachineClone | undefined,
+  recorded: string | undefined,
 ): Promise<string> {
   const { namespace, member, pool } = ref;
   if (current) {
@@ -48,18 +68,16 @@ async function sourceOf(
         { details: { member, namespace } },
       );
     }
-    return source;
+    // a roll-out moves it to a new golden VM once its holder lets it go
+    return current.metadata.annotations?.[rollToAnnotation] ?? source;
   }
   // a failed clone of this pool kept for inspection still names the golden VM
-  const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? lastClone.spec.source.name : undefined;
+  const cloned = lastClone?.metadata.labels?.[poolLabel] === pool ? goldenOfClone(lastClone) : undefined;
   if (cloned) return cloned;
   // so does the claim that holds the member while it is reset
-  const claim = await ctx.cluster.getLease(namespace, leaseNameFor(member));
-  const recorded =
-    claim?.metadata.labels?.[leasePoolLabel] === pool
-      ? claim.metadata.annotations?.[sourceAnnotation]
-      : undefined;
   if (recorded) return recorded;
+  const staged = await readStaged(ctx, ref);
+  if (staged) return staged.metadata.annotations?.[sourceAnnotation] ?? '';
   const siblings = await ctx.cluster.listVms(namespace, `${poolLabel}=${pool}`);
   const source =
     siblings
@@ -68,7 +86,7 @@ async function sourceOf(
       .find(Boolean) ??
     // every sibling may be part-way through its own reset, its VM gone and its clone under way
     (await ctx.cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`))
-      .map((clone) => clone.spec.source.name)
+      .map(goldenOfClone)
       .find(Boolean);
   if (!source) {
     throw new VdiError(
@@ -90,18 +108,151 @@ async function readGolden(ctx: VdiContext, namespace: string, name: string): Pro
   );
 }
 
+/** The VM `member`'s replacement is staged in, when it stands and was staged for it in `pool` (with its golden VM named). */
+async function readStaged(ctx: VdiContext, ref: PoolMemberRef): Promise<VirtualMachine | undefined> {
+  const { namespace, member, pool } = ref;
+  const staged = await ctx.cluster.getVm(namespace, stagedNameFor(member));
+  const { labels, annotations, deletionTimestamp } = staged?.metadata ?? {};
+  const isStaged =
+    labels?.[stagedPoolLabel] === pool &&
+    annotations?.[stagedForAnnotation] === member &&
+    annotations[sourceAnnotation];
+  return staged && isStaged && !deletionTimestamp ? staged : undefined;
+}
+
+/** The staged VM, once its clone finished making it (a staged VM exists before its clone has restored its disks). */
+async function readStagedReady(ctx: VdiContext, ref: PoolMemberRef): Promise<VirtualMachine | undefined> {
+  const [staged, clone] = await Promise.all([
+    readStaged(ctx, ref),
+    ctx.cluster.getClone(ref.namespace, cloneNameFor(stagedNameFor(ref.member))),
+  ]);
+  return clone === undefined || clone.status?.phase === 'Succeeded' ? staged : undefined;
+}
+
+function isFinished(clone: VirtualMachineClone | undefined): boolean {
+  const phase = clone?.status?.phase;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
 /**
- * Recreates an ephemeral VM member: deletes its VM and clones it again from its golden VM under the same name,
- * stopped, with its pool and ephemeral labels; waits for the clone's `Succeeded` and deletes the clone object.
+ * Makes the member's replacement beside it, in {@link stagedNameFor}, and resolves with the staged VM once its
+ * clone succeeded. A replacement an earlier attempt staged is taken as it is, and one whose clone is under way is
+ * waited for; a failed attempt's leftovers (its clone object, a VM the clone began) are removed first.
  *
- * Safe to call again after a failure at any step, and beside a concurrent reset of the same member: a clone
- * already under way is waited for (one that a concurrent reset finished and removed counts as done), a finished
- * one is cleared away, a VM already gone is just cloned (its golden VM read from the failed clone, or from another
- * ephemeral member of the pool), and a missing golden VM is found out before anything is deleted. Leases are not read: the caller names the pool.
+ * @throws {@link VdiError} `INVALID_INPUT` when a VM that was not staged for the member has the name; `CLONE_FAILED`,
+ *   `CLONE_TIMEOUT`, `CANCELLED`.
+ */
+async function stageReplacement(
+  ctx: VdiContext,
+  ref: PoolMemberRef,
+  input: { golden: VirtualMachine; timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<VirtualMachine> {
+  const { namespace, member, pool } = ref;
+  const { timeoutMs, signal } = input;
+  const name = stagedNameFor(member);
+  const cloneName = cloneNameFor(name);
+  const [existing, clone] = await Promise.all([
+    ctx.cluster.getVm(namespace, name),
+    ctx.cluster.getClone(namespace, cloneName),
+  ]);
+  if (existing && existing.metadata.annotations?.[stagedForAnnotation] !== member) {
+    throw new VdiError(
+      'INVALID_INPUT',
+      `VM ${namespace}/${name} is in the way: a recreate of ${member} stages the member's replacement under that name, and that VM was not staged for it. Rename or delete it.`,
+      { details: { namespace, member, staged: name } },
+    );
+  }
+  if (clone && !isFinished(clone)) {
+    // an earlier or concurrent attempt is staging it: that clone is the one to finish
+    await finishMemberClone(ctx, { namespace, member: name, timeoutMs, signal });
+  } else if (
+    existing &&
+    !existing.metadata.deletionTimestamp &&
+    clone?.status?.phase !== 'Failed' &&
+    // staged from another golden VM (a roll-out began meanwhile): made again from this one
+    existing.metadata.annotations?.[sourceAnnotation] === input.golden.metadata.name
+  ) {
+    if (clone) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
+  } else {
+    // what a failed attempt left: its clone object, and the VM that clone may have begun
+    if (clone) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
+    if (existing) {
+      await ctx.cluster.deleteVm(namespace, name, { uid: existing.metadata.uid ?? '' });
+      await waitUntilVmGone(ctx, {
+        namespace,
+        member: name,
+        timeoutMs,
+        signal,
+        timeoutCode: 'CLONE_TIMEOUT',
+      });
+    }
+    const made = await cloneMember(ctx, {
+      namespace,
+      pool,
+      member,
+      golden: input.golden,
+      ephemeral: true,
+      staged: true,
+      timeoutMs,
+      signal,
+    });
+    if (made === 'taken') await finishMemberClone(ctx, { namespace, member: name, timeoutMs, signal });
+  }
+  const staged = await readStaged(ctx, ref);
+  if (staged) return staged;
+  throw new VdiError(
+    'CLONE_FAILED',
+    `The replacement of ${namespace}/${member} staged in VM ${name} disappeared before the member was made from it; recreate it again.`,
+    { retryable: true, details: { namespace, member, staged: name } },
+  );
+}
+
+/**
+ * Deletes the member as read; `true` when a concurrent reset deleted it and made it again meanwhile (the delete's
+ * `uid` precondition no longer holds), and this one has nothing to delete.
+ */
+async function deletedMeanwhile(
+  ctx: VdiContext,
+  namespace: string,
+  member: string,
+  current: VirtualMachine,
+): Promise<boolean> {
+  try {
+    await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
+    return false;
+  } catch (error) {
+    if (!isConflictReason(error, 'Conflict') && !isVdiError(error, 'CONFLICT')) throw error;
+    return true;
+  }
+}
+
+/** Removes the staged VM once the member was made from it (and a clone object of it a crash left behind). */
+async function removeStaged(ctx: VdiContext, ref: PoolMemberRef): Promise<void> {
+  const { namespace, member } = ref;
+  const name = stagedNameFor(member);
+  await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneNameFor(name), { preconditions: {} });
+  const staged = await ctx.cluster.getVm(namespace, name);
+  if (staged?.metadata.annotations?.[stagedForAnnotation] === member) {
+    await ctx.cluster.deleteVm(namespace, name, { uid: staged.metadata.uid ?? '' });
+  }
+}
+
+/**
+ * Recreates an ephemeral VM member without leaving its holder without a desktop when a clone fails: first it clones
+ * the golden VM into a staged VM beside the member ({@link stagedNameFor}), which leaves the member as it is; only
+ * once that clone succeeded does it delete the member, clone the staged VM into the member's name (stopped, with its
+ * pool and ephemeral labels and its golden VM named), delete the clone objects, and remove the staged VM.
  *
- * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool` or names itself as its golden VM; `GOLDEN_NOT_FOUND`;
- *   `MEMBER_NOT_FOUND` when the member is gone and no ephemeral sibling names its golden VM; `CLONE_FAILED`,
- *   `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
+ * Safe to call again after a failure or a crash at any step, and beside a concurrent reset of the same member: a
+ * clone under way (the staging or the member's) is waited for (one that a concurrent reset finished and removed
+ * counts as done), a replacement already staged is used, finished clone objects are cleared away, and a member
+ * already gone is made from its staged replacement or, without one, from the golden VM read from its failed clone,
+ * the source its claim recorded, or another ephemeral member of the pool. A missing golden VM is found out before
+ * anything is deleted. Leases are not read: the caller names the pool and the recorded source.
+ *
+ * @throws `VdiError` `INVALID_INPUT` when the VM is not an ephemeral member of `ref.pool`, names itself as its golden VM,
+ *   or a VM not staged for it has the staged name; `GOLDEN_NOT_FOUND`; `MEMBER_NOT_FOUND` when the member is gone
+ *   and nothing names its golden VM; `CLONE_FAILED`, `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
  */
 export async function recreateVmMember(
   ctx: VdiContext,
@@ -114,92 +265,58 @@ export async function recreateVmMember(
   const cloneName = cloneNameFor(member);
 
   const pending = await ctx.cluster.getClone(namespace, cloneName);
-  const pendingPhase = pending?.status?.phase;
-  if (pending && pendingPhase !== 'Succeeded' && pendingPhase !== 'Failed') {
+  if (pending && !isFinished(pending)) {
     // an earlier or concurrent attempt already deleted the old VM and started the clone: finish that one
     await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+    await removeStaged(ctx, ref);
     return;
   }
   if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
-  const source = await sourceOf(ctx, ref, current, pending);
-  const golden = await readGolden(ctx, namespace, source);
+  const source = options.from?.golden ?? (await sourceOf(ctx, ref, current, pending, options.source));
+  const standing = current !== undefined && !current.metadata.deletionTimestamp;
   const poolId = formatPoolId({ kind: 'vm', namespace, pool });
   ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done: 0, total: 1 });
   try {
-    if (current && !current.metadata.deletionTimestamp) {
-      await ctx.cluster.deleteVm(namespace, member, { uid: current.metadata.uid ?? '' });
+    let from: VirtualMachine;
+    if (standing) {
+      const golden = await readGolden(ctx, namespace, source);
+      from = await stageReplacement(ctx, ref, { golden, timeoutMs, signal });
+      if (await deletedMeanwhile(ctx, namespace, member, current)) {
+        // a concurrent reset of the member deleted it and made it again from the same replacement: finish that one
+        if (await ctx.cluster.getClone(namespace, cloneName)) {
+          await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+        }
+        await removeStaged(ctx, ref);
+        ctx.events.emit('pool-progress', { poolId, member, step: 'ready', done: 1, total: 1 });
+        return;
+      }
+    } else {
+      // the member is gone or going already: from the replacement staged before its delete, else the golden VM
+      const staged = await readStagedReady(ctx, ref);
+      from =
+        staged && (!options.from || staged.metadata.annotations?.[sourceAnnotation] === source)
+          ? staged
+          : await readGolden(ctx, namespace, source);
     }
     await waitUntilVmGone(ctx, { namespace, member, timeoutMs, signal, timeoutCode: 'CLONE_TIMEOUT' });
     const made = await cloneMember(ctx, {
       namespace,
       pool,
       member,
-      golden,
-      ephemeral: true,
+      golden: from,
+      source,
+      ephemeral: options.from?.ephemeral ?? true,
       timeoutMs,
       signal,
     });
     // a concurrent reset of the member cloned it first: its clone is the one to finish
     if (made === 'taken') await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+    await removeStaged(ctx, ref);
   } catch (error) {
     ctx.events.emit('pool-progress', { poolId, member, step: 'failed', done: 1, total: 1 });
     throw error;
   }
   ctx.events.emit('pool-progress', { poolId, member, step: 'ready', done: 1, total: 1 });
-}
-
-/** Options of {@link recreateMember}. @category pools */
-export interface RecreateMemberOptions {
-  namespace: string;
-  /** The member as read from the cluster, or its name when it may already be gone (after a failed attempt). */
-  vm: VirtualMachine | string;
-  /** How long the clone, and the old VM's deletion, may take. @defaultValue 120000 */
-  cloneTimeoutMs?: number;
-  signal?: AbortSignal;
-}
-
-/**
- * Resets an ephemeral member: deletes its VM and clones it again from its golden VM (the member's
- * `corral.dev/vdi-source` annotation) under the same name, stopped, with its pool and ephemeral labels. It waits
- * for the clone's `Succeeded` and deletes the clone object. A release does the same through the VM backend's
- * `resetMember`; this is the call for a member at hand.
- *
- * Safe to call again after a failure at any step: a clone already under way for the member is waited for, a
- * finished one is cleared away, a VM already gone is just cloned (its pool is then read from the member's claim
- * Lease and its golden VM from its failed clone or another member), and a golden VM that is missing is found out before anything is
- * deleted. The caller keeps the member claimed until this returns, so a half-recreated member is never handed out.
- *
- * @example
- * ```ts
- * await recreateMember(vdi.context, { namespace: 'corral-vms', vm: 'devpool-2' });
- * ```
- * @throws {@link VdiError} `INVALID_INPUT` when the VM is not an ephemeral member; `GOLDEN_NOT_FOUND`;
- *   `MEMBER_NOT_FOUND` when the member is gone and nothing says where it came from; `CLONE_FAILED`,
- *   `CLONE_TIMEOUT`; `CANCELLED` when `signal` aborted it.
- * @category pools
- */
-export async function recreateMember(ctx: VdiContext, options: RecreateMemberOptions): Promise<void> {
-  const { namespace } = options;
-  const member = typeof options.vm === 'string' ? options.vm : (options.vm.metadata.name ?? '');
-  validateNamespace(namespace);
-  validateMemberName(member);
-  const current = await ctx.cluster.getVm(namespace, member);
-  // once the VM is gone, only its claim Lease still names its pool
-  const pool =
-    current?.metadata.labels?.[poolLabel] ??
-    (await ctx.cluster.getLease(namespace, leaseNameFor(member)))?.metadata.labels?.[leasePoolLabel];
-  if (!current && !pool) {
-    throw new VdiError(
-      'MEMBER_NOT_FOUND',
-      `Member ${namespace}/${member} is gone, and neither its claim nor another member of its pool tells which golden VM to recreate it from.`,
-      { details: { member, namespace } },
-    );
-  }
-  await recreateVmMember(
-    ctx,
-    { namespace, member, pool: pool ?? '' },
-    { timeoutMs: options.cloneTimeoutMs, signal: options.signal },
-  );
 }

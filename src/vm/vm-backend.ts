@@ -1,5 +1,3 @@
-import { memberNotFoundReason, notPoolMember } from '../claims/member-not-found.js';
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -14,6 +12,8 @@ import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { vmKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
+import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 import {
   validateClaimToPresent,
   validateIdentity,
@@ -24,7 +24,7 @@ import {
 import { recreateVmMember } from './recreate-vm-member.js';
 import { gatherVmConnectFacts } from './vm-connect-facts.js';
 import { asksToStop, toVmMemberFacts } from './vm-member-facts.js';
-import { clearVmPresentation, presentVmClaim, sealVmRelease, unsealVmRelease } from './vm-presentation.js';
+import { clearVmPresentation, presentVmClaim, sealVmRelease } from './vm-presentation.js';
 import { checkVmUsbSupport } from './vm-usb-support.js';
 
 // the seam is reachable from every service, so it refuses malformed names before any request goes out
@@ -319,13 +319,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
     async sealRelease(ref, holder, sessionId) {
       checkRef(ref);
       validateIdentity(holder);
-      await sealVmRelease(cluster, ref, holder, sessionId);
-    },
-
-    async unsealRelease(ref, claim) {
-      checkRef(ref);
-      validateClaimToPresent(claim);
-      await unsealVmRelease(cluster, ref, claim);
+      return await sealVmRelease(cluster, ref, holder, sessionId);
     },
 
     async gatherConnectFacts(ref, options) {

@@ -1,6 +1,12 @@
-import { shortHash } from '../claims/hash.js';
 import { VdiError } from '../errors.js';
-import { ephemeralLabel, poolLabel, sourceAnnotation } from '../keys.js';
+import { shortHash } from '../hash.js';
+import {
+  ephemeralLabel,
+  poolLabel,
+  sourceAnnotation,
+  stagedForAnnotation,
+  stagedPoolLabel,
+} from '../keys.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { maxSubdomainLength } from '../validate.js';
 
@@ -13,6 +19,16 @@ import { maxSubdomainLength } from '../validate.js';
 export const cloneKeyFilters: readonly string[] = ['*', '!corral.dev/*'];
 
 const cloneSuffix = '-clone';
+const stagedSuffix = '-staged';
+
+/** `name` with `suffix`, shortened with a hash of `name` when that would pass the 253 characters of an object name. */
+function suffixedName(name: string, suffix: string): string {
+  const plain = `${name}${suffix}`;
+  if (plain.length <= maxSubdomainLength) return plain;
+  const hash = shortHash(name);
+  const kept = name.slice(0, maxSubdomainLength - suffix.length - hash.length - 1).replace(/[.-]+$/, '');
+  return `${kept}-${hash}${suffix}`;
+}
 
 /**
  * The name of the VirtualMachineClone that makes `member`: `<member>-clone`, shortened with a hash when that
@@ -25,13 +41,21 @@ const cloneSuffix = '-clone';
  * @category pools
  */
 export function cloneNameFor(member: string): string {
-  const plain = `${member}${cloneSuffix}`;
-  if (plain.length <= maxSubdomainLength) return plain;
-  const hash = shortHash(member);
-  const kept = member
-    .slice(0, maxSubdomainLength - cloneSuffix.length - hash.length - 1)
-    .replace(/[.-]+$/, '');
-  return `${kept}-${hash}${cloneSuffix}`;
+  return suffixedName(member, cloneSuffix);
+}
+
+/**
+ * The name of the VM a recreate of `member` stages its replacement in, beside the member: `<member>-staged`,
+ * shortened with a hash as {@link cloneNameFor} does.
+ *
+ * @example
+ * ```ts
+ * stagedNameFor('devpool-1'); // 'devpool-1-staged'
+ * ```
+ * @category pools
+ */
+export function stagedNameFor(member: string): string {
+  return suffixedName(member, stagedSuffix);
 }
 
 /** What {@link buildMemberClone} makes a clone of. @category pools */
@@ -39,9 +63,14 @@ export interface MemberCloneInput {
   namespace: string;
   pool: string;
   member: string;
-  /** The golden VM as read from the cluster, with at least one label (see {@link goldenLabel}). */
+  /**
+   * The VM to clone, as read from the cluster, with at least one label (see {@link goldenLabel}): the golden VM,
+   * or the VM a recreate staged the member in.
+   */
   golden: VirtualMachine;
   ephemeral: boolean;
+  /** The golden VM the member is made from, for its `corral.dev/vdi-source`. @defaultValue `golden`'s name */
+  source?: string | undefined;
 }
 
 function pointerToken(key: string): string {
@@ -77,23 +106,60 @@ function addOperation(path: string, value: unknown): string {
  */
 export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
   const { namespace, pool, member, golden, ephemeral } = input;
+  const source = input.source ?? golden.metadata.name ?? '';
+  return buildClone({
+    namespace,
+    pool,
+    golden,
+    target: member,
+    labels: { [poolLabel]: pool, ...(ephemeral ? { [ephemeralLabel]: 'true' } : {}) },
+    annotations: { [sourceAnnotation]: source },
+  });
+}
+
+/**
+ * The VirtualMachineClone a recreate of an ephemeral member stages the member's replacement with: the golden VM
+ * cloned into {@link stagedNameFor}, stopped, beside the member. The staged VM carries no pool label (so no claim
+ * or listing takes it for a member) but `corral.dev/vdi-staged-pool` (a pool delete removes it), and names the
+ * member (`corral.dev/vdi-staged-for`) and the golden VM (`corral.dev/vdi-source`). The clone object carries the
+ * pool label, as a member's does.
+ *
+ * @category pools
+ */
+export function buildStagedClone(input: Omit<MemberCloneInput, 'ephemeral' | 'source'>): VirtualMachineClone {
+  const { namespace, pool, member, golden } = input;
+  return buildClone({
+    namespace,
+    pool,
+    golden,
+    target: stagedNameFor(member),
+    labels: { [stagedPoolLabel]: pool },
+    annotations: { [sourceAnnotation]: golden.metadata.name ?? '', [stagedForAnnotation]: member },
+  });
+}
+
+function buildClone(input: {
+  namespace: string;
+  pool: string;
+  golden: VirtualMachine;
+  target: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}): VirtualMachineClone {
+  const { namespace, pool, golden, target, labels, annotations } = input;
   if (Object.keys(golden.metadata.labels ?? {}).length === 0) {
     throw new VdiError(
       'INVALID_INPUT',
       `The golden VM "${golden.metadata.name}" has no label, so a clone cannot add the pool label to its copy; label it first.`,
     );
   }
-  const marks: Record<string, string> = {
-    [poolLabel]: pool,
-    ...(ephemeral ? { [ephemeralLabel]: 'true' } : {}),
-  };
-  const labelOperations = Object.entries(marks).map(([key, value]) =>
+  const labelOperations = Object.entries(labels).map(([key, value]) =>
     addOperation(`/metadata/labels/${pointerToken(key)}`, value),
   );
   // the restore always annotates its target, so the annotation map exists when the patches run
-  const annotationOperations = [
-    addOperation(`/metadata/annotations/${pointerToken(sourceAnnotation)}`, golden.metadata.name),
-  ];
+  const annotationOperations = Object.entries(annotations).map(([key, value]) =>
+    addOperation(`/metadata/annotations/${pointerToken(key)}`, value),
+  );
   const runOperations = [
     addOperation('/spec/runStrategy', 'Halted'),
     ...(golden.spec.running === undefined ? [] : [JSON.stringify({ op: 'remove', path: '/spec/running' })]),
@@ -101,10 +167,16 @@ export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
   const vmRef = (name: string) => ({ apiGroup: 'kubevirt.io', kind: 'VirtualMachine', name });
   return {
     kind: 'VirtualMachineClone',
-    metadata: { name: cloneNameFor(member), namespace, labels: { [poolLabel]: pool } },
+    metadata: {
+      name: cloneNameFor(target),
+      namespace,
+      labels: { [poolLabel]: pool },
+      // the golden VM, also when the clone's source is a staged VM: a recreate that finds only this clone reads it
+      annotations: { [sourceAnnotation]: annotations[sourceAnnotation] ?? '' },
+    },
     spec: {
       source: vmRef(golden.metadata.name ?? ''),
-      target: vmRef(member),
+      target: vmRef(target),
       labelFilters: [...cloneKeyFilters],
       annotationFilters: [...cloneKeyFilters],
       template: { labelFilters: [...cloneKeyFilters], annotationFilters: [...cloneKeyFilters] },

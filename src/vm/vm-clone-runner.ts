@@ -1,18 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leaseNameFor } from '../claims/lease-name.js';
-import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { forEachBounded } from '../for-each-bounded.js';
-import { formatPoolId } from '../ids.js';
-import { goldenLabel, poolLabel } from '../keys.js';
+import { goldenLabel } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
-import type { MakeMembersInput, MemberOutcome } from '../pools/pool-member-factory.js';
-import { type RemovalTarget, takeRemovalLease } from '../pools/removal-lease.js';
-import { formatDuration } from '../sessions/parse-duration.js';
-import { buildMemberClone, cloneNameFor } from './vm-clone-object.js';
+import { formatDuration } from '../parse-duration.js';
+import { buildMemberClone, buildStagedClone, cloneNameFor } from './vm-clone-object.js';
 
 const firstPollMs = 50;
 const longestPollMs = 250;
@@ -21,11 +15,21 @@ function cancelledError(what: string, cause: unknown): VdiError {
   return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
 }
 
-function failureReason(clone: VirtualMachineClone): string {
+// What KubeVirt's clone controller leaves in a condition while it works, and keeps there when the clone fails.
+const progressReason = 'Still processing';
+
+/**
+ * Why a clone failed, from its conditions; KubeVirt often gives its reason only as an event of the clone (its
+ * conditions keep saying "Still processing"), and then the answer says where to read it.
+ */
+export function failureReason(clone: VirtualMachineClone): string {
   const conditions = clone.status?.conditions ?? [];
-  const telling = conditions.find((condition) => condition.message || condition.reason);
-  if (!telling) return 'KubeVirt gave no reason';
-  return [telling.reason, telling.message].filter(Boolean).join(': ');
+  const telling =
+    conditions.find((condition) => condition.message) ??
+    conditions.find((condition) => condition.reason && condition.reason !== progressReason);
+  if (telling) return [telling.reason, telling.message].filter(Boolean).join(': ');
+  const { namespace = '', name = '' } = clone.metadata;
+  return `KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n ${namespace} ${name}"`;
 }
 
 /**
@@ -153,7 +157,7 @@ export async function finishMemberClone(
  * The golden VM with a label map a clone can add the pool label into: as read when it has a label, else after
  * labelling it {@link goldenLabel} (a metadata write; the VM's spec and run state stay as they are).
  */
-async function withLabelMap(
+export async function withLabelMap(
   ctx: VdiContext,
   namespace: string,
   golden: VirtualMachine,
@@ -166,9 +170,10 @@ async function withLabelMap(
 
 /**
  * Makes one member: labels a golden VM that has no label ({@link withLabelMap}), creates its clone, waits for `Succeeded`, and deletes the finished clone object. A clone that
- * did not succeed keeps its object, for inspection or for cleanup.
+ * did not succeed keeps its object, for inspection or for cleanup. With `staged`, it makes the VM a recreate of
+ * `member` stages the member's replacement in ({@link buildStagedClone}) instead of the member.
  *
- * @returns `taken` when another call is making or made a member of that name; this call then made nothing.
+ * @returns `taken` when another call is making or made a VM of that name; this call then made nothing.
  * @throws {@link VdiError} `CLONE_FAILED`, `CLONE_TIMEOUT`, or an apiserver error.
  */
 export async function cloneMember(
@@ -177,155 +182,25 @@ export async function cloneMember(
     namespace: string;
     pool: string;
     member: string;
+    /** The VM to clone: the golden VM, or a staged VM. */
     golden: VirtualMachine;
     ephemeral: boolean;
+    /** The golden VM the member is made from, when `golden` is a staged VM. */
+    source?: string | undefined;
+    staged?: boolean;
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
 ): Promise<'made' | 'taken'> {
-  const { namespace, pool, member, ephemeral, timeoutMs, signal } = input;
+  const { namespace, pool, member, ephemeral, source, timeoutMs, signal } = input;
   const golden = await withLabelMap(ctx, namespace, input.golden);
-  const clone = buildMemberClone({ namespace, pool, member, golden, ephemeral });
+  const clone = input.staged
+    ? buildStagedClone({ namespace, pool, member, golden })
+    : buildMemberClone({ namespace, pool, member, golden, ephemeral, source });
+  const target = clone.spec.target?.name ?? member;
   // the timeout counts from the clone's creation, however long the create and the first read take
   const since = ctx.clock.now().getTime();
-  if ((await createMemberClone(ctx, clone, member)) === 'taken') return 'taken';
-  await finishMemberClone(ctx, { namespace, member, timeoutMs, signal, since });
+  if ((await createMemberClone(ctx, clone, target)) === 'taken') return 'taken';
+  await finishMemberClone(ctx, { namespace, member: target, timeoutMs, signal, since });
   return 'made';
-}
-
-/**
- * Clones `members` from `golden` in parallel, at most `concurrency` at once, emitting `pool-progress` for each.
- * The first failure stops new clones from starting; the ones under way finish (each within its timeout), so
- * every member's outcome is known when this returns.
- */
-export async function cloneMembers(
-  ctx: VdiContext,
-  input: MakeMembersInput & { golden: VirtualMachine },
-): Promise<MemberOutcome[]> {
-  const { namespace, pool, members, concurrency, signal } = input;
-  // once for all members, not once per clone
-  const golden = await withLabelMap(ctx, namespace, input.golden);
-  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
-  const outcomes: MemberOutcome[] = members.map((member) => ({
-    member,
-    clone: cloneNameFor(member),
-    status: 'not-started',
-  }));
-  const total = members.length;
-  let done = 0;
-  let failed = false;
-  await forEachBounded(
-    members,
-    concurrency,
-    async (member, index) => {
-      const outcome = outcomes[index] as MemberOutcome;
-      ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done, total });
-      try {
-        if ((await cloneMember(ctx, { ...input, golden, member })) === 'made') outcome.status = 'ready';
-        else {
-          failed = true;
-          outcome.status = 'taken';
-          outcome.error = `another call is making or made ${member}; this call left it alone`;
-        }
-      } catch (error) {
-        failed = true;
-        outcome.status = isVdiError(error, 'CLONE_TIMEOUT')
-          ? 'timed-out'
-          : isVdiError(error, 'CANCELLED')
-            ? 'cancelled'
-            : 'failed';
-        outcome.error = (error as Error).message;
-        if (isVdiError(error)) outcome.code = error.code;
-      }
-      done += 1;
-      ctx.events.emit('pool-progress', {
-        poolId,
-        member,
-        step: outcome.status === 'ready' ? 'ready' : 'failed',
-        done,
-        total,
-      });
-    },
-    () => failed || signal?.aborted === true,
-  );
-  return outcomes;
-}
-
-/**
- * Deletes a member's clone object so it makes nothing afterwards. A finished one makes nothing more, so when the
- * identity may not delete it, it stays and the refusal is returned; any other failure is thrown.
- */
-async function deleteFinishedClone(
-  ctx: VdiContext,
-  namespace: string,
-  name: string,
-): Promise<string | undefined> {
-  try {
-    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
-    return undefined;
-  } catch (error) {
-    if (!isVdiError(error, 'FORBIDDEN')) throw error;
-    const phase = (await ctx.cluster.getClone(namespace, name))?.status?.phase;
-    if (phase !== 'Succeeded' && phase !== 'Failed') throw error;
-    return error.message;
-  }
-}
-
-/**
- * Deletes a member's VM under a removal Lease, as a shrink does, so that no claim takes it meanwhile; a member a
- * claim already holds (its VM looked free before the call making it gave up) is left to it.
- *
- * @returns who holds the member when it was left, else `undefined`.
- */
-async function deleteUnlessClaimed(
-  ctx: VdiContext,
-  target: RemovalTarget,
-  vm: VirtualMachine,
-): Promise<string | undefined> {
-  const removal = await takeRemovalLease(ctx, target, undefined);
-  if (removal === undefined) {
-    const lease = await ctx.cluster.getLease(target.namespace, leaseNameFor(target.member));
-    // the claim that held it may have ended since: the next cleanup (a pool delete) removes it
-    return lease?.spec.holderIdentity ?? 'a claim that has ended since';
-  }
-  await ctx.cluster.deleteVm(target.namespace, target.member, { uid: vm.metadata.uid ?? '' });
-  await deleteLeaseAsRead(ctx, removal);
-  return undefined;
-}
-
-/**
- * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
- * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
- */
-export async function removeMembers(
-  ctx: VdiContext,
-  input: { namespace: string; pool: string; outcomes: MemberOutcome[]; concurrency: number },
-): Promise<void> {
-  const { namespace, pool, outcomes, concurrency } = input;
-  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
-  // a member another call is making is that call's: only what this call began is removed
-  const started = outcomes.filter(
-    (outcome) => outcome.status !== 'not-started' && outcome.status !== 'taken',
-  );
-  let done = 0;
-  await forEachBounded(started, concurrency, async (outcome) => {
-    const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
-    // only a VM this pool's clone made carries its label; any other VM of that name is left alone
-    const vm = await ctx.cluster.getVm(namespace, outcome.member);
-    if (vm?.metadata.labels?.[poolLabel] === pool) {
-      const heldBy = await deleteUnlessClaimed(ctx, { namespace, pool, member: outcome.member }, vm);
-      if (heldBy !== undefined) outcome.heldBy = heldBy;
-    }
-    if (outcome.heldBy !== undefined) outcome.removed = false;
-    else if (left === undefined) outcome.removed = true;
-    else outcome.cloneLeft = left;
-    done += 1;
-    ctx.events.emit('pool-progress', {
-      poolId,
-      member: outcome.member,
-      step: 'removed',
-      done,
-      total: started.length,
-    });
-  });
 }

@@ -1,7 +1,7 @@
-import { rdpPort, type TcpProbeResult, type VmConnectFacts } from '../connect-planner/plan-connect.js';
-import { probeTcp } from '../connect-planner/probe-tcp.js';
+import { rdpPort, type TcpProbeResult, type VmConnectFacts } from '../connect-facts.js';
 import type { GatherConnectFactsOptions, MemberFacts } from '../desktop-backend.js';
 import { VdiError } from '../errors.js';
+import { probeTcp } from '../probe-tcp.js';
 
 /**
  * What connect planning needs about a running VM member: its consoles (from {@link MemberFacts}, so the running

@@ -16,7 +16,8 @@ const startingStatuses = new Set(['Starting', 'WaitingForVolumeBinding', 'Migrat
 const stoppingStatuses = new Set(['Stopping', 'Terminating']);
 const failedStatuses = new Set(['CrashLoopBackOff', 'DataVolumeError', 'Unschedulable']);
 
-function asksToRun(vm: VirtualMachine): boolean {
+/** Whether a VM asks to run: its run field (`Always`, `RerunOnFailure`, `running: true`) or a start request. */
+export function asksToRun(vm: VirtualMachine): boolean {
   const { running, runStrategy } = vm.spec;
   const wanted = running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure';
   return wanted || (vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false);

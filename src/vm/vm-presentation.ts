@@ -1,4 +1,3 @@
-import { sanitizeLabelValue } from '../claims/sanitize-label-value.js';
 import type {
   ClaimToPresent,
   MemberFacts,
@@ -17,6 +16,8 @@ import type { KubeCluster } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
 import type { ObjectMeta } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
+import { asksToRun, asksToStop } from './vm-member-facts.js';
 
 // a VM's status writes bump its resourceVersion too, so a few rereads are normal while it starts or stops
 const attempts = 5;
@@ -140,10 +141,12 @@ export async function presentVmClaim(
 }
 
 /**
- * A release's first write to a persistent member: removes `holder`'s copy (any session of it) and records
- * `sessionId` as released, conditional on the resourceVersion read, writing even when there is no copy. A VM that
- * is gone, or already records the session with no copy left, is not written.
+ * A release's record on a persistent member, written once its stop was accepted: removes `holder`'s copy (any
+ * session of it) and records `sessionId` as released, conditional on the resourceVersion read, writing even when
+ * there is no copy. A VM that asks to run again (a start landed after the stop) is not written: the caller stops it
+ * again first. A VM that is gone, or already records the session with no copy left, is not written.
  *
+ * @returns `false` when the VM asks to run, else `true`.
  * @throws `VdiError` `CONFLICT` (retryable) when the VM kept changing.
  */
 export async function sealVmRelease(
@@ -151,12 +154,13 @@ export async function sealVmRelease(
   ref: MemberRef,
   holder: string,
   sessionId: string,
-): Promise<void> {
+): Promise<boolean> {
   for (let attempt = 1; ; attempt += 1) {
     const vm = await cluster.getVm(ref.namespace, ref.member);
-    if (!vm) return;
+    if (!vm) return true;
+    if (!asksToStop(vm) && asksToRun(vm)) return false;
     const copy = presentsHolder(vm.metadata, holder);
-    if (!copy && vm.metadata.annotations?.[releasedSessionAnnotation] === sessionId) return;
+    if (!copy && vm.metadata.annotations?.[releasedSessionAnnotation] === sessionId) return true;
     try {
       await cluster.patchVm(ref.namespace, ref.member, {
         metadata: {
@@ -170,48 +174,11 @@ export async function sealVmRelease(
           },
         },
       });
-      return;
+      return true;
     } catch (error) {
-      if (isVdiError(error, 'NOT_FOUND')) return;
+      if (isVdiError(error, 'NOT_FOUND')) return true;
       if (!isConflictReason(error, 'Conflict')) throw error;
       if (attempt === attempts) throw keptChanging(ref, error, "its claim's release");
-    }
-  }
-}
-
-/**
- * Undoes {@link sealVmRelease} after a release that could not stop the member: while the VM records `claim`'s
- * session as released, removes the record and writes the claim's copy back, conditional on the resourceVersion read.
- * A VM that is gone, or records another session (a newer release), is not written.
- *
- * @throws `VdiError` `CONFLICT` (retryable) when the VM kept changing.
- */
-export async function unsealVmRelease(
-  cluster: KubeCluster,
-  ref: MemberRef,
-  claim: ClaimToPresent,
-): Promise<void> {
-  for (let attempt = 1; ; attempt += 1) {
-    const vm = await cluster.getVm(ref.namespace, ref.member);
-    if (vm?.metadata.annotations?.[releasedSessionAnnotation] !== claim.sessionId) return;
-    try {
-      await cluster.patchVm(ref.namespace, ref.member, {
-        metadata: {
-          resourceVersion: vm.metadata.resourceVersion,
-          labels: { [assignedToKey]: sanitizeLabelValue(claim.holder) },
-          annotations: {
-            [releasedSessionAnnotation]: null,
-            [assignedToKey]: claim.holder,
-            [claimedAtAnnotation]: claim.claimedAt,
-            [sessionIdAnnotation]: claim.sessionId,
-          },
-        },
-      });
-      return;
-    } catch (error) {
-      if (isVdiError(error, 'NOT_FOUND')) return;
-      if (!isConflictReason(error, 'Conflict')) throw error;
-      if (attempt === attempts) throw keptChanging(ref, error, "the undone release's copy");
     }
   }
 }

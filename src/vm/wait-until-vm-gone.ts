@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { VdiError, type VdiErrorCode } from '../errors.js';
-import { formatDuration } from '../sessions/parse-duration.js';
+import { formatDuration } from '../parse-duration.js';
 
 const goneInterval = 100;
 

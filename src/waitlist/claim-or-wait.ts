@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { type ClaimHow, type ClaimOptions, type ClaimResult, claimDesktop } from '../claims/claim-desktop.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { readPool } from '../claims/pool-reads.js';
 import { backendFor, type VdiContext } from '../context.js';
 import { defaultDesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { parseRfc3339 } from '../parse-time.js';
 import {
   identitySchema,
   namespaceSchema,

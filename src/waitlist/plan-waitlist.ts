@@ -1,12 +1,13 @@
+import type { ClaimQueue, ClaimQueueInput } from '../claim-policy.js';
 import { claimHolder, classifyMemberClaim, isClaimable, isLeaseExpired } from '../claims/claim-liveness.js';
-import { leaseNameFor } from '../claims/lease-name.js';
-import { parseRfc3339 } from '../claims/parse-time.js';
 import { isGoingDown } from '../claims/plan-claim.js';
 import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
-import { leaseKindLabel } from '../keys.js';
+import { leaseKindLabel, waiterLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
-import { enqueuedAtAnnotation, waiterLabel } from './waitlist-keys.js';
+import { parseRfc3339 } from '../parse-time.js';
+import { enqueuedAtAnnotation } from './waitlist-keys.js';
 
 /** What {@link planWaitlist} looks at. @category waitlist */
 export interface PlanWaitlistInput {
@@ -129,4 +130,18 @@ export function planWaitlist(input: PlanWaitlistInput): WaitlistPlan {
 function enqueuedAtOf(lease: LeaseObject): Date {
   const text = lease.metadata.annotations?.[enqueuedAtAnnotation] ?? lease.spec.acquireTime ?? '';
   return parseRfc3339(text) ?? new Date(8.64e15);
+}
+
+/**
+ * The waitlist's answer to a claim (its part of the claim policy): the free members it leaves to earlier waiters
+ * and how many wait. Without a live waiter none are held, and the plan over the whole pool is spared.
+ *
+ * @category waitlist
+ */
+export function heldForWaiters(input: ClaimQueueInput): ClaimQueue {
+  if (splitWaiterLeases(input.leases, input.kind, input.now).live.length === 0) {
+    return { reserved: new Set(), waiters: 0 };
+  }
+  const plan = planWaitlist(input);
+  return { reserved: plan.reserved, waiters: plan.queue.length };
 }

@@ -1,11 +1,11 @@
 import { isLeaseExpired } from '../claims/claim-liveness.js';
-import { shortHash } from '../claims/hash.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
-import { leaseKindLabel, leasePoolLabel } from '../keys.js';
+import { shortHash } from '../hash.js';
+import { leaseKindLabel, leasePoolLabel, waiterLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
-import { enqueuedAtAnnotation, waiterLabel, waiterLeaseName, waiterLeaseSeconds } from './waitlist-keys.js';
+import { enqueuedAtAnnotation, waiterLeaseName, waiterLeaseSeconds } from './waitlist-keys.js';
 
 /** One identity's place in one pool's queue. */
 export interface WaiterTarget {

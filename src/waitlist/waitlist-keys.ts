@@ -1,9 +1,7 @@
-import { shortHash } from '../claims/hash.js';
 import type { DesktopKind } from '../desktop-backend.js';
-import { leasePoolLabel } from '../keys.js';
+import { shortHash } from '../hash.js';
+import { leasePoolLabel, waiterLabel } from '../keys.js';
 
-/** Label on a waiter's Lease: the short hash of the waiting identity; its presence marks a waiter. @category waitlist */
-export const waiterLabel = 'corral.dev/vdi-waiter';
 /** Annotation on a waiter's Lease: when the identity joined the queue (RFC 3339, milliseconds). @category waitlist */
 export const enqueuedAtAnnotation = 'corral.dev/vdi-enqueued-at';
 /** Prefix of a waiter's Lease name; unlike `corral-vdi-`, it never names a member's claim. @category waitlist */

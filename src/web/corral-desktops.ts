@@ -6,8 +6,9 @@ import { buildConsoleView, type ConsoleView } from './console-view.js';
 import {
   describeConsoleEnd,
   describeError,
-  describeIdleWarning,
+  describeReclaimWarning,
   describeSession,
+  formatCountdown,
 } from './describe-session.js';
 import { button, make } from './dom.js';
 import { type OpenConsole, openTerminal, openVnc } from './open-console.js';
@@ -48,6 +49,7 @@ export interface CorralDesktopsElement extends HTMLElement {
 
 const refreshMs = 5_000;
 const taskPollMs = 500;
+const countdownMs = 1_000;
 
 const protocolNames: Readonly<Record<PageConsole, string>> = {
   rdp: 'Remote Desktop (RDP) console',
@@ -69,6 +71,7 @@ function createElementClass(): CustomElementConstructor {
     static observedAttributes = ['broker'];
     #client: VdiClient | undefined;
     #timer: ReturnType<typeof setInterval> | undefined;
+    #countdownTimer: ReturnType<typeof setInterval> | undefined;
     #console: { desktopId: string; protocol: PageConsole; open: OpenConsole } | undefined;
     #target: ConsoleTarget | undefined;
     // the desktop the console section shows, also when its plan failed, for Reconnect
@@ -99,12 +102,14 @@ function createElementClass(): CustomElementConstructor {
       this.#build();
       void this.refresh();
       this.#timer = setInterval(() => void this.refresh(), refreshMs);
+      this.#countdownTimer = setInterval(() => this.#tickCountdowns(), countdownMs);
       const wanted = this.getAttribute('connect');
       if (wanted) void this.connect(wanted);
     }
 
     disconnectedCallback() {
       clearInterval(this.#timer);
+      clearInterval(this.#countdownTimer);
       this.closeConsole();
     }
 
@@ -213,14 +218,15 @@ function createElementClass(): CustomElementConstructor {
       this.#build();
       try {
         const [pools, desktops] = await Promise.all([this.#api.listPools(), this.#api.listDesktops()]);
-        this.#renderDesktops(desktops);
+        this.#renderDesktops(desktops, performance.now());
         this.#renderPools(pools);
       } catch (error) {
         this.#showError(error);
       }
     }
 
-    #renderDesktops(desktops: DesktopBody[]) {
+    // answeredAt: when the answer arrived, on the page's monotonic clock, which the countdowns run on
+    #renderDesktops(desktops: DesktopBody[], answeredAt: number) {
       const parts = this.#parts;
       if (!parts) return;
       parts.empty.hidden = desktops.length > 0;
@@ -255,15 +261,35 @@ function createElementClass(): CustomElementConstructor {
             actions.append(startButton);
           }
           actions.append(connectButton, releaseButton);
-          const warning = describeIdleWarning(desktop);
+          const warning = describeReclaimWarning(desktop);
           if (warning) {
+            // the broker's milliseconds left, not its reclaimAt, so a wrong clock here does not skew the count
+            const deadline = answeredAt + (desktop.reclaimInMs ?? 0);
+            const countdown = make('time', {
+              className: 'corral-countdown',
+              text: formatCountdown(deadline - performance.now()),
+              attrs: { datetime: desktop.reclaimAt ?? '', 'data-deadline': String(deadline) },
+            });
+            const className = `corral-reclaim-warning${warning.reason === 'idle' ? ' corral-idle-warning' : ''}`;
             item.append(
-              make('p', { className: 'corral-idle-warning', attrs: { role: 'alert' }, text: warning }),
+              make(
+                'p',
+                { className, attrs: { role: 'alert', 'data-reason': warning.reason } },
+                document.createTextNode(warning.before),
+                countdown,
+                document.createTextNode(warning.after),
+              ),
             );
           }
           return item;
         }),
       );
+    }
+
+    #tickCountdowns() {
+      for (const countdown of this.querySelectorAll<HTMLElement>('.corral-countdown[data-deadline]')) {
+        countdown.textContent = formatCountdown(Number(countdown.dataset.deadline) - performance.now());
+      }
     }
 
     #renderPools(pools: PoolBody[]) {

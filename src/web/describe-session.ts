@@ -7,6 +7,7 @@ const reclaimReasons: Readonly<Record<NonNullable<DesktopBody['reclaimReason']>,
   'max-duration': 'the session reaches its longest allowed time',
   idle: 'no key or pointer input reached it through a console',
   'not-entitled': 'its pool no longer lets you in',
+  'roll-out': 'its pool moves to a new desktop image',
 };
 
 /** Formats an RFC 3339 time for people, in the browser's locale and zone. */
@@ -25,10 +26,38 @@ export function describeSession(desktop: DesktopBody): string {
   return `${state}; reclaimed at ${formatWhen(desktop.reclaimAt)} because ${reclaimReasons[desktop.reclaimReason]}.`;
 }
 
-/** The banner of a desktop about to be reclaimed as idle, or `undefined` when it is not. */
-export function describeIdleWarning(desktop: DesktopBody): string | undefined {
-  if (!desktop.idleWarning || !desktop.reclaimAt) return undefined;
-  return `No key or pointer input has reached this desktop for a while: it will be reclaimed at ${formatWhen(desktop.reclaimAt)}. Type or move the pointer in its console to keep it.`;
+/**
+ * The banner of a desktop whose holder is warned of a reclaim, in two parts around its countdown, or `undefined`
+ * when no warning is on.
+ */
+export function describeReclaimWarning(
+  desktop: DesktopBody,
+): { before: string; after: string; reason: NonNullable<DesktopBody['reclaimReason']> } | undefined {
+  const { reclaimAt, reclaimReason: reason } = desktop;
+  if (!desktop.reclaimWarning || !reclaimAt || !reason) return undefined;
+  const when = `(at ${formatWhen(reclaimAt)})`;
+  if (reason === 'idle') {
+    return {
+      reason,
+      before: 'No key or pointer input has reached this desktop for a while: it will be reclaimed in ',
+      after: ` ${when}. Type or move the pointer in its console to keep it.`,
+    };
+  }
+  return {
+    reason,
+    before: 'This desktop will be reclaimed in ',
+    after: ` ${when} because ${reclaimReasons[reason]}. Save your work now.`,
+  };
+}
+
+/** Time left as a countdown: `m:ss`, or `h:mm:ss` from an hour on; never below `0:00`. */
+export function formatCountdown(ms: number): string {
+  const seconds = Math.max(0, Math.ceil(ms / 1000));
+  const pad = (value: number) => String(value).padStart(2, '0');
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = seconds % 60;
+  return hours > 0 ? `${hours}:${pad(minutes)}:${pad(rest)}` : `${minutes}:${pad(rest)}`;
 }
 
 /** An error in words for the page: the broker's message, which says what to do next, or what failed. */

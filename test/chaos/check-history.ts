@@ -1,5 +1,5 @@
-import { leaseNameFor } from '../../src/claims/lease-name.js';
 import { removalHolder } from '../../src/keys.js';
+import { leaseNameFor } from '../../src/lease-name.js';
 import type {
   CallRecord,
   Change,

@@ -28,10 +28,11 @@ it('ends one ephemeral claim released twice at once, and neither release says th
   await vdi.createPool({ name: 'eph', from: 'golden', size: 1, ephemeral: true });
   const { member } = await vdi.claim({ pool: 'eph', identity: 'ana' });
 
-  // The simulator leaves clones alone, so the first release stays in the middle of recreating the member.
+  // The simulator leaves clones alone, so the first release stays in the middle of recreating the member: its
+  // replacement is being staged
   await setSimulatorPaused(kubeConfig, namespace, true);
   const first = settle(vdi.release({ member, identity: 'ana' }));
-  await waitFor(() => kube.getClone(namespace, `${member}-clone`), {
+  await waitFor(() => kube.getClone(namespace, `${member}-staged-clone`), {
     describe: 'the first release to clone again',
   });
   const second = settle(vdi.release({ member, identity: 'ana' }));

@@ -84,7 +84,10 @@ function readDocumentedCodes(): string[] {
 function goldenVm(name: string): VirtualMachine {
   return {
     metadata: { name, labels: {} },
-    spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+    spec: {
+      runStrategy: 'Halted',
+      template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+    },
   };
 }
 

@@ -6,7 +6,7 @@ import { KubeCluster } from '../../src/kube/cluster.js';
 import type { LeaseObject } from '../../src/kube-objects.js';
 import { createTestNamespace, usePrivateCluster } from '../support/cluster.js';
 
-const cluster = usePrivateCluster({ simulator: false });
+const cluster = usePrivateCluster({ kubevirt: 'none' });
 
 function lease(name: string): LeaseObject {
   const now = new Date().toISOString();

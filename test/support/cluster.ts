@@ -93,14 +93,14 @@ export async function createPoolMembers(
   const kube = new KubeCluster(cluster.kubeConfig);
   const names = Array.from({ length: size }, (_, index) => `${pool}-${index + 1}`);
   await Promise.all(
-    names.map(async (name) => {
-      await kube.createVm(namespace, stoppedVm(name, { 'corral.dev/vdi-pool': pool }));
-      await waitFor(() => kube.getVm(namespace, name), {
-        describe: `VM ${name} to show Stopped`,
-        until: (found) => found?.status?.printableStatus === 'Stopped',
-      });
-    }),
+    names.map((name) => kube.createVm(namespace, stoppedVm(name, { 'corral.dev/vdi-pool': pool }))),
   );
+  // one list a look, and longer for a large pool: KubeVirt's controller writes each VM's status in turn
+  await waitFor(() => kube.listVms(namespace, `corral.dev/vdi-pool=${pool}`), {
+    describe: `the ${size} VMs of ${pool} to show Stopped`,
+    until: (vms) => vms.length === size && vms.every((vm) => vm.status?.printableStatus === 'Stopped'),
+    timeoutMs: 30_000 + size * 100,
+  });
   return names;
 }
 

@@ -9,6 +9,8 @@ import { createCertificateAuthority } from '../../src/testing/certificates.js';
 export type FakeGuestBehaviour =
   /** A Connection Confirm choosing TLS, then a TLS server that echoes every byte. */
   | 'echo'
+  /** As `echo`, but it first sends {@link guestGreeting} the moment TLS is up, before it reads anything. */
+  | 'greet-then-echo'
   /** As `echo`, but each 4-byte big-endian count it reads over TLS is answered with that many bytes. */
   | 'stream'
   /** Nothing, ever. */
@@ -26,6 +28,9 @@ export interface FakeRdpGuest {
   certificate: Buffer;
   close(): Promise<void>;
 }
+
+/** What a `greet-then-echo` guest sends first: more than one TLS record, so that it arrives in several reads. */
+export const guestGreeting = Buffer.from(Array.from({ length: 40_000 }, (_, index) => index % 251));
 
 /** The Connection Confirm of an RDP_NEG_RSP choosing PROTOCOL_SSL, or an RDP_NEG_FAILURE. */
 export function x224Confirm(kind: 'ssl' | 'failure'): Buffer {
@@ -108,6 +113,7 @@ export async function startFakeRdpGuest(
       tls.on('error', () => tls.destroy());
       if (behaviour === 'stream') streamOnRequest(tls);
       else tls.on('data', (data: Buffer) => tls.write(data));
+      if (behaviour === 'greet-then-echo') tls.once('secure', () => tls.write(guestGreeting));
     };
     socket.on('data', onData);
   };

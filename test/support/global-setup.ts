@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestProject } from 'vitest/node';
 import {
+  type KubevirtKind,
   type LocalCluster,
   type LocalClusterConnection,
   startLocalCluster,
@@ -23,15 +24,22 @@ interface SharedPlane {
   close(): Promise<void>;
 }
 
-// The cluster and e2e projects each run this set-up in the same process; both get the one plane.
+// The projects each run this set-up in the same process; all but the simulator's get the one plane.
 const registry = Symbol.for('corral-vdi.test.shared-control-plane');
-type Registry = { [registry]?: Promise<SharedPlane> };
+type Registry = { [registry]?: Map<string, Promise<SharedPlane>> };
 
-async function startSharedPlane(): Promise<SharedPlane> {
+// The simulator's own tests run on a plane of their own with the simulator, and the end-to-end tests on one of their
+// own: run after the cluster tier on its plane, KubeVirt's controllers left their VMs unstarted (cause not found).
+const simulatorProject = 'simulator';
+const ownPlaneProjects = new Set([simulatorProject, 'e2e']);
+
+async function startSharedPlane(kubevirt: KubevirtKind | undefined): Promise<SharedPlane> {
   // the chaos storm tells from the audit which client wrote or ended each claim
-  const started = startLocalCluster({ auditLeaseWrites: true }).then(
+  const started = startLocalCluster({ auditLeaseWrites: true, ...(kubevirt ? { kubevirt } : {}) }).then(
     (cluster): { cluster: LocalCluster } => {
-      process.stderr.write(`shared control plane started in ${cluster.startupMs} ms\n`);
+      process.stderr.write(
+        `shared control plane${kubevirt ? ` (${kubevirt})` : ''} started in ${cluster.startupMs} ms\n`,
+      );
       return { cluster };
     },
     (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
@@ -64,14 +72,18 @@ async function startSharedPlane(): Promise<SharedPlane> {
 /** Starts the shared control plane in the background and tells the project's workers where to ask for it. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const shared = globalThis as Registry;
-  shared[registry] ??= startSharedPlane();
-  const plane = await shared[registry];
+  shared[registry] ??= new Map();
+  const planes = shared[registry];
+  const kubevirt = project.name === simulatorProject ? 'simulated' : undefined;
+  const key = ownPlaneProjects.has(project.name) ? project.name : 'default';
+  if (!planes.has(key)) planes.set(key, startSharedPlane(kubevirt));
+  const plane = await (planes.get(key) as Promise<SharedPlane>);
   plane.projects += 1;
   project.provide('sharedClusterUrl', plane.url);
   return async () => {
     plane.projects -= 1;
     if (plane.projects > 0) return;
-    delete shared[registry];
+    planes.delete(key);
     await plane.close();
   };
 }

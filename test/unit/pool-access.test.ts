@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canUsePool, refusalError } from '../../src/access.js';
+import { canUsePool, refusalError } from '../../src/claims/access.js';
 import { isVdiError } from '../../src/errors.js';
 
 const poolId = 'vm/corral-vms/gpu';

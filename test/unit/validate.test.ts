@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { isValidLabelValue } from '../../src/claims/sanitize-label-value.js';
 import { isVdiError, type VdiError } from '../../src/errors.js';
+import { isValidLabelValue } from '../../src/sanitize-label-value.js';
 import {
   durationSchema,
   goldenNameSchema,

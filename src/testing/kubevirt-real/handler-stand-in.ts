@@ -1,7 +1,9 @@
 import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import type { VirtualMachineInstance } from '../../kubevirt-types.js';
+import type { VirtualMachine, VirtualMachineInstance } from '../../kubevirt-types.js';
+import { readVmKnobs } from '../kubevirt/fault-knobs.js';
 import { type Informer, startInformer } from '../kubevirt/informer.js';
 import { httpStatusOf, kubevirtResources, mergePatch, unlessNotFound } from '../kubevirt/kube-calls.js';
+import { startNamespaceScopes } from '../kubevirt/namespace-scope.js';
 import { createSimulatedNode } from '../kubevirt/nodes.js';
 import { KeyedWorkQueue } from '../kubevirt/work-queue.js';
 import { waitFor } from '../wait-for.js';
@@ -61,6 +63,10 @@ function isFinal(vmi: VirtualMachineInstance): boolean {
  * scheduled onto the node `Running` with its launcher Pod's address as the guest's (as masquerade networking
  * shows it), and ends a VMI being deleted as a shut-down guest (`Succeeded`), so that virt-controller removes its
  * launcher Pod and its finalizer. Status writes go as `kubevirt-controller`, whose writes KubeVirt keeps.
+ *
+ * The guest follows the VM's knobs as the simulator's does (docs/simulator.md): `ip`, `start-delay-ms`,
+ * `stop-delay-ms` and `never-ready`, with delays measured on the namespace's clock when it has one, and a paused
+ * namespace's guests left as they are.
  */
 export async function startHandlerStandIn(options: HandlerStandInOptions): Promise<HandlerStandIn> {
   const { kubeConfig, nodeName, log } = options;
@@ -132,27 +138,53 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   };
 
   let vmis: Informer<VirtualMachineInstance> | undefined;
+  let vms: Informer<VirtualMachine> | undefined;
+  // when each guest's start or shut-down is due, on its namespace's clock: `start <uid>` or `stop <uid>`
+  const dueAt = new Map<string, number>();
+  const scopes = await startNamespaceScopes({
+    kubeConfig,
+    onChange: (namespace) => {
+      for (const key of vmis?.keys() ?? []) if (key.startsWith(`${namespace}/`)) queue.add(key);
+    },
+    log,
+  });
+  // Whether a guest's start or shut-down is due now; when it is not, it looks again when due (or clock moves).
+  const isDue = async (key: string, step: string, delayMs: number): Promise<boolean> => {
+    const scope = await scopes.of(key.slice(0, key.indexOf('/')));
+    if (scope.paused) return false;
+    const due = dueAt.get(step) ?? scope.now + delayMs;
+    dueAt.set(step, due);
+    if (scope.now >= due) return true;
+    if (!scope.clocked) queue.addAfter(key, due - scope.now);
+    return false;
+  };
   const reconcile = async (key: string) => {
     const vmi = vmis?.get(key);
     if (!vmi || vmi.status?.nodeName !== nodeName || isFinal(vmi)) return;
+    const knobs = readVmKnobs(vms?.get(key)?.metadata.annotations).knobs;
+    const uid = vmi.metadata.uid ?? '';
     const now = new Date().toISOString();
     const transitions = (vmi.status?.phaseTransitionTimestamps as unknown[] | undefined) ?? [];
     if (vmi.metadata.deletionTimestamp) {
+      if (!(await isDue(key, `stop ${uid}`, knobs.stopDelayMs))) return;
       log(`${key}: the guest shuts down`);
+      dueAt.delete(`stop ${uid}`);
       await writeStatus(vmi, {
         phase: 'Succeeded',
         phaseTransitionTimestamps: [...transitions, { phase: 'Succeeded', phaseTransitionTimestamp: now }],
       });
       return;
     }
-    if (vmi.status?.phase !== 'Scheduled') return;
-    const address = await launcherAddress(vmi);
+    if (vmi.status?.phase !== 'Scheduled' || knobs.neverReady) return;
+    if (!(await isDue(key, `start ${uid}`, knobs.startDelayMs))) return;
+    const address = knobs.ipAddress ?? (await launcherAddress(vmi));
     if (address === undefined) {
       queue.addAfter(key, 200);
       return;
     }
     const declared = vmi.spec?.domain?.devices?.interfaces as { name?: string }[] | undefined;
     log(`${key}: the guest runs at ${address}`);
+    dueAt.delete(`start ${uid}`);
     await writeStatus(vmi, {
       phase: 'Running',
       conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: now }],
@@ -171,6 +203,13 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     });
   };
 
+  vms = await startInformer<VirtualMachine>({
+    kubeConfig,
+    resource: kubevirtResources.vm,
+    // a VM's knobs steer the VMI of its name
+    onChange: (key) => queue.add(key),
+    log,
+  });
   vmis = await startInformer<VirtualMachineInstance>({
     kubeConfig,
     resource: kubevirtResources.vmi,
@@ -187,6 +226,8 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     consolePort: consoles.port,
     stop: async () => {
       vmis?.stop();
+      vms?.stop();
+      scopes.stop();
       await queue.stop();
       await consoles.close();
     },

@@ -12,6 +12,7 @@ import {
   tailOf,
   waitUntilUp,
 } from '../process-supervision.js';
+import { type FaultWebhook, startFaultWebhook } from './fault-webhook.js';
 import { type HandlerStandIn, startHandlerStandIn } from './handler-stand-in.js';
 import {
   generateInstall,
@@ -38,6 +39,8 @@ export interface RealKubevirtCluster {
   server: string;
   /** The apiserver's CA. */
   caPem: string;
+  /** A serving pair for 127.0.0.1 that the CA signed, for the fault webhook the apiserver calls. */
+  serving: { certPem: string; keyPem: string };
   /** A folder for the install objects, the certificates, the kubeconfigs and the programs' logs. */
   dataDir: string;
 }
@@ -105,6 +108,7 @@ export async function startRealKubevirt(
 
   const children = new Set<ChildProcess>();
   let standIn: HandlerStandIn | undefined;
+  let faults: FaultWebhook | undefined;
   const failed = (what: string, logPath: string) => (error: Error) => {
     throw new VdiError(
       'CONTROL_PLANE_FAILED',
@@ -156,12 +160,18 @@ export async function startRealKubevirt(
     await stopProcess(stopping);
   };
   const stop = async () => {
+    await faults?.stop();
     await standIn?.stop();
     for (const child of children) await stopProcess(child);
     children.clear();
   };
 
   try {
+    faults = await startFaultWebhook(
+      kubeConfig,
+      { ...cluster.serving, clientCaPem: cluster.caPem, caPem: cluster.caPem },
+      log,
+    );
     // the handler first: virt-api is told where it serves consoles
     const handler = await startHandlerStandIn({
       kubeConfig,

@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:net';
 import { VdiError } from '../../errors.js';
 
 /** The 32-bit value of a dotted IPv4 address, or undefined when `address` is not one. */
@@ -98,4 +99,59 @@ export class IpPool {
     this.taken.delete(value);
     this.released.push(value);
   }
+}
+
+// The mark of a reserved range listens on this port of the range's broadcast address, which no pool hands out.
+const rangeMarkPort = 20_127;
+
+/** The addresses a pool hands out, and the reservation that keeps other processes out of them. */
+export interface LoopbackRange {
+  /** Such as `127.3.0.0/16`. */
+  cidr: string;
+  range: IpRange;
+  /** Lets another process take the range (nothing for a range given by the caller). */
+  release(): Promise<void>;
+}
+
+function listenExclusively(host: string, port: number): Promise<Server | undefined> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'EADDRINUSE' ? resolve(undefined) : reject(error),
+    );
+    server.listen({ host, port, exclusive: true }, () => {
+      // the mark must not keep the process alive
+      server.unref();
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * The range `cidr`, as given; without one, the first /16 of 127.0.0.0/8 from 127.10.0.0/16 up that no other process
+ * on this machine holds, reserved until released. Two control planes at once (two test runs, a test run beside a
+ * dev cluster) would otherwise hand out the same addresses, and a test's connection to its VM's port 3389 would
+ * reach the other run's server. The mark is a listener on the range's broadcast address, so a process that dies
+ * frees its range by itself.
+ *
+ * @throws `VdiError` `INVALID_INPUT` for a `cidr` {@link parseIpRange} refuses; `CONTROL_PLANE_FAILED` when every
+ *   range is held.
+ */
+export async function claimLoopbackRange(cidr: string | undefined): Promise<LoopbackRange> {
+  if (cidr !== undefined) return { cidr, range: parseIpRange(cidr), release: async () => {} };
+  // from 127.10 up: 127.1 to 127.4 were fixed addresses of earlier releases of this test kit and their tests
+  for (let second = 10; second <= 254; second += 1) {
+    const mark = await listenExclusively(`127.${second}.255.255`, rangeMarkPort);
+    if (!mark) continue;
+    const reserved = `127.${second}.0.0/16`;
+    return {
+      cidr: reserved,
+      range: parseIpRange(reserved),
+      release: () => new Promise((resolve) => mark.close(() => resolve())),
+    };
+  }
+  throw new VdiError(
+    'CONTROL_PLANE_FAILED',
+    `Every /16 of 127.0.0.0/8 from 127.10 up is held by another process's KubeVirt simulator or node agent (each listens on 127.N.255.255:${rangeMarkPort}); stop one, or pass a range.`,
+  );
 }

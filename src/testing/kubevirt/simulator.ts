@@ -19,7 +19,7 @@ import { createCloneReconciler } from './clone-controller.js';
 import { installKubevirtCrds } from './crds.js';
 import { simulatorAnnotations } from './fault-knobs.js';
 import { type Informer, startInformer } from './informer.js';
-import { IpPool, parseIpRange } from './ip-pool.js';
+import { claimLoopbackRange, IpPool } from './ip-pool.js';
 import { ensureNamespace, kubevirtResources, splitKey, unlessNotFound, upsert } from './kube-calls.js';
 import { startNamespaceScopes } from './namespace-scope.js';
 import { pause } from './pause.js';
@@ -33,7 +33,8 @@ export interface KubevirtSimulatorOptions {
   nodeName?: string;
   /**
    * The CIDR inside 127.0.0.0/8 that VMI addresses come from, one per VM, kept while the VM exists. Every such
-   * address answers on Linux's loopback, so a test can listen on a VM's port 3389. Default `127.1.0.0/16`.
+   * address answers on Linux's loopback, so a test can listen on a VM's port 3389. Default: the first /16 from
+   * `127.10.0.0/16` up that no other simulator or node agent on this machine holds (see `claimLoopbackRange`).
    */
   ipRange?: string;
   /**
@@ -242,11 +243,17 @@ export async function startKubevirtSimulator(
   const { kubeConfig, certificates } = cluster;
   const log = options.log ?? (() => {});
   const nodeName = options.nodeName?.trim() || 'sim-node-1';
-  const ips = new IpPool(parseIpRange(options.ipRange ?? '127.1.0.0/16'));
+  const addresses = await claimLoopbackRange(options.ipRange);
+  const ips = new IpPool(addresses.range);
   const cloneVersion = options.cloneVersion ?? 'v1beta1';
   const cloneResource = { ...kubevirtResources.clone, version: cloneVersion };
 
-  const server = await startSubresourceServer({ kubeConfig, ...certificates, log });
+  const server = await startSubresourceServer({ kubeConfig, ...certificates, log }).catch(
+    async (error: unknown) => {
+      await addresses.release();
+      throw error;
+    },
+  );
   const informers: Array<{ stop(): void }> = [];
   const queues: KeyedWorkQueue[] = [];
   try {
@@ -338,6 +345,7 @@ export async function startKubevirtSimulator(
     await Promise.all(queues.map((queue) => queue.stop()));
     await unregisterKubevirtWebhooks(kubeConfig).catch(() => undefined);
     await server.close();
+    await addresses.release();
     throw error;
   }
 
@@ -358,6 +366,7 @@ export async function startKubevirtSimulator(
       ).catch(() => undefined);
       await unregisterKubevirtWebhooks(kubeConfig).catch(() => undefined);
       await server.close();
+      await addresses.release();
     },
   };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { type Informer, startInformer } from '../kubevirt/informer.js';
-import { IpPool, parseIpRange } from '../kubevirt/ip-pool.js';
+import { claimLoopbackRange, IpPool } from '../kubevirt/ip-pool.js';
 import { mergePatch, splitKey } from '../kubevirt/kube-calls.js';
 import { startNamespaceScopes } from '../kubevirt/namespace-scope.js';
 import { createSimulatedNode } from '../kubevirt/nodes.js';
@@ -15,7 +15,10 @@ import { type CachedNode, type CachedPod, createPodController } from './pod-cont
 export interface NodeAgentOptions {
   /** The node the agent registers (the KubeVirt simulator's default node, so VMIs and Pods share it). Default `sim-node-1`. */
   nodeName?: string;
-  /** The CIDR inside 127.0.0.0/8 that Pod IPs come from, one per Pod while it runs. Default `127.2.0.0/16`. */
+  /**
+   * The CIDR inside 127.0.0.0/8 that Pod IPs come from, one per Pod while it runs. Default: the first /16 from
+   * `127.10.0.0/16` up that no KubeVirt simulator or other node agent on this machine holds (see `claimLoopbackRange`).
+   */
   podIpRange?: string;
   /**
    * Pods whose containers run a process that only waits (`sleep infinity`) in place of their commands, for images
@@ -85,7 +88,8 @@ export async function startNodeAgent(
   const { kubeConfig, certificates } = cluster;
   const log = options.log ?? (() => {});
   const nodeName = options.nodeName?.trim() || 'sim-node-1';
-  const ips = new IpPool(parseIpRange(options.podIpRange ?? '127.2.0.0/16'));
+  const addresses = await claimLoopbackRange(options.podIpRange);
+  const ips = new IpPool(addresses.range);
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const dataDir = mkdtempSync(join(tmpdir(), 'corral-vdi-pods-'));
   const stoppers: Array<() => void> = [];
@@ -101,6 +105,9 @@ export async function startNodeAgent(
     sandboxOf: (namespace, name) => controller?.sandboxOf(namespace, name),
     dropAfterBytes: (sandbox) => controller?.knobsOf(sandbox).dropStreamAfterBytes,
     log,
+  }).catch(async (error: unknown) => {
+    await addresses.release();
+    throw error;
   });
   const killNow = () => controller?.killAll();
   process.once('exit', killNow);
@@ -113,6 +120,7 @@ export async function startNodeAgent(
     await Promise.all([podQueue.stop(), nodeQueue.stop()]);
     await controller?.removeAll();
     await server.close();
+    await addresses.release();
     rmSync(dataDir, { recursive: true, force: true });
   };
 

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { planCapacity } from '../../../src/capacity/capacity-service.js';
+import type { VdiError } from '../../../src/errors.js';
 import { isVdiError } from '../../../src/errors.js';
+import type { KubeCluster } from '../../../src/kube/cluster.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
-import { createPool, setPool } from '../../../src/pools/pool-service.js';
+import { createPool, resizePool, setPool } from '../../../src/pools/pool-service.js';
 import { keepPoolSpares } from '../../../src/spares/keep-spares.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
@@ -12,15 +14,36 @@ import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, usePrivateCluster } from '../../support/cluster.js';
 
-// it sets the cluster's nodes and the KubeVirt CR's permitted devices, which other tests must not see
-const cluster = usePrivateCluster();
+// It sets the cluster's nodes and the KubeVirt CR's permitted devices, which other tests must not see. The
+// simulator's lane (docs/testing.md): its node knob places a VMI on one of several GPU nodes, and the handler
+// stand-in of KubeVirt's own controllers plays one node.
+const cluster = usePrivateCluster({ kubevirt: 'simulated' });
+
+async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
+  return error;
+}
+
+async function poolVms(kube: KubeCluster, namespace: string, pool: string): Promise<string[]> {
+  return (await kube.listVms(namespace, `corral.dev/vdi-pool=${pool}`))
+    .map((vm) => vm.metadata.name ?? '')
+    .sort();
+}
 
 function gpuVm(name: string, gpu: string, extra: Partial<VirtualMachine['spec']> = {}): VirtualMachine {
   return {
     metadata: { name },
     spec: {
       runStrategy: 'Halted',
-      template: { spec: { domain: { devices: { gpus: [{ name: 'gpu1', deviceName: gpu }] } } } },
+      template: {
+        spec: {
+          domain: { memory: { guest: '128Mi' }, devices: { gpus: [{ name: 'gpu1', deviceName: gpu }] } },
+        },
+      },
       ...extra,
     },
   };
@@ -145,5 +168,59 @@ describe('capacity admission against the cluster', () => {
         },
       ],
     });
+  });
+
+  it('refuses a pool that does not fit the GPUs before any clone exists, with the per-node table', async () => {
+    const { ctx, kube, namespace, gpu } = await setUp('capacity');
+    // the first node takes two
+    await createSimulatedNode(cluster().kubeConfig, {
+      name: `${namespace}-gpu-1`,
+      allocatable: { [gpu]: '2' },
+    });
+    // a running VM holds one GPU on the first node
+    const holder = gpuVm('holder', gpu, { runStrategy: 'Always' });
+    holder.metadata.annotations = { [simulatorAnnotations.node]: `${namespace}-gpu-1` };
+    await kube.createVm(namespace, holder);
+    await waitFor(async () => (await kube.getVmi(namespace, 'holder'))?.status?.phase === 'Running', {
+      describe: 'the holder to run',
+    });
+    await kube.createVm(namespace, gpuVm('golden', gpu));
+
+    const error = await failureOf(createPool(ctx, { name: 'gpupool', from: 'golden', size: 3 }));
+    expect(error.code).toBe('INSUFFICIENT_CAPACITY');
+    expect(error.details).toMatchObject({ shortfall: 1, fits: 2, reason: 'insufficient' });
+    expect(error.details.table).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          node: `${namespace}-gpu-1`,
+          resource: gpu,
+          allocatable: 2,
+          inUse: 1,
+          free: 1,
+          hostsMembers: 1,
+        }),
+        expect.objectContaining({
+          node: `${namespace}-gpu-2`,
+          resource: gpu,
+          allocatable: 1,
+          inUse: 0,
+          free: 1,
+          hostsMembers: 1,
+        }),
+      ]),
+    );
+    expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
+    expect(await poolVms(kube, namespace, 'gpupool')).toEqual([]);
+
+    expect((await planCapacity(ctx, { from: 'golden', size: 2 })).kind).toBe('admit');
+    expect((await createPool(ctx, { name: 'gpupool', from: 'golden', size: 2 })).members).toEqual([
+      'gpupool-1',
+      'gpupool-2',
+    ]);
+
+    // the two stopped members need room too before the pool may grow
+    const grow = await failureOf(resizePool(ctx, { name: 'gpupool', size: 3 }));
+    expect(grow.code).toBe('INSUFFICIENT_CAPACITY');
+    expect(await poolVms(kube, namespace, 'gpupool')).toEqual(['gpupool-1', 'gpupool-2']);
   });
 });

@@ -455,7 +455,7 @@ describe.concurrent('a claim taking over an expired claim', goingDownWait, () =>
     ctx.backends.vm = createVmBackend(ctx);
     hooked.beforeNextReplace = async () => {
       const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
-      if (lease) expect(await markClaimReleasing(vdi.context, lease)).toBeDefined();
+      if (lease) expect(await markClaimReleasing(vdi.context, lease, 'released')).toBeDefined();
     };
 
     const error = await startDesktop(ctx, { member: 'devpool-1', identity: 'alice' }).catch(

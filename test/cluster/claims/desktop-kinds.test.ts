@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import { releasingAnnotation } from '../../../src/keys.js';
 import { podKind } from '../../../src/kube/resource-kinds.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';

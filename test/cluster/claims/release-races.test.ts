@@ -5,6 +5,7 @@ import type { VdiContext } from '../../../src/context.js';
 import { isVdiError, VdiError } from '../../../src/errors.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { createPool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
@@ -12,13 +13,14 @@ import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import {
   createPoolMembers,
   createTestNamespace,
+  stoppedVm,
   useSharedCluster,
   waitForRunningVmi,
 } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
 
-type Hooked = 'stopVm' | 'deleteLease' | 'patchVm' | 'getLease';
+type Hooked = 'stopVm' | 'deleteLease' | 'patchVm' | 'getLease' | 'deleteVm' | 'createClone';
 
 // Runs a one-shot action just before the named call reaches the apiserver: the other party of a race, or a fault.
 class RacingCluster extends KubeCluster {
@@ -49,6 +51,16 @@ class RacingCluster extends KubeCluster {
   override async patchVm(...args: Parameters<KubeCluster['patchVm']>) {
     await this.run('patchVm');
     return super.patchVm(...args);
+  }
+
+  override async deleteVm(...args: Parameters<KubeCluster['deleteVm']>) {
+    await this.run('deleteVm');
+    return super.deleteVm(...args);
+  }
+
+  override async createClone(...args: Parameters<KubeCluster['createClone']>) {
+    await this.run('createClone');
+    return super.createClone(...args);
   }
 
   override async getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
@@ -179,7 +191,7 @@ describe('a release never stops someone else’s desktop', () => {
     expect(setup.kube.calls.filter((call) => call === 'stopVm')).toHaveLength(1);
   });
 
-  it('stops before the reset when it cannot record the release on the member, and the next release finishes it', async () => {
+  it('leaves the claim marked when it cannot record the release on the stopped member, and the next release finishes it', async () => {
     const setup = await setUp('relcopy');
     const desktop = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
     setup.kube.before('patchVm', async () => {
@@ -191,7 +203,7 @@ describe('a release never stops someone else’s desktop', () => {
     const left = await readLease(setup);
     expect(left?.spec.holderIdentity).toBe('alice');
     expect(left?.metadata.annotations?.['corral.dev/vdi-releasing']).toBeDefined();
-    expect(setup.kube.calls).not.toContain('stopVm');
+    expect(setup.kube.calls).toContain('stopVm');
 
     const released = await release(setup, 'alice');
     expect(released).toMatchObject({ holder: 'alice', reset: 'stopped' });
@@ -326,5 +338,99 @@ describe('a release whose stop fails leaves the holder the desktop as they had i
     expect(await release(setup, 'alice')).toMatchObject({ holder: 'alice', reset: 'stopped' });
     expect(await readLease(setup)).toBeUndefined();
     expect(await runStrategy(setup)).toBe('Halted');
+  });
+});
+
+describe('a start of the holder while a release is under way', () => {
+  it('starts the desktop until the release stopped it: after a release that stopped before its stop, and not after the next one', async () => {
+    const setup = await setUp('startrel');
+    const desktop = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    await setup.vdi.context.cluster.stopVm(setup.namespace, 'devpool-1');
+    // a release whose process dies once it marked the claim, before it asks for the stop
+    let fences = 0;
+    const died = new Error('the process died');
+    await expect(
+      releaseMember(setup.ctx, {
+        namespace: setup.namespace,
+        member: 'devpool-1',
+        actor: 'alice',
+        asAdmin: false,
+        fence: async () => {
+          fences += 1;
+          if (fences === 2) throw died;
+        },
+      }),
+    ).rejects.toBe(died);
+    expect((await readLease(setup))?.metadata.annotations?.['corral.dev/vdi-releasing']).toBe(
+      desktop.sessionId,
+    );
+
+    expect(await setup.vdi.start({ member: 'devpool-1', identity: 'alice' })).toMatchObject({
+      owner: 'alice',
+    });
+    expect(await runStrategy(setup)).toBe('Always');
+    await expect(setup.vdi.renew({ member: 'devpool-1', identity: 'alice' })).rejects.toMatchObject({
+      code: 'CLAIM_ENDED',
+    });
+
+    expect(await release(setup, 'alice')).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(await runStrategy(setup)).toBe('Halted');
+    await expect(setup.vdi.start({ member: 'devpool-1', identity: 'alice' })).rejects.toMatchObject({
+      code: 'CLAIM_ENDED',
+    });
+    expect(await runStrategy(setup)).toBe('Halted');
+  });
+
+  it('stops a start that landed after the stop again before the release is recorded', async () => {
+    const setup = await setUp('startafterstop');
+    const desktop = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    let started: PromiseSettledResult<unknown> | undefined;
+    // the holder's start lands after the stop was accepted, between the release's read of the member and its record
+    setup.kube.before('patchVm', async () => {
+      [started] = await Promise.allSettled([setup.vdi.start({ member: 'devpool-1', identity: 'alice' })]);
+    });
+
+    expect(await release(setup, 'alice')).toMatchObject({ holder: 'alice', reset: 'stopped' });
+
+    expect(started && codeOf(started)).toBe('fulfilled');
+    expect(setup.kube.calls.filter((call) => call === 'stopVm')).toHaveLength(2);
+    expect(await readLease(setup)).toBeUndefined();
+    const vm = await setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1');
+    expect(vm?.spec.runStrategy).toBe('Halted');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-released-session']).toBe(desktop.sessionId);
+  });
+
+  it('starts an ephemeral desktop while its replacement is staged, and refuses once the member is deleted', async () => {
+    const setup = await setUp('startstaged');
+    const kube = setup.vdi.context.cluster;
+    await kube.createVm(setup.namespace, stoppedVm('golden', { app: 'desktop' }));
+    await createPool(setup.vdi.context, { name: 'eph', from: 'golden', size: 1, ephemeral: true });
+    const desktop = await setup.vdi.claim({ pool: 'eph', identity: 'alice' });
+    await kube.stopVm(setup.namespace, desktop.member);
+    const outcomes: string[] = [];
+    const start = async () => {
+      const [outcome] = await Promise.allSettled([
+        setup.vdi.start({ member: desktop.member, identity: 'alice' }),
+      ]);
+      outcomes.push(codeOf(outcome));
+    };
+    // staged beside the member: the holder's desktop is still the member; once it is deleted, the claim ends
+    setup.kube.before('deleteVm', start);
+    setup.kube.before('createClone', async () => {
+      setup.kube.before('createClone', async () => {
+        if (setup.kube.calls.includes('deleteVm')) await start();
+      });
+    });
+
+    const released = await releaseMember(setup.ctx, {
+      namespace: setup.namespace,
+      member: desktop.member,
+      actor: 'alice',
+      asAdmin: false,
+    });
+
+    expect(released).toMatchObject({ holder: 'alice', reset: 'recreated' });
+    expect(outcomes).toEqual(['fulfilled', 'CLAIM_ENDED']);
+    expect(await kube.getLease(setup.namespace, `corral-vdi-${desktop.member}`)).toBeUndefined();
   });
 });

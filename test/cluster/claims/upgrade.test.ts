@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { sanitizeLabelValue } from '../../../src/claims/sanitize-label-value.js';
 import { isVdiError } from '../../../src/errors.js';
+import { sanitizeLabelValue } from '../../../src/sanitize-label-value.js';
 import { loadFixtures } from '../../../src/testing/fixtures.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';

@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { connect } from '../../../src/connect-planner/connect.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
 import { useSharedCluster, waitForRunningVmi } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 import { createClaimLease, createMember, createNamespace, waitForNoVmi } from './connect-support.js';
 
 const cluster = useSharedCluster();
@@ -29,18 +29,6 @@ async function listenOn3389(host: string): Promise<Server> {
   const server = createServer((socket) => socket.destroy());
   await new Promise<void>((resolve) => server.listen(3389, host, resolve));
   return server;
-}
-
-function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  return promise.then(
-    () => {
-      throw new Error('expected the call to fail');
-    },
-    (error: unknown) => {
-      if (!isVdiError(error)) throw error;
-      return error;
-    },
-  );
 }
 
 describe('connect against the real apiserver and real sockets', () => {

@@ -259,7 +259,7 @@ describe('container pools', () => {
     const failing = new FailingCluster(cluster().kubeConfig);
     const { namespace, vdi, ctx, kube } = await setUp('ct-half', failing);
     await vdi.applyCtPool({ spec: { name: 'flaky', image, size: 3 } });
-    const { reconcileCtPool } = await import('../../../src/ct/reconcile-ct-pool.js');
+    const { reconcileCtPool } = await import('../../../src/ct-pools/reconcile-ct-pool.js');
     await expect(reconcileCtPool(ctx, { name: 'flaky' })).rejects.toThrow(/went away/);
     expect((await podsOf(kube, namespace)).map((pod) => pod.metadata.name)).toEqual(['flaky-1']);
     expect((await kube.resource(serviceKind).in(namespace).get('flaky-2'))?.metadata.name).toBe('flaky-2');

@@ -7,7 +7,7 @@ import {
   loadAllYaml,
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from '../../../src/sessions/parse-duration.js';
+import { parseDuration } from '../../../src/parse-duration.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { documentedPermissions, type Permission, permissionName } from '../rbac/documented-role.js';
 

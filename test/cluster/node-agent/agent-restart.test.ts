@@ -6,7 +6,7 @@ import { createTestNamespace, usePrivateCluster } from '../../support/cluster.js
 import { execInPod, samplePod } from './node-agent-support.js';
 
 // The agent is started and stopped here by hand, as a kubelet that was down: the shared plane's must not interfere.
-const cluster = usePrivateCluster({ simulator: false, nodeAgent: false });
+const cluster = usePrivateCluster({ kubevirt: 'none', nodeAgent: false });
 
 describe('a node agent that starts after the fact', () => {
   it('runs a Pod bound while no agent ran and finishes a deletion begun meanwhile', async () => {

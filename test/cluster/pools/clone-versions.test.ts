@@ -1,6 +1,5 @@
 import { ApiextensionsV1Api, type KubeConfig, Watch } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import { rawRequest } from '../../../src/kube/raw-request.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine } from '../../../src/kubevirt-types.js';
@@ -10,16 +9,24 @@ import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createTestNamespace, usePrivateCluster, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 
 const shared = useSharedCluster();
 // KubeVirt v1.4 and earlier: clone.kubevirt.io in v1alpha1 alone; the clone CRD is cluster-wide, hence a plane of its own
-const alphaOnly = usePrivateCluster({ simulator: { cloneVersion: 'v1alpha1' }, nodeAgent: false });
+const alphaOnly = usePrivateCluster({
+  kubevirt: 'simulated',
+  simulator: { cloneVersion: 'v1alpha1' },
+  nodeAgent: false,
+});
 
 const golden: VirtualMachine = {
   metadata: { name: 'golden', labels: { app: 'desktop' } },
   spec: {
     runStrategy: 'Halted',
-    template: { metadata: { labels: { app: 'desktop' } }, spec: { domain: { devices: {} } } },
+    template: {
+      metadata: { labels: { app: 'desktop' } },
+      spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
+    },
   },
 };
 
@@ -55,15 +62,6 @@ async function createPoolThrough(cluster: LocalClusterAccess, readVersion: strin
   } finally {
     writes.stop();
   }
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
 }
 
 describe('the clone API version a pool create uses', () => {

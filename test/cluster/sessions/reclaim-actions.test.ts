@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { isVdiError } from '../../../src/errors.js';
 import type { VdiEvents } from '../../../src/events.js';
-import { idleWarnedAnnotation, inputAtAnnotation, reclaimNotifiedAnnotation } from '../../../src/keys.js';
+import { inputAtAnnotation, reclaimNotifiedAnnotation, reclaimWarnedAnnotation } from '../../../src/keys.js';
 import { configMapKind } from '../../../src/kube/resource-kinds.js';
 import {
   createPool,
@@ -231,7 +231,7 @@ describe('input-idle reclaim', () => {
     setup.clock.advance(2 * minute);
     expect(await engine.runPass()).toMatchObject({ warned: 1, reclaimed: 0, errors: [] });
     const idleAt = new Date(connectedAt + 30 * minute).toISOString();
-    expect((await leaseOf(setup))?.metadata.annotations?.[idleWarnedAnnotation]).toBe(idleAt);
+    expect((await leaseOf(setup))?.metadata.annotations?.[reclaimWarnedAnnotation]).toBe(`idle ${idleAt}`);
     expect(
       engine.describe({ namespace: setup.namespace, member: setup.member, lease: await leaseOf(setup) }),
     ).toMatchObject({

@@ -349,3 +349,54 @@ describe('console state shared by broker replicas through the claim Lease', () =
     expect(await restarted.runPass()).toMatchObject({ reclaimed: 1, errors: [] });
   });
 });
+
+describe('the consoles of a desktop another replica releases or reclaims', () => {
+  it('end here with the release’s cause once the member is down, told by the Lease cache', async () => {
+    const setup = await setUp(2);
+    const [released = '', reclaimed = ''] = setup.members;
+    const here = setup.vdiOf();
+    here.startCaches([setup.namespace]);
+    try {
+      await here.waitForCacheSync();
+      const consoles = setup.replica('replica-here', {}, here);
+      const rdp = await consoles.openConsole({
+        member: released,
+        identity: 'user-1@example.com',
+        kind: 'rdp',
+      });
+      const vnc = await consoles.openConsole({
+        member: reclaimed,
+        identity: 'user-2@example.com',
+        kind: 'vnc',
+      });
+      // the guest takes a moment to go: meanwhile a console whose stream closes first reads the cause
+      const kube = here.context.cluster;
+      await kube.patchVm(setup.namespace, released, {
+        metadata: { annotations: { 'sim.kubevirt.corral.dev/stop-delay-ms': '1500' } },
+      });
+
+      const there = setup.vdiOf();
+      await there.release({ member: released, identity: 'admin', asAdmin: true });
+      expect(rdp.ending()).toMatchObject({ cause: 'released' });
+      await waitFor(() => rdp.ended.aborted, { describe: 'the rdp console here to end' });
+      expect(rdp.ended.reason).toEqual({
+        cause: 'released',
+        message: 'The desktop was released; claim a desktop to go on.',
+      });
+      expect((await kube.getVmi(setup.namespace, released)) ?? undefined).toBeUndefined();
+      expect(vnc.ended.aborted).toBe(false);
+
+      const leader = setup.replica('replica-there', { policy: { maxSessionMs: 30 * minute } }, there);
+      setup.clock.advance(31 * minute);
+      expect(await leader.runPass()).toMatchObject({ reclaimed: 1 });
+      await waitFor(() => vnc.ended.aborted, { describe: 'the vnc console here to end' });
+      expect(vnc.ended.reason).toEqual({
+        cause: 'reclaimed',
+        reason: 'max-duration',
+        message: 'The desktop was reclaimed (max-duration); claim a desktop again to go on.',
+      });
+    } finally {
+      here.stopCaches();
+    }
+  });
+});

@@ -339,9 +339,11 @@ describe('the session engine against a real apiserver', () => {
       [assignedToKey]: holder,
     });
     const handle = await engine.openConsole({ member, identity: holder, kind: 'vnc' });
-    expect(await setup.vdi.start({ member, identity: holder })).toMatchObject({
-      owner: holder,
-      running: true,
+    expect(await setup.vdi.start({ member, identity: holder })).toMatchObject({ owner: holder });
+    // KubeVirt's controllers may still be bringing the instance up when the start answers
+    await waitFor(async () => (await kube.getVmi(setup.namespace, member))?.status?.phase, {
+      describe: `${member} to run`,
+      until: (phase) => phase === 'Running',
     });
     expect(await setup.vdi.claim({ pool: 'devpool', identity: holder })).toMatchObject({
       member,

@@ -34,7 +34,7 @@ async function stallRelease(prefix: string): Promise<Stalled> {
   const lease = await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`);
   if (!lease) throw new Error(`${member} has no claim Lease`);
   clock.advance(60_000);
-  const marked = await markClaimReleasing(vdi.context, lease);
+  const marked = await markClaimReleasing(vdi.context, lease, 'released');
   expect(marked?.metadata.annotations?.[releasingAnnotation]).toBeDefined();
   return { namespace, member, vdi, clock, audit };
 }

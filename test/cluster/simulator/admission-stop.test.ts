@@ -4,7 +4,7 @@ import { usePrivateCluster } from '../../support/cluster.js';
 import { kubevirtObjects, sampleVm } from './simulator-support.js';
 
 // its own control plane: stopping the shared cluster's simulator would take KubeVirt away from every other file
-const cluster = usePrivateCluster({ nodeAgent: false });
+const cluster = usePrivateCluster({ kubevirt: 'simulated', nodeAgent: false });
 
 async function webhookNames(): Promise<string[]> {
   const api = cluster().kubeConfig.makeApiClient(AdmissionregistrationV1Api);

@@ -5,7 +5,7 @@ import { usePrivateCluster } from '../../support/cluster.js';
 
 // The KubeVirt CR is cluster-wide and replaced whole: on the shared plane another test could write it between
 // this test's write and its read. It needs only KubeVirt's CRDs, not the simulator.
-const cluster = usePrivateCluster({ simulator: false });
+const cluster = usePrivateCluster({ kubevirt: 'none' });
 beforeAll(() => installKubevirtCrds(cluster().kubeConfig));
 
 describe('the capacity helpers', () => {

@@ -4,6 +4,7 @@ import { isVdiError, VdiError } from '../../../src/errors.js';
 import type { DeletePreconditions } from '../../../src/kube/cluster.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
+import { readPoolStatus } from '../../../src/pool-status/read-pool-status.js';
 import { createPool, resizePool, setPool } from '../../../src/pools/pool-service.js';
 import {
   carryOutSpares,
@@ -12,7 +13,6 @@ import {
   planFromRead,
   readSpares,
 } from '../../../src/spares/keep-spares.js';
-import { readPoolStatus } from '../../../src/spares/read-pool-status.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';

@@ -6,8 +6,8 @@ import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-cloc
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { recreateMember } from '../../../src/vm/recreate-vm-member.js';
 import { buildMemberClone, cloneNameFor } from '../../../src/vm/vm-clone-object.js';
+import { recreateMember } from '../../../src/vm-pools/recreate-member.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
@@ -22,7 +22,10 @@ describe('recreating an ephemeral member', () => {
         labels: { 'corral.dev/vdi-pool': 'eph', 'corral.dev/vdi-ephemeral': 'true' },
         annotations: { 'corral.dev/vdi-source': 'eph-1' },
       },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
 
     const error = await recreateMember(vdi.context, { namespace, vm: 'eph-1' }).catch(
@@ -40,7 +43,10 @@ describe('recreating an ephemeral member', () => {
     const kube = vdi.context.cluster;
     await kube.createVm(namespace, {
       metadata: { name: 'golden' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
     await createPool(vdi.context, { name: 'eph', from: 'golden', size: 2, ephemeral: true });
     // as the pool create left it: labelled, so that a clone can add the pool label to its copy
@@ -89,7 +95,10 @@ describe('recreating an ephemeral member', () => {
     const kube = vdi.context.cluster;
     await kube.createVm(namespace, {
       metadata: { name: 'golden' },
-      spec: { runStrategy: 'Halted', template: { spec: { domain: { devices: {} } } } },
+      spec: {
+        runStrategy: 'Halted',
+        template: { spec: { domain: { memory: { guest: '128Mi' }, devices: {} } } },
+      },
     });
     await createPool(vdi.context, { name: 'solo', from: 'golden', size: 1, ephemeral: true });
     const claimed = await vdi.claim({ pool: 'solo', identity: 'alice@example.com' });

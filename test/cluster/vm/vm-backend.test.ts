@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import type { DesktopBackend, MemberFacts } from '../../../src/desktop-backend.js';
-import { isVdiError, type VdiError } from '../../../src/errors.js';
 import type { KubeCluster } from '../../../src/kube/cluster.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VmDevices } from '../../../src/kubevirt-types.js';
@@ -13,6 +12,7 @@ import { createVdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import { CloneFaultCluster } from '../../support/clone-faults.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 
 const cluster = useSharedCluster();
 
@@ -59,7 +59,10 @@ function vm(
       runStrategy: 'Halted',
       template: {
         spec: {
-          domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } },
+          domain: {
+            memory: { guest: '128Mi' },
+            devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices },
+          },
           // KubeVirt's admission refuses an interface without a network of its name
           networks: [{ name: 'default', pod: {} }],
         },
@@ -79,15 +82,6 @@ async function waitForPower(vms: DesktopBackend, namespace: string, member: stri
     },
     { describe: `${namespace}/${member} to be ${power}` },
   );
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<VdiError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
 }
 
 /** A golden VM, and ephemeral members cloned from it by name as a pool create leaves them. */
@@ -255,7 +249,7 @@ describe('the VM backend against the real apiserver and the KubeVirt simulator',
 
     const failed = await failureOf(vms.resetMember(ref));
     expect(failed.code).toBe('CLONE_FAILED');
-    expect(failed.message).toContain('snapshot refused by the storage class');
+    expect(failed.message).toContain(`kubectl describe virtualmachineclone -n ${namespace} eph-1-clone`);
     expect(await kube.getVm(namespace, 'eph-1')).toBeUndefined();
     expect(await vms.readMember({ namespace, member: 'eph-1' })).toBeUndefined();
     // the failed clone stays for inspection until the next reset clears it away

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
 import { holderGroupsAnnotation } from '../../../src/keys.js';
@@ -13,29 +13,25 @@ import {
   useSharedCluster,
   waitForRunningVmi,
 } from '../../support/cluster.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { type startBroker, useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const groupsHeader = 'X-Auth-Request-Groups';
 
-const running: RunningBroker[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((broker) => broker.close()));
-});
+const brokers = useBrokers();
 
 // the login comes from the Tailscale header the test client sends, the groups from oauth2-proxy's header
 async function setUp(options: Parameters<typeof startBroker>[3] = {}) {
   const namespace = await createTestNamespace(cluster(), 'access');
   const members = await createPoolMembers(cluster(), namespace, 'devpool', 2);
-  const api = await startBroker(cluster(), namespace, createTestClock(new Date()), {
+  const api = await brokers.start(cluster(), namespace, createTestClock(new Date()), {
     identity: [authGatewayIdentity({ header: 'Tailscale-User-Login' })],
     admins: [],
     adminGroups: ['vdi-admins'],
     ...options,
   });
-  running.push(api);
   return { namespace, members, api };
 }
 

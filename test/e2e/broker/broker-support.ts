@@ -1,5 +1,7 @@
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
+import type { WebSocket } from 'ws';
 import { MemoryAuditSink } from '../../../src/audit.js';
 import { type Broker, type BrokerOptions, createBroker } from '../../../src/broker/broker.js';
 import { tailscaleIdentity } from '../../../src/broker/identity.js';
@@ -108,6 +110,38 @@ export async function startBroker(
       // open consoles hold the server open until the broker closes them
       await broker.stop();
       await closed;
+    },
+  };
+}
+
+/** The brokers a test file starts, and the console sockets its tests open to them. */
+export interface BrokerFixture {
+  /** Starts a broker as {@link startBroker} does; it is closed after the test. */
+  start(...args: Parameters<typeof startBroker>): Promise<RunningBroker>;
+  /** Closes a broker before the test ends, as a restart does; it is not closed again. */
+  close(broker: RunningBroker): Promise<void>;
+  /** Sockets pushed here are terminated after the test, before its brokers close. */
+  sockets: WebSocket[];
+}
+
+/** One broker fixture for a test file: every broker it starts, and every socket it is given, ends after each test. */
+export function useBrokers(): BrokerFixture {
+  const running: RunningBroker[] = [];
+  const sockets: WebSocket[] = [];
+  afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.terminate();
+    await Promise.all(running.splice(0).map((broker) => broker.close()));
+  });
+  return {
+    sockets,
+    async start(...args) {
+      const broker = await startBroker(...args);
+      running.push(broker);
+      return broker;
+    },
+    async close(broker) {
+      running.splice(running.indexOf(broker), 1);
+      await broker.close();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createBroker } from '../../../src/broker/broker.js';
 import { authGatewayIdentity, tailscaleIdentity } from '../../../src/broker/identity.js';
 import { buildOpenApiDocument } from '../../../src/broker/openapi.js';
@@ -14,17 +14,14 @@ import { createTestClock, type TestClock } from '../../../src/testing/test-clock
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import { admin, peerToken, type RunningBroker, startBroker } from './broker-support.js';
+import { admin, peerToken, type RunningBroker, type startBroker, useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const minute = 60_000;
 
-const running: RunningBroker[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((broker) => broker.close()));
-});
+const brokers = useBrokers();
 
 interface Setup {
   namespace: string;
@@ -37,8 +34,7 @@ async function setUp(size = 2, options: Parameters<typeof startBroker>[3] = {}):
   const namespace = await createTestNamespace(cluster(), 'broker');
   const members = await createPoolMembers(cluster(), namespace, 'devpool', size);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock, options);
-  running.push(api);
+  const api = await brokers.start(cluster(), namespace, clock, options);
   return { namespace, clock, members, api };
 }
 
@@ -226,8 +222,7 @@ describe('the broker over HTTP', () => {
         return await base.release(options);
       },
     };
-    const api = await startBroker(cluster(), namespace, clock, { vdi });
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, clock, { vdi });
     const desktop = (await api.call('POST', claimPath(namespace), { as: alice })).body;
 
     const release = await api.call('POST', `${desktopPath(namespace, desktop.member)}/release`, {
@@ -455,12 +450,10 @@ describe('the broker over HTTP', () => {
     const { api, namespace, clock } = await setUp(1);
     const desktop = (await api.call('POST', claimPath(namespace), { as: alice })).body;
     await api.broker.authorizeConsole({ desktopId: desktop.id, identity: alice, kind: 'vnc' });
-    await api.close();
-    running.splice(running.indexOf(api), 1);
+    await brokers.close(api);
 
     clock.advance(20 * minute);
-    const restarted = await startBroker(cluster(), namespace, clock);
-    running.push(restarted);
+    const restarted = await brokers.start(cluster(), namespace, clock);
     restarted.broker.start();
     expect((await restarted.broker.sessions.runPass()).reclaimed).toBe(0);
     clock.advance(14 * minute);

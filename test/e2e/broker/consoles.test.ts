@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { connect as connectTcp } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { defaultConsoleLimits } from '../../../src/broker/console-proxy.js';
 import { consoleCloseCodes } from '../../../src/broker/console-relay.js';
@@ -16,27 +16,22 @@ import {
   waitForRunningVmi,
 } from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
-import { admin, type RunningBroker, startBroker } from './broker-support.js';
+import { admin, type RunningBroker, type startBroker, useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const minute = 60_000;
 
-const running: RunningBroker[] = [];
-const sockets: WebSocket[] = [];
-afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.terminate();
-  await Promise.all(running.splice(0).map((api) => api.close()));
-});
+const brokers = useBrokers();
+const sockets = brokers.sockets;
 
 /** A broker over a pool of `size` members, one of which alice has claimed and runs. */
 async function setUp(size = 1, options: Parameters<typeof startBroker>[3] = {}) {
   const namespace = await createTestNamespace(cluster(), 'consoles');
   const members = await createPoolMembers(cluster(), namespace, 'devpool', size);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock, options);
-  running.push(api);
+  const api = await brokers.start(cluster(), namespace, clock, options);
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
   const member: string = claim.body.member;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import {
   claimedDesktopSchema,
@@ -10,19 +10,15 @@ import { podKind } from '../../../src/kube/resource-kinds.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { type RunningBroker, useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const image = 'ghcr.io/acme/devbox:1.4';
 
-const running: RunningBroker[] = [];
-const sockets: WebSocket[] = [];
-afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.terminate();
-  await Promise.all(running.splice(0).map((broker) => broker.close()));
-});
+const brokers = useBrokers();
+const sockets = brokers.sockets;
 
 /** A terminal websocket through the broker, with everything it printed so far as text. */
 async function openTerminalSocket(api: RunningBroker, path: string, as: string) {
@@ -47,8 +43,7 @@ async function openTerminalSocket(api: RunningBroker, path: string, as: string) 
 
 async function setUp(prefix: string) {
   const namespace = await createTestNamespace(cluster(), prefix);
-  const api = await startBroker(cluster(), namespace, createTestClock(new Date()));
-  running.push(api);
+  const api = await brokers.start(cluster(), namespace, createTestClock(new Date()));
   return { namespace, api };
 }
 

@@ -1,9 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { desktopSchema } from '../../../src/broker/schemas.js';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import { releasingAnnotation } from '../../../src/keys.js';
 import { podKind } from '../../../src/kube/resource-kinds.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {
@@ -12,17 +12,14 @@ import {
   stoppedVm,
   useSharedCluster,
 } from '../../support/cluster.js';
-import { admin, type RunningBroker, startBroker } from './broker-support.js';
+import { admin, type RunningBroker, useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const image = 'ghcr.io/acme/devbox:1.4';
 
-const running: RunningBroker[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((api) => api.close()));
-});
+const brokers = useBrokers();
 
 interface Refusal {
   status: number;
@@ -82,8 +79,7 @@ describe('a desktop ID names a member of its own kind', () => {
   it('answers 404 on every desktop route for a VM member named as a container desktop and a container member named as a VM, and leaves both claims alone', async () => {
     const namespace = await createTestNamespace(cluster(), 'broker-kinds');
     await createPoolMembers(cluster(), namespace, 'bp', 1);
-    const api = await startBroker(cluster(), namespace, createTestClock(new Date()));
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, createTestClock(new Date()));
     await api.vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1 } });
     await api.broker.reconcileCtPools();
     await waitFor(() => api.vdi.context.cluster.resource(podKind).in(namespace).get('devbox-1'), {
@@ -136,8 +132,7 @@ describe('a desktop ID names a member of its own kind', () => {
   it('answers 404 for a VM that is no pool member, saying so, on its desktop and connect routes', async () => {
     const namespace = await createTestNamespace(cluster(), 'broker-nonmember');
     await createPoolMembers(cluster(), namespace, 'bp', 1);
-    const api = await startBroker(cluster(), namespace, createTestClock(new Date()));
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, createTestClock(new Date()));
     await api.vdi.context.cluster.createVm(namespace, stoppedVm('golden'));
 
     for (const suffix of ['', '/connect']) {

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { idleWarnedAnnotation, inputAtAnnotation } from '../../../src/keys.js';
+import { inputAtAnnotation, reclaimWarnedAnnotation } from '../../../src/keys.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {
@@ -10,29 +10,24 @@ import {
   waitForRunningVmi,
 } from '../../support/cluster.js';
 import { connectRfb, createByteReader } from '../../support/rfb-client.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { type RunningBroker, useBrokers } from './broker-support.js';
 
 const minute = 60_000;
 const alice = 'alice@example.com';
 const cluster = useSharedCluster();
 
-const running: RunningBroker[] = [];
-const sockets: WebSocket[] = [];
-afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.terminate();
-  await Promise.all(running.splice(0).map((api) => api.close()));
-});
+const brokers = useBrokers();
+const sockets = brokers.sockets;
 
 /** A broker with a 30-minute idle timeout and a 5-minute warning, over one member alice has claimed and runs. */
 async function setUp() {
   const namespace = await createTestNamespace(cluster(), 'idle-consoles');
   await createPoolMembers(cluster(), namespace, 'devpool', 1);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock, {
+  const api = await brokers.start(cluster(), namespace, clock, {
     idleTimeoutMs: 30 * minute,
     idleWarningMs: 5 * minute,
   });
-  running.push(api);
   const claim = await api.call('POST', `/api/vdi/pools/vm/${namespace}/devpool/claim`, { as: alice });
   expect(claim.status).toBe(200);
   const member: string = claim.body.member;
@@ -66,9 +61,15 @@ describe('idle reclaim through the broker consoles', () => {
     clock.advance(26 * minute);
     expect(await api.broker.sessions.runPass()).toMatchObject({ warned: 1, reclaimed: 0, errors: [] });
     const idleAt = new Date(connectedAt + 30 * minute).toISOString();
-    expect((await lease())?.metadata.annotations?.[idleWarnedAnnotation]).toBe(idleAt);
+    expect((await lease())?.metadata.annotations?.[reclaimWarnedAnnotation]).toBe(`idle ${idleAt}`);
     const shown = await api.call('GET', `/api/vdi/desktops/vm/${namespace}/${member}`, { as: alice });
-    expect(shown.body).toMatchObject({ reclaimReason: 'idle', reclaimAt: idleAt, idleWarning: true });
+    expect(shown.body).toMatchObject({
+      reclaimReason: 'idle',
+      reclaimAt: idleAt,
+      idleWarning: true,
+      reclaimWarning: true,
+      reclaimInMs: 4 * minute,
+    });
 
     const typedAt = clock.now().toISOString();
     rfb.typeKey(0x61);

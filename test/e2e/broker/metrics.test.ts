@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -8,7 +8,7 @@ import {
   useSharedCluster,
   waitForRunningVmi,
 } from '../../support/cluster.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { type RunningBroker, useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
@@ -16,12 +16,8 @@ const bob = 'bob@example.com';
 const carol = 'carol@example.com';
 const minute = 60_000;
 
-const running: RunningBroker[] = [];
-const sockets: WebSocket[] = [];
-afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.terminate();
-  await Promise.all(running.splice(0).map((api) => api.close()));
-});
+const brokers = useBrokers();
+const sockets = brokers.sockets;
 
 /** The samples of a Prometheus text exposition, as `name{label="value",…}` → value, labels in the order written. */
 function parseExposition(text: string): Map<string, number> {
@@ -61,8 +57,10 @@ describe("the broker's metrics", () => {
     const namespace = await createTestNamespace(cluster(), 'metrics');
     await createPoolMembers(cluster(), namespace, 'devpool', 2);
     const clock = createTestClock(new Date());
-    const api = await startBroker(cluster(), namespace, clock, { metrics: true, maxSessionMs: 30 * minute });
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, clock, {
+      metrics: true,
+      maxSessionMs: 30 * minute,
+    });
     const pool = `kind="vm",namespace="${namespace}",pool="devpool"`;
 
     const before = await scrape(api);
@@ -147,22 +145,21 @@ describe("the broker's metrics", () => {
   it('cost one list per kind of object and namespace per scrape, and no read of single objects', async () => {
     const namespace = await createTestNamespace(cluster(), 'metrics');
     await createPoolMembers(cluster(), namespace, 'devpool', 3);
-    const api = await startBroker(cluster(), namespace, createTestClock(new Date()), { metrics: true });
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, createTestClock(new Date()), { metrics: true });
     const lists = (samples: Map<string, number>) =>
       samples.get('corral_vdi_apiserver_requests_total{verb="list",code="2xx"}') ?? 0;
     const first = lists(await scrape(api));
     const second = lists(await scrape(api));
     process.stderr.write(`metrics: one scrape made ${second - first} list requests\n`);
-    // Leases; VMs and VMIs (VM members); pool specs (container members; their Pods only where a container pool is)
-    expect(second - first).toBe(4);
+    // Leases; VMs and VMIs (VM members); pool specs (container members; their Pods only where a container pool is);
+    // the pools' settings (roll-outs under way, read again only where one is)
+    expect(second - first).toBe(5);
     expect(api.vdi.context.cluster.requestCounts.get('get') ?? 0).toBe(0);
   });
 
   it('are not served unless turned on, and every answer carries its request ID', async () => {
     const namespace = await createTestNamespace(cluster(), 'metrics');
-    const api = await startBroker(cluster(), namespace, createTestClock(new Date()));
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, createTestClock(new Date()));
     expect((await fetch(`${api.url}/metrics`)).status).toBe(404);
     expect((await api.call('GET', '/healthz')).body).toEqual({ status: 'alive' });
 

@@ -3,10 +3,11 @@ import { connect as connectTls } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { consoleCloseCodes } from '../../../src/broker/console-relay.js';
 import { connectedAtAnnotation, disconnectedAtAnnotation, rdpTokensAnnotation } from '../../../src/keys.js';
+import { claimLoopbackRange } from '../../../src/testing/kubevirt/ip-pool.js';
 import { rdpGuestAnnotations } from '../../../src/testing/rdp-guest.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { useSharedCluster } from '../../support/cluster.js';
-import { startFakeRdpGuest } from '../../support/fake-rdp-guest.js';
+import { guestGreeting, startFakeRdpGuest } from '../../support/fake-rdp-guest.js';
 import {
   holdsNtlmChallenge,
   ntlmNegotiateRequest,
@@ -194,12 +195,16 @@ describe("the rdp console's refusals", () => {
   it('does not follow a destination other than the guest: the test listens there and sees nothing', async () => {
     const { api, namespace, member, ip } = await rdp.setUp();
     const guest = await startFakeRdpGuest(ip, 'echo');
-    const decoy = await startFakeRdpGuest('127.3.0.9', 'echo');
+    // an address no control plane on this machine hands out meanwhile
+    const decoyRange = await claimLoopbackRange(undefined);
+    rdp.track(() => decoyRange.release());
+    const decoyHost = decoyRange.cidr.replace(/0\.0\/16$/, '0.9');
+    const decoy = await startFakeRdpGuest(decoyHost, 'echo');
     rdp.track(() => guest.close());
     rdp.track(() => decoy.close());
     const minted = await rdp.mint(api, namespace, member, alice);
     const { socket, reader } = await rdp.openRdp(api, namespace, member, alice);
-    socket.send(rdCleanPathRequest(minted.body.token, '127.3.0.9:3389'));
+    socket.send(rdCleanPathRequest(minted.body.token, `${decoyHost}:3389`));
     const pdu = await reader.pdu();
     expect(pdu?.serverAddr).toBe(`${ip}:3389`);
     expect(Buffer.from(pdu?.serverCertChain?.[0] ?? []).equals(guest.certificate)).toBe(true);
@@ -207,9 +212,23 @@ describe("the rdp console's refusals", () => {
     expect((await reader.bytes(17)).toString()).toBe('hello through TLS');
     expect(decoy.connections).toEqual([]);
     expect(guest.connections).toHaveLength(1);
-    expect(api.logs.some((line) => line.includes('"127.3.0.9:3389"') && line.includes(`${ip}:3389`))).toBe(
+    expect(api.logs.some((line) => line.includes(`"${decoyHost}:3389"`) && line.includes(`${ip}:3389`))).toBe(
       true,
     );
+  });
+});
+
+describe('the rdp relay', () => {
+  it('passes on, whole and in order, what the guest sends the moment TLS is up, then relays both ways', async () => {
+    const { api, namespace, member, ip } = await rdp.setUp();
+    const guest = await startFakeRdpGuest(ip, 'greet-then-echo');
+    rdp.track(() => guest.close());
+    const { socket, reader, pdu } = await rdp.connectRdp(api, namespace, member);
+    expect(pdu?.error).toBeUndefined();
+    const first = await reader.bytes(guestGreeting.length);
+    expect(first.equals(guestGreeting)).toBe(true);
+    socket.send(Buffer.from('after the greeting'));
+    expect((await reader.bytes(18)).toString()).toBe('after the greeting');
   });
 });
 

@@ -1,23 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimedDesktopSchema } from '../../../src/broker/schemas.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
-const running: RunningBroker[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((broker) => broker.close()));
-});
+const brokers = useBrokers();
 
 describe('the broker keeps warm spares', () => {
   it('starts a spare on its keeper pass, and a claim through the API gets it warm', async () => {
     const namespace = await createTestNamespace(cluster(), 'broker-spares');
     await createPoolMembers(cluster(), namespace, 'devpool', 2);
     await createPoolMembers(cluster(), namespace, 'plain', 1);
-    const api = await startBroker(cluster(), namespace, createTestClock(new Date()));
-    running.push(api);
+    const api = await brokers.start(cluster(), namespace, createTestClock(new Date()));
     await api.vdi.setPool({ name: 'devpool', minReady: 1 });
 
     const pass = await api.broker.keepSpares();

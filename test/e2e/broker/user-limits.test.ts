@@ -1,18 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 
-const running: RunningBroker[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((broker) => broker.close()));
-});
+const brokers = useBrokers();
 
 /** Two VM pools, `devpool` and `gpu`, and a broker limiting each user to `maxDesktopsPerUser` desktops. */
 async function setUp(maxDesktopsPerUser: number | undefined) {
@@ -23,9 +20,13 @@ async function setUp(maxDesktopsPerUser: number | undefined) {
   ]);
   const clock = createTestClock(new Date());
   const start = () =>
-    startBroker(cluster(), namespace, clock, maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser });
+    brokers.start(
+      cluster(),
+      namespace,
+      clock,
+      maxDesktopsPerUser === undefined ? {} : { maxDesktopsPerUser },
+    );
   const api = await start();
-  running.push(api);
   return { namespace, clock, api, start };
 }
 
@@ -59,7 +60,6 @@ describe('the broker-wide maxDesktopsPerUser', () => {
   it('gives one user claiming two pools at once through two replicas one desktop', async () => {
     const { namespace, api, start } = await setUp(1);
     const other = await start();
-    running.push(other);
     const replies = await Promise.all([
       api.call('POST', claimPath(namespace, 'devpool'), { as: alice }),
       other.call('POST', claimPath(namespace, 'gpu'), { as: alice }),

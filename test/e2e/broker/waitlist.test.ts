@@ -1,30 +1,26 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waiterSchema } from '../../../src/broker/schemas.js';
-import { shortHash } from '../../../src/claims/hash.js';
 import { createVdiClient } from '../../../src/client/vdi-client.js';
+import { shortHash } from '../../../src/hash.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { enqueueWaiter } from '../../../src/waitlist/waiter-leases.js';
 import { waitersSelector } from '../../../src/waitlist/waitlist-keys.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
-import { type RunningBroker, startBroker } from './broker-support.js';
+import { useBrokers } from './broker-support.js';
 
 const cluster = useSharedCluster();
 const alice = 'alice@example.com';
 const bob = 'bob@example.com';
 const carol = 'carol@example.com';
 
-const running: RunningBroker[] = [];
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((broker) => broker.close()));
-});
+const brokers = useBrokers();
 
 async function setUp() {
   const namespace = await createTestNamespace(cluster(), 'broker-wait');
   const [member = ''] = await createPoolMembers(cluster(), namespace, 'devpool', 1);
   const clock = createTestClock(new Date());
-  const api = await startBroker(cluster(), namespace, clock);
-  running.push(api);
+  const api = await brokers.start(cluster(), namespace, clock);
   return { namespace, member, clock, api };
 }
 

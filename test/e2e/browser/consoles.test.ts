@@ -31,7 +31,7 @@ async function setUp(devices: VmDevices = {}) {
   const vm = stoppedVm('devpool-1', { 'corral.dev/vdi-pool': 'devpool' });
   await new KubeCluster(cluster().kubeConfig).createVm(namespace, {
     ...vm,
-    spec: { ...vm.spec, template: { spec: { domain: { devices } } } },
+    spec: { ...vm.spec, template: { spec: { domain: { memory: { guest: '128Mi' }, devices } } } },
   });
   const server: BrokerServer = await startPageBroker(cluster(), namespace, createTestClock(new Date()));
   cleanups.push(() => server.close());

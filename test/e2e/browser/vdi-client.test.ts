@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createVdiClient, type VdiClient } from '../../../src/client/index.js';
-import { isVdiError, VdiError } from '../../../src/errors.js';
+import { VdiError } from '../../../src/errors.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { failureOf } from '../../support/failure-of.js';
 import { type RunningBroker, startBroker } from '../broker/broker-support.js';
 import { alice, bob } from './browser-support.js';
 
@@ -31,15 +32,6 @@ async function setUp(size: number) {
   const clientOf = (login: string | undefined, fetchWith = signedIn(login)): VdiClient =>
     createVdiClient({ baseUrl: api.url, fetch: fetchWith });
   return { namespace, api, clientOf, poolId: `vm/${namespace}/devpool` };
-}
-
-async function failureOf(call: Promise<unknown>): Promise<VdiError> {
-  const error = await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  if (!isVdiError(error)) throw new Error(`expected a VdiError, got ${String(error)}`);
-  return error;
 }
 
 describe('the browser client against a real broker', () => {
@@ -139,7 +131,10 @@ describe('the browser client against a real broker', () => {
     expect(secure.consoleUrl({ id: 'vm/corral-vms/devpool-1' }, 'serial')).toBe(
       'wss://corral.example.ts.net/api/vdi/desktops/vm/corral-vms/devpool-1/console/serial',
     );
-    expect(() => secure.consoleUrl('vm/corral-vms/devpool-1', 'rdp' as 'vnc')).toThrow(
+    expect(secure.consoleUrl('vm/corral-vms/devpool-1', 'rdp')).toBe(
+      'wss://corral.example.ts.net/api/vdi/desktops/vm/corral-vms/devpool-1/console/rdp',
+    );
+    expect(() => secure.consoleUrl('vm/corral-vms/devpool-1', 'spice' as 'vnc')).toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT' }),
     );
     expect(() => createVdiClient({ baseUrl: 'not a url' })).toThrow(

@@ -1,10 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { AuditRecord } from '../../../src/audit.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
+import { createPoolMembers, waitForRunningVmi } from '../../support/cluster.js';
+import { connectRfb, createByteReader } from '../../support/rfb-client.js';
 import {
   cliEnv,
   cliFor,
@@ -19,10 +22,12 @@ import {
 const cluster = useCliCluster();
 const { cli } = cliFor(cluster);
 const running: ChildProcess[] = [];
+const sockets: WebSocket[] = [];
 const leaseDurationMs = 3000;
 const retryPeriodMs = 500;
 
 afterEach(() => {
+  for (const socket of sockets.splice(0)) socket.terminate();
   for (const child of running.splice(0)) {
     // a stopped process ignores SIGKILL's delivery until it runs: continue it first
     child.kill('SIGCONT');
@@ -259,5 +264,79 @@ describe('three broker serve replicas with --leader-elect', () => {
     );
     expect(leaderLease?.spec.holderIdentity).toBe(next.identity);
     expect(leaderLease?.spec.leaseTransitions).toBe(1);
+  });
+});
+
+/** Opens a console websocket of `replica` as `login`; resolves with it open and with how it closes. */
+async function openConsole(replica: Replica, path: string, login: string) {
+  const socket = new WebSocket(`${replica.url.replace('http', 'ws')}${path}`, {
+    headers: { 'X-Forwarded-User': login },
+    perMessageDeflate: false,
+  });
+  sockets.push(socket);
+  const read = createByteReader(socket);
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  return { socket, read, closed };
+}
+
+describe('two broker serve replicas and the consoles of a desktop another replica releases', () => {
+  it('close on this replica with 4001 for a release and 4002 for a reclaim once the member stopped', async () => {
+    const namespace = await createNamespace(cluster(), 'replicas-consoles');
+    const [first = '', second = ''] = await createPoolMembers(cluster(), namespace, 'lab', 2);
+    // the leader runs the reclaim passes (a claim is reclaimed at 20 s, on the pass after it); the other serves consoles
+    const policy = { CORRAL_VDI_MAX_SESSION: '20s' };
+    const leader = await startReplica(namespace, policy);
+    await leader.log.waitFor(new RegExp(`broker: leading as ${leader.identity}`));
+    const other = await startReplica(namespace, policy);
+    const claim = (login: string) =>
+      fetch(`${other.url}/api/vdi/pools/vm/${namespace}/lab/claim`, {
+        method: 'POST',
+        headers: { 'x-forwarded-user': login },
+      }).then(async (answer) => ({
+        status: answer.status,
+        body: (await answer.json()) as { member: string },
+      }));
+    const alice = await claim('alice');
+    const bob = await claim('bob');
+    expect([alice.status, bob.status]).toEqual([200, 200]);
+    expect([alice.body.member, bob.body.member].sort()).toEqual([first, second].sort());
+    const kube = new KubeCluster(cluster().kubeConfig);
+    await waitForRunningVmi(kube, namespace, alice.body.member);
+    await waitForRunningVmi(kube, namespace, bob.body.member);
+
+    const desktop = (member: string) => `/api/vdi/desktops/vm/${namespace}/${member}`;
+    const vnc = await openConsole(other, `${desktop(alice.body.member)}/console/vnc`, 'alice');
+    expect((await connectRfb(vnc.socket, vnc.read)).name).toBe(alice.body.member);
+    const serial = await openConsole(other, `${desktop(bob.body.member)}/console/serial`, 'bob');
+    const banner = `\r\n${bob.body.member} serial console (echo)\r\n`;
+    expect((await serial.read(Buffer.byteLength(banner))).toString()).toBe(banner);
+
+    // an administrator releases alice's desktop through the leader; her console on the other replica says so
+    const released = await fetch(`${leader.url}${desktop(alice.body.member)}/release`, {
+      method: 'POST',
+      headers: { 'x-forwarded-user': 'admin' },
+    });
+    expect(released.status).toBe(202);
+    expect(await vnc.closed).toEqual({
+      code: 4001,
+      reason: 'The desktop was released; claim a desktop to go on.',
+    });
+    expect((await kube.getVm(namespace, alice.body.member))?.spec.runStrategy).toBe('Halted');
+
+    // the leader's pass reclaims bob's desktop at its maximum age; his console on the other replica says so
+    expect(await serial.closed).toEqual({
+      code: 4002,
+      reason: 'The desktop was reclaimed (max-duration); claim a desktop again to go on.',
+    });
+    expect((await reclaimsIn(leader)).map((record) => [record.action, record.status])).toEqual([
+      ['vdi reclaim (max-duration)', 'ok'],
+    ]);
+    expect(await reclaimsIn(other)).toEqual([]);
   });
 });

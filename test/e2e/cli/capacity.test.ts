@@ -7,7 +7,7 @@ import { cliEnv, createGoldenVm, createNamespace, jsonOf, runCli } from './cli-s
 // The plan prints every node of the cluster and reads the KubeVirt CR, which other tests change on the shared
 // plane: this file has a control plane of its own. Nothing is cloned or run, so it needs only KubeVirt's CRDs,
 // and no node agent adds a node of its own to the plan.
-const cluster = usePrivateCluster({ simulator: false, nodeAgent: false });
+const cluster = usePrivateCluster({ kubevirt: 'none', nodeAgent: false });
 beforeAll(() => installKubevirtCrds(cluster().kubeConfig));
 
 /** `corral-vdi <args> --kubeconfig <the test cluster>`. */

@@ -203,7 +203,10 @@ export async function createGoldenVm(
       runStrategy: 'Halted',
       template: {
         spec: {
-          domain: { devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices } },
+          domain: {
+            memory: { guest: '128Mi' },
+            devices: { interfaces: [{ name: 'default', masquerade: {} }], ...devices },
+          },
           // KubeVirt's admission refuses an interface without a network of its name
           networks: [{ name: 'default', pod: {} }],
         },

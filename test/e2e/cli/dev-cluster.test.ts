@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { controlPlaneCacheDir } from '../../../src/testing/binaries.js';
+import { controlPlaneCacheDir, kubevirtCacheDir } from '../../../src/testing/binaries.js';
 import { cliEnv, jsonOf, runCli } from './cli-support.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'corral-vdi-dev-cluster-'));
@@ -11,6 +11,7 @@ const env = cliEnv({
   HOME: scratch,
   XDG_CACHE_HOME: join(scratch, 'cache'),
   KUBEBUILDER_ASSETS: process.env.KUBEBUILDER_ASSETS || controlPlaneCacheDir(),
+  CORRAL_KUBEVIRT_ASSETS: process.env.CORRAL_KUBEVIRT_ASSETS || kubevirtCacheDir(),
 });
 
 afterAll(async () => {

@@ -1,9 +1,18 @@
 import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimLoopbackRange, type LoopbackRange } from '../../../src/testing/kubevirt/ip-pool.js';
 import { parseRdpGuestKnob, startRdpServer } from '../../../src/testing/rdp-guest.js';
 
 const run = promisify(execFile);
+// addresses of this file's own, which no control plane on this machine hands to a VM meanwhile
+let addresses: LoopbackRange;
+beforeAll(async () => {
+  addresses = await claimLoopbackRange(undefined);
+});
+afterAll(() => addresses.release());
+const address = (last: number) => addresses.cidr.replace(/0\.0\/16$/, `0.${last}`);
 
 describe("the test kit's RDP server", () => {
   it('reads the knob: tls, or nla with one account; anything else is no knob', () => {
@@ -24,7 +33,7 @@ describe("the test kit's RDP server", () => {
       { kind: 'nla', user: 'alice', password: 's3cret-pass' } as const,
     ]) {
       const started = performance.now();
-      const server = await startRdpServer({ host: '127.4.0.9', security });
+      const server = await startRdpServer({ host: address(9), security });
       process.stderr.write(
         `rdp guest (${security.kind}): listening after ${(performance.now() - started).toFixed(0)} ms\n`,
       );
@@ -37,6 +46,19 @@ describe("the test kit's RDP server", () => {
       await expect(
         run('xdotool', ['getdisplaygeometry'], { env: { ...process.env, DISPLAY: server.display } }),
       ).rejects.toThrow();
+    }
+  });
+
+  it('refuses an address and port another process already listens on, rather than report that one as its own', async () => {
+    const host = address(10);
+    const other = createServer();
+    await new Promise<void>((resolve) => other.listen(3389, host, resolve));
+    try {
+      await expect(startRdpServer({ host, security: { kind: 'tls' } })).rejects.toThrow(
+        `${host}:3389 already answers: another process listens there`,
+      );
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
     }
   });
 });

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isLeaseExpired } from '../../../src/claims/claim-liveness.js';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import { isReleasing } from '../../../src/claims/releasing-mark.js';
 import type { MemberFacts } from '../../../src/desktop-backend.js';
 import { leaseNamePrefix, leasePoolLabel, sessionIdAnnotation } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
 import { releaseStalledAfterMs } from '../../../src/sessions/plan-reclaim-pass.js';
 import type { LocalClusterAccess } from '../../../src/testing/local-cluster.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';

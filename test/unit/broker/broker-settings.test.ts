@@ -15,6 +15,7 @@ describe('brokerOptionsFromEnv', () => {
       maxSessionMs: 0,
       idleTimeoutMs: 0,
       idleWarningMs: 5 * 60_000,
+      reclaimWarningMs: 5 * 60_000,
       maxDesktopsPerUser: 0,
       drainDelayMs: 5_000,
     });
@@ -32,6 +33,7 @@ describe('brokerOptionsFromEnv', () => {
         CORRAL_VDI_MAX_SESSION: '8h',
         CORRAL_VDI_IDLE_TIMEOUT: '30m',
         CORRAL_VDI_IDLE_WARNING: '2m',
+        CORRAL_VDI_RECLAIM_WARNING: '10m',
         CORRAL_MAX_DESKTOPS_PER_USER: ' 2 ',
         CORRAL_VDI_DRAIN_DELAY: '10s',
       }),
@@ -45,6 +47,7 @@ describe('brokerOptionsFromEnv', () => {
       maxSessionMs: 8 * 3_600_000,
       idleTimeoutMs: 30 * 60_000,
       idleWarningMs: 2 * 60_000,
+      reclaimWarningMs: 10 * 60_000,
       maxDesktopsPerUser: 2,
       drainDelayMs: 10_000,
     });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { canInspect, refusalError } from '../../../src/access.js';
 import { createAdminCheck } from '../../../src/broker/caller-access.js';
 import type { DesktopReader } from '../../../src/broker/desktop-reader.js';
 import { webRequest } from '../../../src/broker/http-io.js';
@@ -11,6 +10,7 @@ import {
 import type { RouteHandlers } from '../../../src/broker/route-handlers.js';
 import { createRouter, createUpgradeRouter } from '../../../src/broker/router.js';
 import { type RouteName, routes } from '../../../src/broker/routes.js';
+import { canInspect, refusalError } from '../../../src/claims/access.js';
 import type { MemberClassification } from '../../../src/claims/classify-member.js';
 import type { DesktopView } from '../../../src/claims/desktop-view.js';
 

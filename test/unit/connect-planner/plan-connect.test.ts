@@ -1,13 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  type ConnectPlan,
-  type ConnectProtocol,
-  formatHostPort,
-  planConnect,
-  type TcpProbeResult,
-  type VmConnectFacts,
-} from '../../../src/connect-planner/plan-connect.js';
+import type { ConnectProtocol, TcpProbeResult, VmConnectFacts } from '../../../src/connect-facts.js';
+import { type ConnectPlan, formatHostPort, planConnect } from '../../../src/connect-planner/plan-connect.js';
 
 const host = '10.244.1.17';
 const probe = (outcome: TcpProbeResult['outcome'], extra: Partial<TcpProbeResult> = {}): TcpProbeResult => ({

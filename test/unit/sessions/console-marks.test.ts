@@ -1,14 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { claimKeyOf } from '../../../src/sessions/claim-key.js';
 import { readConsoleEntries } from '../../../src/sessions/console-entries.js';
+import { type ConsoleState, sessionFactsOf, withConsoleMarks } from '../../../src/sessions/console-marks.js';
 import { describeSession, planReclaim } from '../../../src/sessions/plan-reclaim.js';
-import {
-  type ConsoleState,
-  claimKeyOf,
-  sessionFactsOf,
-  withConsoleMarks,
-} from '../../../src/sessions/plan-reclaim-pass.js';
 
 const minute = 60_000;
 const t0 = Date.parse('2026-07-02T12:00:00.000Z');

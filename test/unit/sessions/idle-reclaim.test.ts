@@ -1,22 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import {
-  idleWarnedAnnotation,
   inputAtAnnotation,
   leaseMemberLabel,
   leasePoolLabel,
   reclaimNotifiedAnnotation,
+  reclaimWarnedAnnotation,
   sessionIdAnnotation,
 } from '../../../src/keys.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
+import { claimKeyOf } from '../../../src/sessions/claim-key.js';
 import {
   describeSession,
-  planIdleWarning,
   planReclaim,
+  planReclaimWarning,
   type ReclaimPolicy,
   type SessionFacts,
 } from '../../../src/sessions/plan-reclaim.js';
-import { claimKeyOf, planReclaimPass } from '../../../src/sessions/plan-reclaim-pass.js';
+import { planReclaimPass } from '../../../src/sessions/plan-reclaim-pass.js';
 
 const minute = 60_000;
 const t0 = Date.parse('2026-07-02T12:00:00.000Z');
@@ -95,10 +96,10 @@ describe('idle reclaim in planReclaim', () => {
   });
 
   it('warns within the warning time before the idle reclaim, and not before or after', () => {
-    expect(planIdleWarning(facts(), at(25), idle30)).toEqual({ kind: 'none' });
-    expect(planIdleWarning(facts(), at(26), idle30)).toEqual({ kind: 'warn', idleAt: at(31) });
-    expect(planIdleWarning(facts(), at(31), idle30)).toEqual({ kind: 'none' });
-    expect(planIdleWarning(facts(), at(26), { ...idle30, idleWarningMs: 0 })).toEqual({ kind: 'none' });
+    expect(planReclaimWarning(facts(), at(25), idle30)).toEqual({ kind: 'none' });
+    expect(planReclaimWarning(facts(), at(26), idle30)).toEqual({ kind: 'warn', reason: 'idle', at: at(31) });
+    expect(planReclaimWarning(facts(), at(31), idle30)).toEqual({ kind: 'none' });
+    expect(planReclaimWarning(facts(), at(26), { ...idle30, idleWarningMs: 0 })).toEqual({ kind: 'none' });
     expect(describeSession(facts(), idle30, at(27))).toMatchObject({
       reclaimReason: 'idle',
       idleWarning: true,
@@ -160,14 +161,16 @@ describe('idle reclaim and notify in planReclaimPass', () => {
   });
 
   it('warns once per idle instant: a Lease marked with it is not warned again', () => {
-    expect(plan(lease(), 27)).toMatchObject({ kind: 'warn', idleAt: at(31) });
-    expect(plan(lease({ [idleWarnedAnnotation]: at(31).toISOString() }), 27)).toMatchObject({ kind: 'keep' });
+    expect(plan(lease(), 27)).toMatchObject({ kind: 'warn', reason: 'idle', reclaimAt: at(31) });
+    expect(plan(lease({ [reclaimWarnedAnnotation]: `idle ${at(31).toISOString()}` }), 27)).toMatchObject({
+      kind: 'keep',
+    });
     // input since moved the idle instant: a new warning
     const moved = lease({
-      [idleWarnedAnnotation]: at(31).toISOString(),
+      [reclaimWarnedAnnotation]: `idle ${at(31).toISOString()}`,
       [inputAtAnnotation]: at(10).toISOString(),
     });
-    expect(plan(moved, 36)).toMatchObject({ kind: 'warn', idleAt: at(40) });
+    expect(plan(moved, 36)).toMatchObject({ kind: 'warn', reason: 'idle', reclaimAt: at(40) });
   });
 
   it('takes the pool idle timeout over the broker one', () => {

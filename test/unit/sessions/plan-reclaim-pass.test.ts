@@ -1,16 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { leaseNameFor } from '../../../src/claims/lease-name.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
+import { leaseNameFor } from '../../../src/lease-name.js';
+import { claimKeyOf, claimKindOf } from '../../../src/sessions/claim-key.js';
+import { type ConsoleState, sessionFactsOf } from '../../../src/sessions/console-marks.js';
 import { describeSession, planReclaim } from '../../../src/sessions/plan-reclaim.js';
 import {
-  type ConsoleState,
-  claimKeyOf,
-  claimKindOf,
   planReclaimPass,
   type ReclaimPassInput,
   releaseStalledAfterMs,
-  sessionFactsOf,
 } from '../../../src/sessions/plan-reclaim-pass.js';
 import { planRenewal } from '../../../src/sessions/plan-renewal.js';
 

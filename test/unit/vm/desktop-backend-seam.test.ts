@@ -52,14 +52,35 @@ describe('the DesktopBackend seam', () => {
   });
 });
 
-// The rules that still take a VirtualMachine, for the readers that hold one (broker, sessions, pools).
+// The rules that still take a VirtualMachine, for the readers that hold one (broker, sessions, pools), and the
+// v0.6.0 state, which was VMs.
 const vmShapedRules = new Set([
   'src/claims/claim-liveness.ts',
   'src/claims/classify-member.ts',
   'src/claims/desktop-view.ts',
+  'src/upgrade/classify-legacy.ts',
 ]);
 const kubevirtTypeNames = /\b(VirtualMachine\w*|Vm\w+)\b/;
 const vmCalls = /\bcluster\.\w*Vmi?s?\b/;
+// Each kind's own folders: its backend (vm/, ct/) and the services of its pools, which name its objects by design
+// (a VM pool is its VMs, cloned from a golden VM whose devices capacity/ admits; its warm spares and the marks of
+// its schedule are on them, and its roll-out rebuilds them from a new golden VM).
+const kindFolders = [
+  'vm',
+  'vm-pools',
+  'pools',
+  'spares',
+  'schedules',
+  'rollouts',
+  'capacity',
+  'ct',
+  'ct-pools',
+];
+// what is no service: the front ends, the entry points, the adapter and the test bed
+const notServices = ['cli', 'broker', 'web', 'client', 'core', 'kube', 'testing'];
+const kindImport = new RegExp(`(^|/)(${kindFolders.join('|')})/`);
+// pure rules of kind folders that name none of their objects, which the pool status states for every kind
+const sharedRules = /\/(schedules\/describe-schedule|rollouts\/describe-rollout|spares\/plan-spares)\.js$/;
 
 function namedImportsOf(source: string, from: RegExp): string[] {
   return [...source.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s*from\s*['"]([^'"]+)['"]/g)]
@@ -68,9 +89,11 @@ function namedImportsOf(source: string, from: RegExp): string[] {
     .filter(Boolean);
 }
 
-/** Where a service file breaks the seam: a backend or pools import, a KubeVirt type, or a VM call. */
+/** Where a service file breaks the seam: a kind folder's import, a KubeVirt type, or a VM call. */
 function breaches(file: string, source: string): string[] {
-  const layers = importsOf(source).filter((specifier) => /(^|\/)(vm|ct|pools)\//.test(specifier));
+  const layers = importsOf(source).filter(
+    (specifier) => kindImport.test(specifier) && !sharedRules.test(specifier),
+  );
   const types = vmShapedRules.has(file)
     ? []
     : namedImportsOf(source, /kubevirt-types/).filter((name) => kubevirtTypeNames.test(name));
@@ -78,22 +101,37 @@ function breaches(file: string, source: string): string[] {
   return [...layers, ...types, ...calls];
 }
 
-describe('the services on the seam', () => {
-  const folders = ['src/claims', 'src/connect-planner', 'src/usb'];
-  const files = folders.flatMap((folder) =>
-    readdirSync(resolve(root, folder))
+/** Every TypeScript file under the given folders of src/, as `src/<folder>/<file>`. */
+function filesOf(folders: readonly string[]): string[] {
+  return folders.flatMap((folder) =>
+    readdirSync(resolve(root, 'src', folder), { recursive: true })
+      .map(String)
       .filter((name) => name.endsWith('.ts'))
-      .map((name) => `${folder}/${name}`),
+      .map((name) => `src/${folder}/${name}`),
   );
+}
 
-  it('are found in claims, connect and USB', () => {
+describe('the services on the seam', () => {
+  const folders = readdirSync(resolve(root, 'src'), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .filter((folder) => !kindFolders.includes(folder) && !notServices.includes(folder));
+  const files = filesOf(folders);
+
+  it("are every folder of src/ but the kinds' own, the front ends, the entries, the adapter and the test bed", () => {
+    expect(folders).toEqual(
+      expect.arrayContaining(['claims', 'connect-planner', 'usb', 'sessions', 'waitlist']),
+    );
     expect(files).toContain('src/claims/claim-desktop.ts');
     expect(files).toContain('src/connect-planner/connect.ts');
     expect(files).toContain('src/usb/redirect-usb.ts');
+    expect(files).toContain('src/sessions/run-reclaim-pass.ts');
+    expect(files).toContain('src/entitlements/pool-entitlement.ts');
+    expect(files).toContain('src/metrics/read-pool-counts.ts');
   });
 
   for (const file of files) {
-    it(`${file} reaches members only through a backend: no backend or pools import, KubeVirt type or VM call`, () => {
+    it(`${file} reaches members only through a backend and pools through their kind: no kind folder, KubeVirt type or VM call`, () => {
       expect(breaches(file, readFileSync(resolve(root, file), 'utf8'))).toEqual([]);
     });
   }
@@ -102,12 +140,35 @@ describe('the services on the seam', () => {
     const leaky = [
       "import type { LeaseObject, VirtualMachine } from '../kubevirt-types.js';",
       "import { compareNatural } from '../pools/member-names.js';",
+      "import { readCtPool } from '../ct/ct-pool-store.js';",
       'const vm = await ctx.cluster.getVm(namespace, member);',
     ].join('\n');
-    expect(breaches('src/claims/leaky.ts', leaky)).toEqual([
+    expect(breaches('src/metrics/leaky.ts', leaky)).toEqual([
       '../pools/member-names.js',
+      '../ct/ct-pool-store.js',
       'VirtualMachine',
       'cluster.getVm',
     ]);
   });
+});
+
+// Backends sit below the services: they reach the cluster through kube/ and speak the floor's words (src/*.ts).
+const backendFolders = ['vm', 'ct'];
+
+describe('the backends under the services', () => {
+  const files = filesOf(backendFolders);
+
+  it('are found in vm/ and ct/', () => {
+    expect(files).toContain('src/vm/vm-backend.ts');
+    expect(files).toContain('src/ct/ct-backend.ts');
+  });
+
+  for (const file of files) {
+    it(`${file} imports only its own folder, kube/ and the files of src/ itself`, () => {
+      const above = importsOf(readFileSync(resolve(root, file), 'utf8')).filter(
+        (specifier) => specifier.startsWith('../') && /^\.\.\/(?!kube\/)[^/]+\//.test(specifier),
+      );
+      expect(above).toEqual([]);
+    });
+  }
 });

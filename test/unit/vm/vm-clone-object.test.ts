@@ -3,7 +3,13 @@ import type { VirtualMachine } from '../../../src/kubevirt-types.js';
 import { filterClonedKeys } from '../../../src/testing/kubevirt/clone-filters.js';
 import { restorePatchRefusal } from '../../../src/testing/kubevirt/clone-plan.js';
 import { applyJsonPatch, parseJsonPatches } from '../../../src/testing/kubevirt/json-patch.js';
-import { buildMemberClone, cloneKeyFilters, cloneNameFor } from '../../../src/vm/vm-clone-object.js';
+import {
+  buildMemberClone,
+  buildStagedClone,
+  cloneKeyFilters,
+  cloneNameFor,
+  stagedNameFor,
+} from '../../../src/vm/vm-clone-object.js';
 
 function golden(
   metadata: Partial<VirtualMachine['metadata']>,
@@ -143,5 +149,67 @@ describe('cloneNameFor', () => {
     expect(cloneNameFor(long).length).toBeLessThanOrEqual(253);
     expect(cloneNameFor(long)).not.toBe(cloneNameFor(other));
     expect(cloneNameFor(long)).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+  });
+});
+
+describe('buildStagedClone', () => {
+  const staged = () =>
+    buildStagedClone({
+      namespace: 'corral-vms',
+      pool: 'devpool',
+      member: 'devpool-1',
+      golden: golden({ labels: { app: 'desktop', 'corral.dev/vdi-golden': 'true' } }),
+    });
+
+  it('clones the golden VM beside the member, under the staged name, with no pool label on the staged VM', () => {
+    const clone = staged();
+    expect(clone.metadata).toMatchObject({
+      name: 'devpool-1-staged-clone',
+      labels: { 'corral.dev/vdi-pool': 'devpool' },
+      annotations: { 'corral.dev/vdi-source': 'golden-desktop' },
+    });
+    expect(clone.spec.source.name).toBe('golden-desktop');
+    expect(clone.spec.target?.name).toBe('devpool-1-staged');
+    const patched = parseJsonPatches(clone.spec.patches ?? []);
+    if (!Array.isArray(patched)) throw new Error(patched.invalid);
+    expect(patched.map((operation) => operation.path)).toEqual([
+      '/metadata/labels/corral.dev~1vdi-staged-pool',
+      '/metadata/annotations/corral.dev~1vdi-source',
+      '/metadata/annotations/corral.dev~1vdi-staged-for',
+      '/spec/runStrategy',
+    ]);
+    expect(patched.some((operation) => operation.path.includes('vdi-pool'))).toBe(false);
+    expect(restorePatchRefusal(clone.spec.patches ?? [])).toBeUndefined();
+  });
+
+  it("names the golden VM on the member's clone from a staged VM, whose name is the clone's source", () => {
+    const fromStaged = golden({ name: 'devpool-1-staged', labels: { app: 'desktop' } });
+    const clone = buildMemberClone({
+      namespace: 'corral-vms',
+      pool: 'devpool',
+      member: 'devpool-1',
+      golden: fromStaged,
+      ephemeral: true,
+      source: 'golden-desktop',
+    });
+    expect(clone.spec.source.name).toBe('devpool-1-staged');
+    expect(clone.metadata.annotations).toEqual({ 'corral.dev/vdi-source': 'golden-desktop' });
+    expect(clone.spec.patches).toContain(
+      JSON.stringify({
+        op: 'add',
+        path: '/metadata/annotations/corral.dev~1vdi-source',
+        value: 'golden-desktop',
+      }),
+    );
+  });
+});
+
+describe('stagedNameFor', () => {
+  it('stages beside the member, within 253 characters and distinct for long names', () => {
+    expect(stagedNameFor('devpool-1')).toBe('devpool-1-staged');
+    const long = `${'a'.repeat(250)}-1`;
+    expect(stagedNameFor(long).length).toBeLessThanOrEqual(253);
+    expect(stagedNameFor(long)).not.toBe(stagedNameFor(`${'a'.repeat(250)}-2`));
+    expect(cloneNameFor(stagedNameFor(long)).length).toBeLessThanOrEqual(253);
   });
 });

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { DesktopBody } from '../../../src/broker/schemas.js';
-import { describeIdleWarning, describeSession } from '../../../src/web/describe-session.js';
+import {
+  describeReclaimWarning,
+  describeSession,
+  formatCountdown,
+} from '../../../src/web/describe-session.js';
 
 const desktop: DesktopBody = {
   id: 'vm/corral-vms/devpool-1',
@@ -23,12 +27,37 @@ const desktop: DesktopBody = {
   reclaimReason: 'idle',
 };
 
-describe('the idle warning of the Desktops page', () => {
+describe('the reclaim warnings of the Desktops page', () => {
   it('shows a banner only while the broker says the idle reclaim is near', () => {
-    expect(describeIdleWarning(desktop)).toBeUndefined();
-    expect(describeIdleWarning({ ...desktop, idleWarning: true })).toMatch(
-      /^No key or pointer input has reached this desktop for a while: it will be reclaimed at .+\. Type or move the pointer/,
+    expect(describeReclaimWarning(desktop)).toBeUndefined();
+    const warning = describeReclaimWarning({ ...desktop, idleWarning: true, reclaimWarning: true });
+    expect(warning?.before).toBe(
+      'No key or pointer input has reached this desktop for a while: it will be reclaimed in ',
     );
+    expect(warning?.after).toMatch(/^ \(at .+\)\. Type or move the pointer in its console to keep it\.$/);
+  });
+
+  it('says why for a reclaim at the longest session, and to save the work', () => {
+    const warning = describeReclaimWarning({
+      ...desktop,
+      reclaimReason: 'max-duration',
+      reclaimWarning: true,
+    });
+    expect(warning).toMatchObject({ reason: 'max-duration', before: 'This desktop will be reclaimed in ' });
+    expect(warning?.after).toMatch(
+      /because the session reaches its longest allowed time\. Save your work now\.$/,
+    );
+  });
+
+  it.each([
+    [299_001, '5:00'],
+    [299_000, '4:59'],
+    [59_500, '1:00'],
+    [0, '0:00'],
+    [-5_000, '0:00'],
+    [3_723_000, '1:02:03'],
+  ])('counts %i ms down as %s', (ms, shown) => {
+    expect(formatCountdown(ms)).toBe(shown);
   });
 
   it('names idleness as the reason of a pending reclaim', () => {

@@ -1,0 +1,104 @@
+import { deleteLeaseAsRead } from '../claims/lease-writes.js';
+import { type RemovalTarget, takeRemovalLease } from '../claims/removal-lease.js';
+import type { VdiContext } from '../context.js';
+import { isVdiError } from '../errors.js';
+import { forEachBounded } from '../for-each-bounded.js';
+import { formatPoolId } from '../ids.js';
+import { poolLabel } from '../keys.js';
+import { cloneKind } from '../kube/resource-kinds.js';
+import type { VirtualMachine } from '../kubevirt-types.js';
+import { leaseNameFor } from '../lease-name.js';
+import type { MemberOutcome } from '../pools/pool-member-factory.js';
+import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
+
+/** How long a member's removal waits for KubeVirt to let its VM go. */
+export const memberDeleteTimeoutMs = 60_000;
+
+/**
+ * Deletes a member's clone object so it makes nothing afterwards. A finished one makes nothing more, so when the
+ * identity may not delete it, it stays and the refusal is returned; any other failure is thrown.
+ */
+async function deleteFinishedClone(
+  ctx: VdiContext,
+  namespace: string,
+  name: string,
+): Promise<string | undefined> {
+  try {
+    await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
+    return undefined;
+  } catch (error) {
+    if (!isVdiError(error, 'FORBIDDEN')) throw error;
+    const phase = (await ctx.cluster.getClone(namespace, name))?.status?.phase;
+    if (phase !== 'Succeeded' && phase !== 'Failed') throw error;
+    return error.message;
+  }
+}
+
+/**
+ * Deletes a member's VM under a removal Lease, as a shrink does, so that no claim takes it meanwhile; a member a
+ * claim already holds (its VM looked free before the call making it gave up) is left to it.
+ *
+ * @returns who holds the member when it was left, else `undefined`.
+ */
+async function deleteUnlessClaimed(
+  ctx: VdiContext,
+  target: RemovalTarget,
+  vm: VirtualMachine,
+): Promise<string | undefined> {
+  const removal = await takeRemovalLease(ctx, target, undefined);
+  if (removal === undefined) {
+    const lease = await ctx.cluster.getLease(target.namespace, leaseNameFor(target.member));
+    // the claim that held it may have ended since: the next cleanup (a pool delete) removes it
+    return lease?.spec.holderIdentity ?? 'a claim that has ended since';
+  }
+  const uid = vm.metadata.uid ?? '';
+  await ctx.cluster.deleteVm(target.namespace, target.member, { uid });
+  // the removal Lease keeps claims off until KubeVirt has let the VM go, so a call made next never meets it
+  await waitUntilVmGone(ctx, {
+    namespace: target.namespace,
+    member: target.member,
+    uid,
+    timeoutMs: memberDeleteTimeoutMs,
+    timeoutCode: 'WAIT_TIMED_OUT',
+    untilKubevirtLetsGo: true,
+  });
+  await deleteLeaseAsRead(ctx, removal);
+  return undefined;
+}
+
+/**
+ * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
+ * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
+ */
+export async function removeMembers(
+  ctx: VdiContext,
+  input: { namespace: string; pool: string; outcomes: MemberOutcome[]; concurrency: number },
+): Promise<void> {
+  const { namespace, pool, outcomes, concurrency } = input;
+  const poolId = formatPoolId({ kind: 'vm', namespace, pool });
+  // a member another call is making is that call's: only what this call began is removed
+  const started = outcomes.filter(
+    (outcome) => outcome.status !== 'not-started' && outcome.status !== 'taken',
+  );
+  let done = 0;
+  await forEachBounded(started, concurrency, async (outcome) => {
+    const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
+    // only a VM this pool's clone made carries its label; any other VM of that name is left alone
+    const vm = await ctx.cluster.getVm(namespace, outcome.member);
+    if (vm?.metadata.labels?.[poolLabel] === pool) {
+      const heldBy = await deleteUnlessClaimed(ctx, { namespace, pool, member: outcome.member }, vm);
+      if (heldBy !== undefined) outcome.heldBy = heldBy;
+    }
+    if (outcome.heldBy !== undefined) outcome.removed = false;
+    else if (left === undefined) outcome.removed = true;
+    else outcome.cloneLeft = left;
+    done += 1;
+    ctx.events.emit('pool-progress', {
+      poolId,
+      member: outcome.member,
+      step: 'removed',
+      done,
+      total: started.length,
+    });
+  });
+}

@@ -1,0 +1,233 @@
+import { describe, expect, it } from 'vitest';
+import { phaseOfPod, powerOfPod, toCtMemberFacts } from '../../../src/ct/ct-member-facts.js';
+import {
+  type CtMemberRead,
+  planCtPoolDelete,
+  planCtReconcile,
+} from '../../../src/ct-pools/plan-ct-reconcile.js';
+import type { LeaseObject, PodObject } from '../../../src/kube-objects.js';
+
+const now = new Date('2026-01-01T12:00:00.000Z');
+const image = 'ghcr.io/acme/devbox:1.4';
+
+function pod(
+  name: string,
+  status: PodObject['status'] = { phase: 'Pending' },
+  extra: Partial<PodObject['metadata']> = {},
+): PodObject {
+  return {
+    metadata: {
+      name,
+      namespace: 'ns',
+      uid: `uid-${name}`,
+      resourceVersion: '1',
+      labels: { 'corral.dev/vdi-pool': 'devbox', 'corral.dev/vdi-kind': 'ct' },
+      annotations: { 'corral.dev/vdi-source': image },
+      ...extra,
+    },
+    spec: { containers: [{ name: 'desktop', image }] },
+    status,
+  };
+}
+
+function member(
+  name: string,
+  status?: PodObject['status'],
+  objects: Partial<CtMemberRead> = {},
+): CtMemberRead {
+  return {
+    member: name,
+    pod: toCtMemberFacts(pod(name, status)),
+    service: true,
+    homeClaim: false,
+    ...objects,
+  };
+}
+
+function held(name: string, holder = 'alice@example.com'): LeaseObject {
+  return {
+    metadata: { name: `corral-vdi-${name}`, resourceVersion: '5' },
+    spec: {
+      holderIdentity: holder,
+      acquireTime: now.toISOString(),
+      renewTime: now.toISOString(),
+      leaseDurationSeconds: 3600,
+    },
+  };
+}
+
+const plan = (input: Partial<Parameters<typeof planCtReconcile>[0]>) =>
+  planCtReconcile({
+    pool: 'devbox',
+    size: 2,
+    image,
+    home: false,
+    members: [],
+    leases: [],
+    taken: new Set(),
+    now,
+    ...input,
+  });
+
+describe('planCtReconcile', () => {
+  it('creates the missing members under the lowest free names, skipping names the namespace uses', () => {
+    expect(plan({ size: 3, members: [member('devbox-2')], taken: new Set(['devbox-1']) })).toEqual({
+      steps: [
+        { kind: 'create', member: 'devbox-3' },
+        { kind: 'create', member: 'devbox-4' },
+      ],
+      newPods: 2,
+    });
+  });
+
+  it('does nothing for a pool at its size whose members run the spec image', () => {
+    expect(plan({ members: [member('devbox-1'), member('devbox-2')] })).toEqual({ steps: [], newPods: 0 });
+  });
+
+  it('completes a member a pass left half-made: its Service, its home claim, its Pod', () => {
+    const halfMade = { member: 'devbox-2', pod: undefined, service: false, homeClaim: true };
+    expect(
+      plan({ home: true, members: [member('devbox-1', undefined, { homeClaim: true }), halfMade] }).steps,
+    ).toEqual([{ kind: 'complete', member: 'devbox-2', pod: true, service: true, homeClaim: false }]);
+  });
+
+  it('never makes the Pod of a held member whose Pod is gone: its release makes it', () => {
+    const steps = plan({
+      members: [member('devbox-1'), { member: 'devbox-2', pod: undefined, service: true, homeClaim: false }],
+      leases: [held('devbox-2')],
+    }).steps;
+    expect(steps).toEqual([{ kind: 'skip', member: 'devbox-2', reason: 'claimed' }]);
+  });
+
+  it('replaces a free member whose container ended, or that runs another image, and never a held one', () => {
+    const old = {
+      ...member('devbox-2'),
+      pod: { ...toCtMemberFacts(pod('devbox-2')), source: 'ghcr.io/acme/devbox:1.3' },
+    };
+    const result = plan({
+      size: 3,
+      members: [member('devbox-1', { phase: 'Failed' }), old, member('devbox-3', { phase: 'Succeeded' })],
+      leases: [held('devbox-3')],
+    });
+    expect(result).toEqual({
+      steps: [
+        { kind: 'replace', member: 'devbox-1', uid: 'uid-devbox-1', reason: 'finished' },
+        { kind: 'replace', member: 'devbox-2', uid: 'uid-devbox-2', reason: 'image' },
+        { kind: 'skip', member: 'devbox-3', reason: 'claimed' },
+      ],
+      newPods: 2,
+    });
+  });
+
+  it('shrinks by the highest free members and keeps held ones, even past the size', () => {
+    const members = ['devbox-1', 'devbox-2', 'devbox-3', 'devbox-10'].map((name) => member(name));
+    expect(plan({ size: 1, members, leases: [held('devbox-10'), held('devbox-1')] }).steps).toEqual([
+      { kind: 'skip', member: 'devbox-1', reason: 'claimed' },
+      { kind: 'remove', member: 'devbox-2' },
+      { kind: 'remove', member: 'devbox-3' },
+      { kind: 'skip', member: 'devbox-10', reason: 'claimed' },
+    ]);
+  });
+
+  it('drops a removal Lease a dead pass left on a member it keeps, and names a Lease-only member taken', () => {
+    const result = plan({
+      size: 2,
+      members: [member('devbox-1')],
+      leases: [held('devbox-1', 'corral-vdi/resize'), held('devbox-2')],
+    });
+    expect(result.steps).toEqual([
+      { kind: 'drop-removal', member: 'devbox-1' },
+      { kind: 'create', member: 'devbox-3' },
+    ]);
+  });
+});
+
+describe('planCtPoolDelete', () => {
+  it('refuses while members are held, naming them, unless forced', () => {
+    const members = [member('devbox-1'), member('devbox-2')];
+    expect(
+      planCtPoolDelete({ pool: 'devbox', members, leases: [held('devbox-2')], force: false, now }),
+    ).toMatchObject({
+      kind: 'reject',
+      code: 'POOL_IN_USE',
+      claimed: ['devbox-2'],
+    });
+    expect(
+      planCtPoolDelete({ pool: 'devbox', members, leases: [held('devbox-2')], force: true, now }),
+    ).toEqual({
+      kind: 'delete',
+      members: ['devbox-1', 'devbox-2'],
+      forced: true,
+    });
+  });
+
+  it('deletes a member whose Pod a shrink is still deleting, since no Lease holds it', () => {
+    const going = toCtMemberFacts(
+      pod('devbox-2', { phase: 'Running' }, { deletionTimestamp: now.toISOString() }),
+    );
+    const members = [member('devbox-1'), member('devbox-2', undefined, { pod: going })];
+    expect(planCtPoolDelete({ pool: 'devbox', members, leases: [], force: false, now })).toEqual({
+      kind: 'delete',
+      members: ['devbox-1', 'devbox-2'],
+      forced: false,
+    });
+    expect(
+      planCtPoolDelete({ pool: 'devbox', members, leases: [held('devbox-2')], force: false, now }),
+    ).toMatchObject({ kind: 'reject', claimed: ['devbox-2'] });
+  });
+});
+
+describe('the facts of a member Pod', () => {
+  it.each([
+    [{ phase: 'Pending' }, undefined, 'provisioning', 'Pending'],
+    [
+      {
+        phase: 'Pending',
+        containerStatuses: [{ name: 'desktop', state: { waiting: { reason: 'ContainerCreating' } } }],
+      },
+      'node-1',
+      'starting',
+      'ContainerCreating',
+    ],
+    [
+      {
+        phase: 'Pending',
+        containerStatuses: [{ name: 'desktop', state: { waiting: { reason: 'ImagePullBackOff' } } }],
+      },
+      'node-1',
+      'failed',
+      'ImagePullBackOff',
+    ],
+    [
+      { phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }] },
+      'node-1',
+      'starting',
+      'NotReady',
+    ],
+    [{ phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] }, 'node-1', 'running', 'Running'],
+    [{ phase: 'Succeeded' }, 'node-1', 'stopped', 'Succeeded'],
+    [{ phase: 'Failed' }, 'node-1', 'failed', 'Failed'],
+  ] as const)('reads %j on node %s as %s (%s)', (status, node, power, phase) => {
+    const read = pod('devbox-1', status as PodObject['status']);
+    if (node && read.spec) read.spec.nodeName = node;
+    expect([powerOfPod(read), phaseOfPod(read)]).toEqual([power, phase]);
+  });
+
+  it('reads a Pod being deleted as stopping, and offers only the terminal of an ephemeral member', () => {
+    const facts = toCtMemberFacts(
+      pod('devbox-1', { phase: 'Running' }, { deletionTimestamp: now.toISOString() }),
+    );
+    expect(facts).toMatchObject({
+      kind: 'ct',
+      desktopId: 'ct/ns/devbox-1',
+      pool: 'devbox',
+      power: 'stopping',
+      phase: 'Terminating',
+      deleting: true,
+      consoles: ['terminal'],
+      ephemeral: true,
+      source: image,
+      usesLegacyRunField: false,
+    });
+  });
+});
