@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -28,6 +29,7 @@ import { createTestClock } from '../src/testing/test-clock.js';
 import { waitFor } from '../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
 import { launchChromium, startSignInProxy } from '../test/e2e/browser/browser-support.js';
+import { type ProxiedRequest, startCountingProxy } from './support/counting-proxy.js';
 import { cpuMsOf, findApiserverPid, inParallel, sizeFromEnv } from './support/measure.js';
 import { type BareList, listBare, seedClaims, seedDesktopVms } from './support/scale-seed.js';
 import { createNamespace } from './support/seed.js';
@@ -178,6 +180,8 @@ function rssOf(pid: number): number {
   return Number(line?.split(/\s+/)[1] ?? 0) * 1024;
 }
 
+let brokersStarted = 0;
+
 interface ServedBroker {
   child: ChildProcess;
   url: string;
@@ -188,15 +192,22 @@ interface ServedBroker {
   stop(): Promise<void>;
 }
 
-/** Starts the built `corral-vdi broker serve --ui` on `namespaces` and times it until `/readyz` answers 200. */
-async function serveBrokerProcess(namespaces: string[]): Promise<ServedBroker> {
+/**
+ * Starts the built `corral-vdi broker serve --ui` on `namespaces` (through `kubeconfigPath`, the administrator's by
+ * default, with `args` added) and times it until `/readyz` answers 200.
+ */
+async function serveBrokerProcess(
+  namespaces: string[],
+  options: { kubeconfigPath?: string; args?: string[] } = {},
+): Promise<ServedBroker> {
   if (!cluster) throw new Error('the local cluster is not started');
+  brokersStarted += 1;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     CORRAL_VDI_BROKER: '1',
     CORRAL_VDI_NAMESPACES: namespaces.join(','),
     NODE_OPTIONS: `--expose-gc --require ${heapProbePath}`,
-    HEAP_PROBE_FILE: `${tmpdir()}/scale-heap-${process.pid}-${namespaces[0]}.json`,
+    HEAP_PROBE_FILE: `${tmpdir()}/scale-heap-${process.pid}-${brokersStarted}.json`,
   };
   for (const name of ['KUBECONFIG', 'CORRAL_NAMESPACE', 'CORRAL_VDI_BROKER_URL', 'CORRAL_VDI_LEADER_ELECT'])
     delete env[name];
@@ -213,7 +224,8 @@ async function serveBrokerProcess(namespaces: string[]): Promise<ServedBroker> {
       tailscaleLoginHeader,
       '--ui',
       '--kubeconfig',
-      cluster.kubeconfigPath,
+      options.kubeconfigPath ?? cluster.kubeconfigPath,
+      ...(options.args ?? []),
     ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -583,6 +595,78 @@ describe('ten thousand desktops', () => {
       await browser?.close();
       await idle.stop();
       await full.stop();
+    }
+  });
+
+  it(`an idle minute of broker serve over ${desktops} desktops`, async () => {
+    if (!cluster) throw new Error('the local cluster is not started');
+    const proxy = await startCountingProxy(cluster, `${tmpdir()}/scale-counted-${process.pid}.kubeconfig`);
+    // as deploy/ runs it: elected, so its leader Lease's renewals are among what it asks
+    const broker = await serveBrokerProcess(desktopNamespaces, {
+      kubeconfigPath: proxy.kubeconfigPath,
+      args: ['--leader-elect'],
+    });
+    const pid = broker.child.pid ?? 0;
+    const leaderLease = 'corral-broker-leader';
+    const isWrite = (request: ProxiedRequest) => !['get', 'list', 'watch'].includes(request.verb);
+    try {
+      // the first passes renew the claims that fell due since the seeding: the minute starts once the broker has
+      // written nothing but its leader Lease for 10 s
+      const settleStarted = performance.now();
+      for (;;) {
+        const lastWrite = proxy
+          .requests()
+          .filter((request) => isWrite(request) && request.name !== leaderLease)
+          .at(-1)?.at;
+        if (performance.now() - Math.max(lastWrite ?? 0, settleStarted) >= 10_000) break;
+        if (performance.now() - settleStarted > 180_000)
+          throw new Error('broker serve did not settle in 3 minutes');
+        await sleep(500);
+      }
+      const minuteStarted = performance.now();
+      const [rssBefore, cpuBefore, apiserverCpuBefore] = [rssOf(pid), cpuMsOf(pid), cpuMsOf(apiserverPid)];
+      await sleep(60_000);
+      const [rssAfter, cpu, apiserverCpu] = [
+        rssOf(pid),
+        cpuMsOf(pid) - cpuBefore,
+        cpuMsOf(apiserverPid) - apiserverCpuBefore,
+      ];
+      const minute = proxy.requests().filter((request) => request.at >= minuteStarted);
+      const watches = minute.filter((request) => request.verb === 'watch');
+      // the leader Lease's reads and writes, and any claim's renewal that fell due in the minute
+      const renewals = minute.filter(
+        (request) =>
+          request.resource === 'leases' && (request.name === leaderLease || request.verb === 'update'),
+      );
+      const other = minute.filter((request) => !watches.includes(request) && !renewals.includes(request));
+      const byKind = new Map<string, number>();
+      for (const request of other) {
+        const kind = `${request.verb} ${request.resource}`;
+        byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+      }
+      addRow({
+        name: `broker serve, an idle minute over ${desktops.toLocaleString('en')} desktops: requests beyond watches and Lease renewals`,
+        figure: String(other.length),
+        floor: '0',
+        ratio: null,
+        goal: '≤ 5',
+        met: other.length <= 5,
+        note:
+          `${watches.length} watch restarts, ${renewals.length} Lease renewals and reads` +
+          (byKind.size > 0 ? `; ${[...byKind].map(([kind, count]) => `${count} ${kind}`).join(', ')}` : ''),
+      });
+      addRow({
+        name: 'broker serve, the idle minute: CPU and resident memory',
+        figure: `${ms(cpu)} broker CPU`,
+        floor: `${ms(apiserverCpu)} apiserver CPU`,
+        ratio: null,
+        goal: '',
+        met: null,
+        note: `RSS ${kib(rssBefore)} at its start, ${kib(rssAfter)} at its end; ${minute.length} requests in all`,
+      });
+    } finally {
+      await broker.stop();
+      await proxy.close();
     }
   });
 

@@ -230,6 +230,14 @@ export interface MembersByHolderPage {
   continue?: string;
 }
 
+/** Options of {@link DesktopBackend.readMember}. @category backends */
+export interface ReadMemberOptions {
+  /** A resourceVersion: answer from this process's watch caches where they have seen it or a later one. */
+  seenSince?: string;
+  /** Read fresh, read the instance only when the member object shows one. */
+  instanceWhenShown?: boolean;
+}
+
 /** A page of members, and where the next one starts when there is one. @category backends */
 export interface MembersPage {
   members: MemberFacts[];
@@ -301,12 +309,14 @@ export interface DesktopBackend {
   /**
    * One member's facts, read fresh. Reads, never writes. With `seenSince` (a resourceVersion), a backend may answer
    * from this process's watch caches instead, but only when they have seen that resourceVersion or a later one, so
-   * the answer shows every change made before it; otherwise it reads fresh.
+   * the answer shows every change made before it; otherwise it reads fresh. With `instanceWhenShown`, a fresh read
+   * reads the member's instance only when the member object shows one (a stopped member then costs one request,
+   * a running one two in turn).
    *
    * @returns `undefined` when there is no member object of that name (404).
    * @throws `VdiError` `MEMBER_NOT_FOUND` when the object exists but belongs to no pool of this kind.
    */
-  readMember(ref: MemberRef, options?: { seenSince?: string }): Promise<MemberFacts | undefined>;
+  readMember(ref: MemberRef, options?: ReadMemberOptions): Promise<MemberFacts | undefined>;
 
   /**
    * Asks the member to run. Idempotent: a member already running or starting is `already`. Returns once the

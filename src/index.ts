@@ -166,6 +166,7 @@ export type {
   PowerChangeResult,
   PresentedClaim,
   PresentOutcome,
+  ReadMemberOptions,
   ResetHow,
   ResetMemberOptions,
   StartFrom,

@@ -1,14 +1,22 @@
 import { CustomObjectsApi, type KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { shortHash } from '../../src/hash.js';
 import {
+  assignedToKey,
+  claimedAtAnnotation,
+  holderGroupsAnnotation,
   leaseDurationSeconds,
+  leaseHolderLabel,
+  leaseKindLabel,
   leaseMemberLabel,
   leasePoolLabel,
   poolLabel,
   sessionIdAnnotation,
+  uncheckedHolderGroups,
 } from '../../src/keys.js';
 import type { KubeCluster } from '../../src/kube/cluster.js';
 import { makeKeepAliveClient } from '../../src/kube/connections.js';
 import type { VirtualMachine } from '../../src/kubevirt-types.js';
+import { sanitizeLabelValue } from '../../src/sanitize-label-value.js';
 import { inParallel } from './measure.js';
 
 // writes in flight while seeding: enough to keep the apiserver's two cores busy
@@ -113,17 +121,39 @@ export interface SeededClaim extends SeededVm {
   renewedAt: string;
 }
 
-/** Creates a claim Lease for each of `claims`, {@link seedConcurrency} at a time. */
+/**
+ * Creates a claim Lease for each of `claims`, {@link seedConcurrency} at a time, and writes the claim's presentation
+ * copy on its VM, as a claim does.
+ */
 export async function seedClaims(kube: KubeCluster, claims: readonly SeededClaim[]): Promise<void> {
   await inParallel(claims.length, seedConcurrency, async (index) => {
     const { namespace, pool, name, holder, renewedAt } = claims[index] as SeededClaim;
     await kube.createLease(namespace, {
       metadata: {
         name: `corral-vdi-${name}`,
-        labels: { [leasePoolLabel]: pool, [leaseMemberLabel]: name },
-        annotations: { [sessionIdAnnotation]: `scale-${namespace}-${name}` },
+        // as a claim labels it: a claim that names no kind may be of any, and a pass would list Pods for it
+        labels: {
+          [leasePoolLabel]: pool,
+          [leaseKindLabel]: 'vm',
+          [leaseHolderLabel]: shortHash(holder),
+          [leaseMemberLabel]: name,
+        },
+        annotations: {
+          [sessionIdAnnotation]: `scale-${namespace}-${name}`,
+          [holderGroupsAnnotation]: uncheckedHolderGroups,
+        },
       },
       spec: { holderIdentity: holder, acquireTime: renewedAt, renewTime: renewedAt, leaseDurationSeconds },
+    });
+    await kube.patchVm(namespace, name, {
+      metadata: {
+        labels: { [assignedToKey]: sanitizeLabelValue(holder) },
+        annotations: {
+          [assignedToKey]: holder,
+          [claimedAtAnnotation]: renewedAt,
+          [sessionIdAnnotation]: `scale-${namespace}-${name}`,
+        },
+      },
     });
   });
 }

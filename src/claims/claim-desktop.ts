@@ -169,9 +169,13 @@ async function claimMember(
   // the members that can be free, a page at a time, or the whole pool where a page cannot tell
   const readSmallOrPool = async (fresh: boolean) =>
     (await readSmallView(ctx, backend, asked)) ?? (await readView(ctx, backend, asked, !fresh));
-  let view: ClaimView | undefined = isPoolCacheSynced(ctx, namespace)
+  // the first view is read while the first claimant Leases are written: it only proposes members
+  let firstView: Promise<ClaimView> | undefined = isPoolCacheSynced(ctx, namespace)
     ? undefined
-    : await readSmallOrPool(false);
+    : readSmallOrPool(false);
+  // a claimant write that fails first leaves the read unawaited
+  firstView?.catch(() => {});
+  let view: ClaimView | undefined;
   let waits = 0;
   // Every fresh read follows members passed over, a lost race or a member given back, so they are bounded by the
   // pool's size.
@@ -187,6 +191,10 @@ async function claimMember(
     const held: HeldLocks = { locks: await takeClaimantLocks(ctx, claimantScopes(asked)) };
     let turn: LockedTurn;
     try {
+      if (firstView) {
+        view = await firstView;
+        firstView = undefined;
+      }
       turn = await takeTurn(ctx, backend, asked, view, held);
     } catch (error) {
       await giveBackClaimantLocks(ctx, held.locks);

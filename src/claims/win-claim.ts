@@ -300,16 +300,6 @@ export async function takeTurn(
       // released or changed meanwhile: read again
       return renewed ? { kind: 'won', plan, lease: renewed } : { kind: 'overtaken' };
     }
-    // A view may show a member's Lease gone before the member going down (a release asks the stop first, then
-    // deletes the Lease): look at the member as of that view before writing, so no Lease is written to be given back.
-    let checked: MemberFacts | undefined;
-    if (isCheckedTake(plan)) {
-      checked = await readMemberToTake(ctx, backend, plan, fromCaches());
-      if (checked === undefined || checked.deleting || isGoingDown(checked)) {
-        lost.add(plan.member.member);
-        continue;
-      }
-    }
     const target = {
       kind: backend.kind,
       namespace,
@@ -319,9 +309,27 @@ export async function takeTurn(
       holderGroups: asked.holderGroups,
       source: plan.member.ephemeral ? plan.member.source : undefined,
     };
-    const written = await takeMember(ctx, target, () =>
-      writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
-    );
+    // A view may show a member's Lease gone before the member going down (a release asks the stop first, then
+    // deletes the Lease): look at the member as of that view before writing, so no Lease is written to be given back.
+    // The look is part of the take, so the process's other claims pass the member over from the pick on.
+    const taken = await takeMember(ctx, target, async () => {
+      let checked: MemberFacts | undefined;
+      if (isCheckedTake(plan)) {
+        checked = await readMemberToTake(ctx, backend, plan, fromCaches());
+        if (checked === undefined || checked.deleting || isGoingDown(checked)) return undefined;
+        // presented since the view showed it free (a page read from an older snapshot): its Lease is written
+        if (plan.kind === 'create' && !isPresented(plan.member) && isPresented(checked)) return undefined;
+      }
+      return {
+        written: await writeClaimLease(ctx, target, plan.kind === 'replace' ? plan : undefined),
+        checked,
+      };
+    });
+    if (taken === undefined) {
+      lost.add(target.member);
+      continue;
+    }
+    const { written, checked } = taken;
     noteMemberWritten(ctx, target);
     if (written && small?.small) setFreePageCursor(ctx, { namespace, pool }, small.small.from);
     if (written) return { kind: 'won', plan, lease: written, ...(checked ? { checked } : {}) };
@@ -338,6 +346,11 @@ function refreshedGroupsOf(lease: LeaseObject, asked: ClaimAsked): string | unde
   const recorded = lease.metadata.annotations?.[holderGroupsAnnotation];
   if (asked.holderGroups === uncheckedHolderGroups || recorded === uncheckedHolderGroups) return undefined;
   return recorded === asked.holderGroups ? undefined : asked.holderGroups;
+}
+
+/** Whether a member shows a presentation copy (anyone's). */
+function isPresented(member: MemberFacts): boolean {
+  return member.presentation.holder !== undefined || member.presentation.label !== undefined;
 }
 
 /** Whether a plan takes a member that is read before its Lease is written and again after: free, or stale without a reset. */
@@ -360,5 +373,8 @@ async function readMemberToTake(
   const cached = fromCaches ? backend.cachedMember?.(plan.member) : undefined;
   if (cached) return cached;
   const since = fromCaches ? ctx.cluster.cachesOf(namespace)?.leases.resourceVersion() : undefined;
-  return await backend.readMember({ namespace, member }, since === undefined ? {} : { seenSince: since });
+  return await backend.readMember(
+    { namespace, member },
+    since === undefined ? { instanceWhenShown: true } : { seenSince: since },
+  );
 }

@@ -2,7 +2,7 @@ import { type AdmissionPlan, admitPool } from '../capacity/admit-pool.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
-import { ctMemberLabel, kindLabel } from '../ct/ct-keys.js';
+import { ctMemberLabel, kindLabel, specConfigMapName } from '../ct/ct-keys.js';
 import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
   type CtMemberTarget,
@@ -12,8 +12,8 @@ import {
   ensureHomeClaim,
   ensureService,
 } from '../ct/ct-member-writes.js';
-import { extendedResourcesOf } from '../ct/ct-pool-spec.js';
-import { requireCtPool, type StoredCtPool } from '../ct/ct-pool-store.js';
+import { type CtPoolSpec, extendedResourcesOf } from '../ct/ct-pool-spec.js';
+import { requireCtPool, type StoredCtPool, specOf } from '../ct/ct-pool-store.js';
 import { VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel } from '../keys.js';
@@ -54,15 +54,19 @@ export interface ReconcileCtPoolResult {
 
 const defaultTimeoutMs = 120_000;
 
-async function readMembers(ctx: VdiContext, namespace: string, pool: string) {
+/**
+ * The pool's member objects and Leases, and the names the namespace's Pods and Services take. A quiet read takes
+ * the Leases from this process's synced cache and leaves the names out: it only tells whether there is anything to do.
+ */
+async function readMembers(ctx: VdiContext, namespace: string, pool: string, how: { quiet: boolean }) {
   const selector = `${kindLabel}=ct,${poolLabel}=${pool}`;
   const [pods, services, claims, leases, allPods, allServices] = await Promise.all([
     ctx.cluster.resource(podKind).in(namespace).list(selector),
     ctx.cluster.resource(serviceKind).in(namespace).list(selector),
     ctx.cluster.resource(pvcKind).in(namespace).list(selector),
-    ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
-    ctx.cluster.resource(podKind).in(namespace).list(),
-    ctx.cluster.resource(serviceKind).in(namespace).list(),
+    ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`, { cached: how.quiet }),
+    how.quiet ? [] : ctx.cluster.resource(podKind).in(namespace).list(),
+    how.quiet ? [] : ctx.cluster.resource(serviceKind).in(namespace).list(),
   ]);
   const memberOf = (labels: Record<string, string> | undefined) => labels?.[ctMemberLabel] ?? '';
   const names = new Set(
@@ -134,9 +138,11 @@ export async function reconcileCtPool(
 ): Promise<ReconcileCtPoolResult> {
   const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
   validatePoolName(options.name);
+  const quiet = await passWithNothingToDo(ctx, namespace, options.name);
+  if (quiet) return quiet;
   const stored = await requireCtPool(ctx, namespace, options.name);
   const { spec } = stored;
-  const read = await readMembers(ctx, namespace, spec.name);
+  const read = await readMembers(ctx, namespace, spec.name, { quiet: false });
   const plan = planCtReconcile({
     pool: spec.name,
     size: spec.size,
@@ -157,6 +163,47 @@ export async function reconcileCtPool(
   };
   await carryOut(ctx, { namespace, stored, plan, leases: read.leases, result }, options.timeoutMs);
   return result;
+}
+
+/**
+ * With this process's caches of the namespace synced, a pass planned from the cached spec and Leases and one read of
+ * the pool's Pods, Services and home claims; its result when that plan leaves every member as it is, else
+ * `undefined`, and the pass reads everything fresh and plans again before it writes anything.
+ */
+async function passWithNothingToDo(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+): Promise<ReconcileCtPoolResult | undefined> {
+  const caches = ctx.cluster.cachesOf(namespace);
+  if (!caches?.configMaps.isSynced() || !caches.leases.isSynced()) return undefined;
+  const configMap = caches.configMaps.get(specConfigMapName(pool));
+  if (configMap?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
+  let spec: CtPoolSpec;
+  try {
+    spec = specOf(configMap);
+  } catch {
+    // the fresh read tells what is wrong with it
+    return undefined;
+  }
+  const read = await readMembers(ctx, namespace, spec.name, { quiet: true });
+  const plan = planCtReconcile({
+    pool: spec.name,
+    size: spec.size,
+    image: spec.image,
+    home: spec.home !== undefined,
+    ...read,
+    now: ctx.clock.now(),
+  });
+  if (!plan.steps.every((step) => step.kind === 'skip')) return undefined;
+  return {
+    id: formatPoolId({ kind: 'ct', namespace, pool: spec.name }),
+    created: [],
+    completed: [],
+    replaced: [],
+    removed: [],
+    held: plan.steps.filter((step) => step.reason === 'claimed').map((step) => step.member),
+  };
 }
 
 async function carryOut(

@@ -20,20 +20,34 @@ export interface WatchFrom {
 
 /** The adapter's list and watch calls the caches are made of, each counted like every other request. */
 export interface CacheSources {
-  /** Lists a namespace's Leases, with the list's resourceVersion. */
-  listLeasesToWatch(namespace: string): Promise<ListedObjects<LeaseObject>>;
+  /** Lists a namespace's Leases, with the list's resourceVersion; `keep` cuts each down as its page arrives. */
+  listLeasesToWatch(
+    namespace: string,
+    keep?: (lease: LeaseObject) => LeaseObject,
+  ): Promise<ListedObjects<LeaseObject>>;
   /** Watches a namespace's Leases; resolves once the watch is open. */
   watchLeases(namespace: string, from: WatchFrom): Promise<OpenWatch>;
-  /** Lists a namespace's VMs by label selector, with the list's resourceVersion. */
-  listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>>;
+  /** Lists a namespace's VMs by label selector, with the list's resourceVersion; `keep` as for Leases. */
+  listVmsToWatch(
+    namespace: string,
+    labelSelector: string,
+    keep?: (vm: VirtualMachine) => VirtualMachine,
+  ): Promise<ListedObjects<VirtualMachine>>;
   /** Watches a namespace's VMs by label selector; resolves once the watch is open. */
   watchVms(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
-  /** Lists a namespace's VMIs, with the list's resourceVersion. */
-  listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>>;
+  /** Lists a namespace's VMIs, with the list's resourceVersion; `keep` as for Leases. */
+  listVmisToWatch(
+    namespace: string,
+    keep?: (vmi: VirtualMachineInstance) => VirtualMachineInstance,
+  ): Promise<ListedObjects<VirtualMachineInstance>>;
   /** Watches a namespace's VMIs; resolves once the watch is open. */
   watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch>;
-  /** Lists a namespace's ConfigMaps by label selector, with the list's resourceVersion. */
-  listConfigMapsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<ConfigMapObject>>;
+  /** Lists a namespace's ConfigMaps by label selector, with the list's resourceVersion; `keep` as for Leases. */
+  listConfigMapsToWatch(
+    namespace: string,
+    labelSelector: string,
+    keep?: (configMap: ConfigMapObject) => ConfigMapObject,
+  ): Promise<ListedObjects<ConfigMapObject>>;
   /** Watches a namespace's ConfigMaps by label selector; resolves once the watch is open. */
   watchConfigMaps(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
 }
@@ -80,11 +94,38 @@ const realSleep: Sleep = (ms, signal) =>
     });
   });
 
-/** Starts the watch caches of one namespace. */
+/** Runs `run` once one of a few slots is free: at most `count` runs at once, the others in the order they came. */
+export type Slots = <T>(run: () => Promise<T>) => Promise<T>;
+
+/** {@link Slots} of `count`. */
+export function createSlots(count: number): Slots {
+  let running = 0;
+  const queued: Array<() => void> = [];
+  return async (run) => {
+    if (running >= count) await new Promise<void>((resolve) => queued.push(resolve));
+    else running += 1;
+    try {
+      return await run();
+    } finally {
+      const next = queued.shift();
+      if (next) next();
+      else running -= 1;
+    }
+  };
+}
+
+/**
+ * How many caches of a process list at once, over all its namespaces: each holds a page of whole objects as it
+ * reads, and a broker that started 80 lists at once held 80 pages, which the allocator kept long after.
+ */
+export const cacheListsAtOnce = 4;
+
+/** Starts the watch caches of one namespace; their lists take `listing`'s slots. */
 export function startNamespaceCaches(
   sources: CacheSources,
   namespace: string,
   options: StartCachesOptions,
+  listing: Slots = (run) => run(),
 ): NamespaceCaches {
   const cacheOf = <T extends { metadata: { name?: string } }>(source: WatchCacheSource<T>) =>
     new WatchCache<T>(source, {
@@ -104,14 +145,14 @@ export function startNamespaceCaches(
       describe: `Leases in ${namespace}`,
       labelSelector: undefined,
       transform: storedLease,
-      list: () => sources.listLeasesToWatch(namespace),
+      list: () => listing(() => sources.listLeasesToWatch(namespace, storedLease)),
       watch: (version, onEvent, signal) => sources.watchLeases(namespace, from(version, onEvent, signal)),
     }),
     vms: cacheOf<VirtualMachine>({
       describe: `pool VirtualMachines in ${namespace}`,
       labelSelector: poolLabel,
       transform: storedVm,
-      list: () => sources.listVmsToWatch(namespace, poolLabel),
+      list: () => listing(() => sources.listVmsToWatch(namespace, poolLabel, storedVm)),
       watch: (version, onEvent, signal) =>
         sources.watchVms(namespace, poolLabel, from(version, onEvent, signal)),
     }),
@@ -119,7 +160,7 @@ export function startNamespaceCaches(
       describe: `VirtualMachineInstances in ${namespace}`,
       labelSelector: undefined,
       transform: storedVmi,
-      list: () => sources.listVmisToWatch(namespace),
+      list: () => listing(() => sources.listVmisToWatch(namespace, storedVmi)),
       watch: (version, onEvent, signal) => sources.watchVmis(namespace, from(version, onEvent, signal)),
     }),
     // the broker's loops find the pools they keep here: a container pool's spec, a pool's settings
@@ -127,7 +168,7 @@ export function startNamespaceCaches(
       describe: `pool ConfigMaps in ${namespace}`,
       labelSelector: poolLabel,
       transform: storedConfigMap,
-      list: () => sources.listConfigMapsToWatch(namespace, poolLabel),
+      list: () => listing(() => sources.listConfigMapsToWatch(namespace, poolLabel, storedConfigMap)),
       watch: (version, onEvent, signal) =>
         sources.watchConfigMaps(namespace, poolLabel, from(version, onEvent, signal)),
     }),

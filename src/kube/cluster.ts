@@ -10,6 +10,8 @@ import type {
 import { ApiDiscovery, readServedVersions } from './api-discovery.js';
 import {
   type CacheSources,
+  cacheListsAtOnce,
+  createSlots,
   type NamespaceCaches,
   type StartCachesOptions,
   startNamespaceCaches,
@@ -83,6 +85,8 @@ export class KubeCluster implements CacheSources {
   responseBytes = 0;
   private readonly retry: RetryOptions;
   private readonly caches = new Map<string, NamespaceCaches>();
+  // the caches' lists of all namespaces, a few at a time: each holds its page's objects while it reads
+  private readonly cacheLists = createSlots(cacheListsAtOnce);
   private readonly observers = new Set<KubeRequestObserver>();
   private readonly discovery: ApiDiscovery;
   private readonly transport: ResourceTransport;
@@ -194,7 +198,7 @@ export class KubeCluster implements CacheSources {
   startCaches(namespaces: readonly string[], options: StartCachesOptions): void {
     for (const namespace of namespaces) {
       if (!this.caches.has(namespace))
-        this.caches.set(namespace, startNamespaceCaches(this, namespace, options));
+        this.caches.set(namespace, startNamespaceCaches(this, namespace, options, this.cacheLists));
     }
   }
 
@@ -228,8 +232,11 @@ export class KubeCluster implements CacheSources {
   }
 
   /** Lists a namespace's Leases with the list's resourceVersion, where a watch of them starts. */
-  listLeasesToWatch(namespace: string): Promise<ListedObjects<LeaseObject>> {
-    return this.resource(leaseKind).in(namespace).listToWatch();
+  listLeasesToWatch(
+    namespace: string,
+    keep?: (lease: LeaseObject) => LeaseObject,
+  ): Promise<ListedObjects<LeaseObject>> {
+    return this.resource(leaseKind).in(namespace).listToWatch(undefined, keep);
   }
 
   /** Watches a namespace's Leases; resolves once the watch is open, with its end. */
@@ -238,8 +245,12 @@ export class KubeCluster implements CacheSources {
   }
 
   /** Lists a namespace's VMs by label selector with the list's resourceVersion, where a watch of them starts. */
-  listVmsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<VirtualMachine>> {
-    return this.resource(vmKind).in(namespace).listToWatch(labelSelector);
+  listVmsToWatch(
+    namespace: string,
+    labelSelector: string,
+    keep?: (vm: VirtualMachine) => VirtualMachine,
+  ): Promise<ListedObjects<VirtualMachine>> {
+    return this.resource(vmKind).in(namespace).listToWatch(labelSelector, keep);
   }
 
   /** Watches a namespace's VMs by label selector; resolves once the watch is open, with its end. */
@@ -248,8 +259,11 @@ export class KubeCluster implements CacheSources {
   }
 
   /** Lists a namespace's VMIs with the list's resourceVersion, where a watch of them starts. */
-  listVmisToWatch(namespace: string): Promise<ListedObjects<VirtualMachineInstance>> {
-    return this.resource(vmiKind).in(namespace).listToWatch();
+  listVmisToWatch(
+    namespace: string,
+    keep?: (vmi: VirtualMachineInstance) => VirtualMachineInstance,
+  ): Promise<ListedObjects<VirtualMachineInstance>> {
+    return this.resource(vmiKind).in(namespace).listToWatch(undefined, keep);
   }
 
   /** Watches a namespace's VMIs; resolves once the watch is open, with its end. */
@@ -258,8 +272,12 @@ export class KubeCluster implements CacheSources {
   }
 
   /** Lists a namespace's ConfigMaps by label selector with the list's resourceVersion, where a watch starts. */
-  listConfigMapsToWatch(namespace: string, labelSelector: string): Promise<ListedObjects<ConfigMapObject>> {
-    return this.resource(configMapKind).in(namespace).listToWatch(labelSelector);
+  listConfigMapsToWatch(
+    namespace: string,
+    labelSelector: string,
+    keep?: (configMap: ConfigMapObject) => ConfigMapObject,
+  ): Promise<ListedObjects<ConfigMapObject>> {
+    return this.resource(configMapKind).in(namespace).listToWatch(labelSelector, keep);
   }
 
   /** Watches a namespace's ConfigMaps by label selector; resolves once the watch is open, with its end. */

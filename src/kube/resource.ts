@@ -247,9 +247,13 @@ export class ResourceClient<K extends KubeObject, S extends string = never> {
 
   /**
    * Lists every object by label selector page by page with the list's resourceVersion, where a watch of them starts:
-   * the pages of one list are one snapshot.
+   * the pages of one list are one snapshot. `keep` cuts each object down as its page arrives, so a page's whole
+   * objects are not held until the last page.
    */
-  async listToWatch(labelSelector?: string): Promise<ListedObjects<K>> {
+  async listToWatch(
+    labelSelector?: string,
+    keep: (object: K) => K = (object) => object,
+  ): Promise<ListedObjects<K>> {
     const path = await this.servedPath();
     if (path === undefined) return { items: [], resourceVersion: '' };
     const items: K[] = [];
@@ -260,7 +264,7 @@ export class ResourceClient<K extends KubeObject, S extends string = never> {
         limit: listPageSize,
         ...(next === undefined ? {} : { continue: next }),
       });
-      for (const item of list.items) items.push(this.fromWire(item));
+      for (const item of list.items) items.push(keep(this.fromWire(item)));
       resourceVersion = list.metadata?.resourceVersion ?? resourceVersion;
       next = list.metadata?.continue || undefined;
     } while (next !== undefined);

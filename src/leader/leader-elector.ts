@@ -205,6 +205,34 @@ export function createLeaderElector(ctx: VdiContext, options: LeaderElectorOptio
     return isLeader();
   }
 
+  // The fence's reads in flight: the calls that come while one is in flight share the next one, issued after them,
+  // so a pass's concurrent writes cost one read, and each call still sees every change made before it began.
+  let fenceRead: Promise<LeaseObject | undefined> | undefined;
+  let nextFenceRead: Promise<LeaseObject | undefined> | undefined;
+
+  function readForFence(): Promise<LeaseObject | undefined> {
+    const issue = () => {
+      const read = cluster.getLease(namespace, leaseName);
+      fenceRead = read;
+      const forget = () => {
+        if (fenceRead === read) fenceRead = undefined;
+      };
+      read.then(forget, forget);
+      return read;
+    };
+    if (fenceRead === undefined) return issue();
+    nextFenceRead ??= fenceRead
+      .then(
+        () => {},
+        () => {},
+      )
+      .then(() => {
+        nextFenceRead = undefined;
+        return issue();
+      });
+    return nextFenceRead;
+  }
+
   function tryAcquireOrRenew(): Promise<boolean> {
     trying ??= attempt().finally(() => {
       trying = undefined;
@@ -257,12 +285,7 @@ export function createLeaderElector(ctx: VdiContext, options: LeaderElectorOptio
       }
     },
     async fence() {
-      if (
-        isLeader() &&
-        isLeadershipHeld(await cluster.getLease(namespace, leaseName), identity, clock.now(), timings)
-      ) {
-        return;
-      }
+      if (isLeader() && isLeadershipHeld(await readForFence(), identity, clock.now(), timings)) return;
       stopLeading();
       throw new VdiError(
         'NOT_LEADER',

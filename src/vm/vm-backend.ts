@@ -88,6 +88,14 @@ export async function listVmPoolMembers(
   return { vms, members: vms.map((vm) => factsOfListed(vm, vmiByName.get(vm.metadata.name))) };
 }
 
+/**
+ * Whether a VM may have an instance: KubeVirt shows `Stopped` and not `created` only once it has seen its instance
+ * gone, and keeps `created` while a deleted instance still exists.
+ */
+function showsInstance(vm: VirtualMachine): boolean {
+  return vm.status?.printableStatus !== 'Stopped' || vm.status.created === true;
+}
+
 interface RequiredMember {
   vm: VirtualMachine;
   vmi: VirtualMachineInstance | undefined;
@@ -216,9 +224,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         page.items.map(async (vm) =>
           toVmMemberFacts(
             vm,
-            vm.status?.printableStatus === 'Stopped' && !vm.status.created
-              ? undefined
-              : await cluster.getVmi(namespace, vm.metadata.name ?? ''),
+            showsInstance(vm) ? await cluster.getVmi(namespace, vm.metadata.name ?? '') : undefined,
           ),
         ),
       );
@@ -269,6 +275,15 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         if (!vm) return undefined;
         if (!vm.metadata.labels?.[poolLabel]) throw notPoolMember('vm', ref, `${poolLabel} label`);
         return toVmMemberFacts(vm, vmi);
+      }
+      if (options.instanceWhenShown) {
+        const vm = await cluster.getVm(ref.namespace, ref.member);
+        if (!vm) return undefined;
+        if (!vm.metadata.labels?.[poolLabel]) throw notPoolMember('vm', ref, `${poolLabel} label`);
+        return toVmMemberFacts(
+          vm,
+          showsInstance(vm) ? await cluster.getVmi(ref.namespace, ref.member) : undefined,
+        );
       }
       return (await readVmMember(ref))?.facts;
     },

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Broker, createBroker } from '../../../src/broker/broker.js';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
+import { podKind } from '../../../src/kube/resource-kinds.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -76,5 +77,43 @@ describe("an idle broker's loops", () => {
       expect(sessions).toMatchObject({ desktops: 1, renewed: 0, reclaimed: 0, errors: [] });
     }
     expect(askedSince(before, kube.requestCounts)).toEqual({});
+  });
+
+  it('a container pool with nothing to do costs one read of its Pods, Services and home claims a pass', async () => {
+    const namespace = await createTestNamespace(cluster(), 'idle-loops-ct');
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+    const kube = vdi.context.cluster;
+    await vdi.applyCtPool({ spec: { name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 2 } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    for (const member of ['devbox-1', 'devbox-2']) {
+      await waitFor(() => kube.resource(podKind).in(namespace).get(member), {
+        describe: `Pod ${namespace}/${member} to run`,
+        until: (pod) => pod?.status?.phase === 'Running',
+      });
+    }
+    await vdi.claim({ pool: 'devbox', identity: 'alice', kind: 'ct' });
+    const broker = createBroker({
+      vdi,
+      identity: [authGatewayIdentity({ header: 'X-Forwarded-Email' })],
+      namespaces: [namespace],
+      caches: true,
+      log: () => {},
+    });
+    started.push(broker);
+    broker.start();
+    await vdi.waitForCacheSync();
+    await waitFor(() => broker.isLeader(), { describe: 'the broker to start its loops' });
+    // the pass the start began, which the first call would join
+    await broker.reconcileCtPools();
+
+    const before = new Map(kube.requestCounts);
+    for (let round = 0; round < 3; round += 1) {
+      expect(await broker.reconcileCtPools()).toMatchObject({
+        reconciled: [{ id: `ct/${namespace}/devbox`, created: [], replaced: [], removed: [] }],
+        failed: [],
+      });
+    }
+    // the pool's spec and Leases come from the caches, and the names a new member must avoid are read only for one
+    expect(askedSince(before, kube.requestCounts)).toEqual({ list: 9 });
   });
 });

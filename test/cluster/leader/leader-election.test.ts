@@ -94,6 +94,26 @@ describe('leader election on the real apiserver', () => {
     expect((await leaderLease(a, namespace))?.metadata.resourceVersion).toBe(lease?.metadata.resourceVersion);
   });
 
+  it('lets fence calls made at once share the reads of the Lease, each read issued after the calls it answers', async () => {
+    const namespace = await createTestNamespace(cluster(), 'leader-fence-reads');
+    const a = replicaOf(namespace, 'replica-a');
+    const b = replicaOf(namespace, 'replica-b');
+    expect(await a.elector.tryAcquireOrRenew()).toBe(true);
+    const gets = () => a.vdi.context.cluster.requestCounts.get('get') ?? 0;
+    const before = gets();
+    // a pass's writes, sixteen at a time
+    await Promise.all(Array.from({ length: 16 }, () => a.elector.fence()));
+    expect(gets() - before).toBe(2);
+
+    // a read that has answered answers no later call: b's takeover is seen by the next one
+    b.clock.advance(timings.leaseDurationMs);
+    expect(await b.elector.tryAcquireOrRenew()).toBe(false);
+    b.clock.advance(timings.leaseDurationMs);
+    expect(await b.elector.tryAcquireOrRenew()).toBe(true);
+    await expect(a.elector.fence()).rejects.toMatchObject({ code: 'NOT_LEADER' });
+    expect(gets() - before).toBe(3);
+  });
+
   it('releases the Lease on stop after onStopped, so a follower takes over on its next try', async () => {
     const namespace = await createTestNamespace(cluster(), 'leader-release');
     let heldDuringStop: string | undefined;

@@ -65,6 +65,11 @@ const vmi = {
 } as unknown as VirtualMachineInstance;
 
 describe('what the watch caches keep', () => {
+  it('keeps an object it kept as it is: a list cuts each object down as its page arrives, and the cache again', () => {
+    expect(storedVm(storedVm(vm))).toEqual(storedVm(vm));
+    expect(storedVmi(storedVmi(vmi))).toEqual(storedVmi(vmi));
+  });
+
   it('tells the same member facts as the whole VM and VMI', () => {
     expect(toVmMemberFacts(storedVm(vm), storedVmi(vmi))).toEqual(toVmMemberFacts(vm, vmi));
     const stopped = { ...vm, spec: { ...vm.spec, runStrategy: 'Halted' as const } };
