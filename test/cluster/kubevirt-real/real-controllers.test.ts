@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { goldenLabel } from '../../../src/keys.js';
@@ -189,6 +190,22 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
       await kubevirt.startController();
     }
     await waitForRunningVmi(vdi.context.cluster, vdi.namespace, 'devpool-1');
+  });
+
+  it('starts virt-controller again when it gives up leading during a 5 s etcd freeze, as its Deployment would, so a member claimed afterwards runs', async () => {
+    const vdi = await namespaceFor('real-freeze');
+    await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('golden', { app: 'desktop' }));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, cloneTimeoutMs: 30_000 });
+    const kubevirt = cluster().realKubevirt;
+    if (!kubevirt) throw new Error('this file runs on KubeVirt’s own controllers');
+    // its Lease renewals time out past the 3 s renew deadline, and virt-controller exits on losing the lead
+    await cluster().pauseEtcd(5000);
+    await waitFor(() => readFileSync(kubevirt.logs.virtController, 'utf8'), {
+      describe: 'virt-controller to log that it lost the lead',
+      until: (log) => log.includes('leaderelection lost'),
+    });
+    const desktop = await vdi.claim({ pool: 'devpool', identity: 'carol@example.com' });
+    await waitForRunningVmi(vdi.context.cluster, vdi.namespace, desktop.member);
   });
 
   it('makes a pool again right after deleting it, once KubeVirt let its members go', async () => {
