@@ -184,6 +184,9 @@ function documentedPermissions(): Set<Permission> {
   return documented;
 }
 
+// KubeVirt's install lets every authenticated user read its CR (ClusterRole kubevirt.io:default): docs/claims.md says so
+const grantedByKubevirt = new Set<Permission>(['kubevirt.io kubevirts list cluster']);
+
 describe('the permissions in docs/claims.md', () => {
   it('reads a rule for every public KubeCluster method', () => {
     const unread = [...methodRules()]
@@ -204,7 +207,9 @@ describe('the permissions in docs/claims.md', () => {
       'documented, never used',
     ).toEqual([]);
     expect(
-      [...used].filter((permission) => !documented.has(permission)).sort(),
+      [...used]
+        .filter((permission) => !documented.has(permission) && !grantedByKubevirt.has(permission))
+        .sort(),
       'used, not documented',
     ).toEqual([]);
   });
