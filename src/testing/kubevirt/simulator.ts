@@ -299,15 +299,28 @@ export async function startKubevirtSimulator(
       log,
     });
     informers.push(vmis);
+    let clones: Informer<VirtualMachineClone> | undefined;
+    // a finished clone goes once its VM is gone, as KubeVirt's clone controller sees to
+    const wakeClonesOf = (vmKey: string) => {
+      const { namespace, name } = splitKey(vmKey);
+      for (const cloneKey of clones?.keys() ?? []) {
+        const clone = clones?.get(cloneKey);
+        if (clone?.metadata.namespace === namespace && clone.status?.targetName === name)
+          cloneQueue.add(cloneKey);
+      }
+    };
     const vms = await startInformer<VirtualMachine>({
       kubeConfig,
       resource: kubevirtResources.vm,
-      onChange: (key) => vmQueue.add(key),
+      onChange: (key, vm) => {
+        vmQueue.add(key);
+        if (vm === undefined) wakeClonesOf(key);
+      },
       log,
     });
     informers.push(vms);
     watched.push({ informer: vms, queue: vmQueue });
-    const clones = await startInformer<VirtualMachineClone>({
+    clones = await startInformer<VirtualMachineClone>({
       kubeConfig,
       resource: cloneResource,
       onChange: (key) => cloneQueue.add(key),
