@@ -8,9 +8,9 @@ import { leaseNameFor } from '../../../src/lease-name.js';
 import { createBrokerMetrics } from '../../../src/metrics/broker-metrics.js';
 import { readPoolCounts } from '../../../src/metrics/read-pool-counts.js';
 import { poolSettingsOf } from '../../../src/pool-settings.js';
+import { readPoolPlans } from '../../../src/pool-status/read-pool-plans.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { readPoolSettingsConfigMap } from '../../../src/pools/pool-settings-store.js';
-import { readRolloutCounts } from '../../../src/rollouts/read-rollout-counts.js';
 import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
@@ -269,7 +269,7 @@ describe('a pool rolled out to a new golden VM', () => {
     const metrics = createBrokerMetrics({
       ctx,
       readPools: () => readPoolCounts(ctx, [namespace]),
-      readRollouts: () => readRolloutCounts(ctx, [namespace]),
+      readPlans: () => readPoolPlans(ctx, [namespace]),
       readConsoles: () => [],
       log: () => {},
     });
@@ -307,7 +307,7 @@ describe('a pool rolled out to a new golden VM', () => {
       `roll-out: 1/3 on golden-v2; 1 claimed wait for their release (at most 1 at once)`,
     );
     const text = await metrics.render();
-    const labels = `namespace="${namespace}",pool="kiosk",to="golden-v2"`;
+    const labels = `kind="vm",namespace="${namespace}",pool="kiosk",to="golden-v2"`;
     expect(text).toContain(`corral_vdi_pool_rollout_members{${labels},state="on-target"} 1`);
     expect(text).toContain(`corral_vdi_pool_rollout_members{${labels},state="total"} 3`);
     expect(text).toContain(`corral_vdi_pool_rollout_members{${labels},state="waiting"} 1`);
