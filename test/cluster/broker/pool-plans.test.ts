@@ -6,6 +6,7 @@ import { createPool } from '../../../src/pools/pool-service.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
+import { enqueueWaiter } from '../../../src/waitlist/waiter-leases.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
 
 const cluster = useSharedCluster();
@@ -138,5 +139,22 @@ describe("the broker's pool answers and metrics", () => {
     expect(await scrapeLists()).toBe(withOne);
     // per namespace: the claim Leases, VMs, VMIs, container pool specs; the settings; and for the plans VMs, VMIs, Leases
     expect(withOne).toBe(8);
+  });
+
+  it("counts in a pool's status only the waiters of that pool, not those of the namespace's other pools", async () => {
+    const namespace = await createTestNamespace(cluster(), 'pool-waiters');
+    // 09:30 in Berlin, at peak
+    const clock = createTestClock(new Date('2026-03-28T08:30:00Z'));
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    await vdi.context.cluster.createVm(namespace, stoppedVm('golden'));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, namespace });
+    await createPool(vdi.context, { name: 'lab', from: 'golden', size: 1, namespace });
+    await vdi.setPoolSchedule({ name: 'devpool', namespace, schedule, plainSize: 1 });
+    await enqueueWaiter(vdi.context, { kind: 'vm', namespace, pool: 'lab', identity: 'ann@example.com' });
+    expect((await vdi.readPoolStatus({ name: 'lab', namespace })).waiters).toBe(1);
+    const devpool = await vdi.readPoolStatus({ name: 'devpool', namespace });
+    expect(devpool.waiters).toBe(0);
+    // nobody claims and nobody waits for devpool: one free running member, the least a period keeps, of min 2
+    expect(devpool.schedule?.targets).toEqual({ size: 2, freeRunning: 1 });
   });
 });
