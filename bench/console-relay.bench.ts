@@ -24,6 +24,10 @@ const namespace = 'bench-console-relay';
 const rdpBytes = sizeFromEnv('BENCH_RELAY_BYTES', 64_000_000);
 const vncFrames = sizeFromEnv('BENCH_RELAY_FRAMES', 200);
 const repeats = sizeFromEnv('BENCH_RELAY_REPEATS', 5);
+// the young generation deploy/ gives the broker (NODE_OPTIONS); BENCH_RELAY_NODE_ARGS='' runs Node's default
+const brokerNodeArgs = (process.env.BENCH_RELAY_NODE_ARGS ?? '--max-semi-space-size=8')
+  .split(' ')
+  .filter(Boolean);
 
 let plane: ControlPlaneProcess | undefined;
 let broker: BrokerProcess | undefined;
@@ -76,7 +80,7 @@ beforeAll(async () => {
     describe: `${member} to show Stopped`,
     until: (vm) => vm?.status?.printableStatus === 'Stopped',
   });
-  broker = await startBrokerProcess(kubeconfigPath, namespace);
+  broker = await startBrokerProcess(kubeconfigPath, namespace, [], brokerNodeArgs);
   const claim = await fetch(`${broker.url}/api/vdi/pools/vm/${namespace}/devpool/claim`, {
     method: 'POST',
     headers: { 'x-forwarded-user': 'alice' },
