@@ -5,8 +5,10 @@
 // - vnc: the simulator's RFB server, asked for BENCH_RELAY_FRAMES (200) full 320×200 frames at once; through the
 //   broker's vnc console, and directly through KubeVirt's vnc subresource of the apiserver, which the broker relays.
 // The reader, standing in for the browser, runs in a process of its own and only counts bytes; the guest, the broker
-// and the control plane each run in their own too. Bytes/s of each, the ratio relay ÷ direct, and the CPU per MB of
-// the broker, the reader and the rdp guest; BENCH_RELAY_REPEATS (5) runs of each, alternating, median shown.
+// and the control plane each run in their own too. Bytes/s of each from its first chunk to its last byte (the ask's
+// way to the guest is latency, shown apart as the time to the first byte, and with it the bytes/s from the ask), the
+// ratio relay ÷ direct, and the CPU per MB of the broker, the reader and the rdp guest; BENCH_RELAY_REPEATS (5) runs
+// of each, alternating, median shown.
 // Run: npx tsup, then npx vitest run -c bench/vitest.config.ts bench/console-relay.bench.ts
 
 import { loadavg } from 'node:os';
@@ -35,7 +37,11 @@ let guest: GuestProcess | undefined;
 let reader: ReaderProcess | undefined;
 
 interface Run {
+  /** From the first chunk to the last byte. */
   bytesPerSecond: number;
+  firstByteMs: number;
+  /** From the ask to the last byte. */
+  askedBytesPerSecond: number;
   bytes: number;
   brokerCpuMs: number;
   readerCpuMs: number;
@@ -61,7 +67,9 @@ async function measure(job: ReaderJob): Promise<Run> {
     },
   });
   return {
-    bytesPerSecond: read.bytes / read.seconds,
+    bytesPerSecond: read.streamedBytes / read.seconds,
+    firstByteMs: read.firstByteMs,
+    askedBytesPerSecond: read.bytes / (read.firstByteMs / 1000 + read.seconds),
     bytes: read.bytes,
     // the vnc direct case does not pass through the broker: what it spent then was not this read's
     brokerCpuMs: job === 'vncDirect' ? 0 : after.broker - before.broker,
@@ -128,6 +136,8 @@ describe('console relay', () => {
         median(each.map((run) => cpuMs(run) / (run.bytes / 1e6))).toFixed(1);
       return {
         bytesPerSecond: median(each.map((run) => run.bytesPerSecond)),
+        firstByteMs: median(each.map((run) => run.firstByteMs)).toFixed(0),
+        askedBytesPerSecond: median(each.map((run) => run.askedBytesPerSecond)),
         broker: perMb((run) => run.brokerCpuMs),
         reader: perMb((run) => run.readerCpuMs),
         guest: perMb((run) => run.guestCpuMs),
@@ -143,6 +153,9 @@ describe('console relay', () => {
       console.info(
         `console relay ${protocol}, median of ${repeats}: direct ${mb(direct.bytesPerSecond)} MB/s, through broker serve ` +
           `${mb(relayed.bytesPerSecond)} MB/s (ratio ${(relayed.bytesPerSecond / direct.bytesPerSecond).toFixed(2)}); ` +
+          `first byte after ${direct.firstByteMs} ms direct, ${relayed.firstByteMs} ms relayed; from the ask to the last byte ` +
+          `${mb(direct.askedBytesPerSecond)} and ${mb(relayed.askedBytesPerSecond)} MB/s ` +
+          `(ratio ${(relayed.askedBytesPerSecond / direct.askedBytesPerSecond).toFixed(2)}); ` +
           `CPU ms per MB direct: ${guestCpu(direct)}reader ${direct.reader}; relayed: ${guestCpu(relayed)}` +
           `broker ${relayed.broker}, reader ${relayed.reader}; load average ${load?.toFixed(1)}`,
       );

@@ -16,7 +16,7 @@ import {
   x224ConnectionRequest,
 } from '../../test/support/rdcleanpath-client.js';
 import { connectRfb, createByteReader } from '../../test/support/rfb-client.js';
-import type { ReaderJob, ReaderSetting } from './relay-reader.js';
+import type { ReaderJob, ReaderRun, ReaderSetting } from './relay-reader.js';
 
 const setting = JSON.parse(process.argv[2] ?? '{}') as ReaderSetting;
 const frameBytes = 16 + 320 * 200 * 4;
@@ -29,21 +29,31 @@ const nextLine = () => new Promise<string>((resolve) => lines.once('line', resol
 /** A prepared console: `receive` asks for the bytes and resolves once they all came; `close` ends it. */
 interface Prepared {
   bytes: number;
-  receive(): Promise<void>;
+  receive(): Promise<Arrival>;
   close(): void;
 }
 
+/** When the first chunk came and how large it was, and when the last byte came. */
+interface Arrival {
+  firstAt: number;
+  firstBytes: number;
+  lastAt: number;
+}
+
 /** Counts `bytes` from chunks of any size. */
-function counter(bytes: number): { add(length: number): void; done: Promise<void> } {
+function counter(bytes: number): { add(length: number): void; done: Promise<Arrival> } {
   let left = bytes;
-  let finish = () => {};
-  const done = new Promise<void>((resolve) => {
+  let first: { at: number; bytes: number } | undefined;
+  let finish = (_: Arrival) => {};
+  const done = new Promise<Arrival>((resolve) => {
     finish = resolve;
   });
   return {
     add(length) {
+      const now = performance.now();
+      first ??= { at: now, bytes: length };
       left -= length;
-      if (left <= 0) finish();
+      if (left <= 0) finish({ firstAt: first.at, firstBytes: first.bytes, lastAt: now });
     },
     done,
   };
@@ -88,7 +98,7 @@ async function rdpThroughBroker(): Promise<Prepared> {
     bytes: setting.rdpBytes,
     async receive() {
       socket.send(asked(setting.rdpBytes));
-      await received.done;
+      return await received.done;
     },
     close: () => socket.close(),
   };
@@ -107,7 +117,7 @@ async function rdpDirect(): Promise<Prepared> {
     bytes: setting.rdpBytes,
     async receive() {
       tls.write(asked(setting.rdpBytes));
-      await received.done;
+      return await received.done;
     },
     close: () => tls.destroy(),
   };
@@ -126,7 +136,7 @@ async function frames(socket: WebSocket, read: (length: number) => Promise<Buffe
     bytes,
     async receive() {
       for (let index = 0; index < setting.vncFrames; index += 1) socket.send(fullFrameRequest);
-      await received.done;
+      return await received.done;
     },
     close: () => socket.close(),
   };
@@ -169,12 +179,17 @@ for (;;) {
   process.stdout.write('ready\n');
   await nextLine();
   const cpu = process.cpuUsage();
-  const started = performance.now();
-  await prepared.receive();
-  const seconds = (performance.now() - started) / 1000;
+  const asked = performance.now();
+  const arrival = await prepared.receive();
   const { user, system } = process.cpuUsage(cpu);
   prepared.close();
-  process.stdout.write(
-    `${JSON.stringify({ seconds, bytes: prepared.bytes, cpuMs: (user + system) / 1000 })}\n`,
-  );
+  const run: ReaderRun = {
+    firstByteMs: arrival.firstAt - asked,
+    // the stream's rate, from its first chunk to its last byte: the ask's way there is latency, not throughput
+    seconds: (arrival.lastAt - arrival.firstAt) / 1000,
+    streamedBytes: prepared.bytes - arrival.firstBytes,
+    bytes: prepared.bytes,
+    cpuMs: (user + system) / 1000,
+  };
+  process.stdout.write(`${JSON.stringify(run)}\n`);
 }
