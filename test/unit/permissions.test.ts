@@ -84,6 +84,16 @@ function accessorRules(text: string): MethodRule[] {
   return rules;
 }
 
+/** The rules of a method that reaches a cached kind by table (`cachedKinds[cache]`): its verb, on every cached kind. */
+function cachedKindRules(body: string): MethodRule[] {
+  if (!/= cachedKinds\[cache\]/.test(body)) return [];
+  const table = /const cachedKinds = \{([^}]*)\}/.exec(clusterSource)?.[1] ?? '';
+  const verb = /\.resource\(kind\)\.in\(namespace\)\.(\w+)\(/.exec(body)?.[1] ?? '';
+  return [...table.matchAll(/(\w+Kind)/g)].flatMap(([kindName = '']) =>
+    accessorRules(`.resource(${kindName}).in(namespace).${verb}(`),
+  );
+}
+
 /** The public methods of KubeCluster with the RBAC rules each one needs, read from the source. */
 function methodRules(): Map<string, MethodRule[]> {
   const rules = new Map<string, MethodRule[]>();
@@ -122,7 +132,7 @@ function methodRules(): Map<string, MethodRule[]> {
       clusterWideWithoutNamespace: body.includes('client.in(namespace) : client'),
       clusterScoped: rule.clusterScoped && !body.includes('client.in(namespace) : client'),
     }));
-    const listed = [...own, ...delegated];
+    const listed = [...own, ...delegated, ...cachedKindRules(body)];
     if (listed.length > 0) rules.set(name, listed);
   });
   return rules;
