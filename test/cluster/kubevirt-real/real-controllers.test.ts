@@ -31,23 +31,33 @@ function managersOf(object: unknown): string[] {
 describe("KubeVirt's own controllers make what the SDK asks for", () => {
   const seen: { kind: string; name: string; namespace: string }[] = [];
   const watches: AbortController[] = [];
+  let stopped = false;
   beforeAll(async () => {
     // every snapshot and restore a clone makes, seen as it is created: KubeVirt removes both once the clone ends
     const watch = new Watch(cluster().kubeConfig);
-    for (const plural of ['virtualmachinesnapshots', 'virtualmachinerestores']) {
+    type Seen = { kind: string; metadata: { name: string; namespace: string; resourceVersion?: string } };
+    // a watch the apiserver ends is opened again from the last version seen, so no creation goes unseen
+    const follow = async (plural: string, resourceVersion?: string): Promise<void> => {
+      let last = resourceVersion;
+      const query = last === undefined ? {} : { resourceVersion: last };
       watches.push(
         await watch.watch(
           `/apis/snapshot.kubevirt.io/v1beta1/${plural}`,
-          {},
-          (phase, object: { kind: string; metadata: { name: string; namespace: string } }) => {
+          query,
+          (phase, object: Seen) => {
+            last = object.metadata.resourceVersion ?? last;
             if (phase === 'ADDED') seen.push({ kind: object.kind, ...object.metadata });
           },
-          () => {},
+          () => {
+            if (!stopped) void follow(plural, last);
+          },
         ),
       );
-    }
+    };
+    for (const plural of ['virtualmachinesnapshots', 'virtualmachinerestores']) await follow(plural);
   });
   afterAll(() => {
+    stopped = true;
     for (const watch of watches) watch.abort();
   });
 
