@@ -6,6 +6,7 @@ import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { compareNatural, nextMemberNames } from '../member-names.js';
 import type { PoolSchedule } from '../pool-schedule.js';
 import {
+  isUnclaimed,
   planScheduleScaling,
   planScheduleTargets,
   type ScheduleTargets,
@@ -203,7 +204,13 @@ function planScheduledSize(
   free: ReadonlyMap<string, boolean>,
 ) {
   const { members, leases, now } = input;
-  const claimed = members.filter((member) => !free.get(member.member)).length;
+  const leaseOf = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
+  // claimed as the VM pools' keeper counts it: an expired claim still lies on its member until a claim or reset
+  const claimed = members.filter((member) =>
+    member.pod
+      ? !member.pod.deleting && !isUnclaimed(member.pod, leaseOf.get(leaseNameFor(member.member)), now)
+      : !free.get(member.member),
+  ).length;
   const poolLeases = leases.filter((lease) => lease.metadata.labels?.[leasePoolLabel] === input.pool);
   const waiters = splitWaiterLeases(poolLeases, 'ct', now).live.length;
   const targets = planScheduleTargets({
