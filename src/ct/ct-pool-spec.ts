@@ -274,7 +274,7 @@ function refuseVmPoolFields(input: unknown): void {
   if (field === undefined) return;
   throw new VdiError(
     'UNSUPPORTED_BACKEND',
-    `The container pool spec has "${field}", but only VM pools take ${vmPoolFields[field]}; see docs/ct-pools.md#schedules-and-roll-outs for what a container pool does instead. Nothing was written.`,
+    `The container pool spec has "${field}", but only VM pools take ${vmPoolFields[field]}; a container pool's image change is its roll-out (docs/ct-pools.md#image-changes). Nothing was written.`,
     { details: { field, kind: 'ct', feature: vmPoolFields[field] } },
   );
 }
