@@ -137,8 +137,9 @@ describe("the broker's pool answers and metrics", () => {
       describe: 'the scrape to show the third schedule',
     });
     expect(await scrapeLists()).toBe(withOne);
-    // per namespace: the claim Leases, VMs, VMIs, container pool specs; the settings; and for the plans VMs, VMIs, Leases
-    expect(withOne).toBe(8);
+    // per namespace: the claim Leases, VMs, VMIs, container pool specs; the settings; for the plans VMs, VMIs, Leases;
+    // and the container pool specs again, for their schedules
+    expect(withOne).toBe(9);
   });
 
   it("counts in a pool's status only the waiters of that pool, not those of the namespace's other pools", async () => {
@@ -156,5 +157,52 @@ describe("the broker's pool answers and metrics", () => {
     expect(devpool.waiters).toBe(0);
     // nobody claims and nobody waits for devpool: one free running member, the least a period keeps, of min 2
     expect(devpool.schedule?.targets).toEqual({ size: 2, freeRunning: 1 });
+  });
+
+  it("show a container pool's schedule in its answer and its metrics, its waiters counted as demand", async () => {
+    const namespace = await createTestNamespace(cluster(), 'pool-plans-ct');
+    // Saturday 28 March 2026, 09:30 in Berlin (CET): peak
+    const clock = createTestClock(new Date('2026-03-28T08:30:00Z'));
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const image = 'ghcr.io/acme/devbox:1.4';
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, schedule } });
+    await vdi.applyCtPool({ spec: { name: 'plainbox', image, size: 1 } });
+    await vdi.reconcileCtPool({ name: 'devbox', namespace });
+    await vdi.claim({ pool: 'devbox', identity: 'ann@example.com', kind: 'ct' });
+    await enqueueWaiter(vdi.context, { kind: 'ct', namespace, pool: 'devbox', identity: 'bob@example.com' });
+    const broker = createBroker({
+      vdi,
+      identity: [authGatewayIdentity({ header: 'X-Forwarded-Email' })],
+      namespaces: [namespace],
+      metrics: true,
+      log: () => {},
+    });
+    const answer = await broker.fetch(
+      new Request('http://broker.test/api/vdi/pools', {
+        headers: { 'X-Forwarded-Email': 'eve@example.com' },
+      }),
+    );
+    const pools = new Map(
+      ((await answer.json()) as { pools: PoolBody[] }).pools.map((pool) => [pool.name, pool]),
+    );
+    // 1 claimed and 1 waiting at peak: 50 % of 1 is 1 free, and 1 more for the waiter; the floor is 2
+    expect(pools.get('devbox')).toMatchObject({
+      kind: 'ct',
+      schedule: {
+        period: 'peak',
+        targets: { size: 3, freeRunning: 2 },
+        plainSize: 1,
+        nextChange: { at: '2026-03-28T16:00:00.000Z', period: null },
+        failing: null,
+      },
+      rollOut: null,
+    });
+    expect(pools.get('plainbox')).toMatchObject({ kind: 'ct', schedule: null, rollOut: null });
+    const text = await broker.metrics.render();
+    const pool = `kind="ct",namespace="${namespace}",pool="devbox"`;
+    expect(text).toContain(`corral_vdi_pool_schedule_period{${pool},period="peak",warming_for=""} 1`);
+    expect(text).toContain(`corral_vdi_pool_schedule_target_members{${pool},target="size"} 3`);
+    expect(text).toContain(`corral_vdi_pool_schedule_target_members{${pool},target="free-running"} 2`);
+    expect(text).not.toContain('pool="plainbox",target=');
   });
 });
