@@ -144,6 +144,8 @@ export type {
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
+  CtSchedulePlan,
+  CtScheduleRead,
 } from './ct-pools/plan-ct-reconcile.js';
 export { planCtPoolDelete, planCtReconcile } from './ct-pools/plan-ct-reconcile.js';
 export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct-pools/reconcile-ct-pool.js';
