@@ -99,6 +99,8 @@ export interface PoolFacts {
   marked: ReadonlySet<string>;
   /** When each member was last seen free, for a kind whose pools follow a schedule. */
   freeSince?: ReadonlyMap<string, Date>;
+  /** The fewest members a scheduled pool of the kind keeps: 1 unless set (a VM pool is its members). */
+  fewestMembers?: number;
   settings: PoolSettings | undefined;
 }
 

@@ -68,6 +68,7 @@ export const ctPoolKind: PoolKind = {
         minReady: stored.spec.minReady,
         marked: new Set(),
         freeSince: freeSinceOf(own),
+        fewestMembers: 0,
         settings: storedCtPoolSettings(stored),
       });
     }
@@ -86,6 +87,7 @@ export const ctPoolKind: PoolKind = {
       minReady: stored.spec.minReady,
       marked: new Set(),
       freeSince: freeSinceOf(pods),
+      fewestMembers: 0,
       settings: storedCtPoolSettings(stored),
     };
   },
