@@ -176,7 +176,7 @@ function backoffOf(
   return next.getTime() > ctx.clock.now().getTime() ? { ...failure, retryAt: next.toISOString() } : undefined;
 }
 
-/** Records a scheduled pool's failure record beside its spec (`undefined` clears it), as read: a spec applied meanwhile keeps. */
+/** Writes or clears (`undefined`) a scheduled pool's failure record beside its spec, keeping a spec applied meanwhile. */
 async function writeScheduleFailure(
   ctx: VdiContext,
   namespace: string,
@@ -203,10 +203,15 @@ async function writeScheduleFailure(
  * next pass completes them. A replace or a removal takes the member's Lease (holder `corral-vdi/resize`) before
  * it deletes anything, so a claim landing meanwhile keeps its member, and deletes the Lease after.
  *
+ * A pool whose spec has a `schedule` is sized by the period's targets (`result.schedule`), marks its members' Pods
+ * free since the pass that first sees them free, and removes only those free for the settle time. Its failed pass
+ * is recorded beside the spec and emits `pool-schedule-failed`; the passes after it do nothing until the backoff
+ * ends (`result.backingOff`), unless `force`.
+ *
  * @example
  * ```ts
  * const result = await reconcileCtPool(vdi.context, { name: 'devbox' });
- * console.log(result.created, result.removed);
+ * console.log(result.created, result.removed, result.schedule?.targets.period);
  * ```
  * @throws {@link VdiError} `POOL_NOT_FOUND`; `INVALID_INPUT` when the stored spec is no longer valid;
  *   `INSUFFICIENT_CAPACITY` (nothing written) when the new Pods' extended resources do not fit.
