@@ -325,4 +325,42 @@ describe('planCtReconcile for a pool with a schedule', () => {
       { kind: 'unmark-free', member: 'devbox-1' },
     ]);
   });
+
+  it('follows the named zone across the night its clocks go forward: 06:45 in Berlin warms for ramp-up either side', () => {
+    const berlin = parsePoolSchedule({
+      timeZone: 'Europe/Berlin',
+      periods: [
+        { name: 'ramp-up', days: 'mon-sun', start: '07:00', end: '09:00', buffer: 2, min: 2, max: 6 },
+      ],
+    });
+    const targetsAt = (iso: string) =>
+      plan({
+        size: 1,
+        members: members(1),
+        schedule: { schedule: berlin, minReady: 0, freeSince: new Map() },
+        now: at(iso),
+      }).schedule?.targets;
+    // Saturday 06:45 CET is 05:45 UTC; Sunday 06:45 CEST, after the change, is 04:45 UTC
+    expect(targetsAt('2026-03-28T05:45:00.000Z')).toMatchObject({
+      period: undefined,
+      warmingFor: 'ramp-up',
+      size: 2,
+    });
+    expect(targetsAt('2026-03-29T04:45:00.000Z')).toMatchObject({
+      period: undefined,
+      warmingFor: 'ramp-up',
+      size: 2,
+    });
+    // Sunday 05:45 UTC is already 07:45 CEST: in ramp-up
+    expect(targetsAt('2026-03-29T05:45:00.000Z')).toMatchObject({
+      period: 'ramp-up',
+      warmingFor: undefined,
+      size: 2,
+    });
+    expect(targetsAt('2026-03-28T04:45:00.000Z')).toMatchObject({
+      period: undefined,
+      warmingFor: undefined,
+      size: 1,
+    });
+  });
 });
