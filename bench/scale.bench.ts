@@ -29,7 +29,7 @@ import { createTestClock } from '../src/testing/test-clock.js';
 import { waitFor } from '../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../src/vdi.js';
 import { launchChromium, startSignInProxy } from '../test/e2e/browser/browser-support.js';
-import { type ProxiedRequest, startCountingProxy } from './support/counting-proxy.js';
+import { type ProxiedRequest, startCountingProxy } from '../test/support/counting-proxy.js';
 import { cpuMsOf, findApiserverPid, inParallel, sizeFromEnv } from './support/measure.js';
 import { type BareList, listBare, seedClaims, seedDesktopVms } from './support/scale-seed.js';
 import { createNamespace } from './support/seed.js';

@@ -14,8 +14,7 @@ import { sessionIdAnnotation } from '../keys.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import type { PoolPlans } from '../pool-status/describe-pool-plans.js';
-import { readPoolPlans } from '../pool-status/read-pool-plans.js';
-import { listPools } from '../pools/pool-service.js';
+import { readPoolsWithPlans } from '../pool-status/read-pool-plans.js';
 import { consoleEndFor } from '../sessions/console-tracker.js';
 import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
@@ -221,16 +220,11 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
 
   return {
     async listPools({ caller }) {
-      const [vmPools, ctPools, planned] = await Promise.all([
-        listPools(ctx, { namespaces: [...namespaces] }),
+      const [{ pools: vmPools, plans: planned }, ctPools] = await Promise.all([
+        readPoolsWithPlans(ctx, namespaces),
         Promise.all(namespaces.map((namespace) => vdi.listCtPools({ namespace }))),
-        Promise.all(
-          namespaces.map((namespace) =>
-            readPoolPlans(ctx, [namespace], { cached: ctx.cluster.isCaching(namespace) }),
-          ),
-        ),
       ]);
-      const plansOf = new Map(planned.flat().map((plans) => [formatPoolId(plans), plans]));
+      const plansOf = new Map(planned.map((plans) => [formatPoolId(plans), plans]));
       return {
         pools: [
           ...vmPools

@@ -9,6 +9,7 @@ import type {
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
+import type { ListOptions } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
 import { vmKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
@@ -78,7 +79,7 @@ export async function listVmPoolMembers(
   cluster: VdiContext['cluster'],
   namespace: string,
   pool: string | undefined,
-  options: { cached?: boolean } = {},
+  options: ListOptions = {},
 ): Promise<{ vms: VirtualMachine[]; members: MemberFacts[] }> {
   const [vms, vmis] = await Promise.all([
     cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`, options),

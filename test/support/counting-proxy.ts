@@ -1,5 +1,5 @@
-// A TLS proxy in front of the apiserver that counts what a client process asks, request by request: the bench's
-// own view of a process it did not write, such as `broker serve`, beside what the process says of itself.
+// A TLS proxy in front of the apiserver that counts what a client asks, request by request: a view of a process
+// from outside it, such as `broker serve`, beside what the process says of itself.
 import { writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
