@@ -208,11 +208,13 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       return (await listVmPoolMembers(cluster, namespace, pool, options)).members;
     },
 
-    async listMembersByHolder(namespace, pool, { holder, limit, continue: from }) {
+    async listMembersByHolder(namespace, pool, { holders, limit, continue: from }) {
       validateNamespace(namespace);
       validatePoolName(pool);
       const named =
-        holder === undefined ? `!${assignedToKey}` : `${assignedToKey}=${sanitizeLabelValue(holder)}`;
+        holders === undefined
+          ? `!${assignedToKey}`
+          : `${assignedToKey} in (${[...new Set(holders.map(sanitizeLabelValue))].join(',')})`;
       const page = await cluster
         .resource(vmKind)
         .in(namespace)

@@ -13,6 +13,8 @@ export interface ProxiedRequest {
   resource: string;
   namespace: string;
   name: string;
+  /** The list's or watch's label selector; `''` without one. */
+  labelSelector: string;
   /** `performance.now()` in this process when the request came in. */
   at: number;
 }
@@ -31,7 +33,8 @@ const resourcePath =
 function describe(method: string, url: string, at: number): ProxiedRequest {
   const [path = '', query = ''] = url.split('?');
   const [, namespace = '', resource = '', name = '', subresource] = resourcePath.exec(path) ?? [];
-  const watching = new URLSearchParams(query).get('watch') === 'true';
+  const parameters = new URLSearchParams(query);
+  const watching = parameters.get('watch') === 'true';
   const verbs: Record<string, string> = {
     GET: name ? 'get' : watching ? 'watch' : 'list',
     POST: 'create',
@@ -44,6 +47,7 @@ function describe(method: string, url: string, at: number): ProxiedRequest {
     resource: subresource ? `${resource}/${subresource}` : resource || path,
     namespace,
     name,
+    labelSelector: parameters.get('labelSelector') ?? '',
     at,
   };
 }
