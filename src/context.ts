@@ -5,7 +5,7 @@ import type { Clock } from './clock.js';
 import type { DesktopBackend, DesktopKind, MemberFacts } from './desktop-backend.js';
 import { VdiError } from './errors.js';
 import type { VdiEvents } from './events.js';
-import type { KubeCluster } from './kube/cluster.js';
+import type { KubeCluster, ListOptions } from './kube/cluster.js';
 import type { LeaseObject } from './kube-objects.js';
 import type { PoolSettings } from './pool-settings.js';
 
@@ -85,7 +85,7 @@ export interface PoolKind {
   readPlannedPoolFacts(
     ctx: VdiContext,
     namespace: string,
-    options?: { cached?: boolean },
+    options?: Pick<ListOptions, 'cached' | 'shared'>,
   ): Promise<Map<string, PoolFacts>>;
 }
 

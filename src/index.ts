@@ -218,7 +218,13 @@ export {
   uncheckedHolderGroups,
   waiterLabel,
 } from './keys.js';
-export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
+export type {
+  DeletePreconditions,
+  KubeRequestObserver,
+  ListOptions,
+  PowerChange,
+  SharedReads,
+} from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type {
   CachedObjects,

@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
+import type { ListOptions } from '../kube/resource.js';
 import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
 import { type PoolSettings, readScheduleFailure } from '../pool-settings.js';
@@ -80,7 +81,7 @@ export async function requireCtPool(ctx: VdiContext, namespace: string, pool: st
 export async function listCtPoolConfigMaps(
   ctx: VdiContext,
   namespace: string,
-  options: { cached?: boolean } = {},
+  options: Pick<ListOptions, 'cached' | 'shared'> = {},
 ): Promise<ConfigMapObject[]> {
   return await ctx.cluster
     .resource(configMapKind)

@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createBroker } from '../../../src/broker/broker.js';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
@@ -8,6 +10,7 @@ import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { enqueueWaiter } from '../../../src/waitlist/waiter-leases.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { startCountingProxy } from '../../support/counting-proxy.js';
 
 const cluster = useSharedCluster();
 
@@ -204,5 +207,56 @@ describe("the broker's pool answers and metrics", () => {
     expect(text).toContain(`corral_vdi_pool_schedule_target_members{${pool},target="size"} 3`);
     expect(text).toContain(`corral_vdi_pool_schedule_target_members{${pool},target="free-running"} 2`);
     expect(text).not.toContain('pool="plainbox",target=');
+  });
+
+  it('answer the pools route with one read of the settings, the VMs, their instances and the Leases of a namespace, without caches', async () => {
+    const namespace = await createTestNamespace(cluster(), 'pool-reads');
+    const clock = createTestClock(new Date('2026-03-28T08:30:00Z'));
+    const setUp = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    await setUp.context.cluster.createVm(namespace, stoppedVm('golden'));
+    await createPool(setUp.context, { name: 'devpool', from: 'golden', size: 2, namespace });
+    await createPool(setUp.context, { name: 'lab', from: 'golden', size: 1, namespace });
+    await setUp.setPoolSchedule({ name: 'devpool', namespace, schedule, plainSize: 1 });
+    await setUp.claim({ pool: 'lab', identity: 'ann@example.com' });
+
+    const proxy = await startCountingProxy(cluster(), `${tmpdir()}/pool-reads-${process.pid}.kubeconfig`);
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(proxy.kubeconfigPath);
+      const broker = createBroker({
+        vdi: createVdi({ kubeConfig, namespace, clock }),
+        identity: [authGatewayIdentity({ header: 'X-Forwarded-Email' })],
+        namespaces: [namespace],
+        log: () => {},
+      });
+      const answer = await broker.fetch(
+        new Request('http://broker.test/api/vdi/pools', {
+          headers: { 'X-Forwarded-Email': 'eve@example.com' },
+        }),
+      );
+      expect(answer.status).toBe(200);
+      const { pools } = (await answer.json()) as { pools: PoolBody[] };
+      expect(
+        pools.map((pool) => [pool.name, pool.members, pool.claimed, pool.schedule?.period ?? null]),
+      ).toEqual([
+        ['devpool', 2, 0, 'peak'],
+        ['lab', 1, 1, null],
+      ]);
+
+      const asked = new Map<string, number>();
+      for (const { verb, resource } of proxy.requests()) {
+        const key = `${verb} ${resource}`;
+        asked.set(key, (asked.get(key) ?? 0) + 1);
+      }
+      // the pools' settings and the container pools' specs are two selectors of ConfigMaps
+      expect(Object.fromEntries(asked)).toEqual({
+        'list configmaps': 2,
+        'list virtualmachines': 1,
+        'list virtualmachineinstances': 1,
+        'list leases': 1,
+      });
+    } finally {
+      await proxy.close();
+    }
   });
 });
