@@ -53,7 +53,14 @@ async function letCloneFinish(
   deadline: number,
 ): Promise<void> {
   while (ctx.clock.now().getTime() < deadline) {
-    const status = (await ctx.cluster.getClone(namespace, name))?.status;
+    const status = await ctx.cluster.getClone(namespace, name).then(
+      (clone) => clone?.status,
+      (error: unknown) => {
+        // an identity that may not read clones cannot wait for one: it deletes it as it stands
+        if (isVdiError(error, 'FORBIDDEN')) return undefined;
+        throw error;
+      },
+    );
     const underWay = Boolean(status?.snapshotName || status?.restoreName);
     if (!underWay || status?.phase === 'Succeeded' || status?.phase === 'Failed') return;
     await sleep(cloneLookMs);
