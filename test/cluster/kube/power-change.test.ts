@@ -49,8 +49,11 @@ describe("the VM backend's start", () => {
       describe: 'devpool-1 to stop',
       until: (facts) => facts?.power === 'stopped' && !facts.previousInstance,
     });
-    const after = await backend.readMember(ref);
-    expect(await backend.startMember(ref, after)).toBe('changed');
+    // a status write of KubeVirt's may still land between a read and the start: read again, as the CONFLICT says
+    const started = await waitFor(async () => await backend.startMember(ref, await backend.readMember(ref)), {
+      describe: 'a start on a fresh read to be taken',
+    });
+    expect(started).toBe('changed');
     expect((await kube.getVm(ref.namespace, ref.member))?.spec.runStrategy).toBe('Always');
   });
 });

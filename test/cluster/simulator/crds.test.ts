@@ -1,6 +1,7 @@
 import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { kubevirtCrds, kubevirtRelease } from '../../../src/testing/kubevirt/crds.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createTestNamespace, useSharedCluster } from '../../support/cluster.js';
 import { kubevirtObjects, sampleVm } from './simulator-support.js';
 
@@ -137,11 +138,11 @@ describe("KubeVirt's own CRDs in the simulator", () => {
 
   it('let every authenticated user list the KubeVirt CR, as KubeVirt’s install does', async () => {
     const stranger = cluster().userKubeConfig('bound-to-nothing').makeApiClient(CustomObjectsApi);
-    const listed = await stranger.listClusterCustomObject({
-      group: 'kubevirt.io',
-      version: 'v1',
-      plural: 'kubevirts',
-    });
+    // on a fresh plane the apiserver answers 429 "storage is (re)initializing" until its cache of the CRD is ready
+    const listed = await waitFor(
+      () => stranger.listClusterCustomObject({ group: 'kubevirt.io', version: 'v1', plural: 'kubevirts' }),
+      { describe: 'a stranger to list the KubeVirt CRs' },
+    );
     expect(listed).toMatchObject({ kind: 'KubeVirtList' });
   });
 
