@@ -36,7 +36,7 @@ export interface StormOptions {
   identities?: readonly string[];
   /** Members each pool starts with, and the most a grow makes it. @defaultValue 3 and 5 */
   poolSize?: { initial: number; max: number };
-  /** How often a contest (a claim, then its release, an admin's unassign and two claims at once) is chosen; 0 leaves it out. */
+  /** How often a contest (a claim, then its release, an admin's unassign and two claims at once, and in every other one a shrink) is chosen; 0 leaves it out. */
   contestWeight?: number;
   /** Progress lines. */
   log?: (line: string) => void;
@@ -144,9 +144,9 @@ export function summarizeStorm(report: StormReport): string {
   for (const violation of report.violations)
     byInvariant.set(violation.invariant, (byInvariant.get(violation.invariant) ?? 0) + 1);
   const kinds = [...byInvariant].map(([name, count]) => `${name} ${count}`).join(', ');
-  const given = report.unmadeClaims.filter((found) => found.invariant === 'claim-given-back').length;
-  const copies = report.unmadeClaims.length - given;
-  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${given} claims given back by their own call, ${copies} copies without a Lease before the pass, ${Math.round(report.elapsedMs / 1000)} s`;
+  const found = (invariant: string) =>
+    report.unmadeClaims.filter((unmade) => unmade.invariant === invariant).length;
+  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${found('claim-given-back')} claims given back by their own call, ${found('take-given-back')} takes given back that were never a claim, ${found('copy-before-pass')} copies without a Lease before the pass, ${Math.round(report.elapsedMs / 1000)} s`;
 }
 
 /** How each kind of call ended: `claim 120 ok, NO_FREE_MEMBER 30; release …`. */
