@@ -322,6 +322,11 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
           user: caller.login,
         },
         async () => {
+          const expectedEnd = sessions.expectConsolesEnd({
+            namespace: params.ns,
+            member: params.member,
+            end: consoleEndFor(),
+          });
           try {
             const released = await metrics.countRelease(
               view.owner === caller.login ? 'holder' : 'admin',
@@ -350,6 +355,9 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
             if (!isVdiError(error))
               log(`broker: the release of ${view.id} failed unexpectedly: ${String(error)}`);
             throw error;
+          } finally {
+            // on success the end above took over in the same turn
+            expectedEnd();
           }
         },
       );

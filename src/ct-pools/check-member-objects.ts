@@ -59,7 +59,6 @@ export async function checkMemberObjects(
     owner: owner ?? { metadata: { name: specConfigMapName(spec.name), uid: 'uid-of-the-new-spec' } },
   };
   const claim = buildCtHomeClaim(input);
-  const { kubeConfig } = ctx.cluster;
   const refusedOf = async (kind: MemberKind, result: Promise<DryRunResult>) => {
     const answer = await result;
     return answer.kind === 'accepted'
@@ -73,13 +72,13 @@ export async function checkMemberObjects(
   const pod = buildCtPod({ ...input, homeClaim: claim && `${homeClaimPrefix(member)}check` });
   const refused = (
     await Promise.all([
-      refusedOf('Pod', dryRunCreate(kubeConfig, 'Pod', namespace, pod)),
-      refusedOf('Service', dryRunCreate(kubeConfig, 'Service', namespace, buildCtService(input))),
+      refusedOf('Pod', dryRunCreate(ctx.cluster, 'Pod', namespace, pod)),
+      refusedOf('Service', dryRunCreate(ctx.cluster, 'Service', namespace, buildCtService(input))),
       ...(claim
         ? [
             refusedOf(
               'PersistentVolumeClaim',
-              dryRunCreate(kubeConfig, 'PersistentVolumeClaim', namespace, claim),
+              dryRunCreate(ctx.cluster, 'PersistentVolumeClaim', namespace, claim),
             ),
           ]
         : []),

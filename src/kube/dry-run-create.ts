@@ -1,8 +1,9 @@
-import { ApiException, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { ApiException } from '@kubernetes/client-node';
 import { isVdiError } from '../errors.js';
 import type { PersistentVolumeClaimObject, PodObject, ServiceObject } from '../kube-objects.js';
+import type { KubeCluster } from './cluster.js';
 import { isConflictReason } from './errors.js';
-import { callWithRetry } from './retry.js';
+import { podKind, pvcKind, serviceKind } from './resource-kinds.js';
 
 /** One field of an object the apiserver refused, as its Status names it in `details.causes`. */
 export interface RefusedField {
@@ -42,21 +43,30 @@ function refusedFieldsOf(error: unknown): RefusedField[] {
  * @throws `VdiError` as every apiserver call: `FORBIDDEN` without `create` on the kind, `NOT_FOUND`, ….
  */
 export async function dryRunCreate<K extends keyof DryRunKinds>(
-  kubeConfig: KubeConfig,
+  cluster: KubeCluster,
   kind: K,
   namespace: string,
   object: DryRunKinds[K],
 ): Promise<DryRunResult> {
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const request = { namespace, body: object as never, dryRun: 'All' };
   const create: () => Promise<unknown> = {
-    Pod: () => core.createNamespacedPod(request),
-    Service: () => core.createNamespacedService(request),
-    PersistentVolumeClaim: () => core.createNamespacedPersistentVolumeClaim(request),
+    Pod: () =>
+      cluster
+        .resource(podKind)
+        .in(namespace)
+        .create(object as PodObject, { dryRun: true }),
+    Service: () =>
+      cluster
+        .resource(serviceKind)
+        .in(namespace)
+        .create(object as ServiceObject, { dryRun: true }),
+    PersistentVolumeClaim: () =>
+      cluster
+        .resource(pvcKind)
+        .in(namespace)
+        .create(object as PersistentVolumeClaimObject, { dryRun: true }),
   }[kind];
-  const name = object.metadata.name ?? object.metadata.generateName ?? '';
   try {
-    await callWithRetry(`create ${kind} ${namespace}/${name} as a dry run`, create);
+    await create();
     return { kind: 'accepted' };
   } catch (error) {
     // the apiserver finds the name taken only after it validated and admitted the object

@@ -286,15 +286,18 @@ export class ResourceClient<K extends KubeObject, S extends string = never> {
     );
   }
 
-  /** Creates an object. One of that name already there is `CONFLICT` with reason `AlreadyExists`. */
-  async create(object: K): Promise<K> {
+  /**
+   * Creates an object. One of that name already there is `CONFLICT` with reason `AlreadyExists`. With `dryRun` the
+   * apiserver decodes, defaults, admits and authorizes it as a create and stores nothing (`dryRun=All`).
+   */
+  async create(object: K, options: { dryRun?: boolean } = {}): Promise<K> {
     const path = await this.collectionPath();
     const created = await this.write('create', object.metadata.name ?? object.metadata.generateName ?? '', {
       method: 'POST',
-      path,
+      path: `${path}${queryOf({ dryRun: options.dryRun ? 'All' : undefined })}`,
       body: await this.toWire(object),
     });
-    this.cache()?.offer(created);
+    if (!options.dryRun) this.cache()?.offer(created);
     return created;
   }
 

@@ -136,6 +136,11 @@ export interface ConsoleTracker {
    */
   endConsolesWhenDown(target: DownTarget, end: ConsoleEnd): Promise<number>;
   /**
+   * Says, while a release or reclaim of the member runs in this process, how its consoles end: one whose stream closes
+   * meanwhile (the guest stopping) tells `end`. Call the returned function once the release is over.
+   */
+  expectEnd(namespace: string, member: string, end: ConsoleEnd): () => void;
+  /**
    * The Lease with this replica's entry (of `entry`'s state, or as it stands; refreshed when `refresh`) and the
    * marks brought up to date, or `undefined` when it carries them.
    */
@@ -214,6 +219,8 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
   // every open handle, counted or not, so a release can end them all
   type LiveConsole = { handle: ConsoleHandle; controller: AbortController; ending?: ConsoleEnd };
   const live = new Map<string, Set<LiveConsole>>();
+  // the ends of the releases this process runs, by member: the guest may go before the release answers
+  const expected = new Map<string, Set<{ end: ConsoleEnd }>>();
   const keyOf = (namespace: string, member: string) => `${namespace}/${member}`;
   // a namespace never holds a slash
   const splitKey = (key: string) => [key.slice(0, key.indexOf('/')), key.slice(key.indexOf('/') + 1)];
@@ -256,7 +263,7 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     const kept: ConsoleHandle = {
       ...handle,
       // a release run by another replica says so on the Lease, which this process's cache holds
-      ending: () => entry.ending ?? endMarkedOn(key),
+      ending: () => entry.ending ?? [...(expected.get(key) ?? [])][0]?.end ?? endMarkedOn(key),
       async close() {
         set.delete(entry);
         if (set.size === 0 && live.get(key) === set) live.delete(key);
@@ -470,10 +477,23 @@ export function createConsoleTracker(ctx: VdiContext, options: ConsoleTrackerOpt
     return await endConsoles(namespace, member, end);
   }
 
+  function expectEnd(namespace: string, member: string, end: ConsoleEnd): () => void {
+    const key = keyOf(namespace, member);
+    const ends = expected.get(key) ?? new Set();
+    expected.set(key, ends);
+    const mine = { end };
+    ends.add(mine);
+    return () => {
+      ends.delete(mine);
+      if (ends.size === 0 && expected.get(key) === ends) expected.delete(key);
+    };
+  }
+
   return {
     replicaId,
     openConsole,
     endConsolesWhenDown,
+    expectEnd,
     trackedFor,
     trackedIn(namespace) {
       const prefix = `${namespace}/`;

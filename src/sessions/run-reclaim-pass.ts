@@ -427,6 +427,7 @@ async function reclaim(
   }
   const sessionId = lease.metadata.annotations?.[sessionIdAnnotation];
   const end = consoleEndFor(step.reason);
+  const expectedEnd = tracker.expectEnd(namespace, member, end);
   let reset: ResetHow;
   try {
     ({ reset } = await releaseMember(ctx, {
@@ -449,6 +450,9 @@ async function reclaim(
     const message = error instanceof Error ? error.message : String(error);
     ctx.events.emit('reclaim-failed', { desktopId, holder, reason: step.reason, error: message });
     return;
+  } finally {
+    // on success the end below takes over in the same turn
+    expectedEnd();
   }
   const entry = tracker.trackedFor(namespace, member, lease);
   if (entry) tracker.forget(namespace, member, entry);

@@ -130,6 +130,12 @@ export interface SessionEngine {
    */
   endConsolesWhenDown(options: EndConsolesOptions & { kind: DesktopKind; reset: ResetHow }): Promise<number>;
   /**
+   * Tells the member's consoles in this process how they end while a release or reclaim of it runs here: one whose
+   * stream closes as the guest stops, which may come before the release answers, closes with `end`. Call the
+   * returned function once the release answered (then {@link SessionEngine.endConsolesWhenDown}) or failed.
+   */
+  expectConsolesEnd(options: EndConsolesOptions): () => void;
+  /**
    * Records input (a key, a pointer event, terminal bytes) that a console of this process carried to a desktop: it
    * keeps the desktop from idle reclaim. The Lease mark is written at most once per `inputMarkIntervalMs`. Never
    * throws.
@@ -256,6 +262,7 @@ export function createSessionEngine(ctx: VdiContext, options: SessionEngineOptio
     openConsole: tracker.openConsole,
     endConsoles: ({ namespace, member, end }) => tracker.endConsoles(namespace, member, end),
     endConsolesWhenDown: ({ end, ...target }) => tracker.endConsolesWhenDown(target, end),
+    expectConsolesEnd: ({ namespace, member, end }) => tracker.expectEnd(namespace, member, end),
     noteInput: ({ namespace, member }) => inputs.noteInput(namespace, member),
     runPass,
     heartbeat: tracker.heartbeat,

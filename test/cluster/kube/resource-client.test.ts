@@ -125,6 +125,18 @@ describe('the typed resource accessor against a real apiserver', () => {
     expect(await configMaps.get('kept')).toBeDefined();
   });
 
+  it('creates as a dry run: admitted and defaulted by the apiserver, stored nowhere, refused fields named', async () => {
+    const { configMaps } = await setUp('dry-run');
+    const checked = await configMaps.create(settings('desk', { size: '2' }), { dryRun: true });
+    expect(checked.metadata.creationTimestamp).toBeDefined();
+    expect(await configMaps.get('desk')).toBeUndefined();
+    const refused = await failureOf(
+      configMaps.create(settings('Not A Name', { size: '2' }), { dryRun: true }),
+    );
+    expect(refused.code).toBe('INVALID_INPUT');
+    expect(await configMaps.list()).toEqual([]);
+  });
+
   it('types each subresource on its kind', () => {
     const kube = new KubeCluster(cluster().kubeConfig);
     // a Pod has exec and no stop: asking for one does not compile

@@ -10,7 +10,7 @@ import { cloneKind } from '../../../src/kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../../../src/kubevirt-types.js';
 import { createPool, deletePool, getPool, listPools, resizePool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
-import { createSimulatedNode, setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
+import { setPermittedHostDevices } from '../../../src/testing/kubevirt/nodes.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';

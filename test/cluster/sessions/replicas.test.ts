@@ -400,3 +400,37 @@ describe('the consoles of a desktop another replica releases or reclaims', () =>
     }
   });
 });
+
+describe('the consoles of a desktop this replica reclaims', () => {
+  it('tell the cause from the moment the stop is accepted, before the release answers, without a Lease cache', async () => {
+    const setup = await setUp();
+    const { member, namespace } = setup;
+    const vdi = setup.vdiOf();
+    // the fence runs before each of the release's writes: the last ones come after the stop was accepted, when
+    // KubeVirt may already be taking the guest down and its console stream with it
+    const seen: unknown[] = [];
+    let vnc: Awaited<ReturnType<SessionEngine['openConsole']>> | undefined;
+    const engine = setup.replica(
+      'replica-here',
+      {
+        policy: { maxSessionMs: 30 * minute },
+        fence: async () => {
+          seen.push(vnc?.ending());
+        },
+      },
+      vdi,
+    );
+    vnc = await engine.openConsole({ member, identity, kind: 'vnc' });
+    setup.clock.advance(31 * minute);
+    expect(await engine.runPass()).toMatchObject({ reclaimed: 1, errors: [] });
+    expect(seen.length).toBeGreaterThan(1);
+    expect(seen.at(-1)).toEqual({
+      cause: 'reclaimed',
+      reason: 'max-duration',
+      message: 'The desktop was reclaimed (max-duration); claim a desktop again to go on.',
+    });
+    expect(
+      (await vdi.context.cluster.getLease(namespace, `corral-vdi-${member}`)) ?? undefined,
+    ).toBeUndefined();
+  });
+});

@@ -118,7 +118,9 @@ describe('a recreate that stages the replacement beside the member', () => {
     expect(await reset()).toBe('recreated');
     expect((await kube.getVm(namespace, 'eph-1'))?.metadata.uid).not.toBe(before?.metadata.uid);
     expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
-    expect(await kube.getVm(namespace, stagedNameFor('eph-1'))).toBeUndefined();
+    // KubeVirt's controller drops its finalizer after the recreate answered, so the staged VM may still be going
+    const staged = await kube.getVm(namespace, stagedNameFor('eph-1'));
+    expect(staged === undefined || staged.metadata.deletionTimestamp !== undefined).toBe(true);
   });
 
   it('removes a staged VM a recreate left behind with its pool', async () => {
