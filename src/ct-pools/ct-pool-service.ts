@@ -204,9 +204,7 @@ function viewOf(
   const now = ctx.clock.now();
   return read.members.map(({ member, pod }) => {
     const lease = read.leases.find((candidate) => candidate.metadata.name === leaseNameFor(member));
-    const holder = pod
-      ? shownHolder({ member: pod, lease, now })
-      : lease?.spec.holderIdentity;
+    const holder = pod ? shownHolder({ member: pod, lease, now }) : lease?.spec.holderIdentity;
     return {
       member,
       desktopId: formatDesktopId({ kind: 'ct', namespace, member }),
