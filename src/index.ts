@@ -221,6 +221,7 @@ export {
 export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type {
+  CachedObjects,
   CacheSources,
   NamespaceCaches,
   StartCachesOptions,

@@ -64,16 +64,18 @@ export async function seedClaimedDesktops(
 }
 
 const settlePollMs = 200;
-const settleTimeoutMs = 180_000;
+// KubeVirt's controller and the node's stand-in run a started VM's instance one after another: a large pool takes longer
+const settleTimeoutMs = (vms: number) => 180_000 + 2_000 * vms;
 
 /**
- * Waits until the simulated KubeVirt has caught up with every VM of `namespaces` (each shows Stopped or Running as
+ * Waits until KubeVirt has caught up with every VM of `namespaces` (each shows Stopped or Running as
  * its run strategy asks), so that a measured run does not pay for the tail of the work before it.
  */
 export async function waitForSettledVms(kube: KubeCluster, namespaces: readonly string[]): Promise<void> {
-  const deadline = performance.now() + settleTimeoutMs;
+  let deadline: number | undefined;
   for (;;) {
     const vms = (await Promise.all(namespaces.map((namespace) => kube.listVms(namespace)))).flat();
+    deadline ??= performance.now() + settleTimeoutMs(vms.length);
     const pending = vms.filter(
       (vm) => vm.status?.printableStatus !== (vm.spec.runStrategy === 'Always' ? 'Running' : 'Stopped'),
     );

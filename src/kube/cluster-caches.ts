@@ -18,38 +18,33 @@ export interface WatchFrom {
   signal: AbortSignal;
 }
 
+/** The objects each of a namespace's caches holds, by cache. */
+export interface CachedObjects {
+  leases: LeaseObject;
+  vms: VirtualMachine;
+  vmis: VirtualMachineInstance;
+  configMaps: ConfigMapObject;
+}
+
 /** The adapter's list and watch calls the caches are made of, each counted like every other request. */
 export interface CacheSources {
-  /** Lists a namespace's Leases, with the list's resourceVersion; `keep` cuts each down as its page arrives. */
-  listLeasesToWatch(
+  /**
+   * Lists what `cache` holds in a namespace (by label selector), with the list's resourceVersion, where its watch
+   * starts; `keep` cuts each object down as its page arrives.
+   */
+  listToCache<C extends keyof CachedObjects>(
+    cache: C,
     namespace: string,
-    keep?: (lease: LeaseObject) => LeaseObject,
-  ): Promise<ListedObjects<LeaseObject>>;
-  /** Watches a namespace's Leases; resolves once the watch is open. */
-  watchLeases(namespace: string, from: WatchFrom): Promise<OpenWatch>;
-  /** Lists a namespace's VMs by label selector, with the list's resourceVersion; `keep` as for Leases. */
-  listVmsToWatch(
+    labelSelector: string | undefined,
+    keep?: (object: CachedObjects[C]) => CachedObjects[C],
+  ): Promise<ListedObjects<CachedObjects[C]>>;
+  /** Watches what `cache` holds in a namespace (by label selector); resolves once the watch is open. */
+  watchToCache(
+    cache: keyof CachedObjects,
     namespace: string,
-    labelSelector: string,
-    keep?: (vm: VirtualMachine) => VirtualMachine,
-  ): Promise<ListedObjects<VirtualMachine>>;
-  /** Watches a namespace's VMs by label selector; resolves once the watch is open. */
-  watchVms(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
-  /** Lists a namespace's VMIs, with the list's resourceVersion; `keep` as for Leases. */
-  listVmisToWatch(
-    namespace: string,
-    keep?: (vmi: VirtualMachineInstance) => VirtualMachineInstance,
-  ): Promise<ListedObjects<VirtualMachineInstance>>;
-  /** Watches a namespace's VMIs; resolves once the watch is open. */
-  watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch>;
-  /** Lists a namespace's ConfigMaps by label selector, with the list's resourceVersion; `keep` as for Leases. */
-  listConfigMapsToWatch(
-    namespace: string,
-    labelSelector: string,
-    keep?: (configMap: ConfigMapObject) => ConfigMapObject,
-  ): Promise<ListedObjects<ConfigMapObject>>;
-  /** Watches a namespace's ConfigMaps by label selector; resolves once the watch is open. */
-  watchConfigMaps(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch>;
+    labelSelector: string | undefined,
+    from: WatchFrom,
+  ): Promise<OpenWatch>;
 }
 
 /**
@@ -134,43 +129,25 @@ export function startNamespaceCaches(
       sleep: options.sleep ?? realSleep,
       onFailure: (error) => options.onFailure?.(error, source.describe),
     });
-  const from = (resourceVersion: string, onEvent: WatchFrom['onEvent'], signal: AbortSignal) => ({
-    resourceVersion,
-    onEvent,
-    signal,
+  const source = <C extends keyof CachedObjects>(
+    cache: C,
+    describe: string,
+    labelSelector: string | undefined,
+    transform: (object: CachedObjects[C]) => CachedObjects[C],
+  ): WatchCacheSource<CachedObjects[C]> => ({
+    describe,
+    labelSelector,
+    transform,
+    list: () => listing(() => sources.listToCache(cache, namespace, labelSelector, transform)),
+    watch: (resourceVersion, onEvent, signal) =>
+      sources.watchToCache(cache, namespace, labelSelector, { resourceVersion, onEvent, signal }),
   });
   return {
     // every Lease, not the claims alone: a claim waits for its claimant Lease's own event here (see claims.md)
-    leases: cacheOf<LeaseObject>({
-      describe: `Leases in ${namespace}`,
-      labelSelector: undefined,
-      transform: storedLease,
-      list: () => listing(() => sources.listLeasesToWatch(namespace, storedLease)),
-      watch: (version, onEvent, signal) => sources.watchLeases(namespace, from(version, onEvent, signal)),
-    }),
-    vms: cacheOf<VirtualMachine>({
-      describe: `pool VirtualMachines in ${namespace}`,
-      labelSelector: poolLabel,
-      transform: storedVm,
-      list: () => listing(() => sources.listVmsToWatch(namespace, poolLabel, storedVm)),
-      watch: (version, onEvent, signal) =>
-        sources.watchVms(namespace, poolLabel, from(version, onEvent, signal)),
-    }),
-    vmis: cacheOf<VirtualMachineInstance>({
-      describe: `VirtualMachineInstances in ${namespace}`,
-      labelSelector: undefined,
-      transform: storedVmi,
-      list: () => listing(() => sources.listVmisToWatch(namespace, storedVmi)),
-      watch: (version, onEvent, signal) => sources.watchVmis(namespace, from(version, onEvent, signal)),
-    }),
+    leases: cacheOf(source('leases', `Leases in ${namespace}`, undefined, storedLease)),
+    vms: cacheOf(source('vms', `pool VirtualMachines in ${namespace}`, poolLabel, storedVm)),
+    vmis: cacheOf(source('vmis', `VirtualMachineInstances in ${namespace}`, undefined, storedVmi)),
     // the broker's loops find the pools they keep here: a container pool's spec, a pool's settings
-    configMaps: cacheOf<ConfigMapObject>({
-      describe: `pool ConfigMaps in ${namespace}`,
-      labelSelector: poolLabel,
-      transform: storedConfigMap,
-      list: () => listing(() => sources.listConfigMapsToWatch(namespace, poolLabel, storedConfigMap)),
-      watch: (version, onEvent, signal) =>
-        sources.watchConfigMaps(namespace, poolLabel, from(version, onEvent, signal)),
-    }),
+    configMaps: cacheOf(source('configMaps', `pool ConfigMaps in ${namespace}`, poolLabel, storedConfigMap)),
   };
 }

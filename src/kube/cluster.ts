@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { WebSocket } from 'ws';
-import type { ConfigMapObject, LeaseObject, PodObject } from '../kube-objects.js';
+import type { LeaseObject, PodObject } from '../kube-objects.js';
 import type {
   PermittedHostDevices,
   VirtualMachine,
@@ -9,6 +9,7 @@ import type {
 } from '../kubevirt-types.js';
 import { ApiDiscovery, readServedVersions } from './api-discovery.js';
 import {
+  type CachedObjects,
   type CacheSources,
   cacheListsAtOnce,
   createSlots,
@@ -66,6 +67,9 @@ export type PowerChange = 'changed' | 'already';
 
 // a watch silent this long past its timeout lost its connection without a reset
 const watchSilentMs = (watchTimeoutSeconds + 30) * 1000;
+
+// what each of a namespace's caches lists and watches
+const cachedKinds = { leases: leaseKind, vms: vmKind, vmis: vmiKind, configMaps: configMapKind };
 
 /**
  * The thin Kubernetes adapter: every apiserver call the SDK makes goes through here, retried when transient,
@@ -231,58 +235,24 @@ export class KubeCluster implements CacheSources {
     this.caches.clear();
   }
 
-  /** Lists a namespace's Leases with the list's resourceVersion, where a watch of them starts. */
-  listLeasesToWatch(
+  listToCache<C extends keyof CachedObjects>(
+    cache: C,
     namespace: string,
-    keep?: (lease: LeaseObject) => LeaseObject,
-  ): Promise<ListedObjects<LeaseObject>> {
-    return this.resource(leaseKind).in(namespace).listToWatch(undefined, keep);
+    labelSelector: string | undefined,
+    keep?: (object: CachedObjects[C]) => CachedObjects[C],
+  ): Promise<ListedObjects<CachedObjects[C]>> {
+    const kind = cachedKinds[cache] as unknown as ResourceKind<CachedObjects[C]>;
+    return this.resource(kind).in(namespace).listToWatch(labelSelector, keep);
   }
 
-  /** Watches a namespace's Leases; resolves once the watch is open, with its end. */
-  watchLeases(namespace: string, from: WatchFrom): Promise<OpenWatch> {
-    return this.resource(leaseKind).in(namespace).watch(undefined, from);
-  }
-
-  /** Lists a namespace's VMs by label selector with the list's resourceVersion, where a watch of them starts. */
-  listVmsToWatch(
+  watchToCache(
+    cache: keyof CachedObjects,
     namespace: string,
-    labelSelector: string,
-    keep?: (vm: VirtualMachine) => VirtualMachine,
-  ): Promise<ListedObjects<VirtualMachine>> {
-    return this.resource(vmKind).in(namespace).listToWatch(labelSelector, keep);
-  }
-
-  /** Watches a namespace's VMs by label selector; resolves once the watch is open, with its end. */
-  watchVms(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch> {
-    return this.resource(vmKind).in(namespace).watch(labelSelector, from);
-  }
-
-  /** Lists a namespace's VMIs with the list's resourceVersion, where a watch of them starts. */
-  listVmisToWatch(
-    namespace: string,
-    keep?: (vmi: VirtualMachineInstance) => VirtualMachineInstance,
-  ): Promise<ListedObjects<VirtualMachineInstance>> {
-    return this.resource(vmiKind).in(namespace).listToWatch(undefined, keep);
-  }
-
-  /** Watches a namespace's VMIs; resolves once the watch is open, with its end. */
-  watchVmis(namespace: string, from: WatchFrom): Promise<OpenWatch> {
-    return this.resource(vmiKind).in(namespace).watch(undefined, from);
-  }
-
-  /** Lists a namespace's ConfigMaps by label selector with the list's resourceVersion, where a watch starts. */
-  listConfigMapsToWatch(
-    namespace: string,
-    labelSelector: string,
-    keep?: (configMap: ConfigMapObject) => ConfigMapObject,
-  ): Promise<ListedObjects<ConfigMapObject>> {
-    return this.resource(configMapKind).in(namespace).listToWatch(labelSelector, keep);
-  }
-
-  /** Watches a namespace's ConfigMaps by label selector; resolves once the watch is open, with its end. */
-  watchConfigMaps(namespace: string, labelSelector: string, from: WatchFrom): Promise<OpenWatch> {
-    return this.resource(configMapKind).in(namespace).watch(labelSelector, from);
+    labelSelector: string | undefined,
+    from: WatchFrom,
+  ): Promise<OpenWatch> {
+    const kind = cachedKinds[cache] as ResourceKind<CachedObjects[typeof cache]>;
+    return this.resource(kind).in(namespace).watch(labelSelector, from);
   }
 
   // Leases: the claim primitive

@@ -3,7 +3,7 @@ import { claimDesktop } from '../../../src/claims/claim-desktop.js';
 import { membersBeingTaken, poolIndexOf, readPool } from '../../../src/claims/pool-reads.js';
 import type { VdiContext } from '../../../src/context.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
-import type { WatchFrom } from '../../../src/kube/cluster-caches.js';
+import type { CachedObjects, WatchFrom } from '../../../src/kube/cluster-caches.js';
 import type { WatchEvent } from '../../../src/kube/watch-stream.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createNamespaceClock, setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
@@ -30,16 +30,19 @@ class HeldWatchCluster extends KubeCluster {
     };
   }
 
-  override watchLeases(namespace: string, from: WatchFrom) {
-    return super.watchLeases(namespace, this.hold(from));
-  }
-
-  override watchVms(namespace: string, labelSelector: string, from: WatchFrom) {
-    return super.watchVms(namespace, labelSelector, this.hold(from));
-  }
-
-  override watchVmis(namespace: string, from: WatchFrom) {
-    return super.watchVmis(namespace, this.hold(from));
+  override watchToCache(
+    cache: keyof CachedObjects,
+    namespace: string,
+    labelSelector: string | undefined,
+    from: WatchFrom,
+  ) {
+    // the pools' ConfigMaps go on: the claims under test read Leases, VMs and VMIs
+    return super.watchToCache(
+      cache,
+      namespace,
+      labelSelector,
+      cache === 'configMaps' ? from : this.hold(from),
+    );
   }
 
   /** Delivers what was held, in order, and lets the watches through again. */

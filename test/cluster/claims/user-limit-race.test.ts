@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isVdiError } from '../../../src/errors.js';
 import { leaseMemberLabel } from '../../../src/keys.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { leaseKind } from '../../../src/kube/resource-kinds.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
@@ -52,7 +53,7 @@ function watchHeld(kube: KubeCluster, namespace: string, resourceVersion: string
   };
   const watchOn = async (): Promise<void> => {
     watches += 1;
-    const { ended } = await kube.watchLeases(namespace, {
+    const { ended } = await kube.resource(leaseKind).in(namespace).watch(undefined, {
       resourceVersion: lastVersion,
       onEvent,
       signal: abort.signal,
@@ -95,7 +96,7 @@ describe('a per-user limit under racing claims', () => {
     for (const replica of replicas) replica.startCaches([namespace]);
     await Promise.all(replicas.map((replica) => replica.waitForCacheSync()));
     const watcherKube = new KubeCluster(cluster().kubeConfig);
-    const { resourceVersion } = await watcherKube.listLeasesToWatch(namespace);
+    const { resourceVersion } = await watcherKube.resource(leaseKind).in(namespace).listToWatch();
     const watcher = watchHeld(watcherKube, namespace, resourceVersion);
     await watcher.opened;
 

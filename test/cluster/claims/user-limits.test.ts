@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { claimantLeaseName, claimantStaleMs } from '../../../src/claims/claimant-lock.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
+import { leaseKind } from '../../../src/kube/resource-kinds.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import { setPoolSettings } from '../../../src/pools/set-pool-settings.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
@@ -39,20 +40,23 @@ async function leaseNames(vdi: Vdi, namespace: string): Promise<string[]> {
  */
 async function leaseEventsDuring(namespace: string, run: () => Promise<unknown>): Promise<string[]> {
   const kube = new KubeCluster(cluster().kubeConfig);
-  const { resourceVersion } = await kube.listLeasesToWatch(namespace);
+  const { resourceVersion } = await kube.resource(leaseKind).in(namespace).listToWatch();
   const events: string[] = [];
   const abort = new AbortController();
   const marker = `watch-marker-${Date.now()}`;
   let markerSeen = false;
-  await kube.watchLeases(namespace, {
-    resourceVersion,
-    signal: abort.signal,
-    onEvent: ({ type, object }) => {
-      const name = (object as LeaseObject).metadata?.name ?? '';
-      if (name === marker) markerSeen = true;
-      else if (type !== 'BOOKMARK' && !markerSeen) events.push(`${type} ${name}`);
-    },
-  });
+  await kube
+    .resource(leaseKind)
+    .in(namespace)
+    .watch(undefined, {
+      resourceVersion,
+      signal: abort.signal,
+      onEvent: ({ type, object }) => {
+        const name = (object as LeaseObject).metadata?.name ?? '';
+        if (name === marker) markerSeen = true;
+        else if (type !== 'BOOKMARK' && !markerSeen) events.push(`${type} ${name}`);
+      },
+    });
   try {
     await run();
     await kube.createLease(namespace, { metadata: { name: marker, namespace }, spec: {} });

@@ -364,41 +364,14 @@ describe('the watch caches of a namespace', () => {
     const listed: Promise<unknown>[] = [];
     const watched: string[] = [];
     const sources: CacheSources = {
-      listLeasesToWatch: (ns) => {
-        const list = listHeld.then(() => kube.listLeasesToWatch(ns));
+      listToCache: (cache, ns, selector) => {
+        const list = listHeld.then(() => kube.listToCache(cache, ns, selector));
         listed.push(list);
         return list;
       },
-      watchLeases: (ns, from) => {
-        watched.push('leases');
-        return kube.watchLeases(ns, from);
-      },
-      listVmsToWatch: (ns, selector) => {
-        const list = listHeld.then(() => kube.listVmsToWatch(ns, selector));
-        listed.push(list);
-        return list;
-      },
-      watchVms: (ns, selector, from) => {
-        watched.push('vms');
-        return kube.watchVms(ns, selector, from);
-      },
-      listVmisToWatch: (ns) => {
-        const list = listHeld.then(() => kube.listVmisToWatch(ns));
-        listed.push(list);
-        return list;
-      },
-      watchVmis: (ns, from) => {
-        watched.push('vmis');
-        return kube.watchVmis(ns, from);
-      },
-      listConfigMapsToWatch: (ns, selector) => {
-        const list = listHeld.then(() => kube.listConfigMapsToWatch(ns, selector));
-        listed.push(list);
-        return list;
-      },
-      watchConfigMaps: (ns, selector, from) => {
-        watched.push('configMaps');
-        return kube.watchConfigMaps(ns, selector, from);
+      watchToCache: (cache, ns, selector, from) => {
+        watched.push(cache);
+        return kube.watchToCache(cache, ns, selector, from);
       },
     };
     const caches = startNamespaceCaches(sources, namespace, { clock: createTestClock() });
