@@ -168,8 +168,13 @@ export async function finishClaim(
     }
     if (outcome.kind === 'failed') startError = failureReason(outcome.error);
   }
-  // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
-  const view = describeDesktop(member, lease);
+  // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error. The
+  // member shows the claim's session now (it was presented), whatever the facts read before said.
+  const session = lease.metadata.annotations?.[sessionIdAnnotation];
+  const view = describeDesktop(
+    { ...member, presentation: { ...member.presentation, sessionId: session } },
+    lease,
+  );
   return {
     ...view,
     owner: identity,
