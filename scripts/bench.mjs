@@ -1,4 +1,4 @@
-// `npm run bench`: the claim path, warm spares, broker replicas, console input and the console relays; `npm run bench -- --scale`: the
+// `npm run bench`: the claim path, warm spares, a logon storm, broker replicas, console input and the console relays; `npm run bench -- --scale`: the
 // scale segment alone (bench/scale.bench.ts), which makes 30,000 VMs and loads a two-core machine for minutes.
 // Every other argument goes to vitest.
 import { spawnSync } from 'node:child_process';
@@ -9,6 +9,7 @@ const files = args.includes('--scale')
   : [
       'bench/claim-path.bench.ts',
       'bench/warm-spares.bench.ts',
+      'bench/logon-storm.bench.ts',
       'bench/replicas.bench.ts',
       'bench/console-input.bench.ts',
       'bench/console-relay.bench.ts',

@@ -77,6 +77,16 @@ export interface PoolKind {
    * @throws `VdiError` `POOL_NOT_FOUND` when the namespace has no such pool of the kind.
    */
   readPoolFacts(ctx: VdiContext, namespace: string, pool: string): Promise<PoolFacts>;
+  /**
+   * What {@link PoolKind.readPoolFacts} reads, for every pool of the namespace whose settings carry a schedule or a
+   * roll-out, by pool name: one list of each kind of object for the namespace, whatever the number of pools, and
+   * none beyond the settings when no pool has either. With `cached`, from this process's synced watch caches.
+   */
+  readPlannedPoolFacts(
+    ctx: VdiContext,
+    namespace: string,
+    options?: { cached?: boolean },
+  ): Promise<Map<string, PoolFacts>>;
 }
 
 /** What {@link PoolKind.readPoolFacts} reads of one pool. @category backends */

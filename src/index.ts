@@ -328,6 +328,8 @@ export {
   reclaimActionOf,
   reclaimActions,
 } from './pool-settings.js';
+export type { PoolPlans, PoolPlansFacts } from './pool-status/describe-pool-plans.js';
+export { describePoolPlans } from './pool-status/describe-pool-plans.js';
 export type {
   PoolStatus,
   PoolStatusInput,
@@ -335,6 +337,8 @@ export type {
   SessionState,
 } from './pool-status/pool-status.js';
 export { describePoolStatus } from './pool-status/pool-status.js';
+export type { PlannedPool } from './pool-status/read-pool-plans.js';
+export { readPoolPlans } from './pool-status/read-pool-plans.js';
 export type { PoolStatusOptions } from './pool-status/read-pool-status.js';
 export { readPoolStatus } from './pool-status/read-pool-status.js';
 export type { PoolCreatePlan } from './pools/plan-pool-create.js';

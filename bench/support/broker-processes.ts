@@ -21,12 +21,14 @@ export interface BrokerProcess {
 
 /**
  * Starts `broker serve --leader-elect --metrics` on `namespace`, trusting the login header `X-Forwarded-User`,
- * with the election flags `electionArgs`; resolves once it has printed its address and its identity.
+ * with the election flags `electionArgs` and Node's flags `nodeArgs`; resolves once it has printed its address and
+ * its identity.
  */
 export async function startBrokerProcess(
   kubeconfigPath: string,
   namespace: string,
   electionArgs: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
 ): Promise<BrokerProcess> {
   const env: NodeJS.ProcessEnv = { ...process.env, CORRAL_VDI_BROKER: '1' };
   for (const name of scrubbed) delete env[name];
@@ -34,6 +36,7 @@ export async function startBrokerProcess(
   const child = spawn(
     process.execPath,
     [
+      ...nodeArgs,
       cliPath,
       'broker',
       ...args,

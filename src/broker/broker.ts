@@ -7,7 +7,7 @@ import { createLeaderElector, type LeaderElector } from '../leader/leader-electo
 import { type BrokerMetrics, createBrokerMetrics } from '../metrics/broker-metrics.js';
 import { readPoolCounts } from '../metrics/read-pool-counts.js';
 import { formatDuration } from '../parse-duration.js';
-import { readRolloutCounts } from '../rollouts/read-rollout-counts.js';
+import { readPoolPlans } from '../pool-status/read-pool-plans.js';
 import { defaultReclaimPolicy } from '../sessions/plan-reclaim.js';
 import {
   type ConsoleHandle,
@@ -183,7 +183,7 @@ export function createBroker(options: BrokerOptions): Broker {
   const metrics = createBrokerMetrics({
     ctx,
     readPools: () => readPoolCounts(ctx, namespaces),
-    readRollouts: () => readRolloutCounts(ctx, namespaces),
+    readPlans: () => readPoolPlans(ctx, namespaces, { cached: true }),
     readConsoles: () => consoles.list(),
     log,
   });

@@ -9,9 +9,12 @@ import type { DesktopKind } from '../desktop-backend.js';
 import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { shortHash } from '../hash.js';
+import { formatPoolId } from '../ids.js';
 import { sessionIdAnnotation } from '../keys.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
+import type { PoolPlans } from '../pool-status/describe-pool-plans.js';
+import { readPoolPlans } from '../pool-status/read-pool-plans.js';
 import { listPools } from '../pools/pool-service.js';
 import { consoleEndFor } from '../sessions/console-tracker.js';
 import type { SessionEngine } from '../sessions/session-engine.js';
@@ -23,7 +26,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { mintRdpToken, resolveRdpTarget } from './rdp-access.js';
 import { Accepted } from './route-declaration.js';
 import type { RouteName, routes } from './routes.js';
-import type { ClaimedDesktopBody, WaiterBody } from './schemas.js';
+import type { ClaimedDesktopBody, PoolBody, WaiterBody } from './schemas.js';
 import type { TaskRegistry } from './tasks.js';
 import { type WaiterRegistry, type WaiterTarget, waiterIdOf } from './waiters.js';
 
@@ -102,8 +105,45 @@ async function checkStillEntitled(ctx: Vdi['context'], caller: Caller, desktop: 
   });
 }
 
+/** A pool's schedule and roll-out as its answer shows them. */
+function describePlans(plans: PoolPlans | undefined): Pick<PoolBody, 'schedule' | 'rollOut'> {
+  const schedule = plans?.schedule;
+  const rollOut = plans?.rollOut;
+  return {
+    schedule: schedule
+      ? {
+          timeZone: schedule.timeZone,
+          period: schedule.period,
+          warmingFor: schedule.warmingFor,
+          nextChange: schedule.nextChange,
+          targets: schedule.targets,
+          scaleToZero: schedule.scaleToZero,
+          plainSize: schedule.plainSize,
+          // the keeper's error text stays in the operator's views: it may name cluster objects
+          failing: schedule.failure && {
+            attempts: schedule.failure.attempts,
+            retryAt: schedule.failure.retryAt,
+          },
+        }
+      : null,
+    rollOut: rollOut
+      ? {
+          to: rollOut.to,
+          onTarget: rollOut.onTarget,
+          total: rollOut.total,
+          maxUnavailable: rollOut.maxUnavailable,
+          paused: rollOut.paused,
+          deadline: rollOut.deadline,
+          finishedAt: rollOut.finishedAt,
+          rebuilding: rollOut.rebuilding.length,
+          waiting: rollOut.claimed.length,
+        }
+      : null,
+  };
+}
+
 // a member is free while nobody holds it and its Pod exists (one being made again is not handed out)
-function describeCtPool(pool: CtPoolView) {
+function describeCtPool(pool: CtPoolView, plans: PoolPlans | undefined) {
   const claimed = pool.members.filter((member) => member.owner !== undefined).length;
   const free = pool.members.filter((member) => member.owner === undefined && member.power !== 'absent');
   return {
@@ -114,6 +154,7 @@ function describeCtPool(pool: CtPoolView) {
     members: pool.members.length,
     claimed,
     free: free.length,
+    ...describePlans(plans),
   };
 }
 
@@ -180,10 +221,16 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
 
   return {
     async listPools({ caller }) {
-      const [vmPools, ctPools] = await Promise.all([
+      const [vmPools, ctPools, planned] = await Promise.all([
         listPools(ctx, { namespaces: [...namespaces] }),
         Promise.all(namespaces.map((namespace) => vdi.listCtPools({ namespace }))),
+        Promise.all(
+          namespaces.map((namespace) =>
+            readPoolPlans(ctx, [namespace], { cached: ctx.cluster.isCaching(namespace) }),
+          ),
+        ),
       ]);
+      const plansOf = new Map(planned.flat().map((plans) => [formatPoolId(plans), plans]));
       return {
         pools: [
           ...vmPools
@@ -196,11 +243,12 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
               members: pool.counts.members,
               claimed: pool.counts.claimed,
               free: pool.counts.free,
+              ...describePlans(plansOf.get(pool.id)),
             })),
           ...ctPools
             .flat()
             .filter((pool) => mayUse(caller, { poolId: pool.id, ...pool.spec }))
-            .map(describeCtPool),
+            .map((pool) => describeCtPool(pool, plansOf.get(pool.id))),
         ],
       };
     },

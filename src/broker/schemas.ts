@@ -21,6 +21,56 @@ export const errorBodySchema = z
   })
   .register(componentRegistry, { id: 'Error', description: 'An error answer.' });
 
+/** Where a pool's schedule stands, in a pool answer. @category broker */
+export const poolScheduleSchema = z
+  .object({
+    timeZone: z.string(),
+    period: z.nullable(z.string()).register(z.globalRegistry, {
+      description:
+        'The period in force; `null` outside every period, where the plain size and `minReady` hold.',
+    }),
+    warmingFor: z.nullable(z.string()).register(z.globalRegistry, {
+      description: 'A period starting within the lead time that the pool is warmed ahead for now.',
+    }),
+    nextChange: z.nullable(
+      z.object({ at: timestamp('When the period changes next.'), period: z.nullable(z.string()) }),
+    ),
+    targets: z.object({
+      size: z.int().check(z.gte(0)),
+      freeRunning: z.int().check(z.gte(0)),
+    }),
+    scaleToZero: z.boolean().register(z.globalRegistry, {
+      description: 'Whether the period in force lets the free running members go down to none.',
+    }),
+    plainSize: z.int().check(z.gte(0)),
+    failing: z.nullable(
+      z.object({
+        attempts: z.int().check(z.gte(1)),
+        retryAt: timestamp('When the keeper tries the pool again.'),
+      }),
+    ),
+  })
+  .register(componentRegistry, { id: 'PoolSchedule', description: "Where a pool's schedule stands." });
+
+/** Where a pool's roll-out to a new golden VM stands, in a pool answer. @category broker */
+export const poolRolloutSchema = z
+  .object({
+    to: z.string().register(z.globalRegistry, { description: 'The golden VM the pool moves to.' }),
+    onTarget: z.int().check(z.gte(0)),
+    total: z.int().check(z.gte(0)),
+    maxUnavailable: z.int().check(z.gte(1)),
+    paused: z.boolean(),
+    deadline: nullableTimestamp(
+      'When claimed members not yet rebuilt are reclaimed; `null` to wait for releases.',
+    ),
+    finishedAt: nullableTimestamp('When every member was on `to`; `null` while under way.'),
+    rebuilding: z.int().check(z.gte(0)),
+    waiting: z.int().check(z.gte(0)).register(z.globalRegistry, {
+      description: 'Claimed members on an older golden VM, waiting for their release or the deadline.',
+    }),
+  })
+  .register(componentRegistry, { id: 'PoolRollout', description: "Where a pool's roll-out stands." });
+
 /** A pool the broker serves, with its counts. @category broker */
 export const poolSchema = z
   .object({
@@ -36,8 +86,15 @@ export const poolSchema = z
       description: 'Members someone holds, including assignments from before Leases.',
     }),
     free: z.int().check(z.gte(0)),
+    schedule: z.nullable(poolScheduleSchema).register(z.globalRegistry, {
+      description: 'Where its schedule stands; `null` for a pool without one.',
+    }),
+    rollOut: z.nullable(poolRolloutSchema).register(z.globalRegistry, {
+      description:
+        'Where its latest roll-out stands (kept once finished); `null` for a pool that has had none.',
+    }),
   })
-  .register(componentRegistry, { id: 'Pool', description: 'A pool of VM desktops.' });
+  .register(componentRegistry, { id: 'Pool', description: 'A pool of desktops.' });
 
 /** The answer of `GET /api/vdi/pools`. @category broker */
 export const poolListSchema = z

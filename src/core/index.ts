@@ -195,6 +195,8 @@ export {
   reclaimActionOf,
   reclaimActions,
 } from '../pool-settings.js';
+export type { PoolPlans, PoolPlansFacts } from '../pool-status/describe-pool-plans.js';
+export { describePoolPlans } from '../pool-status/describe-pool-plans.js';
 export type {
   PoolStatus,
   PoolStatusInput,

@@ -39,6 +39,9 @@ export const ctPoolKind: PoolKind = {
     return sizes;
   },
 
+  // a container pool's spec carries neither a schedule nor a roll-out (docs/ct-pools.md)
+  readPlannedPoolFacts: async () => new Map(),
+
   async readPoolFacts(ctx, namespace, pool) {
     const stored = await requireCtPool(ctx, namespace, pool);
     const [members, leases] = await Promise.all([

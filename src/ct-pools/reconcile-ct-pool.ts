@@ -116,6 +116,22 @@ async function admit(
   });
 }
 
+/** The plan of a pass over the members as read, for the spec. */
+function planPass(
+  ctx: VdiContext,
+  spec: CtPoolSpec,
+  read: Awaited<ReturnType<typeof readMembers>>,
+): CtReconcilePlan {
+  return planCtReconcile({
+    pool: spec.name,
+    size: spec.size,
+    image: spec.image,
+    home: spec.home !== undefined,
+    ...read,
+    now: ctx.clock.now(),
+  });
+}
+
 /**
  * One reconcile pass of a container pool: reads its spec and members, asks {@link planCtReconcile}, admits the
  * new Pods' extended resources, and carries the plan out. Removals go first, then each new member's home claim,
@@ -143,14 +159,7 @@ export async function reconcileCtPool(
   const stored = await requireCtPool(ctx, namespace, options.name);
   const { spec } = stored;
   const read = await readMembers(ctx, namespace, spec.name, { quiet: false });
-  const plan = planCtReconcile({
-    pool: spec.name,
-    size: spec.size,
-    image: spec.image,
-    home: spec.home !== undefined,
-    ...read,
-    now: ctx.clock.now(),
-  });
+  const plan = planPass(ctx, spec, read);
   const capacity = await admit(ctx, stored, namespace, plan.newPods);
   const result: ReconcileCtPoolResult = {
     id: formatPoolId({ kind: 'ct', namespace, pool: spec.name }),
@@ -187,14 +196,7 @@ async function passWithNothingToDo(
     return undefined;
   }
   const read = await readMembers(ctx, namespace, spec.name, { quiet: true });
-  const plan = planCtReconcile({
-    pool: spec.name,
-    size: spec.size,
-    image: spec.image,
-    home: spec.home !== undefined,
-    ...read,
-    now: ctx.clock.now(),
-  });
+  const plan = planPass(ctx, spec, read);
   if (!plan.steps.every((step) => step.kind === 'skip')) return undefined;
   return {
     id: formatPoolId({ kind: 'ct', namespace, pool: spec.name }),

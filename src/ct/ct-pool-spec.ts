@@ -239,6 +239,23 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
   };
 }
 
+// what VM pools take and container pools do not, refused as such rather than as a typo
+const vmPoolFields: Readonly<Record<string, string>> = {
+  schedule: 'a schedule',
+  maxUnavailable: 'a roll-out',
+};
+
+function refuseVmPoolFields(input: unknown): void {
+  if (typeof input !== 'object' || input === null) return;
+  const field = Object.keys(input).find((key) => Object.hasOwn(vmPoolFields, key));
+  if (field === undefined) return;
+  throw new VdiError(
+    'UNSUPPORTED_BACKEND',
+    `The container pool spec has "${field}", but only VM pools take ${vmPoolFields[field]}; see docs/ct-pools.md#schedules-and-roll-outs for what a container pool does instead. Nothing was written.`,
+    { details: { field, kind: 'ct', feature: vmPoolFields[field] } },
+  );
+}
+
 /**
  * Checks a container pool's definition and fills in its defaults. Pure: nothing is read or written.
  *
@@ -247,10 +264,12 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
  * const spec = parseCtPoolSpec({ name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 3 });
  * spec.shell; // '/bin/sh'
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead.
+ * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead;
+ *   `UNSUPPORTED_BACKEND` for a field only VM pools take (`schedule`, `maxUnavailable`).
  * @category ct-pools
  */
 export function parseCtPoolSpec(input: unknown, options: ParseCtPoolSpecOptions = {}): CtPoolSpec {
+  refuseVmPoolFields(input);
   const parsed = schemaFor(options).safeParse(input);
   if (parsed.success) return parsed.data as CtPoolSpec;
   const refused = parsed.error.issues.flatMap((issue) =>

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { VdiContext } from '../context.js';
 import { isVdiError } from '../errors.js';
 import type { VdiEvents } from '../events.js';
+import type { PlannedPool } from '../pool-status/read-pool-plans.js';
 import type { PoolMemberCounts } from './count-pool-members.js';
 
 /** Why a release ran: its holder asked, or an admin released someone else's desktop. @category metrics */
@@ -33,25 +34,13 @@ export interface BrokerMetrics {
   detach(): void;
 }
 
-/** Where one pool's roll-out under way stands, as the broker's metrics report it. @category metrics */
-export interface RolloutCounts {
-  namespace: string;
-  pool: string;
-  /** The golden VM the pool moves to. */
-  to: string;
-  onTarget: number;
-  total: number;
-  rebuilding: number;
-  /** Claimed members on an older golden VM, waiting for their release or the deadline. */
-  waiting: number;
-}
 /** What {@link createBrokerMetrics} reads from: the SDK's context and the broker's own views. @category metrics */
 export interface BrokerMetricsOptions {
   ctx: VdiContext;
   /** The pools' member counts, read once per scrape. */
   readPools(): Promise<PoolMemberCounts[]>;
-  /** The roll-outs under way, read once per scrape. @defaultValue none */
-  readRollouts?: () => Promise<RolloutCounts[]>;
+  /** The pools' schedules and roll-outs, read once per scrape. @defaultValue none */
+  readPlans?: () => Promise<PlannedPool[]>;
   /** The console websockets open through this broker now. */
   readConsoles(): ReadonlyArray<{ protocol: string }>;
   /** Where a failed pool read is reported. */
@@ -82,7 +71,7 @@ const outcomeOf = (error: unknown) => (isVdiError(error) ? error.code : 'INTERNA
  */
 export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetrics {
   const { ctx, readPools, readConsoles, log } = options;
-  const readRollouts = options.readRollouts ?? (async () => []);
+  const readPlans = options.readPlans ?? (async () => []);
   const registry = new Registry();
   const registers = [registry];
   const poolLabels = ['kind', 'namespace', 'pool'] as const;
@@ -98,13 +87,64 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
     running: poolGauge('running', 'Members running.'),
     failed: poolGauge('failed', 'Members whose backend reports a failure.'),
   };
-  const rolloutLabels = ['namespace', 'pool', 'to', 'state'] as const;
   const rollouts = new Gauge({
     name: `${prefix}pool_rollout_members`,
     help: 'Members of a pool with a roll-out under way: on the new golden VM (on-target), all of them (total), being rebuilt (rebuilding), claimed ones waiting for their release or the deadline (waiting).',
-    labelNames: rolloutLabels,
+    labelNames: ['kind', 'namespace', 'pool', 'to', 'state'] as const,
     registers,
   });
+  const rolloutsPaused = new Gauge({
+    name: `${prefix}pool_rollout_paused`,
+    help: 'Whether a roll-out under way is paused (1) or going on (0).',
+    labelNames: ['kind', 'namespace', 'pool', 'to'] as const,
+    registers,
+  });
+  const schedulePeriod = new Gauge({
+    name: `${prefix}pool_schedule_period`,
+    help: 'Always 1, for each scheduled pool: the period in force (empty outside every period) and the one the pool is warmed ahead for (empty when none).',
+    labelNames: ['kind', 'namespace', 'pool', 'period', 'warming_for'] as const,
+    registers,
+  });
+  const scheduleTargets = new Gauge({
+    name: `${prefix}pool_schedule_target_members`,
+    help: "What a scheduled pool's keeper aims at now: its size (size) and its free running members (free-running).",
+    labelNames: ['kind', 'namespace', 'pool', 'target'] as const,
+    registers,
+  });
+  const scheduleToZero = new Gauge({
+    name: `${prefix}pool_schedule_scale_to_zero`,
+    help: 'Whether the period in force lets the free running members go down to none (1) or keeps one at least (0).',
+    labelNames: ['kind', 'namespace', 'pool'] as const,
+    registers,
+  });
+  const scheduleNextChange = new Gauge({
+    name: `${prefix}pool_schedule_next_change_timestamp_seconds`,
+    help: "When a scheduled pool's period next changes, in seconds since the epoch.",
+    labelNames: ['kind', 'namespace', 'pool'] as const,
+    registers,
+  });
+  const scheduleUnderway = new Gauge({
+    name: `${prefix}pool_schedule_underway_members`,
+    help: "Members a scheduled pool's keeper is moving toward its targets: to clone (cloning), starting, stopping, being removed (removing), waiting to settle before a scale-down (settling).",
+    labelNames: ['kind', 'namespace', 'pool', 'state'] as const,
+    registers,
+  });
+  const scheduleFailures = new Gauge({
+    name: `${prefix}pool_schedule_failures`,
+    help: "A scheduled pool's keeper passes that failed in a row; 0 once one succeeds.",
+    labelNames: ['kind', 'namespace', 'pool'] as const,
+    registers,
+  });
+  const planGauges = [
+    rollouts,
+    rolloutsPaused,
+    schedulePeriod,
+    scheduleTargets,
+    scheduleToZero,
+    scheduleNextChange,
+    scheduleUnderway,
+    scheduleFailures,
+  ];
   const rebuilds = new Counter({
     name: `${prefix}rollout_rebuilds_total`,
     help: 'Members this replica rebuilt for a roll-out, by result (rebuilt or failed).',
@@ -113,7 +153,7 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
   });
   const poolReadFailures = new Counter({
     name: `${prefix}pool_read_failures_total`,
-    help: 'Scrapes whose pool read failed; the pool gauges are empty in those.',
+    help: 'Scrapes whose pool read failed; the pool, schedule and roll-out gauges are empty in those.',
     registers,
   });
   const claims = new Counter({
@@ -198,10 +238,11 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
   ctx.events.on('claimant-lease-left', onClaimantLeaseLeft);
 
   async function readPoolGauges(): Promise<void> {
-    for (const gauge of Object.values(pools)) gauge.reset();
+    for (const gauge of [...Object.values(pools), ...planGauges]) gauge.reset();
     let counts: PoolMemberCounts[];
+    let plans: PlannedPool[];
     try {
-      counts = await readPools();
+      [counts, plans] = await Promise.all([readPools(), readPlans()]);
     } catch (error) {
       poolReadFailures.inc();
       log(
@@ -215,18 +256,32 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
         gauge.set(labels, count[state as keyof typeof pools]);
       }
     }
-    rollouts.reset();
-    for (const count of await readRollouts()) {
-      const { namespace, pool, to } = count;
+    for (const planned of plans) setPlanGauges(planned);
+  }
+
+  function setPlanGauges(planned: PlannedPool): void {
+    const pool = { kind: planned.kind, namespace: planned.namespace, pool: planned.pool };
+    const { rollOut, schedule } = planned;
+    if (rollOut && rollOut.finishedAt === null) {
       const states = {
-        'on-target': count.onTarget,
-        total: count.total,
-        rebuilding: count.rebuilding,
-        waiting: count.waiting,
+        'on-target': rollOut.onTarget,
+        total: rollOut.total,
+        rebuilding: rollOut.rebuilding.length,
+        waiting: rollOut.claimed.length,
       };
       for (const [state, value] of Object.entries(states))
-        rollouts.set({ namespace, pool, to, state }, value);
+        rollouts.set({ ...pool, to: rollOut.to, state }, value);
+      rolloutsPaused.set({ ...pool, to: rollOut.to }, rollOut.paused ? 1 : 0);
     }
+    if (!schedule) return;
+    schedulePeriod.set({ ...pool, period: schedule.period ?? '', warming_for: schedule.warmingFor ?? '' }, 1);
+    scheduleTargets.set({ ...pool, target: 'size' }, schedule.targets.size);
+    scheduleTargets.set({ ...pool, target: 'free-running' }, schedule.targets.freeRunning);
+    scheduleToZero.set(pool, schedule.scaleToZero ? 1 : 0);
+    if (schedule.nextChange) scheduleNextChange.set(pool, Date.parse(schedule.nextChange.at) / 1000);
+    for (const [state, value] of Object.entries(schedule.underway))
+      scheduleUnderway.set({ ...pool, state }, value);
+    scheduleFailures.set(pool, schedule.failure?.attempts ?? 0);
   }
 
   return {

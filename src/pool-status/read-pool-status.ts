@@ -2,10 +2,8 @@ import { z } from 'zod';
 import { poolKindFor, type VdiContext } from '../context.js';
 import { defaultDesktopKind } from '../desktop-backend.js';
 import { formatPoolId } from '../ids.js';
-import { describeRollout } from '../rollouts/describe-rollout.js';
-import { describeSchedule } from '../schedules/describe-schedule.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
-import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
+import { describePoolPlans } from './describe-pool-plans.js';
 import { describePoolStatus, type PoolStatus } from './pool-status.js';
 
 /** Options of {@link readPoolStatus}. @category spares */
@@ -43,20 +41,7 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
   const kind = parsed.kind ?? defaultDesktopKind;
   const read = await poolKindFor(ctx, kind).readPoolFacts(ctx, namespace, name);
   const now = ctx.clock.now();
-  // waiters' Leases carry the pool label too, so the one list of the pool's Leases holds them
-  const waiters = splitWaiterLeases(read.leases, kind, now).live.length;
-  const schedule = read.settings?.schedule
-    ? describeSchedule({
-        settings: { ...read.settings, schedule: read.settings.schedule },
-        members: read.members,
-        leases: read.leases,
-        freeSince: read.freeSince ?? new Map(),
-        minReady: read.minReady ?? 0,
-        waiters,
-        now,
-      })
-    : undefined;
-  const rollOut = read.settings?.rollOut;
+  const plans = describePoolPlans({ kind, pool: name, facts: read, now });
   return describePoolStatus({
     kind,
     namespace,
@@ -65,22 +50,14 @@ export async function readPoolStatus(ctx: VdiContext, options: PoolStatusOptions
     leases: read.leases,
     marked: read.marked,
     minReady: read.minReady,
-    waiters,
+    waiters: plans.waiters,
     now,
     entitlement: {
       poolId: formatPoolId({ kind, namespace, pool: name }),
       allowedGroups: read.settings?.allowedGroups,
       allowedUsers: read.settings?.allowedUsers,
     },
-    schedule,
-    rollOut: rollOut
-      ? describeRollout({
-          rollout: rollOut,
-          members: read.members,
-          leases: read.leases,
-          buffer: schedule?.targets.freeRunning ?? read.minReady ?? 0,
-          now,
-        })
-      : undefined,
+    schedule: plans.schedule,
+    rollOut: plans.rollOut,
   });
 }

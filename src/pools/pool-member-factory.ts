@@ -101,8 +101,8 @@ export interface PoolMemberFactory {
   /**
    * Deletes what the started members of a failed make left behind (the pending object first, then the member
    * if it carries the pool's label), emitting `pool-progress` `removed` and marking each outcome `removed`. A
-   * finished pending object it may not delete stays, with the reason in the outcome's `cloneLeft`, and the member
-   * is deleted all the same.
+   * finished pending object it may not delete is left to go with its member (KubeVirt deletes a finished clone
+   * whose VM is gone); one still there afterwards stays, with the reason in the outcome's `cloneLeft`.
    */
   removeMade(input: {
     namespace: string;

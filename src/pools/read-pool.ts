@@ -1,5 +1,5 @@
 import type { VdiContext } from '../context.js';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
 import type { ListOptions } from '../kube/cluster.js';
 import { describePools } from './pool-view.js';
@@ -37,4 +37,28 @@ export async function readPool(ctx: VdiContext, namespace: string, name: string)
     );
   }
   return { pool, vms, leases };
+}
+
+/**
+ * One VM pool as read now, for a feature container pools do not take (a schedule, a roll-out): a name that is a
+ * pool of another kind is refused as such, not as a missing pool.
+ *
+ * @throws {@link VdiError} `UNSUPPORTED_BACKEND` when the name is a pool of another kind; `POOL_NOT_FOUND`.
+ */
+export async function readVmPoolFor(ctx: VdiContext, namespace: string, name: string, feature: string) {
+  try {
+    return await readPool(ctx, namespace, name);
+  } catch (error) {
+    if (!isVdiError(error, 'POOL_NOT_FOUND')) throw error;
+    for (const other of Object.values(ctx.poolKinds)) {
+      if (other === undefined || other.kind === 'vm') continue;
+      if ((await other.readSettings(ctx, namespace, name)) === undefined) continue;
+      throw new VdiError(
+        'UNSUPPORTED_BACKEND',
+        `Pool "${name}" in namespace "${namespace}" is a ${other.kind} pool, and only VM pools take ${feature}; see docs/ct-pools.md#schedules-and-roll-outs for what a container pool does instead. Nothing was written.`,
+        { details: { pool: name, namespace, kind: other.kind, feature } },
+      );
+    }
+    throw error;
+  }
 }

@@ -8,7 +8,7 @@ import { defaultPoolActor } from '../pool-options.js';
 import { checkMaxUnavailable, defaultMaxUnavailable, type PoolRollout } from '../pool-rollout.js';
 import { poolSettingsOf } from '../pool-settings.js';
 import { readPoolSettingsConfigMap, writePoolSettings } from '../pools/pool-settings-store.js';
-import { readPool } from '../pools/read-pool.js';
+import { readVmPoolFor } from '../pools/read-pool.js';
 import { runAudited } from '../pools/run-audited.js';
 import {
   goldenNameSchema,
@@ -78,7 +78,7 @@ function deadlineOf(value: Date | string | undefined, now: Date): string | undef
  * await startPoolRollout(vdi.context, { name: 'devpool', from: 'golden-v2', maxUnavailable: 2, deadline: '2026-07-03T18:00:00Z' });
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` (a `maxUnavailable` outside 1 to 100, a deadline not to come, a golden VM
- *   that is one of the pool's members); `POOL_NOT_FOUND`; `GOLDEN_NOT_FOUND`. Nothing is written on any of these.
+ *   that is one of the pool's members); `POOL_NOT_FOUND`; `UNSUPPORTED_BACKEND` for a container pool; `GOLDEN_NOT_FOUND`. Nothing is written on any of these.
  * @category rollouts
  */
 export async function startPoolRollout(
@@ -97,7 +97,7 @@ export async function startPoolRollout(
     ctx,
     { action: 'vdi pool roll-out', user: parsed.identity ?? defaultPoolActor, target: `${id} (to ${from})` },
     async () => {
-      const { pool } = await readPool(ctx, namespace, name);
+      const { pool } = await readVmPoolFor(ctx, namespace, name, 'a roll-out');
       if (pool.members.some((member) => member.name === from)) {
         throw new VdiError(
           'INVALID_INPUT',

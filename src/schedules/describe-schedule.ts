@@ -5,6 +5,7 @@ import { parseRfc3339 } from '../parse-time.js';
 import type { PoolSchedule } from '../pool-schedule.js';
 import type { PoolSettings } from '../pool-settings.js';
 import { isUnclaimed, planScheduleScaling, planScheduleTargets, retryAt } from './plan-schedule.js';
+import { periodAt } from './schedule-clock.js';
 
 /** A scheduled pool as `pool status` shows it: where the schedule stands and what is under way. @category schedules */
 export interface ScheduleStatus {
@@ -17,6 +18,8 @@ export interface ScheduleStatus {
   nextChange: { at: string; period: string | null } | null;
   /** What the keeper aims at now. */
   targets: { size: number; freeRunning: number };
+  /** Whether the period in force lets the free running members go down to none; `false` outside every period. */
+  scaleToZero: boolean;
   /** The size outside every period. */
   plainSize: number;
   periods: PoolSchedule['periods'];
@@ -77,6 +80,7 @@ export function describeSchedule(input: ScheduleStatusInput): ScheduleStatus {
       ? { at: targets.nextChange.at.toISOString(), period: targets.nextChange.period ?? null }
       : null,
     targets: { size, freeRunning: targets.freeRunning },
+    scaleToZero: periodAt(settings.schedule, now)?.scaleToZero ?? false,
     plainSize,
     periods: settings.schedule.periods,
     underway: {

@@ -5,7 +5,7 @@ import { formatPoolId } from '../ids.js';
 import { defaultPoolActor, maxPoolSize } from '../pool-options.js';
 import { type PoolSchedule, parsePoolSchedule } from '../pool-schedule.js';
 import { writePoolSettings } from '../pools/pool-settings-store.js';
-import { readPool } from '../pools/read-pool.js';
+import { readVmPoolFor } from '../pools/read-pool.js';
 import { runAudited } from '../pools/run-audited.js';
 import {
   identitySchema,
@@ -62,7 +62,7 @@ const setSchema = z.object({
  *   plainSize: 2,
  * });
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` naming the field; `POOL_NOT_FOUND`.
+ * @throws {@link VdiError} `INVALID_INPUT` naming the field; `POOL_NOT_FOUND`; `UNSUPPORTED_BACKEND` for a container pool.
  * @category schedules
  */
 export async function setPoolSchedule(
@@ -91,7 +91,7 @@ export async function setPoolSchedule(
     ctx,
     { action: 'vdi pool set', user: parsed.identity ?? defaultPoolActor, target: id },
     async () => {
-      const { pool } = await readPool(ctx, namespace, name);
+      const { pool } = await readVmPoolFor(ctx, namespace, name, 'a schedule');
       const stored = await writePoolSettings(ctx, namespace, name, (current) => {
         const { schedule: _, plainSize: __, scheduleFailure: ___, ...rest } = current;
         if (schedule === null) return rest;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { type RemovalTarget, takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
@@ -22,16 +23,40 @@ async function deleteFinishedClone(
   ctx: VdiContext,
   namespace: string,
   name: string,
-): Promise<string | undefined> {
+): Promise<{ refusal: string; uid: string | undefined } | undefined> {
   try {
     await ctx.cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} });
     return undefined;
   } catch (error) {
     if (!isVdiError(error, 'FORBIDDEN')) throw error;
-    const phase = (await ctx.cluster.getClone(namespace, name))?.status?.phase;
+    const clone = await ctx.cluster.getClone(namespace, name);
+    const phase = clone?.status?.phase;
     if (phase !== 'Succeeded' && phase !== 'Failed') throw error;
-    return error.message;
+    return { refusal: error.message, uid: clone?.metadata.uid };
   }
+}
+
+// KubeVirt's clone controller deletes a finished clone as soon as it sees the clone's VM gone: a few looks suffice.
+const finishedCloneGoneLooks = 50;
+const finishedCloneLookMs = 100;
+
+/**
+ * Whether a finished clone this identity may not delete is gone once its VM is: KubeVirt's clone controller removes
+ * a `Succeeded` clone whose target VM no longer exists. Another clone made under the name since counts as gone.
+ */
+async function isCloneGoneWithItsVm(
+  ctx: VdiContext,
+  namespace: string,
+  name: string,
+  uid: string | undefined,
+): Promise<boolean> {
+  for (let look = 0; look < finishedCloneGoneLooks; look += 1) {
+    const clone = await ctx.cluster.getClone(namespace, name);
+    if (!clone || clone.metadata.uid !== uid) return true;
+    if (clone.status?.phase !== 'Succeeded') return false;
+    await sleep(finishedCloneLookMs);
+  }
+  return false;
 }
 
 /**
@@ -68,7 +93,9 @@ async function deleteUnlessClaimed(
 
 /**
  * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
- * then the VM, if it carries the pool's label. Emits `pool-progress` `removed` per member and marks its outcome.
+ * then the VM, if it carries the pool's label. A finished clone it may not delete goes with its VM (KubeVirt
+ * removes it); one still there is named in the outcome's `cloneLeft`. Emits `pool-progress` `removed` per member
+ * and marks its outcome.
  */
 export async function removeMembers(
   ctx: VdiContext,
@@ -90,8 +117,9 @@ export async function removeMembers(
       if (heldBy !== undefined) outcome.heldBy = heldBy;
     }
     if (outcome.heldBy !== undefined) outcome.removed = false;
-    else if (left === undefined) outcome.removed = true;
-    else outcome.cloneLeft = left;
+    else if (left === undefined || (await isCloneGoneWithItsVm(ctx, namespace, outcome.clone, left.uid)))
+      outcome.removed = true;
+    else outcome.cloneLeft = left.refusal;
     done += 1;
     ctx.events.emit('pool-progress', {
       poolId,

@@ -22,8 +22,12 @@ export interface DriverConfig {
   seed: number;
   /** Operations of the whole process, shared by its lanes. */
   ops: number;
-  /** Milliseconds since the epoch after which no new operation starts. */
+  /** Milliseconds since the epoch after which no new operation starts, once the process has run `minOps`. */
   deadline: number;
+  /** Operations the process runs past `deadline` if it has not yet, on a slow machine. */
+  minOps: number;
+  /** Milliseconds since the epoch after which no new operation starts at all. */
+  finalDeadline: number;
   /** The storm's administrator, for the shared clock. */
   kubeconfigPath: string;
   lanes: DriverLane[];

@@ -302,7 +302,10 @@ async function main(config: DriverConfig): Promise<void> {
     };
 
     const weights = { ...operationWeights, contest: config.contestWeight ?? 0 };
-    while (done < config.ops && Date.now() < config.deadline) {
+    const mayStartAnother = () =>
+      done < config.ops &&
+      (Date.now() < config.deadline || (done < config.minOps && Date.now() < config.finalDeadline));
+    while (mayStartAnother()) {
       done += 1;
       const op = random.weighted(weights);
       const pool = random.pick(config.pools);

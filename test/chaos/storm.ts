@@ -30,8 +30,13 @@ export interface StormOptions {
   /** Loops of calls each process runs at once, each as a user of its own. */
   lanes: number;
   opsPerProcess: number;
-  /** No driver starts an operation after this many milliseconds of storm. */
+  /** No driver starts an operation after this many milliseconds of storm, once the storm has its minimum. */
   durationMs: number;
+  /**
+   * Operations the storm runs even past `durationMs` on a slow machine, at most `overrunMs` longer: a loaded
+   * machine makes fewer calls in the same time, and a storm of too few proves little. @defaultValue none
+   */
+  minimum?: { operations: number; overrunMs: number };
   /** Identities the lanes share. @defaultValue five short names */
   identities?: readonly string[];
   /** Members each pool starts with, and the most a grow makes it. @defaultValue 3 and 5 */
@@ -149,18 +154,24 @@ export function summarizeStorm(report: StormReport): string {
   return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${found('claim-given-back')} claims given back by their own call, ${found('take-given-back')} takes given back that were never a claim, ${found('copy-before-pass')} copies without a Lease before the pass, ${Math.round(report.elapsedMs / 1000)} s`;
 }
 
-/** How each kind of call ended: `claim 120 ok, NO_FREE_MEMBER 30; release …`. */
+/** How each kind of call ended and how long it took: `claim: ok 120 (slowest 2.1 s), NO_FREE_MEMBER 30 (…)`. */
 export function tallyOutcomes(report: StormReport): string {
-  const tally = new Map<string, Map<string, number>>();
+  const tally = new Map<string, Map<string, { count: number; slowestMs: number }>>();
   for (const call of report.history.calls) {
     const outcome = call.outcome.ok ? 'ok' : (call.outcome.error.code ?? call.outcome.error.name);
-    const counts = tally.get(call.op) ?? new Map<string, number>();
-    counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
-    tally.set(call.op, counts);
+    const outcomes = tally.get(call.op) ?? new Map<string, { count: number; slowestMs: number }>();
+    const seen = outcomes.get(outcome) ?? { count: 0, slowestMs: 0 };
+    outcomes.set(outcome, {
+      count: seen.count + 1,
+      slowestMs: Math.max(seen.slowestMs, call.endedAt - call.startedAt),
+    });
+    tally.set(call.op, outcomes);
   }
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   return [...tally]
     .map(
-      ([op, counts]) => `${op}: ${[...counts].map(([outcome, count]) => `${outcome} ${count}`).join(', ')}`,
+      ([op, outcomes]) =>
+        `${op}: ${[...outcomes].map(([outcome, seen]) => `${outcome} ${seen.count} (slowest ${seconds(seen.slowestMs)})`).join(', ')}`,
     )
     .join('\n');
 }
@@ -226,6 +237,8 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
             seed: derivedSeed(seed, proc),
             ops: options.opsPerProcess,
             deadline,
+            minOps: Math.ceil((options.minimum?.operations ?? 0) / options.processes),
+            finalDeadline: deadline + (options.minimum?.overrunMs ?? 0),
             kubeconfigPath: cluster.kubeconfigPath,
             lanes: Array.from({ length: options.lanes }, (_, lane) => {
               const user = `chaos-${proc}-${lane}`;

@@ -29,13 +29,17 @@ const registry = Symbol.for('corral-vdi.test.shared-control-plane');
 type Registry = { [registry]?: Map<string, Promise<SharedPlane>> };
 
 // The simulator's own tests run on a plane of their own with the simulator, and the end-to-end tests on one of their
-// own: run after the cluster tier on its plane, KubeVirt's controllers left their VMs unstarted (cause not found).
+// own: run after the cluster tier on its plane, KubeVirt's controllers left their VMs unstarted (docs/testing.md).
 const simulatorProject = 'simulator';
 const ownPlaneProjects = new Set([simulatorProject, 'e2e']);
 
 async function startSharedPlane(kubevirt: KubevirtKind | undefined): Promise<SharedPlane> {
   // the chaos storm tells from the audit which client wrote or ended each claim
-  const started = startLocalCluster({ auditLeaseWrites: true, ...(kubevirt ? { kubevirt } : {}) }).then(
+  // virt-controller's own lines (it leads, it exited and is started again) say whether the plane kept its controllers
+  const log = (line: string) => {
+    if (line.startsWith('virt-controller')) process.stderr.write(`shared control plane: ${line}\n`);
+  };
+  const started = startLocalCluster({ auditLeaseWrites: true, log, ...(kubevirt ? { kubevirt } : {}) }).then(
     (cluster): { cluster: LocalCluster } => {
       process.stderr.write(
         `shared control plane${kubevirt ? ` (${kubevirt})` : ''} started in ${cluster.startupMs} ms\n`,

@@ -3,12 +3,13 @@ import type { AddressInfo } from 'node:net';
 import {
   AdmissionregistrationV1Api,
   type KubeConfig,
+  type V1MatchCondition,
   type V1RuleWithOperations,
   type V1ValidatingWebhook,
 } from '@kubernetes/client-node';
 import type { VirtualMachine } from '../../kubevirt-types.js';
 import { type ApiserverFacingTls, createApiserverFacingServer } from '../apiserver-facing-server.js';
-import { type InjectedFailure, readVmKnobs } from '../kubevirt/fault-knobs.js';
+import { type InjectedFailure, readVmKnobs, simulatorAnnotations } from '../kubevirt/fault-knobs.js';
 import { unlessNotFound, upsert } from '../kubevirt/kube-calls.js';
 import { type CloneFaults, type RestoreObject, startCloneFaults } from './clone-faults.js';
 import { kubevirtNamespace, serviceAccounts } from './install.js';
@@ -59,6 +60,18 @@ export function injectedRefusal(
   if (change === 'stop' && user === virtApiUser) return knobs.failStop;
   return undefined;
 }
+
+// Only a VM that carries a power knob can be refused: the apiserver sends no other VM write (most are
+// virt-controller's status writes), which spares each of them a round trip here.
+const powerKnobCondition: V1MatchCondition = {
+  name: 'carries-a-power-knob',
+  expression: `has(object.metadata.annotations) && ${[
+    simulatorAnnotations.failStart,
+    simulatorAnnotations.failStop,
+  ]
+    .map((knob) => `'${knob}' in object.metadata.annotations`)
+    .join(' || ')}`,
+};
 
 /** A running webhook that refuses the writes a test's knobs name. */
 export interface FaultWebhook {
@@ -132,10 +145,16 @@ export async function startFaultWebhook(
   const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
   const caBundle = Buffer.from(tls.caPem).toString('base64');
   // ignored when this process is gone, so a plane left running never refuses writes for a server that is not there
-  const webhookOn = (name: string, path: string, rule: V1RuleWithOperations): V1ValidatingWebhook => ({
+  const webhookOn = (
+    name: string,
+    path: string,
+    rule: V1RuleWithOperations,
+    matchConditions: V1MatchCondition[] = [],
+  ): V1ValidatingWebhook => ({
     name: `${name}.${configurationName}`,
     clientConfig: { url: `https://127.0.0.1:${port}${path}`, caBundle },
     rules: [rule],
+    matchConditions,
     failurePolicy: 'Ignore',
     sideEffects: 'None',
     admissionReviewVersions: ['v1'],
@@ -144,12 +163,17 @@ export async function startFaultWebhook(
   const configuration = {
     metadata: { name: configurationName },
     webhooks: [
-      webhookOn('vm-power', '/vm-power', {
-        apiGroups: ['kubevirt.io'],
-        apiVersions: ['v1'],
-        operations: ['UPDATE'],
-        resources: ['virtualmachines', 'virtualmachines/status'],
-      }),
+      webhookOn(
+        'vm-power',
+        '/vm-power',
+        {
+          apiGroups: ['kubevirt.io'],
+          apiVersions: ['v1'],
+          operations: ['UPDATE'],
+          resources: ['virtualmachines', 'virtualmachines/status'],
+        },
+        [powerKnobCondition],
+      ),
       webhookOn('clone-restore', restorePath, {
         apiGroups: ['snapshot.kubevirt.io'],
         apiVersions: ['v1beta1'],

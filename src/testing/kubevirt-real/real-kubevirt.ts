@@ -61,6 +61,10 @@ export interface RealKubevirt {
   stop(): Promise<void>;
 }
 
+// virt-controller's restarts after an exit, as a kubelet backs off a container that keeps exiting.
+const minRestartDelayMs = 500;
+const maxRestartDelayMs = 10_000;
+
 // Short leases, so that a restarted virt-controller leads again within seconds, not the default 15 s.
 const leaderElection = [
   '--leader-elect-lease-duration=4s',
@@ -79,7 +83,8 @@ async function isApiServiceAvailable(kubeConfig: KubeConfig, name: string): Prom
  * each program with a token of its own service account, the webhooks and `subresources.kubevirt.io` pointed at
  * virt-api on loopback. A stand-in plays virt-handler on `nodeName` (docs/simulator.md says what it does); the
  * node agent must run there with `idlePods: isKubevirtNodePod`. Resolves once virt-api's APIService is
- * `Available` and virt-controller holds its leader Lease.
+ * `Available` and virt-controller holds its leader Lease. virt-controller exits when it loses that Lease (a
+ * freeze of etcd past its 3 s renew deadline); it is started again then, as its Deployment's kubelet would.
  *
  * @throws `VdiError` `CONTROL_PLANE_FAILED` with the program's last log lines when one does not come up.
  * @category testing
@@ -117,7 +122,12 @@ export async function startRealKubevirt(
   };
 
   let controller: ChildProcess | undefined;
-  const startController = async () => {
+  // Whether virt-controller should run: it exits when it loses its leader Lease (an etcd freeze past the renew
+  // deadline), and its Deployment's kubelet would start it again.
+  let controllerWanted = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let restartDelayMs = minRestartDelayMs;
+  const launchController = async () => {
     const since = new Date();
     controller = startLoggedProcess(
       binaries.virtController,
@@ -134,6 +144,23 @@ export async function startRealKubevirt(
     );
     const running = controller;
     children.add(running);
+    running.once('exit', () => {
+      children.delete(running);
+      if (controller !== running || !controllerWanted) return;
+      controller = undefined;
+      // a controller that ran a while starts again at once; one that keeps exiting waits longer each time
+      restartDelayMs = Date.now() - since.getTime() > 30_000 ? minRestartDelayMs : restartDelayMs * 2;
+      const delayMs = Math.min(restartDelayMs, maxRestartDelayMs);
+      log(`virt-controller exited (${exitDescription(running)}); starting it again in ${delayMs} ms`);
+      restartTimer = setTimeout(() => {
+        restartTimer = undefined;
+        if (controllerWanted && !controller) {
+          launchController().catch((error: Error) =>
+            log(`virt-controller did not start again: ${error.message}`),
+          );
+        }
+      }, delayMs);
+    });
     const leases = kubeConfig.makeApiClient(CoordinationV1Api);
     await waitUntilUp(
       'virt-controller',
@@ -152,14 +179,20 @@ export async function startRealKubevirt(
     ).catch(failed('virt-controller did not lead', logs.virtController));
     log(`virt-controller ${binaries.version} leads`);
   };
+  const startController = async () => {
+    controllerWanted = true;
+    if (!controller) await launchController();
+  };
   const stopController = async () => {
+    controllerWanted = false;
+    clearTimeout(restartTimer);
     if (!controller) return;
     const stopping = controller;
     controller = undefined;
-    children.delete(stopping);
     await stopProcess(stopping);
   };
   const stop = async () => {
+    await stopController();
     await faults?.stop();
     await standIn?.stop();
     for (const child of children) await stopProcess(child);
@@ -215,9 +248,7 @@ export async function startRealKubevirt(
     nodeName: options.nodeName,
     logs,
     stopController,
-    startController: async () => {
-      if (!controller) await startController();
-    },
+    startController,
     stop,
   };
 }

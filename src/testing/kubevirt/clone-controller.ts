@@ -252,6 +252,18 @@ export function createCloneReconciler(options: CloneControllerOptions): (key: st
           setRestoring(targetKey, false);
           holds.delete(key);
           break;
+        case 'delete-clone':
+          if (!clone.metadata.deletionTimestamp) {
+            log(`${key}: the clone's VM ${targetKey} is gone, so the clone goes too`);
+            await unlessNotFound(
+              api.deleteNamespacedCustomObject({
+                ...options.cloneResource,
+                namespace,
+                name: clone.metadata.name ?? '',
+              }),
+            );
+          }
+          return;
       }
     }
     options.requeueAfter(key, 100);

@@ -173,6 +173,8 @@ export type CloneStep =
   | { kind: 'create-target' }
   | { kind: 'finish-restore' }
   | { kind: 'wait'; until: number | undefined }
+  /** A finished clone whose target VM is gone: KubeVirt's clone controller deletes it. */
+  | { kind: 'delete-clone' }
   | { kind: 'done' };
 
 /** Facts about one clone in progress. */
@@ -191,10 +193,12 @@ export interface CloneFacts {
 /**
  * Decides a clone's next step: each phase lasts the `phase-delay-ms` knob; the target VM is created during
  * `RestoreInProgress` and released from restoring before `CreatingTargetVM`; a `fail` knob strikes at the end of its
- * phase; `never-finish` holds the clone in `RestoreInProgress`.
+ * phase; `never-finish` holds the clone in `RestoreInProgress`. A `Succeeded` clone whose target VM is gone is
+ * deleted, as KubeVirt's clone controller does.
  */
 export function planClone(facts: CloneFacts): CloneStep {
   const { phase, knobs } = facts;
+  if (phase === 'Succeeded' && facts.target === 'missing') return { kind: 'delete-clone' };
   if (phase === 'Succeeded' || phase === 'Failed') return { kind: 'done' };
   if (phase === '') return { kind: 'enter', phase: 'SnapshotInProgress' };
   if (facts.target === 'foreign' && phase !== 'SnapshotInProgress') {

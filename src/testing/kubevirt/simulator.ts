@@ -4,6 +4,7 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   type KubeConfig,
+  RbacAuthorizationV1Api,
   type V1APIService,
   type V1Service,
   type V1ValidatingWebhookConfiguration,
@@ -217,6 +218,41 @@ async function waitUntilRouted(kubeConfig: KubeConfig, proxiedRequests: () => nu
   }
 }
 
+// KubeVirt's install lets every authenticated user read its CR; the SDK's capacity check relies on it.
+const kubevirtDefaultRole = 'kubevirt.io:default';
+
+/** Grants `get` and `list` on `kubevirts` to `system:authenticated`, as KubeVirt's ClusterRole `kubevirt.io:default`. */
+async function grantKubevirtReadToEveryone(kubeConfig: KubeConfig): Promise<void> {
+  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  const role = {
+    metadata: { name: kubevirtDefaultRole },
+    rules: [{ apiGroups: ['kubevirt.io'], resources: ['kubevirts'], verbs: ['get', 'list'] }],
+  };
+  await upsert(
+    () => rbac.readClusterRole({ name: kubevirtDefaultRole }),
+    () => rbac.createClusterRole({ body: role }),
+    (_, resourceVersion) =>
+      rbac.replaceClusterRole({
+        name: kubevirtDefaultRole,
+        body: { ...role, metadata: { ...role.metadata, resourceVersion } },
+      }),
+  );
+  const binding = {
+    metadata: { name: kubevirtDefaultRole },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: kubevirtDefaultRole },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' }],
+  };
+  await upsert(
+    () => rbac.readClusterRoleBinding({ name: kubevirtDefaultRole }),
+    () => rbac.createClusterRoleBinding({ body: binding }),
+    (_, resourceVersion) =>
+      rbac.replaceClusterRoleBinding({
+        name: kubevirtDefaultRole,
+        body: { ...binding, metadata: { ...binding.metadata, resourceVersion } },
+      }),
+  );
+}
+
 /**
  * Starts the KubeVirt simulator against a real apiserver: installs KubeVirt's CRDs, serves the VM `start`, `stop`
  * and `restart` subresources as the aggregated API `subresources.kubevirt.io/v1`, and runs watch-driven VM and
@@ -260,6 +296,7 @@ export async function startKubevirtSimulator(
     await registerAggregatedApi(kubeConfig, server.port);
     // The aggregator takes seconds to route a new APIService (it rebuilds its OpenAPI first): install meanwhile.
     await installKubevirtCrds(kubeConfig, { cloneVersion });
+    await grantKubevirtReadToEveryone(kubeConfig);
     await waitUntilRouted(kubeConfig, server.proxiedRequests);
     await registerVmWebhook(kubeConfig, server.port, certificates.caPem);
     // KubeVirt's admission rules are registered and probed at clone.kubevirt.io/v1beta1
@@ -299,15 +336,28 @@ export async function startKubevirtSimulator(
       log,
     });
     informers.push(vmis);
+    let clones: Informer<VirtualMachineClone> | undefined;
+    // a finished clone goes once its VM is gone, as KubeVirt's clone controller sees to
+    const wakeClonesOf = (vmKey: string) => {
+      const { namespace, name } = splitKey(vmKey);
+      for (const cloneKey of clones?.keys() ?? []) {
+        const clone = clones?.get(cloneKey);
+        if (clone?.metadata.namespace === namespace && clone.status?.targetName === name)
+          cloneQueue.add(cloneKey);
+      }
+    };
     const vms = await startInformer<VirtualMachine>({
       kubeConfig,
       resource: kubevirtResources.vm,
-      onChange: (key) => vmQueue.add(key),
+      onChange: (key, vm) => {
+        vmQueue.add(key);
+        if (vm === undefined) wakeClonesOf(key);
+      },
       log,
     });
     informers.push(vms);
     watched.push({ informer: vms, queue: vmQueue });
-    const clones = await startInformer<VirtualMachineClone>({
+    clones = await startInformer<VirtualMachineClone>({
       kubeConfig,
       resource: cloneResource,
       onChange: (key) => cloneQueue.add(key),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { goldenLabel } from '../../../src/keys.js';
@@ -30,23 +31,33 @@ function managersOf(object: unknown): string[] {
 describe("KubeVirt's own controllers make what the SDK asks for", () => {
   const seen: { kind: string; name: string; namespace: string }[] = [];
   const watches: AbortController[] = [];
+  let stopped = false;
   beforeAll(async () => {
     // every snapshot and restore a clone makes, seen as it is created: KubeVirt removes both once the clone ends
     const watch = new Watch(cluster().kubeConfig);
-    for (const plural of ['virtualmachinesnapshots', 'virtualmachinerestores']) {
+    type Seen = { kind: string; metadata: { name: string; namespace: string; resourceVersion?: string } };
+    // a watch the apiserver ends is opened again from the last version seen, so no creation goes unseen
+    const follow = async (plural: string, resourceVersion?: string): Promise<void> => {
+      let last = resourceVersion;
+      const query = last === undefined ? {} : { resourceVersion: last };
       watches.push(
         await watch.watch(
           `/apis/snapshot.kubevirt.io/v1beta1/${plural}`,
-          {},
-          (phase, object: { kind: string; metadata: { name: string; namespace: string } }) => {
+          query,
+          (phase, object: Seen) => {
+            last = object.metadata.resourceVersion ?? last;
             if (phase === 'ADDED') seen.push({ kind: object.kind, ...object.metadata });
           },
-          () => {},
+          () => {
+            if (!stopped) void follow(plural, last);
+          },
         ),
       );
-    }
+    };
+    for (const plural of ['virtualmachinesnapshots', 'virtualmachinerestores']) await follow(plural);
   });
   afterAll(() => {
+    stopped = true;
     for (const watch of watches) watch.abort();
   });
 
@@ -189,6 +200,22 @@ describe("KubeVirt's own controllers make what the SDK asks for", () => {
       await kubevirt.startController();
     }
     await waitForRunningVmi(vdi.context.cluster, vdi.namespace, 'devpool-1');
+  });
+
+  it('starts virt-controller again when it gives up leading during a 5 s etcd freeze, as its Deployment would, so a member claimed afterwards runs', async () => {
+    const vdi = await namespaceFor('real-freeze');
+    await vdi.context.cluster.createVm(vdi.namespace, stoppedVm('golden', { app: 'desktop' }));
+    await createPool(vdi.context, { name: 'devpool', from: 'golden', size: 1, cloneTimeoutMs: 30_000 });
+    const kubevirt = cluster().realKubevirt;
+    if (!kubevirt) throw new Error('this file runs on KubeVirt’s own controllers');
+    // its Lease renewals time out past the 3 s renew deadline, and virt-controller exits on losing the lead
+    await cluster().pauseEtcd(5000);
+    await waitFor(() => readFileSync(kubevirt.logs.virtController, 'utf8'), {
+      describe: 'virt-controller to log that it lost the lead',
+      until: (log) => log.includes('leaderelection lost'),
+    });
+    const desktop = await vdi.claim({ pool: 'devpool', identity: 'carol@example.com' });
+    await waitForRunningVmi(vdi.context.cluster, vdi.namespace, desktop.member);
   });
 
   it('makes a pool again right after deleting it, once KubeVirt let its members go', async () => {

@@ -11,7 +11,7 @@ import { createPool, deletePool, listPools, resizePool } from '../../../src/pool
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
-import { createTestNamespace, stoppedVm, usePrivateCluster } from '../../support/cluster.js';
+import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
 import {
   bindDocumentedRole,
   documentedPermissions,
@@ -19,9 +19,7 @@ import {
   permissionName,
 } from './documented-role.js';
 
-// The simulator's lane (docs/testing.md): on KubeVirt's own controllers the rows without delete on clones and
-// without list on kubevirts differ (the clones a refused removal leaves, the capacity check), not yet explained.
-const cluster = usePrivateCluster({ kubevirt: 'simulated' });
+const cluster = useSharedCluster();
 const minute = 60_000;
 // a container pool with a home volume, so a release wipes one and a shrink deletes one
 const ctSpec = { name: 'c', image: 'ghcr.io/acme/devbox:1.4', size: 2, home: { size: '1Gi' } };
@@ -319,6 +317,22 @@ async function runAsAdmin(step: Step, admin: Vdi, state: RunState): Promise<void
   }
 }
 
+/**
+ * Runs a step, and once more when it answered a retryable conflict that no refusal caused, as its message asks:
+ * KubeVirt's controller writes a VM's status while it stops, and a release's conditional write of the member can
+ * meet five of those writes in a row on a loaded machine.
+ */
+async function runAsCallerWould(step: Step, vdi: Vdi, state: RunState): Promise<void> {
+  try {
+    await step.run(vdi, state);
+  } catch (error) {
+    const failure = failureOf(error);
+    const refused = failure.code === 'FORBIDDEN' || failure.causes.includes('FORBIDDEN');
+    if (refused || !isVdiError(error, 'CONFLICT') || !error.retryable) throw error;
+    await step.run(vdi, state);
+  }
+}
+
 /** The claimant Leases a case's broker logged and counted as left behind by claims that answered all the same. */
 interface LeftClaimants {
   logged: string[];
@@ -361,7 +375,7 @@ async function runCase(
   try {
     for (const step of steps) {
       try {
-        await step.run(vdi, state);
+        await runAsCallerWould(step, vdi, state);
       } catch (error) {
         const failure = failureOf(error);
         failed[step.name] = failure;
@@ -439,6 +453,18 @@ describe('an identity bound to exactly the documented Role, less one permission 
     },
     caseTimeoutMs,
   );
+});
+
+describe('the KubeVirt CR, which the documented roles leave out', () => {
+  it('is read by an identity bound to no role at all, as KubeVirt grants every authenticated user', async () => {
+    const namespace = await createTestNamespace(cluster(), 'rbac-kubevirt');
+    const stranger = createVdi({ kubeConfig: cluster().userKubeConfig('no-role-at-all'), namespace });
+    // another test may have permitted devices on the shared CR: what matters is that the read is allowed
+    await expect(stranger.context.cluster.getPermittedHostDevices()).resolves.toBeTypeOf('object');
+    // the same identity may read nothing of the project's own
+    const refused = await stranger.context.cluster.listVms(namespace).catch((error: unknown) => error);
+    expect(isVdiError(refused, 'FORBIDDEN')).toBe(true);
+  });
 });
 
 /**
@@ -594,7 +620,6 @@ const expected: Record<string, string[]> = {
   'create virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
   'delete virtualmachineclones.clone.kubevirt.io': ['pool create', 'pool grow'],
   'list nodes (cluster)': ['capacity', 'ct capacity'],
-  'list kubevirts.kubevirt.io (cluster)': ['capacity'],
   'list virtualmachineinstances.kubevirt.io (cluster)': ['capacity', 'ct capacity'],
   'list virtualmachines.kubevirt.io (cluster)': ['list pool namespaces'],
   'get configmaps': [

@@ -81,6 +81,17 @@ describe('the VirtualMachineClone controller', () => {
     expect(target?.status?.restoreInProgress).toBeUndefined();
   });
 
+  it('deletes a finished clone once its target VM is gone, as KubeVirt’s clone controller does', async () => {
+    const { objects } = await setUp('clone-gone');
+    await objects.createClone(cloneOf('c-gone', {}));
+    await waitFor(() => objects.getClone('c-gone'), { describe: 'the clone finishes', until: isDone });
+    expect((await objects.getClone('c-gone'))?.status?.phase).toBe('Succeeded');
+    await objects.deleteVm('c-gone-vm');
+    await waitFor(async () => (await objects.getClone('c-gone')) === undefined, {
+      describe: 'the finished clone of the deleted VM to go',
+    });
+  });
+
   it('creates the target VM while the clone is still in progress, and starts it only after the restore', async () => {
     const { namespace, objects } = await setUp('clone-early');
     // each phase lasts 3 s of the namespace's clock, which moves only when the test moves it

@@ -135,6 +135,16 @@ describe("KubeVirt's own CRDs in the simulator", () => {
     expect(keysOf(vm)).toContain('x-kubernetes-preserve-unknown-fields');
   });
 
+  it('let every authenticated user list the KubeVirt CR, as KubeVirt’s install does', async () => {
+    const stranger = cluster().userKubeConfig('bound-to-nothing').makeApiClient(CustomObjectsApi);
+    const listed = await stranger.listClusterCustomObject({
+      group: 'kubevirt.io',
+      version: 'v1',
+      plural: 'kubevirts',
+    });
+    expect(listed).toMatchObject({ kind: 'KubeVirtList' });
+  });
+
   it('prune a misspelled field of a VM, as a real cluster does', async () => {
     const namespace = await createTestNamespace(cluster(), 'crd-prune');
     const objects = kubevirtObjects(cluster().kubeConfig, namespace);

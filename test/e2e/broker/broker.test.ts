@@ -128,6 +128,8 @@ describe('the broker over HTTP', () => {
           members: 2,
           claimed: 1,
           free: 1,
+          schedule: null,
+          rollOut: null,
         },
       ],
     });

@@ -39,7 +39,17 @@ describe('the browser client against a real broker', () => {
     const { namespace, clientOf, poolId } = await setUp(2);
     const vdi = clientOf(alice);
     expect(await vdi.listPools()).toEqual([
-      { id: poolId, kind: 'vm', namespace, name: 'devpool', members: 2, claimed: 0, free: 2 },
+      {
+        id: poolId,
+        kind: 'vm',
+        namespace,
+        name: 'devpool',
+        members: 2,
+        claimed: 0,
+        free: 2,
+        schedule: null,
+        rollOut: null,
+      },
     ]);
     const desktop = await vdi.claim(poolId);
     expect(desktop).toMatchObject({ owner: alice, poolId, retried: false });

@@ -334,7 +334,12 @@ describe('two broker serve replicas and the consoles of a desktop another replic
       code: 4002,
       reason: 'The desktop was reclaimed (max-duration); claim a desktop again to go on.',
     });
-    expect((await reclaimsIn(leader)).map((record) => [record.action, record.status])).toEqual([
+    // the leader records the reclaim once the Lease is gone, which is when the other replica closes the console
+    const recorded = await waitFor(() => reclaimsIn(leader), {
+      describe: 'the leader to record the reclaim',
+      until: (records) => records.length > 0,
+    });
+    expect(recorded.map((record) => [record.action, record.status])).toEqual([
       ['vdi reclaim (max-duration)', 'ok'],
     ]);
     expect(await reclaimsIn(other)).toEqual([]);

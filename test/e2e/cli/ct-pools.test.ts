@@ -248,4 +248,67 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     expect(pool?.reclaimAction).toBe('recreate');
     expect(pool?.spec).not.toHaveProperty('reclaimAction');
   });
+
+  it('refuses a schedule or a roll-out for a container pool as UNSUPPORTED_BACKEND, writing nothing', async () => {
+    const namespace = await createNamespace(cluster(), 'cli-ct-plans');
+    const kube = new KubeCluster(cluster().kubeConfig);
+    const file = join(tmpdir(), `devbox-plans-${namespace}.yaml`);
+    writeFileSync(
+      file,
+      'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 2\nschedule:\n  timeZone: Europe/Berlin\n  periods: []\n',
+    );
+    const scheduled = await cli(['ct-pool', 'apply', '-f', file, '-n', namespace, '-o', 'json']);
+    expect(scheduled.code).toBe(1);
+    expect(jsonOf<{ error: { code: string; message: string } }>(scheduled).error).toMatchObject({
+      code: 'UNSUPPORTED_BACKEND',
+      message: expect.stringContaining('has "schedule", but only VM pools take a schedule'),
+    });
+    expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox')).toBeUndefined();
+
+    const applied = await cli([
+      'ct-pool',
+      'apply',
+      'devbox',
+      '--image',
+      'ghcr.io/acme/devbox:1.4',
+      '--size',
+      '2',
+      '-n',
+      namespace,
+    ]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const period = await cli([
+      'pool',
+      'set',
+      'devbox',
+      '--time-zone',
+      'Europe/Berlin',
+      '--period',
+      'peak mon-fri 08:00-18:00 buffer 1 min 1 max 4',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+    ]);
+    expect(period.code).toBe(1);
+    expect(jsonOf<{ error: { code: string; message: string } }>(period).error).toMatchObject({
+      code: 'UNSUPPORTED_BACKEND',
+      message: expect.stringContaining('is a ct pool, and only VM pools take a schedule'),
+    });
+    const rollout = await cli([
+      'pool',
+      'set',
+      'devbox',
+      '--from',
+      'golden-v2',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+    ]);
+    expect(rollout.code).toBe(1);
+    expect(jsonOf<{ error: { code: string } }>(rollout).error.code).toBe('UNSUPPORTED_BACKEND');
+    // the pool's own settings ConfigMap of a VM pool was never made
+    expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-pool-devbox')).toBeUndefined();
+  });
 });

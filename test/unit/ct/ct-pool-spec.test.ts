@@ -120,6 +120,19 @@ describe('parseCtPoolSpec', () => {
     expect(fieldsOf(input)).toEqual(fields);
   });
 
+  it.each([
+    ['schedule', { timeZone: 'Europe/Berlin', periods: [] }, 'a schedule'],
+    ['maxUnavailable', 2, 'a roll-out'],
+  ])('refuses %s, which only VM pools take, as UNSUPPORTED_BACKEND', (field, value, feature) => {
+    expect(() => parseCtPoolSpec({ ...base, [field]: value })).toThrow(
+      expect.objectContaining({
+        code: 'UNSUPPORTED_BACKEND',
+        details: { field, kind: 'ct', feature },
+        message: expect.stringContaining(`only VM pools take ${feature}`),
+      }),
+    );
+  });
+
   it('keeps a minReady from 0 to the size', () => {
     expect(parseCtPoolSpec({ ...base, minReady: 2 }).minReady).toBe(2);
     expect(parseCtPoolSpec(base).minReady).toBeUndefined();

@@ -222,7 +222,13 @@ describe('planClone', () => {
       { phase: 'RestoreInProgress', target: 'foreign' },
       { kind: 'fail', message: expect.stringContaining('already exists') },
     ],
-    ['does nothing once done', { phase: 'Succeeded' }, { kind: 'done' }],
+    ['does nothing once done', { phase: 'Succeeded', target: 'ours' }, { kind: 'done' }],
+    [
+      'deletes itself once done and its target VM is gone, as KubeVirt does',
+      { phase: 'Succeeded' },
+      { kind: 'delete-clone' },
+    ],
+    ['keeps a failed clone whose target is missing', { phase: 'Failed' }, { kind: 'done' }],
     [
       'waits out a phase delay',
       { phase: 'SnapshotInProgress', knobs: { ...knobs, phaseDelayMs: 500 }, now: 1200 },
