@@ -229,6 +229,9 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     const deadline = Date.now() + options.durationMs;
     const calls: CallRecord[] = [];
     let operations = 0;
+    const keeper = keepSharedClockMoving(kubeConfig, namespace, clock, (error) =>
+      harnessErrors.push(`clock keeper: ${String(error)}`),
+    );
     const runs = await Promise.all(
       Array.from({ length: options.processes }, (_, proc) =>
         runDriver(
@@ -265,6 +268,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     for (const [proc, run] of runs.entries())
       if (run.exitCode !== 0)
         harnessErrors.push(`driver ${proc} exited ${run.exitCode}: ${run.stderr.trim()}`);
+    keeper.stop();
     log(`chaos: drivers done, ${operations} operations, ${calls.length} calls`);
 
     // At rest: slow guests finish stopping, one engine pass runs, and every change so far has been received. The
@@ -351,6 +355,32 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     recorder.stop();
     clock.stop();
   }
+}
+
+// How long the shared clock may stand still while drivers run before the storm moves it itself, and by how much.
+const clockStillMs = 5_000;
+
+/**
+ * Moves the shared clock on whenever it stood still for {@link clockStillMs} while the drivers run. Only the drivers'
+ * ticks move it otherwise, and a call waiting on shared time (a shrink waiting for a slow guest to stop, whose delay
+ * and whose wait are both measured on it) would wait forever once the other lanes are done.
+ */
+function keepSharedClockMoving(
+  kubeConfig: LocalClusterAccess['kubeConfig'],
+  namespace: string,
+  clock: { now(): Date },
+  onError: (error: unknown) => void,
+): { stop(): void } {
+  let seen = clock.now().getTime();
+  const timer = setInterval(() => {
+    const now = clock.now().getTime();
+    if (now !== seen) {
+      seen = now;
+      return;
+    }
+    advanceSharedClock(kubeConfig, namespace, clockStillMs).catch(onError);
+  }, clockStillMs);
+  return { stop: () => clearInterval(timer) };
 }
 
 function restStateOf(leases: unknown[], vms: VirtualMachine[], at: number, now: number): RestState {
