@@ -373,8 +373,7 @@ async function readMemberToTake(
   const cached = fromCaches ? backend.cachedMember?.(plan.member) : undefined;
   if (cached) return cached;
   const since = fromCaches ? ctx.cluster.cachesOf(namespace)?.leases.resourceVersion() : undefined;
-  return await backend.readMember(
-    { namespace, member },
-    since === undefined ? { instanceWhenShown: true } : { seenSince: since },
-  );
+  // the member and its instance both: KubeVirt may have made an instance its VM does not show yet (a start it acted
+  // on after the stop that followed), and a member whose instance is there is going down, not free
+  return await backend.readMember({ namespace, member }, since === undefined ? {} : { seenSince: since });
 }
