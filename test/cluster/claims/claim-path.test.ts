@@ -397,6 +397,41 @@ describe('a stopped member whose instance KubeVirt made late', goingDownWait, ()
     expect(await kube.getLease(namespace, 'corral-vdi-alpha-1')).toBeUndefined();
     await setSimulatorPaused(cluster().kubeConfig, namespace, false);
   });
+
+  // The same storm: a claim of the identity whose other claim's take was under way on such a member found its Lease
+  // through a page of free-looking members, which reads a VM that shows Stopped alone, renewed it and started it.
+  it('is not renewed and started by a claim of the identity whose take on it is not handed out yet', async () => {
+    const namespace = await createTestNamespace(cluster(), 'late-instance-own');
+    await createPoolMembers(cluster(), namespace, 'alpha', 1);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, ...waitThatRunsOut });
+    const kube = vdi.context.cluster;
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
+    await kube
+      .resource(vmiKind)
+      .in(namespace)
+      .create({
+        metadata: { name: 'alpha-1', namespace },
+        spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
+      });
+    const target = {
+      kind: 'vm' as const,
+      namespace,
+      pool: 'alpha',
+      member: 'alpha-1',
+      identity: 'bob@example.com',
+      holderGroups: 'unchecked',
+    };
+    expect(await writeClaimLease(vdi.context, target, undefined)).toBeDefined();
+
+    await expect(vdi.claim({ pool: 'alpha', identity: 'bob@example.com' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+      retryable: true,
+    });
+    const vm = await kube.getVm(namespace, 'alpha-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(vm?.spec.runStrategy).toBe('Halted');
+    await setSimulatorPaused(cluster().kubeConfig, namespace, false);
+  });
 });
 
 describe.concurrent('a claim taking over an expired claim', goingDownWait, () => {
