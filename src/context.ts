@@ -5,7 +5,7 @@ import type { Clock } from './clock.js';
 import type { DesktopBackend, DesktopKind, MemberFacts } from './desktop-backend.js';
 import { VdiError } from './errors.js';
 import type { VdiEvents } from './events.js';
-import type { KubeCluster } from './kube/cluster.js';
+import type { KubeCluster, ListOptions } from './kube/cluster.js';
 import type { LeaseObject } from './kube-objects.js';
 import type { PoolSettings } from './pool-settings.js';
 
@@ -85,7 +85,7 @@ export interface PoolKind {
   readPlannedPoolFacts(
     ctx: VdiContext,
     namespace: string,
-    options?: { cached?: boolean },
+    options?: Pick<ListOptions, 'cached' | 'shared'>,
   ): Promise<Map<string, PoolFacts>>;
 }
 
@@ -99,6 +99,8 @@ export interface PoolFacts {
   marked: ReadonlySet<string>;
   /** When each member was last seen free, for a kind whose pools follow a schedule. */
   freeSince?: ReadonlyMap<string, Date>;
+  /** The fewest members a scheduled pool of the kind keeps: 1 unless set (a VM pool is its members). */
+  fewestMembers?: number;
   settings: PoolSettings | undefined;
 }
 

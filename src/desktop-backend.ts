@@ -223,8 +223,8 @@ export interface OpenConsoleStreamOptions {
 
 /** Which page {@link DesktopBackend.listMembersByHolder} reads. @category backends */
 export interface MembersByHolderPage {
-  /** The identity the copy names; left out, members whose copy names nobody. */
-  holder?: string;
+  /** The identities the copy may name, any of them; left out, members whose copy names nobody. */
+  holders?: readonly string[];
   limit: number;
   /** Where the page starts: the `continue` of the page before; the first page without it. */
   continue?: string;
@@ -275,8 +275,8 @@ export interface DesktopBackend {
   listMembers(namespace: string, pool?: string, options?: { cached?: boolean }): Promise<MemberFacts[]>;
 
   /**
-   * A page of one pool's members picked by their presentation copy: those whose copy names nobody (`holder` left
-   * out), or those whose copy names `holder`; read fresh, up to `limit` from `continue`. A copy may lag its claim,
+   * A page of one pool's members picked by their presentation copy: those whose copy names nobody (`holders` left
+   * out), or those whose copy names one of `holders`; read fresh, up to `limit` from `continue`. A copy may lag its claim,
    * so a page only proposes members, and the Lease write decides. A backend whose members carry no such copy
    * leaves it out, and its claims read the whole pool.
    */

@@ -146,6 +146,8 @@ export type {
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
+  CtSchedulePlan,
+  CtScheduleRead,
 } from './ct-pools/plan-ct-reconcile.js';
 export { planCtPoolDelete, planCtReconcile } from './ct-pools/plan-ct-reconcile.js';
 export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct-pools/reconcile-ct-pool.js';
@@ -218,7 +220,13 @@ export {
   uncheckedHolderGroups,
   waiterLabel,
 } from './keys.js';
-export type { DeletePreconditions, KubeRequestObserver, ListOptions, PowerChange } from './kube/cluster.js';
+export type {
+  DeletePreconditions,
+  KubeRequestObserver,
+  ListOptions,
+  PowerChange,
+  SharedReads,
+} from './kube/cluster.js';
 export { KubeCluster } from './kube/cluster.js';
 export type {
   CachedObjects,

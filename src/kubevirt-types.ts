@@ -82,6 +82,10 @@ export interface VirtualMachineClone {
       | '';
     conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
     targetName?: string;
+    /** The VirtualMachineSnapshot of the source, once the clone made it. */
+    snapshotName?: string | null;
+    /** The VirtualMachineRestore that writes the target VM, once the clone made it. */
+    restoreName?: string | null;
     [field: string]: unknown;
   };
 }

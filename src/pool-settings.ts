@@ -216,6 +216,15 @@ function readFailure(raw: unknown): ScheduleFailure {
   return { at, attempts: attempts as number, error };
 }
 
+/**
+ * A keeper's failure record as stored (JSON text); `undefined` when there is none or it cannot be read.
+ *
+ * @category schedules
+ */
+export function readScheduleFailure(text: string | undefined): ScheduleFailure | undefined {
+  return readJson(text, readFailure);
+}
+
 // one entry a line: entries have no line breaks, as checkPoolSettings makes sure
 const listOf = (text: string | undefined) => text?.split('\n').filter((entry) => entry !== '') ?? [];
 
@@ -248,7 +257,7 @@ export function poolSettingsOf(configMap: ConfigMapObject | undefined): PoolSett
       'plainSize',
       /^\d{1,4}$/.test(data[keys.plainSize] ?? '') ? Number(data[keys.plainSize]) : undefined,
     ),
-    ...optional('scheduleFailure', readJson(data[keys.failure], readFailure)),
+    ...optional('scheduleFailure', readScheduleFailure(data[keys.failure])),
     ...optional('rollOut', readJson(data[keys.rollOut], readPoolRollout)),
   };
 }

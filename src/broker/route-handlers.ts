@@ -4,7 +4,7 @@ import { canUsePool, type PoolEntitlement } from '../claims/access.js';
 import type { ClaimResult } from '../claims/claim-desktop.js';
 import { claimOutcomeOf } from '../claims/claim-outcome.js';
 import { connect } from '../connect-planner/connect.js';
-import type { CtPoolView } from '../ct-pools/ct-pool-service.js';
+import { type CtPoolView, readCtPoolViews } from '../ct-pools/ct-pool-service.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import { checkHolderEntitlement } from '../entitlements/pool-entitlement.js';
 import { isVdiError, VdiError } from '../errors.js';
@@ -14,8 +14,7 @@ import { sessionIdAnnotation } from '../keys.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import type { PoolPlans } from '../pool-status/describe-pool-plans.js';
-import { readPoolPlans } from '../pool-status/read-pool-plans.js';
-import { listPools } from '../pools/pool-service.js';
+import { newSharedReads, readPoolsWithPlans } from '../pool-status/read-pool-plans.js';
 import { consoleEndFor } from '../sessions/console-tracker.js';
 import type { SessionEngine } from '../sessions/session-engine.js';
 import type { Vdi } from '../vdi.js';
@@ -221,16 +220,17 @@ export function createRouteHandlers(deps: RouteHandlerDependencies): RouteHandle
 
   return {
     async listPools({ caller }) {
-      const [vmPools, ctPools, planned] = await Promise.all([
-        listPools(ctx, { namespaces: [...namespaces] }),
-        Promise.all(namespaces.map((namespace) => vdi.listCtPools({ namespace }))),
+      // the container pools' specs are read once, for their views and their schedules
+      const shared = newSharedReads();
+      const [{ pools: vmPools, plans: planned }, ctPools] = await Promise.all([
+        readPoolsWithPlans(ctx, namespaces, shared),
         Promise.all(
           namespaces.map((namespace) =>
-            readPoolPlans(ctx, [namespace], { cached: ctx.cluster.isCaching(namespace) }),
+            readCtPoolViews(ctx, namespace, { cached: ctx.cluster.isCaching(namespace), shared }),
           ),
         ),
       ]);
-      const plansOf = new Map(planned.flat().map((plans) => [formatPoolId(plans), plans]));
+      const plansOf = new Map(planned.map((plans) => [formatPoolId(plans), plans]));
       return {
         pools: [
           ...vmPools

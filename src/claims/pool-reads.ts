@@ -3,6 +3,7 @@ import type { DesktopBackend, MemberFacts, MembersPage } from '../desktop-backen
 import { leaseHolderLabel, leaseNamePrefix, leasePoolLabel, waiterLabel } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
+import { sanitizeLabelValue } from '../sanitize-label-value.js';
 import { PoolClaimIndex } from './pool-index.js';
 
 /** A pool as one read saw it: its members and their claim Leases. */
@@ -30,6 +31,16 @@ interface PoolShare {
   cursor: string | undefined;
   /** The read of the pool's waiter Leases in flight. */
   waiters: Promise<LeaseObject[]> | undefined;
+  /** The read of members named for several identities not issued yet, which the claims that ask now join. */
+  namedNext: NamedRead | undefined;
+  /** The last read of named members issued; the next one is issued once it is answered. */
+  namedLast: Promise<unknown> | undefined;
+}
+
+/** One read of the members whose presentation copy names one of `holders`. */
+interface NamedRead {
+  holders: string[];
+  read: Promise<MembersPage>;
 }
 
 // per adapter, so contexts with their own cluster share nothing
@@ -54,6 +65,8 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
       pages: new Map(),
       cursor: undefined,
       waiters: undefined,
+      namedNext: undefined,
+      namedLast: undefined,
     };
     byPool.set(key, share);
   }
@@ -287,6 +300,59 @@ export async function readFreePage(
     issued.then(forget, forget);
   }
   return await read;
+}
+
+// the identities one read of named members asks for: a longer selector would near the limits of a request line
+const maxNamedHolders = 50;
+
+/**
+ * Reads the members of a pool whose presentation copy names `identity` ({@link DesktopBackend.listMembersByHolder}),
+ * up to `limit`; `undefined` when there are more. The apiserver matches such a selector against every member of the
+ * namespace, so the claims of this process that ask meanwhile share one read, issued after each of them asked: it
+ * names all their identities, and each takes its own members from it.
+ */
+export async function readNamedMembers(
+  ctx: VdiContext,
+  backend: DesktopBackend,
+  target: { namespace: string; pool: string },
+  identity: string,
+  limit: number,
+): Promise<MemberFacts[] | undefined> {
+  const { namespace, pool } = target;
+  const listing = backend.listMembersByHolder;
+  if (listing === undefined) return undefined;
+  const share = shareOf(ctx, namespace, pool);
+  let next = share.namedNext;
+  if (next === undefined || next.holders.length >= maxNamedHolders) {
+    const holders: string[] = [];
+    const after = share.namedLast ?? Promise.resolve();
+    const issued: NamedRead = {
+      holders,
+      read: after
+        .then(
+          () => {},
+          () => {},
+        )
+        .then(() => {
+          // from here on, claims that ask join the next read
+          if (share.namedNext === issued) share.namedNext = undefined;
+          return listing.call(backend, namespace, pool, { holders, limit: limit * holders.length });
+        }),
+    };
+    share.namedNext = issued;
+    share.namedLast = issued.read;
+    const forget = () => {
+      if (share.namedLast === issued.read) share.namedLast = undefined;
+    };
+    issued.read.then(forget, forget);
+    next = issued;
+  }
+  next.holders.push(identity);
+  const page = await next.read;
+  if (page.continue !== undefined) return undefined;
+  const label = sanitizeLabelValue(identity);
+  const named = page.members.filter((member) => member.presentation.label === label);
+  return named.length > limit ? undefined : named;
 }
 
 /**

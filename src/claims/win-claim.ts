@@ -15,6 +15,7 @@ import {
   noteMemberWritten,
   poolIndexOf,
   readFreePage,
+  readNamedMembers,
   readPool,
   readWaiterLeases,
   setFreePageCursor,
@@ -156,15 +157,15 @@ export async function readSmallView(
   };
   const [page, named, waiters] = await Promise.all([
     from === undefined ? fromStart() : readFreePage(ctx, backend, target, from).catch(fromStart),
-    backend.listMembersByHolder(namespace, pool, { holder: identity, limit: namedPageSize }),
+    readNamedMembers(ctx, backend, target, identity, namedPageSize),
     readWaiterLeases(ctx, target),
   ]);
-  if (waiters.length > 0 || named.continue !== undefined) return undefined;
+  if (waiters.length > 0 || named === undefined) return undefined;
   return {
-    members: unionOf(page.members, named.members),
+    members: unionOf(page.members, named),
     leases: [],
     cached: true,
-    small: { named: named.members, from, next: page.continue, pages: 1 },
+    small: { named, from, next: page.continue, pages: 1 },
   };
 }
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { CtPoolView } from '../ct-pools/ct-pool-service.js';
+import { formatPeriod } from '../pool-schedule.js';
 import {
   booleanFlag,
   type CommandInput,
@@ -9,6 +10,7 @@ import {
 } from './command-spec.js';
 import { minReadyOption, settingsFlags, settingsOptions } from './pool-flags.js';
 import { settingsText } from './pool-text.js';
+import { ctScheduleOptions, scheduleFlags } from './schedule-flags.js';
 import type { Terminal } from './terminal.js';
 import { UsageError } from './usage-error.js';
 
@@ -33,6 +35,7 @@ const specFlags = {
   },
   ...minReadyOption,
   ...settingsOptions,
+  ...ctScheduleOptions,
   'reclaim-action': {
     type: 'string',
     value: 'ACTION',
@@ -77,6 +80,8 @@ async function specFrom(input: CommandInput, command: CommandSpec): Promise<Reco
       ...(onRelease === undefined ? {} : { onRelease }),
     };
   }
+  const schedule = await scheduleFlags(input, command);
+  if (schedule !== undefined) spec.schedule = schedule.schedule;
   if (file === undefined && spec.name === undefined) {
     throw new UsageError('"ct-pool apply" needs -f FILE, or a pool name with --image and --size', [
       'ct-pool',
@@ -92,6 +97,11 @@ function printPool(terminal: Terminal, pool: CtPoolView): void {
   terminal.print(
     `${paint.bold(pool.name)}  (ns/${pool.namespace}, ${spec.size} member${spec.size === 1 ? '' : 's'} of ${spec.image}; ${settingsText({ reclaimAction: pool.reclaimAction, settings: spec })})`,
   );
+  if (spec.schedule) {
+    terminal.print(
+      `  schedule (${spec.schedule.timeZone}, outside it ${spec.size}): ${spec.schedule.periods.map(formatPeriod).join('; ')}`,
+    );
+  }
   for (const member of pool.members) {
     const holder = member.owner ?? 'free';
     const shown = member.owner ? paint.yellow(holder.padEnd(25)) : paint.green(holder.padEnd(25));
@@ -116,11 +126,15 @@ const apply: CommandSpec = {
   notes: [
     'The spec is checked before anything is written; a bad field is named. Apply makes no member: the ' +
       "broker's reconcile loop does, or run ct-pool reconcile once. docs/ct-pools.md lists every field.",
+    'A schedule (schedule: in the file, --schedule-file, or --time-zone with --period) makes the pool follow the ' +
+      'working day as a VM pool does (docs/schedules.md); --size is its size outside every period. The spec applied ' +
+      'is the whole spec: applying one without a schedule takes the schedule away.',
   ],
   examples: [
     '$ corral-vdi ct-pool apply -f devbox.yaml',
     '$ corral-vdi ct-pool apply devbox --image ghcr.io/acme/devbox:1.4 --size 3 --home-size 5Gi',
     '$ corral-vdi ct-pool apply -f devbox.yaml --min-ready 1 --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
+    '$ corral-vdi ct-pool apply -f devbox.yaml --time-zone Europe/Berlin --period "peak mon-fri 08:00-18:00 buffer 20% min 2 max 30"',
   ],
   async run(input) {
     const spec = await specFrom(input, apply);
@@ -184,18 +198,35 @@ const reconcile: CommandSpec = {
   summary:
     'Run one reconcile pass: make missing members, replace ended ones, remove free ones past the size.',
   args: ['name'],
-  options: clusterOptions,
-  notes: ['The broker runs the same pass in a loop; running it by hand as well is safe.'],
-  examples: ['$ corral-vdi ct-pool reconcile devbox'],
+  options: {
+    ...clusterOptions,
+    force: { type: 'boolean', help: "Run a scheduled pool's pass while it backs off after failures." },
+  },
+  notes: [
+    'The broker runs the same pass in a loop; running it by hand as well is safe. A scheduled pool follows the ' +
+      "period's targets, and after a failed pass waits 30 s, doubling up to 10 minutes, before the next.",
+  ],
+  examples: ['$ corral-vdi ct-pool reconcile devbox', '$ corral-vdi ct-pool reconcile devbox --force'],
   async run(input) {
     const session = await input.cluster();
     const { reconcileCtPool } = await import('../ct-pools/reconcile-ct-pool.js');
     const name = input.args.name ?? '';
-    const result = await reconcileCtPool(session.vdi.context, { name, namespace: session.namespace });
+    const result = await reconcileCtPool(session.vdi.context, {
+      name,
+      namespace: session.namespace,
+      force: booleanFlag(input, 'force'),
+    });
     const { terminal } = input;
     if (terminal.json) {
       const { capacity: _, ...rest } = result;
       terminal.printJson({ reconciled: rest });
+      return 0;
+    }
+    if (result.backingOff) {
+      const { attempts, retryAt, error } = result.backingOff;
+      terminal.print(
+        `container pool "${name}" backs off after ${attempts} failed pass${attempts === 1 ? '' : 'es'} in a row until ${retryAt} (--force runs it now): ${error}`,
+      );
       return 0;
     }
     const changes = [
@@ -209,6 +240,12 @@ const reconcile: CommandSpec = {
     );
     if (changes.length > 0) terminal.print(...changes);
     if (result.held.length > 0) terminal.print(`  left alone (claimed): ${result.held.join(', ')}`);
+    if (result.schedule) {
+      const { targets, claimed, waiters, settling } = result.schedule;
+      terminal.print(
+        `  schedule: ${targets.period === undefined ? 'outside every period' : `period ${targets.period}`}${targets.warmingFor ? `, warming for ${targets.warmingFor}` : ''}; ${targets.size} members for ${claimed} claimed and ${waiters} waiting${settling > 0 ? `; ${settling} free settling before removal` : ''}`,
+      );
+    }
     return 0;
   },
 };

@@ -32,6 +32,16 @@ export const scheduleOptions = {
   },
 } as const;
 
+/** The schedule flags of `ct-pool apply`: the spec's `size` is the plain size, and a spec applied without one has none. */
+export const ctScheduleOptions = {
+  'schedule-file': scheduleOptions['schedule-file'],
+  'time-zone': scheduleOptions['time-zone'],
+  period: {
+    ...scheduleOptions.period,
+    help: 'A period of the schedule: "NAME DAYS HH:MM-HH:MM buffer N|P% min N max N [to-zero]"; repeat for more. Replaces the file\'s schedule.',
+  },
+} as const;
+
 /** What the schedule flags ask for, or `undefined` when none is given. */
 export async function scheduleFlags(
   input: CommandInput,

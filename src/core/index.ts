@@ -81,6 +81,8 @@ export type {
   CtReconcileInput,
   CtReconcilePlan,
   CtReconcileStep,
+  CtSchedulePlan,
+  CtScheduleRead,
 } from '../ct-pools/plan-ct-reconcile.js';
 export { planCtPoolDelete, planCtReconcile } from '../ct-pools/plan-ct-reconcile.js';
 // DesktopBackend, the seam that does the I/O (its console streams are Node websockets), is the SDK's, not a core's.

@@ -1,17 +1,21 @@
-import { backendFor, type PoolKind } from '../context.js';
-import { ctPoolSettingsOf } from '../ct/ct-pool-spec.js';
+import type { PoolFacts, PoolKind } from '../context.js';
+import { kindLabel } from '../ct/ct-keys.js';
+import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
   listCtPoolConfigMaps,
   readCtPool,
   readCtPoolSettingsIn,
   requireCtPool,
   specOf,
+  storedCtPoolSettings,
 } from '../ct/ct-pool-store.js';
 import { leasePoolLabel, poolLabel } from '../keys.js';
+import { podKind } from '../kube/resource-kinds.js';
+import { freeSinceOf } from '../schedules/free-since.js';
 
 /**
- * Container pools: a pool is its spec in the ConfigMap `corral-vdi-ct-<pool>`, which holds its settings, size and
- * spares too; its members are made by the pool's reconcile, not by the pool calls.
+ * Container pools: a pool is its spec in the ConfigMap `corral-vdi-ct-<pool>`, which holds its settings, size,
+ * spares and schedule too; its members are made by the pool's reconcile, not by the pool calls.
  *
  * @category ct-pools
  */
@@ -20,7 +24,7 @@ export const ctPoolKind: PoolKind = {
 
   async readSettings(ctx, namespace, pool) {
     const stored = await readCtPool(ctx, namespace, pool);
-    return stored && ctPoolSettingsOf(stored.spec);
+    return stored && storedCtPoolSettings(stored);
   },
 
   readSettingsIn: (ctx, namespace, options) => readCtPoolSettingsIn(ctx, namespace, options),
@@ -39,21 +43,52 @@ export const ctPoolKind: PoolKind = {
     return sizes;
   },
 
-  // a container pool's spec carries neither a schedule nor a roll-out (docs/ct-pools.md)
-  readPlannedPoolFacts: async () => new Map(),
+  // a container pool's spec carries a schedule, never a roll-out: its image change is its roll-out (docs/ct-pools.md)
+  async readPlannedPoolFacts(ctx, namespace, options = {}) {
+    const scheduled = (await listCtPoolConfigMaps(ctx, namespace, options)).flatMap((configMap) => {
+      try {
+        const stored = { spec: specOf(configMap), configMap };
+        return stored.spec.schedule ? [stored] : [];
+      } catch {
+        return [];
+      }
+    });
+    if (scheduled.length === 0) return new Map();
+    const [pods, leases] = await Promise.all([
+      ctx.cluster.resource(podKind).in(namespace).list(`${kindLabel}=ct,${poolLabel}`, options),
+      ctx.cluster.listLeases(namespace, undefined, options),
+    ]);
+    const facts = new Map<string, PoolFacts>();
+    for (const stored of scheduled) {
+      const pool = stored.spec.name;
+      const own = pods.filter((pod) => pod.metadata.labels?.[poolLabel] === pool);
+      facts.set(pool, {
+        members: own.map(toCtMemberFacts),
+        leases,
+        minReady: stored.spec.minReady,
+        marked: new Set(),
+        freeSince: freeSinceOf(own),
+        fewestMembers: 0,
+        settings: storedCtPoolSettings(stored),
+      });
+    }
+    return facts;
+  },
 
   async readPoolFacts(ctx, namespace, pool) {
     const stored = await requireCtPool(ctx, namespace, pool);
-    const [members, leases] = await Promise.all([
-      backendFor(ctx, 'ct').listMembers(namespace, pool),
+    const [pods, leases] = await Promise.all([
+      ctx.cluster.resource(podKind).in(namespace).list(`${kindLabel}=ct,${poolLabel}=${pool}`),
       ctx.cluster.listLeases(namespace, `${leasePoolLabel}=${pool}`),
     ]);
     return {
-      members,
+      members: pods.map(toCtMemberFacts),
       leases,
       minReady: stored.spec.minReady,
       marked: new Set(),
-      settings: ctPoolSettingsOf(stored.spec),
+      freeSince: freeSinceOf(pods),
+      fewestMembers: 0,
+      settings: storedCtPoolSettings(stored),
     };
   },
 };

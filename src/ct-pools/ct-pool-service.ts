@@ -14,6 +14,7 @@ import { formatDesktopId, formatPoolId } from '../ids.js';
 import { leasePoolLabel, poolLabel, removalHolder } from '../keys.js';
 import { isConflictReason } from '../kube/errors.js';
 import { readModifyWrite } from '../kube/read-modify-write.js';
+import type { ListOptions } from '../kube/resource.js';
 import { configMapKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import { leaseNameFor } from '../lease-name.js';
 import { compareNatural } from '../member-names.js';
@@ -256,8 +257,19 @@ export async function listCtPools(
   ctx: VdiContext,
   options: { namespace?: string } = {},
 ): Promise<CtPoolView[]> {
-  const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
-  const configMaps = await listCtPoolConfigMaps(ctx, namespace);
+  return await readCtPoolViews(ctx, validateNamespace(options.namespace ?? ctx.defaultNamespace));
+}
+
+/**
+ * What {@link listCtPools} answers for a namespace already checked; with `shared`, its list of specs is shared with
+ * the other reads of the same request.
+ */
+export async function readCtPoolViews(
+  ctx: VdiContext,
+  namespace: string,
+  options: Pick<ListOptions, 'cached' | 'shared'> = {},
+): Promise<CtPoolView[]> {
+  const configMaps = await listCtPoolConfigMaps(ctx, namespace, options);
   const views = await Promise.all(
     configMaps.map(async (configMap) => {
       const spec = specOf(configMap);

@@ -1,9 +1,17 @@
 import { classifyLease, classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
 import type { MemberFacts } from '../desktop-backend.js';
-import { removalHolder } from '../keys.js';
+import { leasePoolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { compareNatural, nextMemberNames } from '../member-names.js';
+import type { PoolSchedule } from '../pool-schedule.js';
+import {
+  isUnclaimed,
+  planScheduleScaling,
+  planScheduleTargets,
+  type ScheduleTargets,
+} from '../schedules/plan-schedule.js';
+import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
 
 /** One member of a container pool as a reconcile pass read it: its Pod's facts and which objects exist. @category ct-pools */
 export interface CtMemberRead {
@@ -30,6 +38,20 @@ export interface CtReconcileInput {
   /** Names the namespace already uses (every Pod and Service): a new member takes none of them. */
   taken: ReadonlySet<string>;
   now: Date;
+  /**
+   * The pool's schedule, when it has one: the size follows its targets instead of `size` (which holds outside
+   * every period), and only members free for the settle time are removed.
+   */
+  schedule?: CtScheduleRead | undefined;
+}
+
+/** What a scheduled container pool's pass reads besides its members. @category ct-pools */
+export interface CtScheduleRead {
+  schedule: PoolSchedule;
+  /** The free members kept running outside every period. */
+  minReady: number;
+  /** When each member's Pod was first seen free (`corral.dev/vdi-free-since`). */
+  freeSince: ReadonlyMap<string, Date>;
 }
 
 /**
@@ -43,6 +65,8 @@ export interface CtReconcileInput {
  * - `skip`: a held member is left alone, or one whose Pod is still being deleted is left for the next pass.
  * - `drop-removal`: a removal's Lease (`corral-vdi/resize`) that a pass which died left on a member it is not
  *   removing or replacing now: delete it, so the member can be claimed again.
+ * - `mark-free` / `unmark-free`: a scheduled pool's member seen free now (its Pod is marked free since now), or
+ *   claimed again (the mark goes); a scale-down takes only members marked a settle time ago.
  *
  * @category ct-pools
  */
@@ -52,12 +76,25 @@ export type CtReconcileStep =
   | { kind: 'replace'; member: string; uid: string; reason: 'finished' | 'image' }
   | { kind: 'remove'; member: string }
   | { kind: 'skip'; member: string; reason: 'claimed' | 'deleting' }
-  | { kind: 'drop-removal'; member: string };
+  | { kind: 'drop-removal'; member: string }
+  | { kind: 'mark-free'; member: string }
+  | { kind: 'unmark-free'; member: string };
 
 /** What a reconcile pass does, and how many new Pods it starts (what capacity admission must fit). @category ct-pools */
 export interface CtReconcilePlan {
   steps: CtReconcileStep[];
   newPods: number;
+  /** For a scheduled pool: its targets now, the demand they follow and the free members settling before removal. */
+  schedule?: CtSchedulePlan;
+}
+
+/** Where a scheduled container pool's pass aims. @category ct-pools */
+export interface CtSchedulePlan {
+  targets: ScheduleTargets;
+  claimed: number;
+  waiters: number;
+  /** Free members past the target that are not free for the settle time yet. */
+  settling: number;
 }
 
 function isFree(read: CtMemberRead, lease: LeaseObject | undefined, now: Date): boolean {
@@ -84,16 +121,18 @@ function isFree(read: CtMemberRead, lease: LeaseObject | undefined, now: Date): 
  * @category ct-pools
  */
 export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
-  const { pool, size, image, home, leases, taken, now } = input;
+  const { pool, image, home, leases, taken, now } = input;
   const leaseOf = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
   const members = [...input.members].sort((left, right) => compareNatural(left.member, right.member));
   const free = new Map(
     members.map((read) => [read.member, isFree(read, leaseOf.get(leaseNameFor(read.member)), now)]),
   );
+  const scheduled = input.schedule && planScheduledSize(input, input.schedule, free);
+  const size = scheduled?.size ?? input.size;
   const surplus = Math.max(0, members.length - size);
   const removed = new Set(
     members
-      .filter((read) => free.get(read.member))
+      .filter((read) => free.get(read.member) && (scheduled?.removable.has(read.member) ?? true))
       .reverse()
       .slice(0, surplus)
       .map((read) => read.member),
@@ -140,13 +179,64 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
       steps.push({ kind: 'drop-removal', member });
     }
   }
+  for (const member of scheduled?.markFree ?? []) steps.push({ kind: 'mark-free', member });
+  for (const member of scheduled?.unmarkFree ?? []) steps.push({ kind: 'unmark-free', member });
   const kept = members.length - removed.size;
   const names = new Set([...taken, ...members.map((read) => read.member), ...leaseMembers(leases)]);
   for (const member of nextMemberNames(pool, names, Math.max(0, size - kept))) {
     steps.push({ kind: 'create', member });
     newPods += 1;
   }
-  return { steps, newPods };
+  if (!scheduled) return { steps, newPods };
+  const { targets, claimed, waiters, settling } = scheduled;
+  return { steps, newPods, schedule: { targets, claimed, waiters, settling } };
+}
+
+/**
+ * A scheduled pool's size now, by the schedule's own planners (the VM pools' keeper's): its targets for the members
+ * claimed and the live waiters, and which free members a scale-down may take (free for the settle time, never the
+ * free members the target keeps). Every free member of a container pool runs, so its free running target is the
+ * size's share beyond the claimed.
+ */
+function planScheduledSize(
+  input: CtReconcileInput,
+  read: CtScheduleRead,
+  free: ReadonlyMap<string, boolean>,
+) {
+  const { members, leases, now } = input;
+  const leaseOf = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
+  // claimed as the VM pools' keeper counts it: an expired claim still lies on its member until a claim or reset
+  const claimed = members.filter((member) =>
+    member.pod
+      ? !member.pod.deleting && !isUnclaimed(member.pod, leaseOf.get(leaseNameFor(member.member)), now)
+      : !free.get(member.member),
+  ).length;
+  const poolLeases = leases.filter((lease) => lease.metadata.labels?.[leasePoolLabel] === input.pool);
+  const waiters = splitWaiterLeases(poolLeases, 'ct', now).live.length;
+  const targets = planScheduleTargets({
+    schedule: read.schedule,
+    plain: { size: input.size, minReady: read.minReady },
+    claimed,
+    waiters,
+    now,
+  });
+  const scaling = planScheduleScaling({
+    targets,
+    members: members.flatMap((member) => member.pod ?? []),
+    leases,
+    freeSince: read.freeSince,
+    now,
+  });
+  return {
+    targets,
+    claimed,
+    waiters,
+    size: targets.size,
+    removable: new Set(scaling.remove),
+    settling: scaling.waiting,
+    markFree: scaling.markFree,
+    unmarkFree: scaling.unmarkFree,
+  };
 }
 
 // a member mid-reset may have no object left, only its Lease: its name stays taken

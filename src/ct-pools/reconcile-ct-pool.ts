@@ -2,7 +2,7 @@ import { type AdmissionPlan, admitPool } from '../capacity/admit-pool.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
-import { ctMemberLabel, kindLabel, specConfigMapName } from '../ct/ct-keys.js';
+import { ctMemberLabel, kindLabel, scheduleFailureKey, specConfigMapName } from '../ct/ct-keys.js';
 import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
   type CtMemberTarget,
@@ -14,15 +14,25 @@ import {
 } from '../ct/ct-member-writes.js';
 import { type CtPoolSpec, extendedResourcesOf } from '../ct/ct-pool-spec.js';
 import { requireCtPool, type StoredCtPool, specOf } from '../ct/ct-pool-store.js';
-import { VdiError } from '../errors.js';
+import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
-import { leasePoolLabel, poolLabel } from '../keys.js';
-import { nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
-import type { LeaseObject } from '../kube-objects.js';
+import { freeSinceAnnotation, leasePoolLabel, poolLabel } from '../keys.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
+import { configMapKind, nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
+import type { ConfigMapObject, LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
+import { parseRfc3339 } from '../parse-time.js';
+import { readScheduleFailure, type ScheduleFailure } from '../pool-settings.js';
+import { freeSinceOf } from '../schedules/free-since.js';
+import { retryAt } from '../schedules/plan-schedule.js';
 import { validateNamespace, validatePoolName } from '../validate.js';
 import { toCtAdmissionInput } from './ct-admission.js';
-import { type CtMemberRead, type CtReconcilePlan, planCtReconcile } from './plan-ct-reconcile.js';
+import {
+  type CtMemberRead,
+  type CtReconcilePlan,
+  type CtSchedulePlan,
+  planCtReconcile,
+} from './plan-ct-reconcile.js';
 
 /** Options of {@link reconcileCtPool}. @category ct-pools */
 export interface ReconcileCtPoolOptions {
@@ -32,6 +42,8 @@ export interface ReconcileCtPoolOptions {
   namespace?: string;
   /** How long deleting a finished Pod before it is made again may take. @defaultValue 120000 */
   timeoutMs?: number;
+  /** Run a scheduled pool's pass during its backoff too. @defaultValue false */
+  force?: boolean;
 }
 
 /** What one reconcile pass did. @category ct-pools */
@@ -50,6 +62,13 @@ export interface ReconcileCtPoolResult {
   held: string[];
   /** The capacity admission of the new Pods, when the spec asks for extended resources. */
   capacity?: AdmissionPlan;
+  /** For a pool with a schedule: the targets the pass followed, the demand and the members settling. */
+  schedule?: CtSchedulePlan;
+  /**
+   * For a pool with a schedule whose passes failed: the pass did nothing and waits until `retryAt` (30 s after the
+   * first failure, doubling up to 10 minutes).
+   */
+  backingOff?: ScheduleFailure & { retryAt: string };
 }
 
 const defaultTimeoutMs = 120_000;
@@ -84,7 +103,7 @@ async function readMembers(ctx: VdiContext, namespace: string, pool: string, how
     };
   });
   const taken = new Set([...allPods, ...allServices].map((object) => object.metadata.name ?? ''));
-  return { members, leases, taken };
+  return { members, leases, taken, freeSince: freeSinceOf(pods) };
 }
 
 async function admit(
@@ -122,14 +141,59 @@ function planPass(
   spec: CtPoolSpec,
   read: Awaited<ReturnType<typeof readMembers>>,
 ): CtReconcilePlan {
+  const { freeSince, ...members } = read;
   return planCtReconcile({
     pool: spec.name,
     size: spec.size,
     image: spec.image,
     home: spec.home !== undefined,
-    ...read,
+    ...members,
     now: ctx.clock.now(),
+    schedule: spec.schedule && { schedule: spec.schedule, minReady: spec.minReady ?? 0, freeSince },
   });
+}
+
+function emptyResult(namespace: string, pool: string): ReconcileCtPoolResult {
+  return {
+    id: formatPoolId({ kind: 'ct', namespace, pool }),
+    created: [],
+    completed: [],
+    replaced: [],
+    removed: [],
+    held: [],
+  };
+}
+
+/** A scheduled pool's failures in a row, when they hold its passes back now. */
+function backoffOf(
+  ctx: VdiContext,
+  spec: CtPoolSpec,
+  configMap: ConfigMapObject,
+): (ScheduleFailure & { retryAt: string }) | undefined {
+  const failure = spec.schedule && readScheduleFailure(configMap.data?.[scheduleFailureKey]);
+  if (!failure) return undefined;
+  const next = retryAt(parseRfc3339(failure.at) ?? ctx.clock.now(), failure.attempts);
+  return next.getTime() > ctx.clock.now().getTime() ? { ...failure, retryAt: next.toISOString() } : undefined;
+}
+
+/** Writes or clears (`undefined`) a scheduled pool's failure record beside its spec, keeping a spec applied meanwhile. */
+async function writeScheduleFailure(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  failure: (current: ScheduleFailure | undefined) => ScheduleFailure | undefined,
+): Promise<void> {
+  await readModifyWrite(
+    ctx.cluster.resource(configMapKind).in(namespace),
+    specConfigMapName(pool),
+    (current) => {
+      if (current?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
+      const { [scheduleFailureKey]: previous, ...data } = current.data ?? {};
+      const next = failure(readScheduleFailure(previous));
+      if (next === undefined && previous === undefined) return undefined;
+      return { ...current, data: next ? { ...data, [scheduleFailureKey]: JSON.stringify(next) } : data };
+    },
+  );
 }
 
 /**
@@ -139,10 +203,15 @@ function planPass(
  * next pass completes them. A replace or a removal takes the member's Lease (holder `corral-vdi/resize`) before
  * it deletes anything, so a claim landing meanwhile keeps its member, and deletes the Lease after.
  *
+ * A pool whose spec has a `schedule` is sized by the period's targets (`result.schedule`), marks its members' Pods
+ * free since the pass that first sees them free, and removes only those free for the settle time. Its failed pass
+ * is recorded beside the spec and emits `pool-schedule-failed`; the passes after it do nothing until the backoff
+ * ends (`result.backingOff`), unless `force`.
+ *
  * @example
  * ```ts
  * const result = await reconcileCtPool(vdi.context, { name: 'devbox' });
- * console.log(result.created, result.removed);
+ * console.log(result.created, result.removed, result.schedule?.targets.period);
  * ```
  * @throws {@link VdiError} `POOL_NOT_FOUND`; `INVALID_INPUT` when the stored spec is no longer valid;
  *   `INSUFFICIENT_CAPACITY` (nothing written) when the new Pods' extended resources do not fit.
@@ -154,24 +223,76 @@ export async function reconcileCtPool(
 ): Promise<ReconcileCtPoolResult> {
   const namespace = validateNamespace(options.namespace ?? ctx.defaultNamespace);
   validatePoolName(options.name);
-  const quiet = await passWithNothingToDo(ctx, namespace, options.name);
+  const quiet = await passWithNothingToDo(ctx, namespace, options.name, options.force ?? false);
   if (quiet) return quiet;
   const stored = await requireCtPool(ctx, namespace, options.name);
+  const { spec } = stored;
+  const backingOff = options.force ? undefined : backoffOf(ctx, spec, stored.configMap);
+  if (backingOff) return { ...emptyResult(namespace, spec.name), backingOff };
+  const failure = spec.schedule && readScheduleFailure(stored.configMap.data?.[scheduleFailureKey]);
+  try {
+    const result = await reconcileAsRead(ctx, namespace, stored, options.timeoutMs);
+    if (failure) await writeScheduleFailure(ctx, namespace, spec.name, () => undefined);
+    return result;
+  } catch (error) {
+    // only a scheduled pool backs off: a plain pool's next pass tries again, as it always did
+    if (spec.schedule) await recordFailure(ctx, namespace, spec.name, error);
+    throw error;
+  }
+}
+
+async function reconcileAsRead(
+  ctx: VdiContext,
+  namespace: string,
+  stored: StoredCtPool,
+  timeoutMs: number | undefined,
+): Promise<ReconcileCtPoolResult> {
   const { spec } = stored;
   const read = await readMembers(ctx, namespace, spec.name, { quiet: false });
   const plan = planPass(ctx, spec, read);
   const capacity = await admit(ctx, stored, namespace, plan.newPods);
   const result: ReconcileCtPoolResult = {
-    id: formatPoolId({ kind: 'ct', namespace, pool: spec.name }),
-    created: [],
-    completed: [],
-    replaced: [],
-    removed: [],
-    held: [],
+    ...emptyResult(namespace, spec.name),
     ...(capacity ? { capacity } : {}),
+    ...(plan.schedule ? { schedule: plan.schedule } : {}),
   };
-  await carryOut(ctx, { namespace, stored, plan, leases: read.leases, result }, options.timeoutMs);
+  await carryOut(ctx, { namespace, stored, plan, leases: read.leases, result }, timeoutMs);
+  const { schedule } = plan;
+  if (schedule && result.created.length + result.removed.length > 0) {
+    ctx.events.emit('pool-scaled', {
+      poolId: result.id,
+      period: schedule.targets.period ?? null,
+      size: schedule.targets.size,
+      freeRunning: schedule.targets.freeRunning,
+      added: result.created,
+      removed: result.removed,
+      started: [],
+      stopped: [],
+    });
+  }
   return result;
+}
+
+/** Records a scheduled pool's failed pass, so the next ones back off, and reports it. */
+async function recordFailure(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  error: unknown,
+): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  const at = ctx.clock.now();
+  let attempts = 1;
+  await writeScheduleFailure(ctx, namespace, pool, (previous) => {
+    attempts = (previous?.attempts ?? 0) + 1;
+    return { at: at.toISOString(), attempts, error: message };
+  }).catch(() => undefined);
+  ctx.events.emit('pool-schedule-failed', {
+    poolId: formatPoolId({ kind: 'ct', namespace, pool }),
+    error: message,
+    attempts,
+    retryAt: retryAt(at, attempts).toISOString(),
+  });
 }
 
 /**
@@ -183,6 +304,7 @@ async function passWithNothingToDo(
   ctx: VdiContext,
   namespace: string,
   pool: string,
+  force: boolean,
 ): Promise<ReconcileCtPoolResult | undefined> {
   const caches = ctx.cluster.cachesOf(namespace);
   if (!caches?.configMaps.isSynced() || !caches.leases.isSynced()) return undefined;
@@ -195,17 +317,33 @@ async function passWithNothingToDo(
     // the fresh read tells what is wrong with it
     return undefined;
   }
+  const backingOff = force ? undefined : backoffOf(ctx, spec, configMap);
+  if (backingOff) return { ...emptyResult(namespace, spec.name), backingOff };
   const read = await readMembers(ctx, namespace, spec.name, { quiet: true });
   const plan = planPass(ctx, spec, read);
   if (!plan.steps.every((step) => step.kind === 'skip')) return undefined;
+  // a failure record is cleared by a pass that writes; a quiet one leaves it to that pass
+  if (spec.schedule && readScheduleFailure(configMap.data?.[scheduleFailureKey])) return undefined;
   return {
-    id: formatPoolId({ kind: 'ct', namespace, pool: spec.name }),
-    created: [],
-    completed: [],
-    replaced: [],
-    removed: [],
+    ...emptyResult(namespace, spec.name),
     held: plan.steps.filter((step) => step.reason === 'claimed').map((step) => step.member),
+    ...(plan.schedule ? { schedule: plan.schedule } : {}),
   };
+}
+
+/**
+ * Marks a member's Pod free since `at` (`null` takes the mark away). A Pod gone or changed since the read is left to
+ * the next pass, which reads it again.
+ */
+async function markFree(ctx: VdiContext, namespace: string, member: string, at: Date | null): Promise<void> {
+  try {
+    await ctx.cluster
+      .resource(podKind)
+      .in(namespace)
+      .patch(member, { metadata: { annotations: { [freeSinceAnnotation]: at?.toISOString() ?? null } } });
+  } catch (error) {
+    if (!isVdiError(error, 'NOT_FOUND')) throw error;
+  }
 }
 
 async function carryOut(
@@ -274,6 +412,10 @@ async function carryOut(
         if (lease) await deleteLeaseAsRead(ctx, lease);
         break;
       }
+      case 'mark-free':
+      case 'unmark-free':
+        await markFree(ctx, namespace, member, step.kind === 'mark-free' ? ctx.clock.now() : null);
+        break;
     }
   }
 }

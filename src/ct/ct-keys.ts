@@ -4,6 +4,11 @@ export const kindLabel = 'corral.dev/vdi-kind';
 export const ctMemberLabel = 'corral.dev/vdi-member';
 /** The ConfigMap key that holds a container pool's spec, as JSON. @category ct-pools */
 export const specKey = 'spec.json';
+/**
+ * The ConfigMap key beside the spec that records a scheduled pool's failed reconcile passes in a row, so the next
+ * passes back off; an apply of the spec drops it. @category ct-pools
+ */
+export const scheduleFailureKey = 'schedule-failure';
 /** The name of the one container of a member's Pod. @category ct-pools */
 export const desktopContainer = 'desktop';
 /** Where a member's home volume is mounted. @category ct-pools */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defaultTerminalShell } from '../connect-facts.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { maxPoolSize } from '../pool-options.js';
+import { type PoolSchedule, parsePoolSchedule } from '../pool-schedule.js';
 import { checkPoolSettings, type PoolSettings, type ReclaimAction } from '../pool-settings.js';
 import { poolNameSchema } from '../validate.js';
 import { imageReferenceProblem } from './image-reference.js';
@@ -30,7 +31,7 @@ export interface CtPoolSpec {
   name: string;
   /** The image every member runs, such as `ghcr.io/acme/devbox:1.4` or one pinned by `@sha256:…`. */
   image: string;
-  /** How many members the reconciler keeps, 0 to 1000. */
+  /** How many members the reconciler keeps, 0 to 1000; with a `schedule`, the size outside every period. */
   size: number;
   /**
    * How many free members must be running, 0 to `size`. The reconciler runs a Pod for every free member, so this
@@ -65,6 +66,11 @@ export interface CtPoolSpec {
   allowedUsers?: string[] | undefined;
   /** How many desktops a user may hold, in all pools of the namespace, and still claim from this one; `0`: no limit. */
   maxDesktopsPerUser?: number | undefined;
+  /**
+   * When and how the pool's size follows the working day, as a VM pool's schedule (see `parsePoolSchedule`): in a
+   * period the reconciler keeps the period's free members within its floor and cap; outside every period `size`.
+   */
+  schedule?: PoolSchedule | undefined;
 }
 
 /** What {@link parseCtPoolSpec} needs to know besides the spec. @category ct-pools */
@@ -160,6 +166,24 @@ function schemaFor(options: ParseCtPoolSpecOptions) {
       allowedGroups: z.array(z.string()).optional(),
       allowedUsers: z.array(z.string()).optional(),
       maxDesktopsPerUser: z.number().optional(),
+      schedule: z
+        .unknown()
+        .optional()
+        .transform((raw, ctx) => {
+          if (raw === undefined) return undefined;
+          try {
+            return parsePoolSchedule(raw);
+          } catch (error) {
+            if (!isVdiError(error, 'INVALID_INPUT')) throw error;
+            const field = String(error.details.field ?? '');
+            ctx.addIssue({
+              code: 'custom',
+              path: field === 'schedule' ? [] : [field],
+              message: error.message.replace(/ Nothing was written\.$/, ''),
+            });
+            return z.NEVER;
+          }
+        }),
     })
     .strict()
     .superRefine((spec, ctx) => {
@@ -241,7 +265,6 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
 
 // what VM pools take and container pools do not, refused as such rather than as a typo
 const vmPoolFields: Readonly<Record<string, string>> = {
-  schedule: 'a schedule',
   maxUnavailable: 'a roll-out',
 };
 
@@ -251,7 +274,7 @@ function refuseVmPoolFields(input: unknown): void {
   if (field === undefined) return;
   throw new VdiError(
     'UNSUPPORTED_BACKEND',
-    `The container pool spec has "${field}", but only VM pools take ${vmPoolFields[field]}; see docs/ct-pools.md#schedules-and-roll-outs for what a container pool does instead. Nothing was written.`,
+    `The container pool spec has "${field}", but only VM pools take ${vmPoolFields[field]}; a container pool's image change is its roll-out (docs/ct-pools.md#image-changes). Nothing was written.`,
     { details: { field, kind: 'ct', feature: vmPoolFields[field] } },
   );
 }
@@ -265,7 +288,7 @@ function refuseVmPoolFields(input: unknown): void {
  * spec.shell; // '/bin/sh'
  * ```
  * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead;
- *   `UNSUPPORTED_BACKEND` for a field only VM pools take (`schedule`, `maxUnavailable`).
+ *   `UNSUPPORTED_BACKEND` for a field only VM pools take (`maxUnavailable`).
  * @category ct-pools
  */
 export function parseCtPoolSpec(input: unknown, options: ParseCtPoolSpecOptions = {}): CtPoolSpec {

@@ -1,11 +1,12 @@
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
+import type { ListOptions } from '../kube/resource.js';
 import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
-import type { PoolSettings } from '../pool-settings.js';
+import { type PoolSettings, readScheduleFailure } from '../pool-settings.js';
 import { validatePoolName } from '../validate.js';
-import { kindLabel, specConfigMapName, specKey } from './ct-keys.js';
+import { kindLabel, scheduleFailureKey, specConfigMapName, specKey } from './ct-keys.js';
 import { type CtPoolSpec, ctPoolSettingsOf, parseCtPoolSpec } from './ct-pool-spec.js';
 
 /** A container pool as stored: its spec and the ConfigMap it lives in. */
@@ -30,6 +31,20 @@ export function specOf(configMap: ConfigMapObject): CtPoolSpec {
   }
   // a webhook was checked when the spec was applied, with or without http allowed
   return parseCtPoolSpec(raw, { allowLoopbackHttpWebhook: true });
+}
+
+/**
+ * A container pool's settings in the shape every pool kind answers: its reclaim and access settings, and with a
+ * schedule the schedule, its size as the plain size and its reconcile's failures in a row.
+ */
+export function storedCtPoolSettings(stored: StoredCtPool): PoolSettings {
+  const { spec, configMap } = stored;
+  const failure = spec.schedule && readScheduleFailure(configMap.data?.[scheduleFailureKey]);
+  return {
+    ...ctPoolSettingsOf(spec),
+    ...(spec.schedule ? { schedule: spec.schedule, plainSize: spec.size } : {}),
+    ...(failure ? { scheduleFailure: failure } : {}),
+  };
 }
 
 /** Reads one container pool's ConfigMap and spec; `undefined` when there is none. */
@@ -66,7 +81,7 @@ export async function requireCtPool(ctx: VdiContext, namespace: string, pool: st
 export async function listCtPoolConfigMaps(
   ctx: VdiContext,
   namespace: string,
-  options: { cached?: boolean } = {},
+  options: Pick<ListOptions, 'cached' | 'shared'> = {},
 ): Promise<ConfigMapObject[]> {
   return await ctx.cluster
     .resource(configMapKind)
@@ -93,7 +108,7 @@ export async function readCtPoolSettingsIn(
   for (const configMap of await listCtPoolConfigMaps(ctx, namespace, options)) {
     const pool = configMap.metadata.labels?.[poolLabel] ?? '';
     try {
-      settings.set(pool, ctPoolSettingsOf(specOf(configMap)));
+      settings.set(pool, storedCtPoolSettings({ spec: specOf(configMap), configMap }));
     } catch {
       settings.set(pool, {});
     }

@@ -47,7 +47,7 @@ import type { ListedObjects } from './watch-cache.js';
 import { type OpenWatch, openWatchStream } from './watch-stream.js';
 import { openKubeWebSocket } from './websocket.js';
 
-export type { DeletePreconditions, ListOptions } from './resource.js';
+export type { DeletePreconditions, ListOptions, SharedReads } from './resource.js';
 
 /**
  * Hears what the adapter sends, for metrics: each request try with its verb and answer, and each Lease write

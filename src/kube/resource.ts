@@ -95,7 +95,15 @@ export interface ListOptions {
    * is on the way) before asking the apiserver. @defaultValue 0
    */
   cacheWaitMs?: number;
+  /**
+   * Lists of one request that ask the apiserver for the same answer share one read: the first one's, kept here by
+   * path and query (the broker's pools route reads a namespace's pools and their plans through separate services).
+   */
+  shared?: SharedReads;
 }
+
+/** The lists a request has asked the apiserver for, by path and query; see {@link ListOptions.shared}. */
+export type SharedReads = Map<string, Promise<readonly unknown[]>>;
 
 /** One page of a list: up to `limit` objects from `continue` (the first page without it). */
 export interface PageRequest {
@@ -223,9 +231,18 @@ export class ResourceClient<K extends KubeObject, S extends string = never> {
     if (cached) return cached;
     const path = await this.servedPath();
     if (path === undefined) return [];
+    const asked = `${path}${queryOf({ labelSelector, ...listVersion(options) })}`;
+    const sharedRead = options.shared?.get(asked);
+    if (sharedRead) return [...(await sharedRead)] as K[];
+    const read = this.readList(asked);
+    options.shared?.set(asked, read);
+    return [...(await read)];
+  }
+
+  private async readList(path: string): Promise<K[]> {
     const list = (await this.transport.send('list', `list ${this.plural()}`, {
       method: 'GET',
-      path: `${path}${queryOf({ labelSelector, ...listVersion(options) })}`,
+      path,
     })) as WireList;
     return list.items.map((item) => this.fromWire(item));
   }

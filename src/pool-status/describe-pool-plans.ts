@@ -21,6 +21,8 @@ export interface PoolPlansFacts {
   leases: readonly LeaseObject[];
   minReady: number | undefined;
   freeSince?: ReadonlyMap<string, Date> | undefined;
+  /** The fewest members a scheduled pool of the kind keeps. @defaultValue 1 */
+  fewestMembers?: number | undefined;
   settings: PoolSettings | undefined;
 }
 
@@ -49,6 +51,7 @@ export function describePoolPlans(input: {
         freeSince: facts.freeSince ?? new Map(),
         minReady: facts.minReady ?? 0,
         waiters,
+        fewestMembers: facts.fewestMembers ?? 1,
         now,
       })
     : undefined;

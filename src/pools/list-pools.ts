@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { VdiContext } from '../context.js';
+import type { ListOptions } from '../kube/cluster.js';
 import { namespaceSchema, parseOptions, poolNameSchema, validateNamespace } from '../validate.js';
 import { readPoolSettingsIn } from './pool-settings-store.js';
 import { describePools, type PoolView } from './pool-view.js';
@@ -38,13 +39,25 @@ const poolSchema = z.object({ name: poolNameSchema, namespace: namespaceSchema.o
  */
 export async function listPools(ctx: VdiContext, options: ListPoolsOptions = {}): Promise<PoolView[]> {
   const parsed = parseOptions(listSchema, options, 'listPools');
-  const namespaces = (parsed.namespaces ?? [ctx.defaultNamespace]).map(validateNamespace);
+  return await readPoolViews(ctx, (parsed.namespaces ?? [ctx.defaultNamespace]).map(validateNamespace));
+}
+
+/**
+ * What {@link listPools} answers for namespaces already checked; with `shared`, its lists are shared with the other
+ * reads of the same request.
+ */
+export async function readPoolViews(
+  ctx: VdiContext,
+  namespaces: readonly string[],
+  options: Pick<ListOptions, 'shared'> = {},
+): Promise<PoolView[]> {
   const read = await Promise.all(
     namespaces.map(async (namespace) => {
+      // a broker's caches answer it: read afresh, each Desktops page read every VM and Lease it serves from etcd
+      const listOptions = { cached: ctx.cluster.isCaching(namespace), shared: options.shared };
       const [{ vms, leases }, settings] = await Promise.all([
-        // a broker's caches answer it: read afresh, each Desktops page read every VM and Lease it serves from etcd
-        readPools(ctx, namespace, undefined, { cached: ctx.cluster.isCaching(namespace) }),
-        readPoolSettingsIn(ctx, namespace, { cached: ctx.cluster.isCaching(namespace) }),
+        readPools(ctx, namespace, undefined, listOptions),
+        readPoolSettingsIn(ctx, namespace, listOptions),
       ]);
       return describePools({ namespace, vms, leases, now: ctx.clock.now(), settings });
     }),

@@ -1,5 +1,6 @@
 import type { VdiContext } from '../context.js';
 import { poolLabel, poolSettingsLabel } from '../keys.js';
+import type { ListOptions } from '../kube/cluster.js';
 import { readModifyWrite } from '../kube/read-modify-write.js';
 import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
@@ -17,7 +18,7 @@ import {
 export async function readPoolSettingsIn(
   ctx: VdiContext,
   namespace: string,
-  options: { cached?: boolean } = {},
+  options: ListOptions = {},
 ): Promise<Map<string, PoolSettings>> {
   // every settings ConfigMap carries the pool label too, which lets the pools' ConfigMap cache answer
   const configMaps = await ctx.cluster

@@ -40,12 +40,17 @@ export async function readPool(ctx: VdiContext, namespace: string, name: string)
 }
 
 /**
- * One VM pool as read now, for a feature container pools do not take (a schedule, a roll-out): a name that is a
- * pool of another kind is refused as such, not as a missing pool.
+ * One VM pool as read now, for a call that serves VM pools only: a name that is a pool of another kind is refused
+ * as such, not as a missing pool, with `instead` saying what to do for it.
  *
  * @throws {@link VdiError} `UNSUPPORTED_BACKEND` when the name is a pool of another kind; `POOL_NOT_FOUND`.
  */
-export async function readVmPoolFor(ctx: VdiContext, namespace: string, name: string, feature: string) {
+export async function readVmPoolFor(
+  ctx: VdiContext,
+  namespace: string,
+  name: string,
+  call: { feature: string; instead: string },
+) {
   try {
     return await readPool(ctx, namespace, name);
   } catch (error) {
@@ -55,8 +60,8 @@ export async function readVmPoolFor(ctx: VdiContext, namespace: string, name: st
       if ((await other.readSettings(ctx, namespace, name)) === undefined) continue;
       throw new VdiError(
         'UNSUPPORTED_BACKEND',
-        `Pool "${name}" in namespace "${namespace}" is a ${other.kind} pool, and only VM pools take ${feature}; see docs/ct-pools.md#schedules-and-roll-outs for what a container pool does instead. Nothing was written.`,
-        { details: { pool: name, namespace, kind: other.kind, feature } },
+        `Pool "${name}" in namespace "${namespace}" is a ${other.kind} pool, and this call gives only VM pools ${call.feature}; ${call.instead}. Nothing was written.`,
+        { details: { pool: name, namespace, kind: other.kind, feature: call.feature } },
       );
     }
     throw error;

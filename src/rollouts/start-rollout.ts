@@ -97,7 +97,11 @@ export async function startPoolRollout(
     ctx,
     { action: 'vdi pool roll-out', user: parsed.identity ?? defaultPoolActor, target: `${id} (to ${from})` },
     async () => {
-      const { pool } = await readVmPoolFor(ctx, namespace, name, 'a roll-out');
+      const { pool } = await readVmPoolFor(ctx, namespace, name, {
+        feature: 'a roll-out',
+        instead:
+          "a container pool's image change is its roll-out: apply its spec with the new image (docs/ct-pools.md#image-changes)",
+      });
       if (pool.members.some((member) => member.name === from)) {
         throw new VdiError(
           'INVALID_INPUT',

@@ -38,6 +38,8 @@ export interface ScheduleStatusInput {
   freeSince: ReadonlyMap<string, Date>;
   minReady: number;
   waiters: number;
+  /** The fewest members the pool's kind keeps: 1 for a VM pool, whose members are the pool; 0 for a container pool. */
+  fewestMembers: number;
   now: Date;
 }
 
@@ -62,7 +64,7 @@ export function describeSchedule(input: ScheduleStatusInput): ScheduleStatus {
     waiters: input.waiters,
     now,
   });
-  const size = Math.max(1, targets.size);
+  const size = Math.max(input.fewestMembers, targets.size);
   const scaling = planScheduleScaling({
     targets: { size, freeRunning: targets.freeRunning },
     members,

@@ -1,14 +1,18 @@
 import { freeSinceAnnotation } from '../keys.js';
-import type { VirtualMachine } from '../kubevirt-types.js';
 import { parseRfc3339 } from '../parse-time.js';
 
-/** When each member VM was first seen free by a schedule's keeper (`corral.dev/vdi-free-since`), by name. */
-export function freeSinceOf(vms: readonly VirtualMachine[]): Map<string, Date> {
+/**
+ * When each member was first seen free by a schedule's keeper (`corral.dev/vdi-free-since` on its VM, or on a
+ * container member's Pod), by name.
+ */
+export function freeSinceOf(
+  objects: ReadonlyArray<{ metadata: { name?: string; annotations?: Record<string, string> } }>,
+): Map<string, Date> {
   const marks = new Map<string, Date>();
-  for (const vm of vms) {
-    const text = vm.metadata.annotations?.[freeSinceAnnotation];
+  for (const object of objects) {
+    const text = object.metadata.annotations?.[freeSinceAnnotation];
     const at = text === undefined ? undefined : parseRfc3339(text);
-    if (at) marks.set(vm.metadata.name ?? '', at);
+    if (at) marks.set(object.metadata.name ?? '', at);
   }
   return marks;
 }

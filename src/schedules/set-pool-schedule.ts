@@ -62,7 +62,7 @@ const setSchema = z.object({
  *   plainSize: 2,
  * });
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` naming the field; `POOL_NOT_FOUND`; `UNSUPPORTED_BACKEND` for a container pool.
+ * @throws {@link VdiError} `INVALID_INPUT` naming the field; `POOL_NOT_FOUND`; `UNSUPPORTED_BACKEND` for a container pool, whose schedule is part of its spec (`applyCtPool`).
  * @category schedules
  */
 export async function setPoolSchedule(
@@ -91,7 +91,10 @@ export async function setPoolSchedule(
     ctx,
     { action: 'vdi pool set', user: parsed.identity ?? defaultPoolActor, target: id },
     async () => {
-      const { pool } = await readVmPoolFor(ctx, namespace, name, 'a schedule');
+      const { pool } = await readVmPoolFor(ctx, namespace, name, {
+        feature: 'a schedule',
+        instead: `a container pool's schedule is part of its spec: apply it with "corral-vdi ct-pool apply -f SPEC --time-zone ZONE --period PERIOD" (docs/ct-pools.md#schedules)`,
+      });
       const stored = await writePoolSettings(ctx, namespace, name, (current) => {
         const { schedule: _, plainSize: __, scheduleFailure: ___, ...rest } = current;
         if (schedule === null) return rest;

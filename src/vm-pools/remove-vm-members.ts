@@ -36,6 +36,30 @@ async function deleteFinishedClone(
   }
 }
 
+/** How long a removal lets the clones it found past their snapshot finish, so the VMs they make are removed too. */
+export const cloneFinishTimeoutMs = 30_000;
+const cloneLookMs = 100;
+
+/**
+ * Waits, until `deadline` on `ctx.clock`, while the member's clone has its snapshot or its restore under way: KubeVirt's clone
+ * controller makes the restore once the snapshot is ready (also in the moment the clone is being deleted), and the
+ * restore outlives a deleted clone until a garbage collector removes it, writing the member's VM after the removal
+ * looked. A clone that has not begun its snapshot makes nothing once deleted.
+ */
+async function letCloneFinish(
+  ctx: VdiContext,
+  namespace: string,
+  name: string,
+  deadline: number,
+): Promise<void> {
+  while (ctx.clock.now().getTime() < deadline) {
+    const status = (await ctx.cluster.getClone(namespace, name))?.status;
+    const underWay = Boolean(status?.snapshotName || status?.restoreName);
+    if (!underWay || status?.phase === 'Succeeded' || status?.phase === 'Failed') return;
+    await sleep(cloneLookMs);
+  }
+}
+
 // KubeVirt's clone controller deletes a finished clone as soon as it sees the clone's VM gone: a few looks suffice.
 const finishedCloneGoneLooks = 50;
 const finishedCloneLookMs = 100;
@@ -92,8 +116,8 @@ async function deleteUnlessClaimed(
 }
 
 /**
- * Deletes what the given members left behind: the clone object first (so it cannot produce a VM afterwards),
- * then the VM, if it carries the pool's label. A finished clone it may not delete goes with its VM (KubeVirt
+ * Deletes what the given members left behind: the clone object first, once a clone past its snapshot has finished
+ * (so it cannot produce a VM afterwards), then the VM, if it carries the pool's label. A finished clone it may not delete goes with its VM (KubeVirt
  * removes it); one still there is named in the outcome's `cloneLeft`. Emits `pool-progress` `removed` per member
  * and marks its outcome.
  */
@@ -108,7 +132,10 @@ export async function removeMembers(
     (outcome) => outcome.status !== 'not-started' && outcome.status !== 'taken',
   );
   let done = 0;
+  // one bound for the whole removal, so many stuck clones do not add up their waits
+  const cloneFinishDeadline = ctx.clock.now().getTime() + cloneFinishTimeoutMs;
   await forEachBounded(started, concurrency, async (outcome) => {
+    await letCloneFinish(ctx, namespace, outcome.clone, cloneFinishDeadline);
     const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
     // only a VM this pool's clone made carries its label; any other VM of that name is left alone
     const vm = await ctx.cluster.getVm(namespace, outcome.member);

@@ -9,6 +9,7 @@ import type {
 import { isVdiError, VdiError } from '../errors.js';
 import { formatDesktopId } from '../ids.js';
 import { assignedToKey, ephemeralLabel, poolLabel } from '../keys.js';
+import type { ListOptions } from '../kube/cluster.js';
 import { isConflictReason } from '../kube/errors.js';
 import { vmKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
@@ -78,7 +79,7 @@ export async function listVmPoolMembers(
   cluster: VdiContext['cluster'],
   namespace: string,
   pool: string | undefined,
-  options: { cached?: boolean } = {},
+  options: ListOptions = {},
 ): Promise<{ vms: VirtualMachine[]; members: MemberFacts[] }> {
   const [vms, vmis] = await Promise.all([
     cluster.listVms(namespace, pool === undefined ? poolLabel : `${poolLabel}=${pool}`, options),
@@ -207,11 +208,13 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       return (await listVmPoolMembers(cluster, namespace, pool, options)).members;
     },
 
-    async listMembersByHolder(namespace, pool, { holder, limit, continue: from }) {
+    async listMembersByHolder(namespace, pool, { holders, limit, continue: from }) {
       validateNamespace(namespace);
       validatePoolName(pool);
       const named =
-        holder === undefined ? `!${assignedToKey}` : `${assignedToKey}=${sanitizeLabelValue(holder)}`;
+        holders === undefined
+          ? `!${assignedToKey}`
+          : `${assignedToKey} in (${[...new Set(holders.map(sanitizeLabelValue))].join(',')})`;
       const page = await cluster
         .resource(vmKind)
         .in(namespace)

@@ -15,8 +15,9 @@ function cancelledError(what: string, cause: unknown): VdiError {
   return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
 }
 
-// What KubeVirt's clone controller leaves in a condition while it works, and keeps there when the clone fails.
-const progressReason = 'Still processing';
+// What KubeVirt's clone controller writes in a condition while it works (kept there when the clone fails), and in
+// its Progressing condition when the clone fails: neither says why.
+const untellingReasons = new Set(['Still processing', 'Failed']);
 
 /**
  * Why a clone failed, from its conditions; KubeVirt often gives its reason only as an event of the clone (its
@@ -26,7 +27,7 @@ export function failureReason(clone: VirtualMachineClone): string {
   const conditions = clone.status?.conditions ?? [];
   const telling =
     conditions.find((condition) => condition.message) ??
-    conditions.find((condition) => condition.reason && condition.reason !== progressReason);
+    conditions.find((condition) => condition.reason && !untellingReasons.has(condition.reason));
   if (telling) return [telling.reason, telling.message].filter(Boolean).join(': ');
   const { namespace = '', name = '' } = clone.metadata;
   return `KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n ${namespace} ${name}"`;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { isVdiError, type VdiError } from '../../src/errors.js';
 import { KubeCluster } from '../../src/kube/cluster.js';
@@ -33,6 +33,9 @@ export function useSharedCluster(): () => LocalClusterAccess {
     shared ??= connectSharedCluster();
     cluster = await shared;
   });
+  afterAll(async () => {
+    if (cluster) await stopWorkloadsOf(cluster, takeNamespacesMade());
+  });
   return () => {
     if (!cluster) throw new Error('the shared cluster is not connected yet');
     return cluster;
@@ -57,6 +60,36 @@ export function usePrivateCluster(options: StartLocalClusterOptions = {}): () =>
   };
 }
 
+// Namespaces made since the last file ended: files of a worker run one after another in one module graph.
+const namespacesMade = new Set<string>();
+
+function takeNamespacesMade(): string[] {
+  const made = [...namespacesMade];
+  namespacesMade.clear();
+  return made;
+}
+
+/**
+ * Deletes the VMs and Pods of a file's namespaces once it ends, without waiting for them to go: the plane has no
+ * namespace controller to empty a deleted namespace, and each running guest left behind costs KubeVirt's
+ * controllers and the node stand-in work for the rest of the run.
+ */
+async function stopWorkloadsOf(cluster: LocalClusterAccess, namespaces: readonly string[]): Promise<void> {
+  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  const custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+  await Promise.all(
+    namespaces.flatMap((namespace) => [
+      custom.deleteCollectionNamespacedCustomObject({
+        group: 'kubevirt.io',
+        version: 'v1',
+        namespace,
+        plural: 'virtualmachines',
+      }),
+      core.deleteCollectionNamespacedPod({ namespace }),
+    ]),
+  );
+}
+
 let namespaceCounter = 0;
 // Files share the cluster and a worker may run several files: the suffix keeps names apart across both.
 const namespaceSuffix = randomBytes(3).toString('hex');
@@ -66,6 +99,7 @@ export async function createTestNamespace(cluster: LocalClusterAccess, prefix = 
   namespaceCounter += 1;
   const name = `${prefix}-${namespaceSuffix}-${namespaceCounter}`;
   await cluster.kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  namespacesMade.add(name);
   return name;
 }
 

@@ -11,11 +11,11 @@ export interface RestoreObject {
   metadata?: { namespace?: string; ownerReferences?: { kind?: string; name?: string }[] };
 }
 
-/** The clone `fail` knob on KubeVirt's own controllers, while they run. */
+/** The clone `fail` and `never-finish` knobs on KubeVirt's own controllers, while they run. */
 export interface CloneFaults {
   /**
-   * Whether the restore a clone is about to create must be refused, because its clone carries the `fail` knob;
-   * when so, the clone's snapshot is deleted meanwhile.
+   * Whether the restore a clone is about to create must be refused, because its clone carries the `fail` knob
+   * (its snapshot is then deleted meanwhile) or the `never-finish` knob (refused for as long as it asks).
    */
   refusesRestore(restore: RestoreObject): string | undefined;
   stop(): void;
@@ -55,8 +55,12 @@ export async function startCloneFaults(
       const namespace = restore.metadata?.namespace ?? '';
       const owner = restore.metadata?.ownerReferences?.find((ref) => ref.kind === 'VirtualMachineClone');
       const clone = owner?.name ? clones.get(`${namespace}/${owner.name}`) : undefined;
-      const fail = clone && readCloneKnobs(clone.metadata.annotations).knobs.fail;
-      if (!clone || !fail) return undefined;
+      const knobs = clone && readCloneKnobs(clone.metadata.annotations).knobs;
+      if (!clone || !knobs) return undefined;
+      // KubeVirt asks again and again, so the clone stays in SnapshotInProgress with its snapshot ready
+      if (knobs.neverFinish) return 'the never-finish knob holds this clone before its restore';
+      const fail = knobs.fail;
+      if (!fail) return undefined;
       const snapshot = String(clone.status?.snapshotName ?? '');
       const uid = clone.metadata.uid ?? '';
       if (snapshot && !struck.has(uid)) {

@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createBroker } from '../../../src/broker/broker.js';
 import { authGatewayIdentity } from '../../../src/broker/identity.js';
@@ -8,6 +10,7 @@ import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { enqueueWaiter } from '../../../src/waitlist/waiter-leases.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { startCountingProxy } from '../../support/counting-proxy.js';
 
 const cluster = useSharedCluster();
 
@@ -137,8 +140,9 @@ describe("the broker's pool answers and metrics", () => {
       describe: 'the scrape to show the third schedule',
     });
     expect(await scrapeLists()).toBe(withOne);
-    // per namespace: the claim Leases, VMs, VMIs, container pool specs; the settings; and for the plans VMs, VMIs, Leases
-    expect(withOne).toBe(8);
+    // per namespace: the claim Leases, VMs, VMIs, container pool specs; the settings; for the plans VMs, VMIs, Leases;
+    // and the container pool specs again, for their schedules
+    expect(withOne).toBe(9);
   });
 
   it("counts in a pool's status only the waiters of that pool, not those of the namespace's other pools", async () => {
@@ -156,5 +160,103 @@ describe("the broker's pool answers and metrics", () => {
     expect(devpool.waiters).toBe(0);
     // nobody claims and nobody waits for devpool: one free running member, the least a period keeps, of min 2
     expect(devpool.schedule?.targets).toEqual({ size: 2, freeRunning: 1 });
+  });
+
+  it("show a container pool's schedule in its answer and its metrics, its waiters counted as demand", async () => {
+    const namespace = await createTestNamespace(cluster(), 'pool-plans-ct');
+    // Saturday 28 March 2026, 09:30 in Berlin (CET): peak
+    const clock = createTestClock(new Date('2026-03-28T08:30:00Z'));
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    const image = 'ghcr.io/acme/devbox:1.4';
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, schedule } });
+    await vdi.applyCtPool({ spec: { name: 'plainbox', image, size: 1 } });
+    await vdi.reconcileCtPool({ name: 'devbox', namespace });
+    await vdi.claim({ pool: 'devbox', identity: 'ann@example.com', kind: 'ct' });
+    await enqueueWaiter(vdi.context, { kind: 'ct', namespace, pool: 'devbox', identity: 'bob@example.com' });
+    const broker = createBroker({
+      vdi,
+      identity: [authGatewayIdentity({ header: 'X-Forwarded-Email' })],
+      namespaces: [namespace],
+      metrics: true,
+      log: () => {},
+    });
+    const answer = await broker.fetch(
+      new Request('http://broker.test/api/vdi/pools', {
+        headers: { 'X-Forwarded-Email': 'eve@example.com' },
+      }),
+    );
+    const pools = new Map(
+      ((await answer.json()) as { pools: PoolBody[] }).pools.map((pool) => [pool.name, pool]),
+    );
+    // 1 claimed and 1 waiting at peak: 50 % of 1 is 1 free, and 1 more for the waiter; the floor is 2
+    expect(pools.get('devbox')).toMatchObject({
+      kind: 'ct',
+      schedule: {
+        period: 'peak',
+        targets: { size: 3, freeRunning: 2 },
+        plainSize: 1,
+        nextChange: { at: '2026-03-28T16:00:00.000Z', period: null },
+        failing: null,
+      },
+      rollOut: null,
+    });
+    expect(pools.get('plainbox')).toMatchObject({ kind: 'ct', schedule: null, rollOut: null });
+    const text = await broker.metrics.render();
+    const pool = `kind="ct",namespace="${namespace}",pool="devbox"`;
+    expect(text).toContain(`corral_vdi_pool_schedule_period{${pool},period="peak",warming_for=""} 1`);
+    expect(text).toContain(`corral_vdi_pool_schedule_target_members{${pool},target="size"} 3`);
+    expect(text).toContain(`corral_vdi_pool_schedule_target_members{${pool},target="free-running"} 2`);
+    expect(text).not.toContain('pool="plainbox",target=');
+  });
+
+  it('answer the pools route with one read of the settings, the VMs, their instances and the Leases of a namespace, without caches', async () => {
+    const namespace = await createTestNamespace(cluster(), 'pool-reads');
+    const clock = createTestClock(new Date('2026-03-28T08:30:00Z'));
+    const setUp = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
+    await setUp.context.cluster.createVm(namespace, stoppedVm('golden'));
+    await createPool(setUp.context, { name: 'devpool', from: 'golden', size: 2, namespace });
+    await createPool(setUp.context, { name: 'lab', from: 'golden', size: 1, namespace });
+    await setUp.setPoolSchedule({ name: 'devpool', namespace, schedule, plainSize: 1 });
+    await setUp.claim({ pool: 'lab', identity: 'ann@example.com' });
+
+    const proxy = await startCountingProxy(cluster(), `${tmpdir()}/pool-reads-${process.pid}.kubeconfig`);
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(proxy.kubeconfigPath);
+      const broker = createBroker({
+        vdi: createVdi({ kubeConfig, namespace, clock }),
+        identity: [authGatewayIdentity({ header: 'X-Forwarded-Email' })],
+        namespaces: [namespace],
+        log: () => {},
+      });
+      const answer = await broker.fetch(
+        new Request('http://broker.test/api/vdi/pools', {
+          headers: { 'X-Forwarded-Email': 'eve@example.com' },
+        }),
+      );
+      expect(answer.status).toBe(200);
+      const { pools } = (await answer.json()) as { pools: PoolBody[] };
+      expect(
+        pools.map((pool) => [pool.name, pool.members, pool.claimed, pool.schedule?.period ?? null]),
+      ).toEqual([
+        ['devpool', 2, 0, 'peak'],
+        ['lab', 1, 1, null],
+      ]);
+
+      const asked = new Map<string, number>();
+      for (const { verb, resource } of proxy.requests()) {
+        const key = `${verb} ${resource}`;
+        asked.set(key, (asked.get(key) ?? 0) + 1);
+      }
+      // the pools' settings and the container pools' specs are two selectors of ConfigMaps
+      expect(Object.fromEntries(asked)).toEqual({
+        'list configmaps': 2,
+        'list virtualmachines': 1,
+        'list virtualmachineinstances': 1,
+        'list leases': 1,
+      });
+    } finally {
+      await proxy.close();
+    }
   });
 });

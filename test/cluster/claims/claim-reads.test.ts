@@ -1,7 +1,17 @@
+import { tmpdir } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { assignedToKey, poolLabel } from '../../../src/keys.js';
+import { KubeCluster } from '../../../src/kube/cluster.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
-import { createPoolMembers, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import {
+  createPoolMembers,
+  createTestNamespace,
+  stoppedVm,
+  useSharedCluster,
+} from '../../support/cluster.js';
+import { startCountingProxy } from '../../support/counting-proxy.js';
 
 const cluster = useSharedCluster();
 
@@ -61,4 +71,48 @@ describe('claims of one process without watch caches', () => {
     // the member's VM and its instance, side by side: KubeVirt may have made an instance its VM does not show yet
     expect(gets() - before).toBe(2);
   }, 60_000);
+
+  it('claims made at once read the members their copies name together, and each adopts only its own', async () => {
+    const namespace = await createTestNamespace(cluster(), 'reads-named');
+    await createPoolMembers(cluster(), namespace, 'devpool', 20);
+    // two v0.6.0 assignments, kept only as the label, to two of the identities that claim
+    const kube = new KubeCluster(cluster().kubeConfig);
+    for (const [member, user] of [
+      ['devpool-21', 'user-3'],
+      ['devpool-22', 'user-8'],
+    ] as const)
+      await kube.createVm(namespace, stoppedVm(member, { [poolLabel]: 'devpool', [assignedToKey]: user }));
+    const proxy = await startCountingProxy(cluster(), `${tmpdir()}/reads-named-${process.pid}.kubeconfig`);
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(proxy.kubeconfigPath);
+      const vdi = createVdi({ kubeConfig, namespace, clock: createTestClock() });
+      const claims = 12;
+      const claimed = await Promise.all(
+        Array.from({ length: claims }, (_, index) =>
+          vdi.claim({ pool: 'devpool', identity: `user-${index + 1}` }),
+        ),
+      );
+      expect(
+        claimed.filter((desktop) => desktop.adopted).map((desktop) => [desktop.owner, desktop.member]),
+      ).toEqual([
+        ['user-3', 'devpool-21'],
+        ['user-8', 'devpool-22'],
+      ]);
+      expect(new Set(claimed.map((desktop) => desktop.member)).size).toBe(claims);
+      // such a selector is matched against every VM of the namespace: once for the claims that ask together
+      const namedReads = proxy
+        .requests()
+        .filter(
+          (request) =>
+            request.verb === 'list' &&
+            request.resource === 'virtualmachines' &&
+            /(^|,)corral\.dev\/vdi-assigned-to( in \(|=)/.test(request.labelSelector),
+        );
+      expect(namedReads.length).toBeGreaterThan(0);
+      expect(namedReads.length).toBeLessThanOrEqual(claims / 4);
+    } finally {
+      await proxy.close();
+    }
+  }, 120_000);
 });

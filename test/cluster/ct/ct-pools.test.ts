@@ -381,6 +381,29 @@ describe('container pools', () => {
     expect(await kube.listLeases(namespace)).toEqual([]);
   });
 
+  it('rolls an image change to the free members in one pass and to a claimed member only at its release', async () => {
+    const { namespace, vdi, kube } = await setUp('ct-image');
+    await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 3 } });
+    await vdi.reconcileCtPool({ name: 'devbox' });
+    const { member: claimed } = await vdi.claim({ pool: 'devbox', identity: alice, kind: 'ct' });
+    const free = ['devbox-1', 'devbox-2', 'devbox-3'].filter((member) => member !== claimed);
+    const held = await kube.resource(podKind).in(namespace).get(claimed);
+    const imageOf = async (member: string) =>
+      (await kube.resource(podKind).in(namespace).get(member))?.spec?.containers[0]?.image;
+
+    const next = 'ghcr.io/acme/devbox:1.5';
+    await vdi.applyCtPool({ spec: { name: 'devbox', image: next, size: 3 } });
+    expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: free, held: [claimed] });
+    expect(await Promise.all(free.map(imageOf))).toEqual([next, next]);
+    const still = await kube.resource(podKind).in(namespace).get(claimed);
+    expect([still?.metadata.uid, still?.spec?.containers[0]?.image]).toEqual([held?.metadata.uid, image]);
+    expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: [], held: [claimed] });
+
+    await vdi.release({ member: claimed, identity: alice, kind: 'ct' });
+    expect(await imageOf(claimed)).toBe(next);
+    expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: [], held: [] });
+  });
+
   it('admits extended resources before it makes anything', async () => {
     const { namespace, vdi, kube } = await setUp('ct-gpu');
     await vdi.applyCtPool({

@@ -1,7 +1,7 @@
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { cloneKind } from '../../../src/kube/resource-kinds.js';
-import { setSimulatorPaused } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {
   collectOutput,
@@ -13,16 +13,15 @@ import {
   useCliCluster,
 } from './cli-support.js';
 
-// KubeVirt's clone controller stops producing VMs: the simulator that plays it is paused for the namespace, so
-// a clone never finishes and a 1 ms timeout is spent by the first look at it, with no real wait.
+// A 1 ms clone timeout is spent by the first look at a clone, with no real wait; KubeVirt's clone controller runs
+// on meanwhile, so the undo meets clones at their snapshot, their restore or done.
 const cluster = useCliCluster();
 
 // Every test works in a namespace of its own, so the file's tests run side by side.
-describe.concurrent('corral-vdi pool create when clones never finish', () => {
+describe.concurrent('corral-vdi pool create that gives up half way', () => {
   it('gives up after --clone-timeout, removes what it made, and says where to look', async () => {
     const namespace = await createNamespace(cluster(), 'stuck');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
-    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const kubeconfig = ['--kubeconfig', cluster().kubeconfigPath];
 
     const text = await runCli([
@@ -89,8 +88,17 @@ describe.concurrent('corral-vdi pool create when clones never finish', () => {
   it('undoes what it made when interrupted with Ctrl-C', async () => {
     const namespace = await createNamespace(cluster(), 'interrupted');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
-    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
     const kube = new KubeCluster(cluster().kubeConfig);
+    const customObjects = cluster().kubeConfig.makeApiClient(CustomObjectsApi);
+    const listRestores = async (inNamespace: string) =>
+      (
+        (await customObjects.listNamespacedCustomObject({
+          group: 'snapshot.kubevirt.io',
+          version: 'v1beta1',
+          namespace: inNamespace,
+          plural: 'virtualmachinerestores',
+        })) as { items: { status?: { complete?: boolean } }[] }
+      ).items;
     const child = startCli([
       'pool',
       'create',
@@ -108,9 +116,10 @@ describe.concurrent('corral-vdi pool create when clones never finish', () => {
     ]);
     const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await waitFor(async () => (await kube.resource(cloneKind).in(namespace).list()).length, {
-      describe: 'both clones to appear',
-      until: (count) => count >= 2,
+    // KubeVirt snapshots for one clone at a time: the first one's restore is writing its member, the second waits
+    await waitFor(() => kube.resource(cloneKind).in(namespace).list(), {
+      describe: 'both clones to appear, the first with its restore made',
+      until: (clones) => clones.length >= 2 && clones.some((clone) => clone.status?.restoreName),
       timeoutMs: 60_000,
     });
     child.kill('SIGINT');
@@ -121,6 +130,11 @@ describe.concurrent('corral-vdi pool create when clones never finish', () => {
     expect(output.text()).toMatch(
       /error: Creating pool "devpool" was cancelled: .* Everything this call made was removed again\./,
     );
+    // a restore that outlived the undo would write its member now
+    await waitFor(() => listRestores(namespace), {
+      describe: 'every restore of the clones to end',
+      until: (restores) => restores.every((restore) => restore.status?.complete === true),
+    });
     expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool')).toEqual([]);
   });

@@ -249,34 +249,87 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     expect(pool?.spec).not.toHaveProperty('reclaimAction');
   });
 
-  it('refuses a schedule or a roll-out for a container pool as UNSUPPORTED_BACKEND, writing nothing', async () => {
+  it('takes a schedule in the spec file or as flags, shows it, refuses a bad one writing nothing, and sends pool set and a roll-out to ct-pool apply', async () => {
     const namespace = await createNamespace(cluster(), 'cli-ct-plans');
     const kube = new KubeCluster(cluster().kubeConfig);
     const file = join(tmpdir(), `devbox-plans-${namespace}.yaml`);
     writeFileSync(
       file,
-      'name: devbox\nimage: ghcr.io/acme/devbox:1.4\nsize: 2\nschedule:\n  timeZone: Europe/Berlin\n  periods: []\n',
+      [
+        'name: devbox',
+        'image: ghcr.io/acme/devbox:1.4',
+        'size: 1',
+        'schedule:',
+        '  timeZone: Europe/Berlin',
+        '  periods:',
+        '    - { name: peak, days: mon-fri, start: "08:00", end: "18:00", buffer: 20%, min: 2, max: 30 }',
+        '',
+      ].join('\n'),
     );
     const scheduled = await cli(['ct-pool', 'apply', '-f', file, '-n', namespace, '-o', 'json']);
-    expect(scheduled.code).toBe(1);
-    expect(jsonOf<{ error: { code: string; message: string } }>(scheduled).error).toMatchObject({
-      code: 'UNSUPPORTED_BACKEND',
-      message: expect.stringContaining('has "schedule", but only VM pools take a schedule'),
+    expect(scheduled.code, scheduled.stderr).toBe(0);
+    expect(
+      jsonOf<{ applied: { spec: { schedule: unknown } } }>(scheduled).applied.spec.schedule,
+    ).toMatchObject({
+      timeZone: 'Europe/Berlin',
+      periods: [{ name: 'peak', buffer: { percent: 20 }, min: 2, max: 30 }],
     });
-    expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox')).toBeUndefined();
+    const shown = await cli(['ct-pool', 'get', 'devbox', '-n', namespace]);
+    expect(shown.stdout).toContain(
+      'schedule (Europe/Berlin, outside it 1): peak mon,tue,wed,thu,fri 08:00-18:00 buffer 20% min 2 max 30',
+    );
+    const status = await cli(['pool', 'status', 'devbox', '--kind', 'ct', '-n', namespace, '-o', 'json']);
+    expect(status.code, status.stderr).toBe(0);
+    expect(jsonOf<{ status: { schedule: unknown } }>(status).status.schedule).toMatchObject({
+      timeZone: 'Europe/Berlin',
+      plainSize: 1,
+    });
 
-    const applied = await cli([
+    // the flags replace the file's schedule; a cap below the floor is named and nothing is written
+    const stored = await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox');
+    const refused = await cli([
       'ct-pool',
       'apply',
-      'devbox',
-      '--image',
-      'ghcr.io/acme/devbox:1.4',
-      '--size',
-      '2',
+      '-f',
+      file,
+      '--time-zone',
+      'Europe/Berlin',
+      '--period',
+      'peak mon-fri 08:00-18:00 buffer 1 min 3 max 2',
       '-n',
       namespace,
+      '-o',
+      'json',
     ]);
-    expect(applied.code, applied.stderr).toBe(0);
+    expect(refused.code).toBe(1);
+    expect(jsonOf<{ error: { code: string; details: { fields: string[] } } }>(refused).error).toMatchObject({
+      code: 'INVALID_INPUT',
+      details: { fields: ['schedule.periods[0].max'] },
+    });
+    expect(
+      (await kube.resource(configMapKind).in(namespace).get('corral-vdi-ct-devbox'))?.metadata
+        .resourceVersion,
+    ).toBe(stored?.metadata.resourceVersion);
+    const flags = await cli([
+      'ct-pool',
+      'apply',
+      '-f',
+      file,
+      '--time-zone',
+      'America/New_York',
+      '--period',
+      'night sat-sun 00:00-24:00 buffer 0 min 0 max 1 to-zero',
+      '-n',
+      namespace,
+      '-o',
+      'json',
+    ]);
+    expect(flags.code, flags.stderr).toBe(0);
+    expect(jsonOf<{ applied: { spec: { schedule: unknown } } }>(flags).applied.spec.schedule).toMatchObject({
+      timeZone: 'America/New_York',
+      periods: [{ name: 'night', days: ['sat', 'sun'], scaleToZero: true }],
+    });
+
     const period = await cli([
       'pool',
       'set',
@@ -293,7 +346,9 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
     expect(period.code).toBe(1);
     expect(jsonOf<{ error: { code: string; message: string } }>(period).error).toMatchObject({
       code: 'UNSUPPORTED_BACKEND',
-      message: expect.stringContaining('is a ct pool, and only VM pools take a schedule'),
+      message: expect.stringContaining(
+        'schedule is part of its spec: apply it with "corral-vdi ct-pool apply',
+      ),
     });
     const rollout = await cli([
       'pool',
@@ -307,7 +362,10 @@ describe('corral-vdi ct-pool and connect --kind ct', () => {
       'json',
     ]);
     expect(rollout.code).toBe(1);
-    expect(jsonOf<{ error: { code: string } }>(rollout).error.code).toBe('UNSUPPORTED_BACKEND');
+    expect(jsonOf<{ error: { code: string; message: string } }>(rollout).error).toMatchObject({
+      code: 'UNSUPPORTED_BACKEND',
+      message: expect.stringContaining("a container pool's image change is its roll-out"),
+    });
     // the pool's own settings ConfigMap of a VM pool was never made
     expect(await kube.resource(configMapKind).in(namespace).get('corral-vdi-pool-devbox')).toBeUndefined();
   });

@@ -6,6 +6,7 @@ import {
   planCtReconcile,
 } from '../../../src/ct-pools/plan-ct-reconcile.js';
 import type { LeaseObject, PodObject } from '../../../src/kube-objects.js';
+import { parsePoolSchedule } from '../../../src/pool-schedule.js';
 
 const now = new Date('2026-01-01T12:00:00.000Z');
 const image = 'ghcr.io/acme/devbox:1.4';
@@ -228,6 +229,138 @@ describe('the facts of a member Pod', () => {
       ephemeral: true,
       source: image,
       usesLegacyRunField: false,
+    });
+  });
+});
+
+describe('planCtReconcile for a pool with a schedule', () => {
+  // Thursday 1 January 2026, 12:00 UTC is in peak; 20:00 is the night
+  const schedule = parsePoolSchedule({
+    timeZone: 'UTC',
+    periods: [{ name: 'peak', days: 'mon-sun', start: '08:00', end: '18:00', buffer: 2, min: 2, max: 4 }],
+  });
+  const running: PodObject['status'] = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+  const at = (iso: string) => new Date(iso);
+  const night = at('2026-01-01T20:00:00.000Z');
+  const settled = new Map(
+    ['devbox-1', 'devbox-2', 'devbox-3', 'devbox-4'].map((name) => [name, at('2026-01-01T19:45:00.000Z')]),
+  );
+  const waiter: LeaseObject = {
+    metadata: {
+      name: 'corral-vdi-wait-ct-devbox-1a2b3c',
+      labels: {
+        'corral.dev/vdi-pool': 'devbox',
+        'corral.dev/vdi-kind': 'ct',
+        'corral.dev/vdi-waiter': '1a2b3c',
+      },
+    },
+    spec: {
+      holderIdentity: 'carol@example.com',
+      acquireTime: now.toISOString(),
+      renewTime: now.toISOString(),
+      leaseDurationSeconds: 60,
+    },
+  };
+  const scheduled = (input: Partial<Parameters<typeof planCtReconcile>[0]>, freeSince = new Map()) =>
+    plan({ size: 1, schedule: { schedule, minReady: 0, freeSince }, ...input });
+  const members = (count: number) =>
+    Array.from({ length: count }, (_, index) => member(`devbox-${index + 1}`, running));
+
+  it('grows to the claimed members and the period buffer, and marks the free ones seen free now', () => {
+    const result = scheduled({ members: members(2), leases: [held('devbox-1')] });
+    expect(result.steps).toEqual([
+      { kind: 'skip', member: 'devbox-1', reason: 'claimed' },
+      { kind: 'mark-free', member: 'devbox-2' },
+      { kind: 'create', member: 'devbox-3' },
+    ]);
+    expect(result.schedule).toMatchObject({
+      targets: { period: 'peak', size: 3, freeRunning: 2 },
+      claimed: 1,
+      waiters: 0,
+      settling: 0,
+    });
+  });
+
+  it('counts each live waiter as demand, up to the cap', () => {
+    const result = scheduled({ members: members(2), leases: [held('devbox-1'), waiter] }, settled);
+    expect(result.schedule).toMatchObject({ targets: { size: 4 }, claimed: 1, waiters: 1 });
+    expect(result.steps.filter((step) => step.kind === 'create')).toHaveLength(2);
+  });
+
+  it('at night shrinks to the plain size by free members settled for ten minutes, highest first', () => {
+    expect(scheduled({ members: members(3), now: night }, settled).steps).toEqual([
+      { kind: 'remove', member: 'devbox-2' },
+      { kind: 'remove', member: 'devbox-3' },
+    ]);
+  });
+
+  it('leaves free members that have not settled, counting them as settling', () => {
+    const recent = new Map([...settled].map(([name]) => [name, at('2026-01-01T19:55:00.000Z')]));
+    const result = scheduled({ members: members(3), now: night }, recent);
+    expect(result.steps).toEqual([]);
+    expect(result.schedule?.settling).toBe(2);
+  });
+
+  it('never removes a claimed member, and takes the mark off one claimed since it was marked', () => {
+    const leases = [held('devbox-2'), held('devbox-3')].map((lease) => ({
+      ...lease,
+      spec: { ...lease.spec, renewTime: night.toISOString() },
+    }));
+    expect(scheduled({ members: members(3), leases, now: night }, settled).steps).toEqual([
+      { kind: 'remove', member: 'devbox-1' },
+      { kind: 'skip', member: 'devbox-2', reason: 'claimed' },
+      { kind: 'skip', member: 'devbox-3', reason: 'claimed' },
+      { kind: 'unmark-free', member: 'devbox-2' },
+      { kind: 'unmark-free', member: 'devbox-3' },
+    ]);
+  });
+
+  it('keeps the free members the period asks for, however long they have been free', () => {
+    const morning = new Map([...settled].map(([name]) => [name, at('2026-01-01T11:45:00.000Z')]));
+    const result = scheduled({ members: members(4), leases: [held('devbox-1')] }, morning);
+    expect(result.schedule?.targets).toMatchObject({ size: 3, freeRunning: 2 });
+    expect(result.steps).toEqual([
+      { kind: 'skip', member: 'devbox-1', reason: 'claimed' },
+      { kind: 'remove', member: 'devbox-4' },
+      { kind: 'unmark-free', member: 'devbox-1' },
+    ]);
+  });
+
+  it('follows the named zone across the night its clocks go forward: 06:45 in Berlin warms for ramp-up either side', () => {
+    const berlin = parsePoolSchedule({
+      timeZone: 'Europe/Berlin',
+      periods: [
+        { name: 'ramp-up', days: 'mon-sun', start: '07:00', end: '09:00', buffer: 2, min: 2, max: 6 },
+      ],
+    });
+    const targetsAt = (iso: string) =>
+      plan({
+        size: 1,
+        members: members(1),
+        schedule: { schedule: berlin, minReady: 0, freeSince: new Map() },
+        now: at(iso),
+      }).schedule?.targets;
+    // Saturday 06:45 CET is 05:45 UTC; Sunday 06:45 CEST, after the change, is 04:45 UTC
+    expect(targetsAt('2026-03-28T05:45:00.000Z')).toMatchObject({
+      period: undefined,
+      warmingFor: 'ramp-up',
+      size: 2,
+    });
+    expect(targetsAt('2026-03-29T04:45:00.000Z')).toMatchObject({
+      period: undefined,
+      warmingFor: 'ramp-up',
+      size: 2,
+    });
+    // Sunday 05:45 UTC is already 07:45 CEST: in ramp-up
+    expect(targetsAt('2026-03-29T05:45:00.000Z')).toMatchObject({
+      period: 'ramp-up',
+      warmingFor: undefined,
+      size: 2,
+    });
+    expect(targetsAt('2026-03-28T04:45:00.000Z')).toMatchObject({
+      period: undefined,
+      warmingFor: undefined,
+      size: 1,
     });
   });
 });

@@ -120,17 +120,59 @@ describe('parseCtPoolSpec', () => {
     expect(fieldsOf(input)).toEqual(fields);
   });
 
-  it.each([
-    ['schedule', { timeZone: 'Europe/Berlin', periods: [] }, 'a schedule'],
-    ['maxUnavailable', 2, 'a roll-out'],
-  ])('refuses %s, which only VM pools take, as UNSUPPORTED_BACKEND', (field, value, feature) => {
-    expect(() => parseCtPoolSpec({ ...base, [field]: value })).toThrow(
+  it('refuses maxUnavailable, which only VM pools take, as UNSUPPORTED_BACKEND', () => {
+    expect(() => parseCtPoolSpec({ ...base, maxUnavailable: 2 })).toThrow(
       expect.objectContaining({
         code: 'UNSUPPORTED_BACKEND',
-        details: { field, kind: 'ct', feature },
-        message: expect.stringContaining(`only VM pools take ${feature}`),
+        details: { field: 'maxUnavailable', kind: 'ct', feature: 'a roll-out' },
+        message: expect.stringContaining('only VM pools take a roll-out'),
       }),
     );
+  });
+
+  it('takes a schedule as a VM pool does, days and buffers written either way, and keeps it checked', () => {
+    const spec = parseCtPoolSpec({
+      ...base,
+      schedule: {
+        timeZone: 'Europe/Berlin',
+        periods: [
+          { name: 'peak', days: 'mon-fri', start: '08:00', end: '18:00', buffer: '20%', min: 2, max: 30 },
+        ],
+      },
+    });
+    expect(spec.schedule).toEqual({
+      timeZone: 'Europe/Berlin',
+      periods: [
+        {
+          name: 'peak',
+          days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+          start: '08:00',
+          end: '18:00',
+          buffer: { percent: 20 },
+          min: 2,
+          max: 30,
+          scaleToZero: false,
+        },
+      ],
+    });
+    // as stored and read again, it is the same schedule
+    expect(parseCtPoolSpec(JSON.parse(JSON.stringify(spec))).schedule).toEqual(spec.schedule);
+  });
+
+  it.each([
+    ['no periods', { timeZone: 'Europe/Berlin', periods: [] }, ['schedule.periods']],
+    ['an unknown zone', { timeZone: 'Mars/Olympus', periods: [] }, ['schedule.timeZone']],
+    [
+      'a cap below the floor',
+      {
+        timeZone: 'UTC',
+        periods: [{ name: 'peak', days: 'mon', start: '08:00', end: '09:00', buffer: 1, min: 3, max: 2 }],
+      },
+      ['schedule.periods[0].max'],
+    ],
+    ['a list', [], ['schedule']],
+  ])('refuses a schedule with %s as INVALID_INPUT, naming the field', (_, schedule, fields) => {
+    expect(fieldsOf({ ...base, schedule })).toEqual(fields);
   });
 
   it('keeps a minReady from 0 to the size', () => {

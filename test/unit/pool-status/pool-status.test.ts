@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { poolStatusLines } from '../../../src/cli/pool-text.js';
+import { parsePoolSchedule } from '../../../src/pool-schedule.js';
+import { describePoolPlans } from '../../../src/pool-status/describe-pool-plans.js';
 import { describePoolStatus } from '../../../src/pool-status/pool-status.js';
 import { readMinReady } from '../../../src/spares/min-ready.js';
 import { leaseOf, member, now } from '../claims/member-fixtures.js';
@@ -116,5 +118,43 @@ describe('readMinReady', () => {
 
   it('reads no setting from members without one or with an unreadable one', () => {
     expect(readMinReady([vm(), vm('-2'), vm('lots')])).toBeUndefined();
+  });
+});
+
+describe('describePoolPlans', () => {
+  // a weekend that may go down to no member at all
+  const schedule = parsePoolSchedule({
+    timeZone: 'UTC',
+    periods: [
+      {
+        name: 'weekend',
+        days: 'mon-sun',
+        start: '00:00',
+        end: '24:00',
+        buffer: 0,
+        min: 0,
+        max: 3,
+        scaleToZero: true,
+      },
+    ],
+  });
+  const plansOf = (fewestMembers: number | undefined) =>
+    describePoolPlans({
+      kind: 'ct',
+      pool: 'devbox',
+      facts: {
+        members: [],
+        leases: [],
+        minReady: undefined,
+        fewestMembers,
+        settings: { schedule, plainSize: 1 },
+      },
+      now,
+    }).schedule?.targets;
+
+  it('shows the size a period that scales to zero aims at, down to the fewest members the kind keeps', () => {
+    expect(plansOf(0)).toEqual({ size: 0, freeRunning: 0 });
+    // a VM pool is its members: it keeps one
+    expect(plansOf(undefined)).toEqual({ size: 1, freeRunning: 0 });
   });
 });

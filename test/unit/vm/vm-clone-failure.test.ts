@@ -24,6 +24,15 @@ describe('the reason of a failed clone', () => {
     expect(failureReason(clone)).toBe('SnapshotDeleted: snapshot tmp-1 does not exist anymore');
   });
 
+  it('gives the Ready condition\'s reason when KubeVirt writes the failure, not the Progressing "Failed"', () => {
+    // KubeVirt v1.9.0's clone controller in the write that fails the clone: its reason in the Ready condition
+    const clone = failedClone([
+      { type: 'Progressing', status: 'False', reason: 'Failed' },
+      { type: 'Ready', status: 'False', reason: 'snapshot tmp-1 does not exist anymore' },
+    ]);
+    expect(failureReason(clone)).toBe('snapshot tmp-1 does not exist anymore');
+  });
+
   it('names where to read the reason when KubeVirt left its conditions saying "Still processing"', () => {
     // KubeVirt v1.9.0's clone controller, once the clone's snapshot went away: the reason only as an event
     const clone = failedClone([

@@ -1,5 +1,5 @@
-// A TLS proxy in front of the apiserver that counts what a client process asks, request by request: the bench's
-// own view of a process it did not write, such as `broker serve`, beside what the process says of itself.
+// A TLS proxy in front of the apiserver that counts what a client asks, request by request: a view of a process
+// from outside it, such as `broker serve`, beside what the process says of itself.
 import { writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -13,6 +13,8 @@ export interface ProxiedRequest {
   resource: string;
   namespace: string;
   name: string;
+  /** The list's or watch's label selector; `''` without one. */
+  labelSelector: string;
   /** `performance.now()` in this process when the request came in. */
   at: number;
 }
@@ -31,7 +33,8 @@ const resourcePath =
 function describe(method: string, url: string, at: number): ProxiedRequest {
   const [path = '', query = ''] = url.split('?');
   const [, namespace = '', resource = '', name = '', subresource] = resourcePath.exec(path) ?? [];
-  const watching = new URLSearchParams(query).get('watch') === 'true';
+  const parameters = new URLSearchParams(query);
+  const watching = parameters.get('watch') === 'true';
   const verbs: Record<string, string> = {
     GET: name ? 'get' : watching ? 'watch' : 'list',
     POST: 'create',
@@ -44,6 +47,7 @@ function describe(method: string, url: string, at: number): ProxiedRequest {
     resource: subresource ? `${resource}/${subresource}` : resource || path,
     namespace,
     name,
+    labelSelector: parameters.get('labelSelector') ?? '',
     at,
   };
 }
