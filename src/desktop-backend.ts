@@ -234,8 +234,6 @@ export interface MembersByHolderPage {
 export interface ReadMemberOptions {
   /** A resourceVersion: answer from this process's watch caches where they have seen it or a later one. */
   seenSince?: string;
-  /** Read fresh, read the instance only when the member object shows one. */
-  instanceWhenShown?: boolean;
 }
 
 /** A page of members, and where the next one starts when there is one. @category backends */
@@ -309,9 +307,7 @@ export interface DesktopBackend {
   /**
    * One member's facts, read fresh. Reads, never writes. With `seenSince` (a resourceVersion), a backend may answer
    * from this process's watch caches instead, but only when they have seen that resourceVersion or a later one, so
-   * the answer shows every change made before it; otherwise it reads fresh. With `instanceWhenShown`, a fresh read
-   * reads the member's instance only when the member object shows one (a stopped member then costs one request,
-   * a running one two in turn).
+   * the answer shows every change made before it; otherwise it reads fresh.
    *
    * @returns `undefined` when there is no member object of that name (404).
    * @throws `VdiError` `MEMBER_NOT_FOUND` when the object exists but belongs to no pool of this kind.

@@ -77,8 +77,10 @@ export {
   classifyMemberClaim,
   isClaimable,
   isLeaseExpired,
+  isTakeUnderWay,
   leaseExpiresAt,
   readClaimMarks,
+  shownHolder,
 } from './claims/claim-liveness.js';
 export type {
   ClaimOptions,

@@ -11,6 +11,8 @@ import type { LeaseObject } from '../kube-objects.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { leaseNameFor } from '../lease-name.js';
 import { parseRfc3339 } from '../parse-time.js';
+import { isReleasing } from './releasing-mark.js';
+import { isResetDue } from './reset-mark.js';
 
 /**
  * What a claim Lease says at one instant.
@@ -146,11 +148,13 @@ export function classifyLease(lease: LeaseObject, now: Date): LeaseLiveness {
 
 /**
  * What claim liveness reads of a member, whatever its kind: its name, pool, whether it is being deleted, its
- * power and the presentation copy it carries. A backend's {@link MemberFacts} has all of them.
+ * power and the presentation copy it carries, and whether an instance of an earlier run is left, where the reader
+ * knows it. A backend's {@link MemberFacts} has all of them.
  *
  * @category claims
  */
-export type ClaimMarks = Pick<MemberFacts, 'member' | 'pool' | 'deleting' | 'power' | 'presentation'>;
+export type ClaimMarks = Pick<MemberFacts, 'member' | 'pool' | 'deleting' | 'power' | 'presentation'> &
+  Partial<Pick<MemberFacts, 'previousInstance'>>;
 
 /** What {@link classifyMemberClaim} looks at. @category claims */
 export interface MemberClaimFacts {
@@ -257,6 +261,46 @@ export function claimHolder(claim: ClaimLiveness): string | undefined {
 }
 
 /**
+ * Whether a live claim Lease is not a claim yet: a claim's take wrote it on a member that is still going down (it
+ * is stopping, or an instance of an earlier run is left) and does not show the Lease's session, and no release or
+ * takeover has marked it. The claim that wrote it is waiting for the last holder's guest to go: it then hands the
+ * member out (its copy shows the session, and it is a claim), or gives the Lease back. Until then every reader shows
+ * the member as nobody's and not free: pool views, the desktops lists, the metrics.
+ *
+ * @category claims
+ */
+export function isTakeUnderWay(member: ClaimMarks, lease: LeaseObject): boolean {
+  const session = lease.metadata.annotations?.[sessionIdAnnotation];
+  const goingDown = member.power === 'stopping' || member.previousInstance === true;
+  // every take writes a session ID: a Lease without one is an older claim's
+  return (
+    session !== undefined &&
+    goingDown &&
+    !member.deleting &&
+    !isReleasing(lease) &&
+    !isResetDue(lease) &&
+    member.presentation.sessionId !== session
+  );
+}
+
+/**
+ * The identity a reader shows as a member's holder: {@link claimHolder} of its claim, except that a Lease whose
+ * take is still under way ({@link isTakeUnderWay}) is nobody's claim yet.
+ *
+ * @example
+ * ```ts
+ * const holder = shownHolder({ member: facts, lease, now: clock.now() });
+ * ```
+ * @category claims
+ */
+export function shownHolder(facts: MemberClaimFacts): string | undefined {
+  const { member, lease } = facts;
+  const claim = classifyMemberClaim(facts);
+  if (claim.kind === 'held' && lease !== undefined && isTakeUnderWay(member, lease)) return undefined;
+  return claimHolder(claim);
+}
+
+/**
  * Whether a claimant may take the member: nobody holds it, and it is not being deleted. A `free` member is
  * taken by creating its Lease; an `expired` or `stale` one by replacing the Lease with its `resourceVersion`.
  *
@@ -286,16 +330,29 @@ function checkLease(member: string, lease: LeaseObject): void {
   }
 }
 
-function isStopped(vm: VirtualMachine): boolean {
+function asksToRun(vm: VirtualMachine): boolean {
   const { running, runStrategy } = vm.spec;
-  const asksToRun = running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure';
   const startPending = vm.status?.stateChangeRequests?.some((request) => request.action === 'Start') ?? false;
-  return !asksToRun && !startPending && vm.status?.printableStatus === 'Stopped';
+  return running === true || runStrategy === 'Always' || runStrategy === 'RerunOnFailure' || startPending;
+}
+
+// KubeVirt shows an instance that still exists as Running or Stopping until it is gone
+const instanceShown = new Set(['Running', 'Stopping', 'Terminating']);
+
+function asksToStop(vm: VirtualMachine): boolean {
+  const { running, runStrategy } = vm.spec;
+  return !asksToRun(vm) && (runStrategy === 'Halted' || (runStrategy === undefined && running === false));
+}
+
+function powerOf(vm: VirtualMachine): ClaimMarks['power'] {
+  if (!asksToRun(vm) && vm.status?.printableStatus === 'Stopped') return 'stopped';
+  const shown = vm.status?.printableStatus;
+  return asksToStop(vm) && shown !== undefined && instanceShown.has(shown) ? 'stopping' : 'unknown';
 }
 
 /**
- * The {@link ClaimMarks} of a member VM, for readers that hold the VM itself. Liveness only asks whether a
- * member is stopped, so any other power reads as `unknown` here.
+ * The {@link ClaimMarks} of a member VM, for readers that hold the VM itself: `stopped`, `stopping` (asked to stop
+ * while KubeVirt still shows its instance), or `unknown` for any other power.
  *
  * @category claims
  */
@@ -306,7 +363,7 @@ export function readClaimMarks(vm: VirtualMachine): ClaimMarks {
     member: vm.metadata.name ?? '',
     pool: labels[poolLabel] ?? '',
     deleting: vm.metadata.deletionTimestamp !== undefined,
-    power: isStopped(vm) ? 'stopped' : 'unknown',
+    power: powerOf(vm),
     presentation: {
       holder: annotations[assignedToKey],
       label: labels[assignedToKey],

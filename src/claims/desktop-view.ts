@@ -9,6 +9,7 @@ import {
   type ClaimMarks,
   claimHolder,
   classifyLeaselessMember,
+  isTakeUnderWay,
   leaseExpiresAt,
   readClaimMarks,
 } from './claim-liveness.js';
@@ -54,12 +55,14 @@ export interface DesktopView {
 export type DesktopMarks = ClaimMarks & Pick<MemberFacts, 'kind' | 'namespace' | 'phase' | 'ephemeral'>;
 
 /**
- * Builds the view of a member from its backend's facts and (when claimed) its Lease.
+ * Builds the view of a member from its backend's facts and (when claimed) its Lease. A Lease whose take is still
+ * under way ({@link isTakeUnderWay}) is not a claim yet: the view shows no owner and no session.
  *
  * @category claims
  */
-export function describeDesktop(facts: DesktopMarks, lease: LeaseObject | undefined): DesktopView {
+export function describeDesktop(facts: DesktopMarks, givenLease: LeaseObject | undefined): DesktopView {
   const { kind, namespace, member, pool, phase } = facts;
+  const lease = givenLease && isTakeUnderWay(facts, givenLease) ? undefined : givenLease;
   const leaseless = lease === undefined ? classifyLeaselessMember(facts) : undefined;
   const expiresAt = lease && leaseExpiresAt(lease);
   const owner = lease ? lease.spec.holderIdentity : leaseless && claimHolder(leaseless);

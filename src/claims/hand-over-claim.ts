@@ -5,7 +5,7 @@ import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
-import { finishTakeover } from './finish-takeover.js';
+import { finishTakeover, waitUntilDown } from './finish-takeover.js';
 import { deleteLeaseAsRead } from './lease-writes.js';
 import { type ClaimPlan, isGoingDown } from './plan-claim.js';
 import { holdsStill, startClaimedMember } from './start-desktop.js';
@@ -127,14 +127,22 @@ export async function finishClaim(
         await deleteLeaseAsRead(ctx, lease);
         throw error;
       });
-      // The view may be older than the Lease this claim won: the last holder's guest may still be going down, or
-      // the member may be being deleted (KubeVirt shows `Terminating` only a moment later).
-      if (fresh === undefined || fresh.deleting || isGoingDown(fresh)) {
+      // The view may be older than the Lease this claim won: the member may be being deleted (KubeVirt shows
+      // `Terminating` only a moment later), or gone, and the Lease holds nothing.
+      if (fresh === undefined || fresh.deleting) {
         await deleteLeaseAsRead(ctx, lease);
         return undefined;
       }
-      member = fresh;
-      start = fresh.power !== 'running';
+      // The last holder's guest may still be going down: a release freed the member after the claim's look at it.
+      // The Lease is this claim's all the same, so it waits for the guest to go rather than give the Lease back; a
+      // guest still there after the wait is given back (the take was never a claim: `isTakeUnderWay`).
+      const ready = isGoingDown(fresh) ? await waitUntilDown(ctx, backend, fresh) : fresh;
+      if (isGoingDown(ready)) {
+        await deleteLeaseAsRead(ctx, lease);
+        return undefined;
+      }
+      member = ready;
+      start = ready.power !== 'running';
     }
   }
   presented ??= await presentMember(ctx, backend, plan, lease, member, {
@@ -160,8 +168,13 @@ export async function finishClaim(
     }
     if (outcome.kind === 'failed') startError = failureReason(outcome.error);
   }
-  // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error.
-  const view = describeDesktop(member, lease);
+  // Built from what the claim wrote, not read back: a failing read must not turn a held claim into an error. The
+  // member shows the claim's session now (it was presented), whatever the facts read before said.
+  const session = lease.metadata.annotations?.[sessionIdAnnotation];
+  const view = describeDesktop(
+    { ...member, presentation: { ...member.presentation, sessionId: session } },
+    lease,
+  );
   return {
     ...view,
     owner: identity,

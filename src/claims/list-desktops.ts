@@ -12,7 +12,7 @@ import {
   poolNameSchema,
   validateNamespace,
 } from '../validate.js';
-import { claimHolder, classifyMemberClaim } from './claim-liveness.js';
+import { shownHolder } from './claim-liveness.js';
 import { type DesktopView, describeDesktop, describeResetting } from './desktop-view.js';
 import { readDesktopMarks } from './read-held-member.js';
 import { claimedKindOf } from './read-member-claim.js';
@@ -91,7 +91,7 @@ export async function listDesktops(ctx: VdiContext, options: ListDesktopsOptions
       }),
       ...gone,
     ]) {
-      const holder = claimHolder(classifyMemberClaim({ member: marks, lease, now }));
+      const holder = shownHolder({ member: marks, lease, now });
       if (all || (holder !== undefined && (identity === undefined || holder === identity))) {
         views.push(describeDesktop(marks, lease));
       }

@@ -12,10 +12,13 @@ import { formatDesktopId } from '../ids.js';
 import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { validateIdentity, validateMemberName, validateNamespace } from '../validate.js';
+import { classifyLease } from './claim-liveness.js';
+import { type ClaimantLock, giveBackClaimantLocks, takeClaimantLocks } from './claimant-lock.js';
 import { failureReason } from './failure-reason.js';
 import {
   deleteReleasingLease,
   markClaimReleasing,
+  ownClaimsSelector,
   recordedSourceOf,
   unmarkClaimReleasing,
 } from './lease-writes.js';
@@ -78,7 +81,9 @@ export interface ReleaseMemberOptions {
  * Lease (a v0.6.0 or orphaned claim) keeps its copy until the stop is asked for: only the copy keeps a claim from
  * taking it meanwhile. A reset that fails while the member is still the one the release found (the stop refused,
  * or a recreate whose clone failed before the member's delete) gives the claim back as the holder had it: the mark
- * removed; the holder keeps using the desktop, and the next release or reclaim pass tries again. Any other failed
+ * removed; the holder keeps using the desktop, and the next release or reclaim pass tries again (unless the holder
+ * claimed another member of the pool meanwhile, which a claim does past a claim being released: then the mark stays,
+ * so the holder keeps one member of the pool). Any other failed
  * step (a write, a crash, a recreate that failed after the delete) leaves the Lease marked releasing under the
  * same holder, and the next release, or the pass once the mark is stale or the member gone, finishes it.
  *
@@ -199,8 +204,9 @@ async function clearCopy(
 
 /**
  * After a reset that failed, gives the claim back to its holder as they had it, while the member is still the one
- * the release found (not deleted or made again part-way through a recreate): the releasing mark is removed (the
- * member's copy stays, as the release records itself on the member only once its stop was accepted). Best-effort: a write that fails leaves the mark, and the next
+ * the release found (not deleted or made again part-way through a recreate) and the holder has not claimed another
+ * member of the pool meanwhile: the releasing mark is removed (the member's copy stays, as the release records itself
+ * on the member only once its stop was accepted). Best-effort: a write that fails leaves the mark, and the next
  * release, or the pass once the mark is stale, finishes the release as after a crash.
  *
  * @returns whether the claim is the holder's again, unmarked.
@@ -231,11 +237,38 @@ async function giveBack(
       return false;
     }
     if (current.metadata.annotations?.[sessionIdAnnotation] !== session) return false;
-    await attempt.fence();
-    return await unmarkClaimReleasing(ctx, current);
+    // A claim of the holder passes over its claim being released and takes another member of the pool; under the
+    // holder's claimant Lease for the pool, no such claim runs, and one that ran is seen
+    const locks = await takeClaimantLocks(ctx, [{ namespace, pool: plan.pool, identity: plan.holder }]);
+    try {
+      if (await holdsAnother(ctx, { namespace, plan, lease: current, lock: locks[0] })) return false;
+      await attempt.fence();
+      return await unmarkClaimReleasing(ctx, current);
+    } finally {
+      await giveBackClaimantLocks(ctx, locks);
+    }
   } catch {
     return false;
   }
+}
+
+/** Whether the holder holds another live claim of the pool, not being released, read no older than its lock. */
+async function holdsAnother(
+  ctx: VdiContext,
+  own: { namespace: string; plan: ResetPlan; lease: LeaseObject; lock: ClaimantLock | undefined },
+): Promise<boolean> {
+  const { namespace, plan, lease, lock } = own;
+  const claims = await ctx.cluster.listLeases(namespace, ownClaimsSelector(plan.pool, plan.holder), {
+    notOlderThan: lock?.lease.metadata.resourceVersion ?? '',
+  });
+  const now = ctx.clock.now();
+  return claims.some(
+    (claim) =>
+      claim.metadata.name !== lease.metadata.name &&
+      claim.spec.holderIdentity === plan.holder &&
+      !isReleasing(claim) &&
+      classifyLease(claim, now).kind === 'held',
+  );
 }
 
 function sessionOf(plan: ResetPlan, lease: LeaseObject | undefined): string | undefined {

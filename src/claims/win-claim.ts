@@ -203,16 +203,17 @@ export async function takeTurn(
     },
   );
   const own = everywhere.filter((lease) => lease.metadata.labels?.[leasePoolLabel] === pool);
-  // a small view shows the members of the identity's own claims only where their copy is written yet: each of the
-  // others is read by name (one gone is left out, and the plan finds its claim resetting)
+  // a small view reads a page member's instance only when its VM shows one, and shows the members of the identity's
+  // own claims only where their copy is written yet: each of those members is read by name, with its instance (one
+  // gone is left out, and the plan finds its claim resetting), since a renewal of a take not handed out yet waits
+  // for an instance KubeVirt made that its VM does not show yet
   let small = view?.small ? view : undefined;
   const ownMembers: MemberFacts[] = [];
   if (small) {
-    const shown = new Set(small.members.map((member) => member.member));
-    const unshown = own
+    const ownNames = own
       .map((lease) => memberFromLeaseName(lease.metadata.name ?? ''))
-      .filter((member): member is string => member !== undefined && !shown.has(member));
-    const read = await Promise.all(unshown.map((member) => backend.readMember({ namespace, member })));
+      .filter((member): member is string => member !== undefined);
+    const read = await Promise.all(ownNames.map((member) => backend.readMember({ namespace, member })));
     for (const member of read) if (member?.pool === pool) ownMembers.push(member);
     small = { ...small, members: unionOf(small.members, ownMembers) };
   }
@@ -374,8 +375,7 @@ async function readMemberToTake(
   const cached = fromCaches ? backend.cachedMember?.(plan.member) : undefined;
   if (cached) return cached;
   const since = fromCaches ? ctx.cluster.cachesOf(namespace)?.leases.resourceVersion() : undefined;
-  return await backend.readMember(
-    { namespace, member },
-    since === undefined ? { instanceWhenShown: true } : { seenSince: since },
-  );
+  // the member and its instance both: KubeVirt may have made an instance its VM does not show yet (a start it acted
+  // on after the stop that followed), and a member whose instance is there is going down, not free
+  return await backend.readMember({ namespace, member }, since === undefined ? {} : { seenSince: since });
 }

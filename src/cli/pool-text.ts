@@ -60,6 +60,9 @@ function holderColumn(state: MemberState): string {
       return state.leaseMissing ? `${state.holder} (no Lease)` : state.holder;
     case 'legacy-assigned':
       return `${state.user} (v0.6.0)`;
+    case 'taking':
+      // not a claim yet: the claim waits for the last guest to go, then hands it out or gives it back
+      return `nobody (${state.holder} taking)`;
     case 'deleting':
       return 'deleting';
   }

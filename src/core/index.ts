@@ -46,8 +46,10 @@ export {
   classifyMemberClaim,
   isClaimable,
   isLeaseExpired,
+  isTakeUnderWay,
   leaseExpiresAt,
   readClaimMarks,
+  shownHolder,
 } from '../claims/claim-liveness.js';
 export type { MemberClassification, MemberFacts, PoolMemberFacts } from '../claims/classify-member.js';
 export { classifyMember, classifyPoolMember } from '../claims/classify-member.js';

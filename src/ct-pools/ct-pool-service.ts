@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { claimHolder, classifyMemberClaim } from '../claims/claim-liveness.js';
+import { shownHolder } from '../claims/claim-liveness.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
@@ -205,9 +205,7 @@ function viewOf(
   const now = ctx.clock.now();
   return read.members.map(({ member, pod }) => {
     const lease = read.leases.find((candidate) => candidate.metadata.name === leaseNameFor(member));
-    const holder = pod
-      ? claimHolder(classifyMemberClaim({ member: pod, lease, now }))
-      : lease?.spec.holderIdentity;
+    const holder = pod ? shownHolder({ member: pod, lease, now }) : lease?.spec.holderIdentity;
     return {
       member,
       desktopId: formatDesktopId({ kind: 'ct', namespace, member }),

@@ -1,4 +1,4 @@
-import { claimHolder, classifyMemberClaim, isClaimable } from '../claims/claim-liveness.js';
+import { classifyMemberClaim, isClaimable, shownHolder } from '../claims/claim-liveness.js';
 import type { DesktopKind, MemberFacts } from '../desktop-backend.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
@@ -12,7 +12,7 @@ export interface PoolMemberCounts {
   desired: number;
   /** Members a claim could take now: nobody holds them and they are not being deleted. */
   free: number;
-  /** Members someone holds: a live Lease, a v0.6.0 assignment or a running member that still names its user. */
+  /** Members someone holds: a live Lease (not a take still under way), a v0.6.0 assignment or a running member that still names its user. */
   claimed: number;
   running: number;
   failed: number;
@@ -21,7 +21,8 @@ export interface PoolMemberCounts {
 /** What {@link countPoolMembers} reads: one namespace's members, their Leases, and the specs' sizes. @category metrics */
 export interface CountPoolMembersInput {
   namespace: string;
-  members: readonly Pick<MemberFacts, 'kind' | 'member' | 'pool' | 'deleting' | 'power' | 'presentation'>[];
+  members: readonly (Pick<MemberFacts, 'kind' | 'member' | 'pool' | 'deleting' | 'power' | 'presentation'> &
+    Partial<Pick<MemberFacts, 'previousInstance'>>)[];
   leases: readonly LeaseObject[];
   /** The size each container pool's spec asks for, by pool name; a pool with a spec and no member yet is counted too. */
   ctSizes: ReadonlyMap<string, number>;
@@ -52,10 +53,11 @@ export function countPoolMembers(input: CountPoolMembersInput): PoolMemberCounts
   for (const [pool, size] of ctSizes) countsOf('ct', pool).desired = size;
   for (const member of members) {
     const pool = countsOf(member.kind, member.pool);
-    const claim = classifyMemberClaim({ member, lease: leaseByName.get(leaseNameFor(member.member)), now });
+    const lease = leaseByName.get(leaseNameFor(member.member));
     if (member.kind !== 'ct' && !member.deleting) pool.desired += 1;
-    if (isClaimable(claim)) pool.free += 1;
-    if (claimHolder(claim) !== undefined) pool.claimed += 1;
+    if (isClaimable(classifyMemberClaim({ member, lease, now }))) pool.free += 1;
+    // a take still under way is not a claim yet (nor free)
+    if (shownHolder({ member, lease, now }) !== undefined) pool.claimed += 1;
     if (member.power === 'running') pool.running += 1;
     if (member.power === 'failed') pool.failed += 1;
   }

@@ -1,5 +1,5 @@
 import type { PoolEntitlement } from '../claims/access.js';
-import { claimHolder, classifyMemberClaim } from '../claims/claim-liveness.js';
+import { shownHolder } from '../claims/claim-liveness.js';
 import type { DesktopKind, MemberFacts, MemberPower } from '../desktop-backend.js';
 import { judgeHolderEntitlement } from '../entitlements/holder-entitlement.js';
 import { formatPoolId } from '../ids.js';
@@ -129,7 +129,7 @@ export function describePoolStatus(input: PoolStatusInput): PoolStatus {
     .sort((left, right) => compareNatural(left.member, right.member))
     .map((member): PoolStatusMember => {
       const lease = leaseOf.get(leaseNameFor(member.member));
-      const holder = claimHolder(classifyMemberClaim({ member, lease, now })) ?? null;
+      const holder = shownHolder({ member, lease, now }) ?? null;
       const warm = ready.has(member.member);
       const judged =
         holder === null || lease === undefined

@@ -1,4 +1,4 @@
-import { classifyClaim } from '../claims/claim-liveness.js';
+import { classifyClaim, isTakeUnderWay, readClaimMarks } from '../claims/claim-liveness.js';
 import { formatTime, normalizeTime } from '../format-time.js';
 import { formatDesktopId, formatPoolId } from '../ids.js';
 import { ephemeralLabel, poolLabel, removalHolder, sourceAnnotation } from '../keys.js';
@@ -16,6 +16,8 @@ import { type PoolSettings, type ReclaimAction, reclaimActionOf } from '../pool-
  *   still shows a running assignment but whose Lease is gone; it stays taken until its user claims it back or an
  *   administrator releases it.
  * - `legacy-assigned`: a v0.6.0 assignment (label only, no Lease) to `user`.
+ * - `taking`: a claim of `holder` wrote the Lease while the member still goes down, and has not handed it out
+ *   (see `isTakeUnderWay`): not a claim yet, and not free.
  * - `deleting`: the VM is being deleted.
  *
  * @category pools
@@ -24,6 +26,7 @@ export type MemberState =
   | { kind: 'free' }
   | { kind: 'claimed'; holder: string; since?: string; expiresAt?: string; leaseMissing?: true }
   | { kind: 'legacy-assigned'; user: string; since?: string }
+  | { kind: 'taking'; holder: string }
   | { kind: 'deleting' };
 
 /** One member of a pool as {@link describePools} reads it. @category pools */
@@ -62,6 +65,7 @@ function stateOf(vm: VirtualMachine, lease: LeaseObject | undefined, now: Date):
     case 'expired':
       return { kind: 'free' };
     case 'held': {
+      if (lease && isTakeUnderWay(readClaimMarks(vm), lease)) return { kind: 'taking', holder: claim.holder };
       const since = normalizeTime(lease?.spec.acquireTime ?? lease?.spec.renewTime);
       return {
         kind: 'claimed',

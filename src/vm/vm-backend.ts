@@ -279,15 +279,6 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         if (!vm.metadata.labels?.[poolLabel]) throw notPoolMember('vm', ref, `${poolLabel} label`);
         return toVmMemberFacts(vm, vmi);
       }
-      if (options.instanceWhenShown) {
-        const vm = await cluster.getVm(ref.namespace, ref.member);
-        if (!vm) return undefined;
-        if (!vm.metadata.labels?.[poolLabel]) throw notPoolMember('vm', ref, `${poolLabel} label`);
-        return toVmMemberFacts(
-          vm,
-          showsInstance(vm) ? await cluster.getVmi(ref.namespace, ref.member) : undefined,
-        );
-      }
       return (await readVmMember(ref))?.facts;
     },
 

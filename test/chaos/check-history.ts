@@ -549,10 +549,11 @@ export function findUnmadeClaims(history: History): Violation[] {
           (call.asAdmin === true || call.identity === session.holder)),
     );
     if (byOwnCall.length === 0 || entitled || session.end.expired) continue;
+    const take = !wasShownAsClaim(history.changes, session, started.at, ended.at);
     found.push({
-      invariant: 'claim-given-back',
+      invariant: take ? 'take-given-back' : 'claim-given-back',
       member: session.member,
-      message: `${session.holder}'s claim ${session.sessionId} of ${session.member} was written (${started.verb}) by ${started.user} and ended (${ended.verb}) ${ended.at - started.at} ms later by the same call, ${describeCalls(byOwnCall)}, which told nobody of it${session.versions.some((version) => version.releasing !== undefined) ? '' : '; it was never marked releasing'}`,
+      message: `${session.holder}'s ${take ? 'take (never a claim by the rule: its member was going down, deleting or gone throughout)' : 'claim'} ${session.sessionId} of ${session.member} was written (${started.verb}) by ${started.user} and ended (${ended.verb}) ${ended.at - started.at} ms later by the same call, ${describeCalls(byOwnCall)}, which told nobody of it${session.versions.some((version) => version.releasing !== undefined) ? '' : '; it was never marked releasing'}`,
       evidence: [...session.versions, session.end.change, started, ended, ...byOwnCall],
     });
   }
@@ -567,6 +568,33 @@ export function findUnmadeClaims(history: History): Violation[] {
     });
   }
   return found;
+}
+
+/**
+ * Whether a reader following the SDK's rule (`isTakeUnderWay`) showed a Lease as a claim at some moment from its
+ * write to its end: its member there, not being deleted, and either not going down (no instance while a stop is
+ * asked) or showing the Lease's session. A take given back that never was one is not a claim anybody saw.
+ */
+function wasShownAsClaim(changes: readonly Change[], session: Session, from: number, to: number): boolean {
+  let vm: VmChange | undefined;
+  let vmi: VmiChange | undefined;
+  const shown = () =>
+    vm !== undefined &&
+    vm.type !== 'DELETED' &&
+    vm.printableStatus !== 'Terminating' &&
+    (vm.sessionId === session.sessionId ||
+      vmi === undefined ||
+      vmi.type === 'DELETED' ||
+      vm.runStrategy !== 'Halted');
+  for (const change of changes) {
+    if (change.at >= to) break;
+    if (change.name !== session.member) continue;
+    if (change.kind === 'vm') vm = change;
+    else if (change.kind === 'vmi') vmi = change;
+    else continue;
+    if (change.at >= from && shown()) return true;
+  }
+  return shown();
 }
 
 // How many of a member's records a violation at rest shows.

@@ -27,7 +27,8 @@ const operationWeights = {
   shrink: 3,
   grow: 4,
   'delete-pool': 1,
-  // a claim answered, then its holder's release, an admin's unassign and two claims of the pool at once
+  // a claim answered, then its holder's release, an admin's unassign and two claims of the pool at once, and in
+  // every other one a shrink of the pool
   contest: 0,
 } as const;
 
@@ -262,6 +263,8 @@ async function main(config: DriverConfig): Promise<void> {
         }
         case 'contest': {
           const identity = random.pick(config.identities);
+          // every other contest races a shrink of the pool too, which removes a free member
+          const size = random.next() < 0.5 ? await poolSize(pool) : undefined;
           const claimed = await call('claim', { identity, pool: pool.name }, () =>
             vdi.claim({ pool: pool.name, identity }),
           );
@@ -269,6 +272,12 @@ async function main(config: DriverConfig): Promise<void> {
           if (member === undefined) return;
           beliefs.delete(`${identity}/${pool.name}`);
           const other = random.pick(config.identities);
+          const shrinking =
+            size !== undefined && size > 2
+              ? call('shrink', { identity: config.admin, pool: pool.name }, () =>
+                  vdi.resizePool({ name: pool.name, size: size - 1, identity: config.admin }),
+                )
+              : undefined;
           const results = await Promise.all([
             call('release', { identity, pool: pool.name, member }, () => vdi.release({ member, identity })),
             call('unassign', { identity: config.admin, pool: pool.name, member, asAdmin: true }, () =>
@@ -279,6 +288,7 @@ async function main(config: DriverConfig): Promise<void> {
               vdi.claim({ pool: pool.name, identity: other }),
             ),
           ]);
+          await shrinking;
           remember(identity, pool.name, results[2]);
           remember(other, pool.name, results[3]);
           return;

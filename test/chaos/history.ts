@@ -68,6 +68,8 @@ export interface VmChange extends ChangeBase {
   /** The session of the claim the member is presented with (`corral.dev/vdi-session-id`). */
   sessionId?: string;
   printableStatus?: string;
+  /** `spec.runStrategy`: `Halted` while a stop is asked. */
+  runStrategy?: string;
 }
 
 /** A version of a VirtualMachineInstance (named after its VM). */
@@ -151,6 +153,7 @@ export type InvariantName =
   | 'presentation-at-rest'
   | 'undocumented-error'
   | 'claim-given-back'
+  | 'take-given-back'
   | 'copy-before-pass';
 
 /** One broken invariant, with the records that show it. */

@@ -52,11 +52,13 @@ export function leaseChangeOf(type: ChangeType, object: WatchedObject, at: numbe
 export function vmChangeOf(type: ChangeType, object: WatchedObject, at: number): VmChange {
   const { name, resourceVersion, labels, annotations } = metadataOf(object);
   const status = (object.status ?? {}) as { printableStatus?: string };
+  const spec = (object.spec ?? {}) as { runStrategy?: string };
   const optional = {
     pool: labels?.[poolLabel],
     assignedTo: annotations?.[assignedToKey],
     sessionId: annotations?.[sessionIdAnnotation],
     printableStatus: status.printableStatus,
+    runStrategy: spec.runStrategy,
   };
   const present = Object.entries(optional).filter(([, value]) => value !== undefined);
   return { kind: 'vm', type, at, resourceVersion, name, ...Object.fromEntries(present) };

@@ -41,7 +41,7 @@ export interface StormOptions {
   identities?: readonly string[];
   /** Members each pool starts with, and the most a grow makes it. @defaultValue 3 and 5 */
   poolSize?: { initial: number; max: number };
-  /** How often a contest (a claim, then its release, an admin's unassign and two claims at once) is chosen; 0 leaves it out. */
+  /** How often a contest (a claim, then its release, an admin's unassign and two claims at once, and in every other one a shrink) is chosen; 0 leaves it out. */
   contestWeight?: number;
   /** Progress lines. */
   log?: (line: string) => void;
@@ -149,9 +149,9 @@ export function summarizeStorm(report: StormReport): string {
   for (const violation of report.violations)
     byInvariant.set(violation.invariant, (byInvariant.get(violation.invariant) ?? 0) + 1);
   const kinds = [...byInvariant].map(([name, count]) => `${name} ${count}`).join(', ');
-  const given = report.unmadeClaims.filter((found) => found.invariant === 'claim-given-back').length;
-  const copies = report.unmadeClaims.length - given;
-  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${given} claims given back by their own call, ${copies} copies without a Lease before the pass, ${Math.round(report.elapsedMs / 1000)} s`;
+  const found = (invariant: string) =>
+    report.unmadeClaims.filter((unmade) => unmade.invariant === invariant).length;
+  return `chaos: seed ${report.seed}, ${report.processes} processes × ${report.lanes} lanes, ${report.operations} operations (${report.calls} calls, ${report.failedCalls} failed), ${report.changes} changes watched, ${report.violations.length} violations${kinds ? ` (${kinds})` : ''}, ${found('claim-given-back')} claims given back by their own call, ${found('take-given-back')} takes given back that were never a claim, ${found('copy-before-pass')} copies without a Lease before the pass, ${Math.round(report.elapsedMs / 1000)} s`;
 }
 
 /** How each kind of call ended and how long it took: `claim: ok 120 (slowest 2.1 s), NO_FREE_MEMBER 30 (…)`. */
@@ -229,6 +229,9 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     const deadline = Date.now() + options.durationMs;
     const calls: CallRecord[] = [];
     let operations = 0;
+    const keeper = keepSharedClockMoving(kubeConfig, namespace, clock, (error) =>
+      harnessErrors.push(`clock keeper: ${String(error)}`),
+    );
     const runs = await Promise.all(
       Array.from({ length: options.processes }, (_, proc) =>
         runDriver(
@@ -265,6 +268,7 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     for (const [proc, run] of runs.entries())
       if (run.exitCode !== 0)
         harnessErrors.push(`driver ${proc} exited ${run.exitCode}: ${run.stderr.trim()}`);
+    keeper.stop();
     log(`chaos: drivers done, ${operations} operations, ${calls.length} calls`);
 
     // At rest: slow guests finish stopping, one engine pass runs, and every change so far has been received. The
@@ -351,6 +355,32 @@ export async function runStorm(options: StormOptions): Promise<StormReport> {
     recorder.stop();
     clock.stop();
   }
+}
+
+// How long the shared clock may stand still while drivers run before the storm moves it itself, and by how much.
+const clockStillMs = 5_000;
+
+/**
+ * Moves the shared clock on whenever it stood still for {@link clockStillMs} while the drivers run. Only the drivers'
+ * ticks move it otherwise, and a call waiting on shared time (a shrink waiting for a slow guest to stop, whose delay
+ * and whose wait are both measured on it) would wait forever once the other lanes are done.
+ */
+function keepSharedClockMoving(
+  kubeConfig: LocalClusterAccess['kubeConfig'],
+  namespace: string,
+  clock: { now(): Date },
+  onError: (error: unknown) => void,
+): { stop(): void } {
+  let seen = clock.now().getTime();
+  const timer = setInterval(() => {
+    const now = clock.now().getTime();
+    if (now !== seen) {
+      seen = now;
+      return;
+    }
+    advanceSharedClock(kubeConfig, namespace, clockStillMs).catch(onError);
+  }, clockStillMs);
+  return { stop: () => clearInterval(timer) };
 }
 
 function restStateOf(leases: unknown[], vms: VirtualMachine[], at: number, now: number): RestState {

@@ -6,6 +6,7 @@ import { startDesktop } from '../../../src/claims/start-desktop.js';
 import type { VdiContext } from '../../../src/context.js';
 import { isVdiError } from '../../../src/errors.js';
 import { KubeCluster, type ListOptions } from '../../../src/kube/cluster.js';
+import { vmiKind } from '../../../src/kube/resource-kinds.js';
 import type { LeaseObject } from '../../../src/kube-objects.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../../../src/kubevirt-types.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
@@ -363,6 +364,73 @@ describe.concurrent('a member whose previous instance is still going down', goin
       timeoutMs: 10_000,
       until: (vm) => vm?.spec.runStrategy === 'Always' && vm.status?.printableStatus === 'Running',
     });
+  });
+});
+
+describe('a stopped member whose instance KubeVirt made late', goingDownWait, () => {
+  // Found by the chaos storm (seed 42, vmi-at-handout): a holder's start and its release's stop came a moment apart,
+  // and KubeVirt's controller, behind, made the instance for the start after the stop, while the VM still showed
+  // Stopped. The look before the Lease write read the VM alone, took the member as free and stopped, and handed it
+  // out with the last holder's instance there.
+  it('passes it over as going down, though its VM shows no instance yet', async () => {
+    const namespace = await createTestNamespace(cluster(), 'late-instance');
+    await createPoolMembers(cluster(), namespace, 'alpha', 1);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, ...waitThatRunsOut });
+    const kube = vdi.context.cluster;
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
+    await kube
+      .resource(vmiKind)
+      .in(namespace)
+      .create({
+        metadata: { name: 'alpha-1', namespace },
+        spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
+      });
+
+    await expect(vdi.claim({ pool: 'alpha', identity: 'bob@example.com' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+      retryable: true,
+      details: { goingDown: 1 },
+    });
+    const vm = await kube.getVm(namespace, 'alpha-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(vm?.spec.runStrategy).toBe('Halted');
+    expect(await kube.getLease(namespace, 'corral-vdi-alpha-1')).toBeUndefined();
+    await setSimulatorPaused(cluster().kubeConfig, namespace, false);
+  });
+
+  // The same storm: a claim of the identity whose other claim's take was under way on such a member found its Lease
+  // through a page of free-looking members, which reads a VM that shows Stopped alone, renewed it and started it.
+  it('is not renewed and started by a claim of the identity whose take on it is not handed out yet', async () => {
+    const namespace = await createTestNamespace(cluster(), 'late-instance-own');
+    await createPoolMembers(cluster(), namespace, 'alpha', 1);
+    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, ...waitThatRunsOut });
+    const kube = vdi.context.cluster;
+    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
+    await kube
+      .resource(vmiKind)
+      .in(namespace)
+      .create({
+        metadata: { name: 'alpha-1', namespace },
+        spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
+      });
+    const target = {
+      kind: 'vm' as const,
+      namespace,
+      pool: 'alpha',
+      member: 'alpha-1',
+      identity: 'bob@example.com',
+      holderGroups: 'unchecked',
+    };
+    expect(await writeClaimLease(vdi.context, target, undefined)).toBeDefined();
+
+    await expect(vdi.claim({ pool: 'alpha', identity: 'bob@example.com' })).rejects.toMatchObject({
+      code: 'NO_FREE_MEMBER',
+      retryable: true,
+    });
+    const vm = await kube.getVm(namespace, 'alpha-1');
+    expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
+    expect(vm?.spec.runStrategy).toBe('Halted');
+    await setSimulatorPaused(cluster().kubeConfig, namespace, false);
   });
 });
 

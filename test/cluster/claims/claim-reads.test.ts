@@ -61,15 +61,15 @@ describe('claims of one process without watch caches', () => {
     expect(conflicts).toBe(0);
   }, 180_000);
 
-  it('a claim of a stopped member reads the member once before it writes the Lease, and no instance', async () => {
+  it('a claim of a stopped member reads the member and its instance, at once, before it writes the Lease', async () => {
     const namespace = await createTestNamespace(cluster(), 'reads-check');
     await createPoolMembers(cluster(), namespace, 'devpool', 5);
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
     const gets = () => vdi.context.cluster.requestCounts.get('get') ?? 0;
     const before = gets();
     await vdi.claim({ pool: 'devpool', identity: 'user-1' });
-    // the member's VM; KubeVirt's VM shows no instance, so none is asked for
-    expect(gets() - before).toBe(1);
+    // the member's VM and its instance, side by side: KubeVirt may have made an instance its VM does not show yet
+    expect(gets() - before).toBe(2);
   }, 60_000);
 
   it('claims made at once read the members their copies name together, and each adopts only its own', async () => {

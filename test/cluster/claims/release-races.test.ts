@@ -84,11 +84,15 @@ interface Setup {
 // second shows that as well as the default ten.
 const waitThatRunsOut = { goingDownWaitMs: 500 };
 
-async function setUp(prefix: string, options: { goingDownWaitMs?: number } = {}): Promise<Setup> {
+async function setUp(
+  prefix: string,
+  options: { goingDownWaitMs?: number; members?: number } = {},
+): Promise<Setup> {
+  const { members = 1, ...vdiOptions } = options;
   const namespace = await createTestNamespace(cluster(), prefix);
-  await createPoolMembers(cluster(), namespace, 'devpool', 1);
+  await createPoolMembers(cluster(), namespace, 'devpool', members);
   const clock = createTestClock();
-  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, ...options });
+  const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock, ...vdiOptions });
   const kube = new RacingCluster(cluster().kubeConfig);
   const ctx: VdiContext = { ...vdi.context, cluster: kube, backends: {} };
   ctx.backends.vm = createVmBackend(ctx);
@@ -338,6 +342,58 @@ describe('a release whose stop fails leaves the holder the desktop as they had i
     expect(await release(setup, 'alice')).toMatchObject({ holder: 'alice', reset: 'stopped' });
     expect(await readLease(setup)).toBeUndefined();
     expect(await runStrategy(setup)).toBe('Halted');
+  });
+});
+
+// Found by the chaos storm (seed 42): a release and an unassign of one claim both failed to reset it; meanwhile its
+// holder's claim, which passes over a claim being released, took another member; the failed reset then gave the first
+// claim back, and the holder held two members of the pool.
+describe('a release whose stop fails after its holder claimed another member', () => {
+  it('leaves the claim marked releasing, so the holder keeps one member, and the next release finishes it', async () => {
+    const setup = await setUp('relfailclaim', { members: 2 });
+    const first = await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    const other = first.member === 'devpool-1' ? 'devpool-2' : 'devpool-1';
+    const kube = setup.vdi.context.cluster;
+    await kube.patchVm(setup.namespace, first.member, {
+      metadata: { annotations: { [simulatorAnnotations.failStop]: '409 refused by the test' } },
+    });
+    let second: PromiseSettledResult<{ member: string }> | undefined;
+    setup.kube.before('stopVm', async () => {
+      [second] = await Promise.allSettled([setup.vdi.claim({ pool: 'devpool', identity: 'alice' })]);
+    });
+
+    const failed = releaseMember(setup.ctx, {
+      namespace: setup.namespace,
+      member: first.member,
+      actor: 'alice',
+      asAdmin: false,
+    });
+
+    await expect(failed).rejects.toMatchObject({
+      code: 'STOP_FAILED',
+      message: expect.stringContaining('marked releasing'),
+    });
+    expect(second).toMatchObject({ status: 'fulfilled', value: { member: other } });
+    const leases = await kube.listLeases(setup.namespace, 'corral.dev/vdi-pool=devpool');
+    const unmarked = leases.filter(
+      (lease) =>
+        lease.spec.holderIdentity === 'alice' &&
+        lease.metadata.annotations?.['corral.dev/vdi-releasing'] === undefined,
+    );
+    expect(unmarked.map((lease) => lease.metadata.name)).toEqual([`corral-vdi-${other}`]);
+
+    await kube.patchVm(setup.namespace, first.member, {
+      metadata: { annotations: { [simulatorAnnotations.failStop]: null } },
+    });
+    expect(
+      await releaseMember(setup.ctx, {
+        namespace: setup.namespace,
+        member: first.member,
+        actor: 'alice',
+        asAdmin: false,
+      }),
+    ).toMatchObject({ holder: 'alice', reset: 'stopped' });
+    expect(await kube.getLease(setup.namespace, `corral-vdi-${first.member}`)).toBeUndefined();
   });
 });
 

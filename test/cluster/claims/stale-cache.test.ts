@@ -230,7 +230,7 @@ describe('a member won free whose watch caches hold together and show it ready',
 });
 
 describe('a member won from watch caches that hold together but lag the cluster', () => {
-  it("is not presented on what they show: the write meets the changed member, which is read fresh and given back while the previous holder's instance is still going down", async () => {
+  it("is not presented on what they show: the write meets the changed member, which is read fresh, and the claim keeps its Lease and waits for the previous holder's instance to go before it hands the member out", async () => {
     const { namespace, clock, other, kube, ctx } = await setUpCached(
       'stale-exact',
       2,
@@ -241,26 +241,49 @@ describe('a member won from watch caches that hold together but lag the cluster'
 
     // another process: bob claims devpool-1 and lets it go; his guest takes a minute to shut down
     await useAndReleaseUnseen(kube, other, namespace);
+    const bobsInstance = (await kube.getVmi(namespace, 'devpool-1'))?.metadata.uid;
+    expect(bobsInstance).toBeDefined();
     // the held caches still show devpool-1 stopped, free and ready, and hold together
     expect(backend.cachedMember?.({ namespace, member: 'devpool-1' })).toMatchObject({
       power: 'stopped',
       previousInstance: false,
     });
 
-    const alice = await claimDesktop(
+    const claiming = claimDesktop(
       ctx,
       { pool: 'devpool', identity: 'alice' },
       { actor: undefined, order: 'lowest' },
     );
-    expect(alice.member).toBe('devpool-2');
-    expect(await kube.getLease(namespace, 'corral-vdi-devpool-1')).toBeUndefined();
+    // alice's Lease is written on devpool-1 while bob's guest still goes down: every reader shows it nobody's
+    const written = await waitFor(() => kube.getLease(namespace, 'corral-vdi-devpool-1'), {
+      describe: "alice's Lease of devpool-1",
+      until: (lease) => lease?.spec.holderIdentity === 'alice',
+    });
+    const listed = await other.listDesktops({ all: true });
+    expect(listed.find((desktop) => desktop.member === 'devpool-1')?.owner).toBeUndefined();
     const vm = await kube.getVm(namespace, 'devpool-1');
-    // still going down, and not started for alice: bob's instance is still there
+    // not started for alice, and not presented: bob's instance is still there
     expect(vm?.spec.runStrategy).not.toBe('Always');
-    expect(await kube.getVmi(namespace, 'devpool-1')).toBeDefined();
     expect(vm?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBeUndefined();
-    kube.catchUp();
+    expect((await kube.getVmi(namespace, 'devpool-1'))?.metadata.uid).toBe(bobsInstance);
+
+    // bob's guest goes: the claim hands devpool-1 out under the Lease it wrote, never given back
     await clock.advance(60_000);
+    const alice = await claiming;
+    expect(alice).toMatchObject({
+      member: 'devpool-1',
+      owner: 'alice',
+      sessionId: written?.metadata.annotations?.['corral.dev/vdi-session-id'],
+    });
+    const lease = await kube.getLease(namespace, 'corral-vdi-devpool-1');
+    expect(lease?.metadata.uid).toBe(written?.metadata.uid);
+    const after = await kube.getVm(namespace, 'devpool-1');
+    expect(after?.spec.runStrategy).toBe('Always');
+    expect(after?.metadata.annotations?.['corral.dev/vdi-assigned-to']).toBe('alice');
+    const instance = await kube.getVmi(namespace, 'devpool-1');
+    expect(instance?.metadata.uid).not.toBe(bobsInstance);
+    expect(await kube.getLease(namespace, 'corral-vdi-devpool-2')).toBeUndefined();
+    kube.catchUp();
   });
 });
 

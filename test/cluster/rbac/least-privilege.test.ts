@@ -435,8 +435,8 @@ describe('an identity bound to exactly the documented Role, less one permission 
         );
       }
       // a limited claim reads the pool whole (and so lists its instances) only when its page of free-looking members
-      // offered none it could take, and reads a member's instance only when its VM shows one, which depends on how
-      // far the steps before it got; every other need is exact
+      // offered none it could take, and reads a member's instance before its Lease write only when it writes one,
+      // which depends on how far the steps before it got; every other need is exact
       const mayNeed = [
         'list virtualmachineinstances.kubevirt.io',
         'get virtualmachineinstances.kubevirt.io',
@@ -594,8 +594,11 @@ const expected: Record<string, string[]> = {
     'session pass (reclaim)',
   ],
   'delete virtualmachines.kubevirt.io': ['pool shrink', 'pool delete'],
-  // a claim reads the instance only of a member whose VM shows one: the steps' members are stopped
+  // a claim reads the instance of the member it looks at before its Lease write, as KubeVirt may have made one its
+  // VM does not show yet
   'get virtualmachineinstances.kubevirt.io': [
+    'claim',
+    'assign',
     'start',
     'renew',
     'connect',

@@ -446,7 +446,21 @@ describe('checkHistory', () => {
         { ok: true, answer: { member: 'alpha-2', sessionId: 's2' } },
       ),
     ];
-    const changes = [clock(0, start), givenBack, gone(200, givenBack), lease(250, 'alpha-2', 'ana', 's2')];
+    // alpha-1 stopped and free: a reader following the rule showed the Lease as a claim
+    const stopped: VmChange = {
+      ...presented(50, 'alpha-1', 'nobody', ''),
+      assignedTo: undefined,
+      sessionId: undefined,
+      printableStatus: 'Stopped',
+      runStrategy: 'Halted',
+    };
+    const changes = [
+      clock(0, start),
+      stopped,
+      givenBack,
+      gone(200, givenBack),
+      lease(250, 'alpha-2', 'ana', 's2'),
+    ];
     const found = findUnmadeClaims(history(calls, changes));
     expect(found.map((violation) => violation.invariant)).toEqual(['claim-given-back']);
     expect(found[0]?.message).toContain('never marked releasing');
@@ -456,6 +470,46 @@ describe('checkHistory', () => {
       changes,
     );
     expect(findUnmadeClaims(unassigned)).toEqual([]);
+  });
+
+  it('counts a take given back while its member was going down throughout: never a claim by the rule', () => {
+    const givenBack = lease(120, 'alpha-1', 'ana', 's1');
+    // the last holder's release asked alpha-1 to stop; its instance goes only after the give-back
+    const stopping: VmChange = {
+      ...presented(50, 'alpha-1', 'bo', 's0'),
+      assignedTo: undefined,
+      sessionId: undefined,
+      printableStatus: 'Stopping',
+      runStrategy: 'Halted',
+    };
+    const calls = [
+      call(
+        'claim',
+        100,
+        300,
+        { identity: 'ana' },
+        { ok: true, answer: { member: 'alpha-2', sessionId: 's2' } },
+      ),
+    ];
+    const changes = [
+      clock(0, start),
+      vmi(10, 'alpha-1'),
+      stopping,
+      givenBack,
+      gone(200, givenBack),
+      vmi(220, 'alpha-1', 'DELETED'),
+      lease(250, 'alpha-2', 'ana', 's2'),
+    ];
+    expect(findUnmadeClaims(history(calls, changes)).map((violation) => violation.invariant)).toEqual([
+      'take-given-back',
+    ]);
+    // the same member gone before the Lease's end (a shrink removed it): a take too
+    const removed: VmChange = { ...stopping, type: 'DELETED', at: 150 };
+    expect(
+      findUnmadeClaims(history(calls, [...changes.slice(0, 4), removed, ...changes.slice(4)])).map(
+        (violation) => violation.invariant,
+      ),
+    ).toEqual(['take-given-back']);
   });
 
   it('counts a member showing a holder without a Lease before the engine pass', () => {
