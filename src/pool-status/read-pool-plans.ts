@@ -1,8 +1,6 @@
 import type { VdiContext } from '../context.js';
 import type { DesktopKind } from '../desktop-backend.js';
 import type { ListOptions, SharedReads } from '../kube/cluster.js';
-import { readPoolViews } from '../pools/list-pools.js';
-import type { PoolView } from '../pools/pool-view.js';
 import { describePoolPlans, type PoolPlans } from './describe-pool-plans.js';
 
 /** One pool's schedule and roll-out, as the broker's pool answers and metrics show them. @category spares */
@@ -54,27 +52,4 @@ export async function readPoolPlans(
 /** A record of the lists one request asks for, for the reads of that request to share (see `readPoolsWithPlans`). */
 export function newSharedReads(): SharedReads {
   return new Map();
-}
-
-/**
- * The VM pools of the namespaces as `listPools` shows them, and where every pool's schedule and roll-out stand, from
- * one read of each list both need (the settings, the VMs and the Leases), and of each list already in `shared`; each
- * namespace from this process's watch caches when it runs them.
- *
- * @throws {@link VdiError} what the adapter throws for a failed list.
- */
-export async function readPoolsWithPlans(
-  ctx: VdiContext,
-  namespaces: readonly string[],
-  shared: SharedReads = new Map(),
-): Promise<{ pools: PoolView[]; plans: PlannedPool[] }> {
-  const [pools, plans] = await Promise.all([
-    readPoolViews(ctx, namespaces, { shared }),
-    Promise.all(
-      namespaces.map((namespace) =>
-        readPoolPlans(ctx, [namespace], { cached: ctx.cluster.isCaching(namespace), shared }),
-      ),
-    ),
-  ]);
-  return { pools, plans: plans.flat() };
 }
