@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { VdiContext } from '../../../src/context.js';
 import { toCtMemberFacts } from '../../../src/ct/ct-member-facts.js';
-import { releasingAnnotation, removalHolder } from '../../../src/keys.js';
+import { removalHolder } from '../../../src/keys.js';
 import { podKind } from '../../../src/kube/resource-kinds.js';
 import { leaseNameFor } from '../../../src/lease-name.js';
 import { createNamespaceClock } from '../../../src/testing/kubevirt/namespace-clock.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
-import { type RunningWatch, type WatchedObject, watchPath } from '../../chaos/watch-path.js';
 import { caught, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { watchScaleDowns } from './scale-down-watch.js';
 
 const cluster = useSharedCluster();
 const minute = 60_000;
@@ -23,64 +23,6 @@ const schedule = {
     { name: 'ramp-down', days: 'mon-fri', start: '17:00', end: '19:00', buffer: 1, min: 1, max: 6 },
   ],
 };
-
-/** One change to a member seen by a watch, in the cluster's order (etcd's revision). */
-interface Seen {
-  revision: number;
-  kind: 'lease' | 'pod';
-  type: string;
-  object: WatchedObject;
-}
-
-/**
- * Watches the namespace's Leases and Pods from now on; `check` replays them in the cluster's order and names every
- * moment a member's Pod was deleted while a user held it without releasing it.
- */
-function watchScaleDowns(namespace: string) {
-  const seen: Seen[] = [];
-  const errors: unknown[] = [];
-  const watches: RunningWatch[] = (['lease', 'pod'] as const).map((kind) =>
-    watchPath(
-      cluster().kubeConfig,
-      kind === 'lease'
-        ? `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`
-        : `/api/v1/namespaces/${namespace}/pods`,
-      {},
-      (type, object) => seen.push({ revision: Number(object.metadata?.resourceVersion), kind, type, object }),
-      (error) => errors.push(error),
-    ),
-  );
-  return {
-    ready: Promise.all(watches.map((watch) => watch.ready)),
-    stop: () => {
-      for (const watch of watches) watch.stop();
-    },
-    check(): { touched: string[]; errors: unknown[]; podEvents: number } {
-      const holders = new Map<string, { holder: string; releasing: boolean }>();
-      const touched: string[] = [];
-      for (const { kind, type, object } of [...seen].sort((left, right) => left.revision - right.revision)) {
-        const name = object.metadata?.name ?? '';
-        if (kind === 'lease') {
-          const spec = object.spec as { holderIdentity?: string } | undefined;
-          const annotations = (object.metadata?.annotations ?? {}) as Record<string, string>;
-          if (type === 'DELETED') holders.delete(name);
-          else
-            holders.set(name, {
-              holder: spec?.holderIdentity ?? '',
-              releasing: annotations[releasingAnnotation] !== undefined,
-            });
-          continue;
-        }
-        const claim = holders.get(leaseNameFor(name));
-        const userHeld =
-          claim !== undefined && claim.holder !== '' && claim.holder !== removalHolder && !claim.releasing;
-        const deleting = type === 'DELETED' || object.metadata?.deletionTimestamp !== undefined;
-        if (userHeld && deleting) touched.push(`${name} deleted held by ${claim.holder}`);
-      }
-      return { touched, errors, podEvents: seen.filter((change) => change.kind === 'pod').length };
-    },
-  };
-}
 
 /** The pool's standing members once every one runs: each with its holder, or `undefined` when free. */
 async function membersOnceRunning(ctx: VdiContext, namespace: string) {
@@ -113,7 +55,9 @@ describe('a container pool that follows the working day', () => {
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock });
     const ctx = vdi.context;
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 1, schedule } });
-    const watcher = watchScaleDowns(namespace);
+    const watcher = watchScaleDowns(cluster().kubeConfig, namespace, {
+      path: `/api/v1/namespaces/${namespace}/pods`,
+    });
     stops.push(watcher.stop);
     await watcher.ready;
 
@@ -191,9 +135,9 @@ describe('a container pool that follows the working day', () => {
         });
       }
     }
-    const { touched, errors, podEvents } = watcher.check();
+    const { touched, errors, memberEvents } = watcher.check();
     expect(errors).toEqual([]);
-    expect(podEvents).toBeGreaterThan(30);
+    expect(memberEvents).toBeGreaterThan(30);
     expect(touched).toEqual([]);
   }, 600_000);
 

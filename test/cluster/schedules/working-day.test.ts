@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { releasingAnnotation, removalHolder } from '../../../src/keys.js';
+import { removalHolder } from '../../../src/keys.js';
 import { leaseNameFor } from '../../../src/lease-name.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { readSpares } from '../../../src/spares/keep-spares.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
 import { createVdi } from '../../../src/vdi.js';
-import { type RunningWatch, type WatchedObject, watchPath } from '../../chaos/watch-path.js';
+import type { WatchedObject } from '../../chaos/watch-path.js';
 import { createTestNamespace, stoppedVm, useSharedCluster } from '../../support/cluster.js';
+import { watchScaleDowns } from './scale-down-watch.js';
 
 const cluster = useSharedCluster();
 const minute = 60_000;
@@ -21,68 +22,16 @@ const schedule = {
   ],
 };
 
-/** One change to a member seen by a watch, in the cluster's order (etcd's revision). */
-interface Seen {
-  revision: number;
-  kind: 'lease' | 'vm';
-  type: string;
-  object: WatchedObject;
-}
+const runStrategyOf = (object: WatchedObject) =>
+  (object.spec as { runStrategy?: string } | undefined)?.runStrategy;
 
-/**
- * Watches the namespace's Leases and VMs from now on; `check` replays them in the cluster's order and names every
- * moment a member was deleted or stopped while a user held it without releasing it.
- */
-function watchScaleDowns(namespace: string) {
-  const seen: Seen[] = [];
-  const errors: unknown[] = [];
-  const watches: RunningWatch[] = (['lease', 'vm'] as const).map((kind) =>
-    watchPath(
-      cluster().kubeConfig,
-      kind === 'lease'
-        ? `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`
-        : `/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachines`,
-      {},
-      (type, object) => seen.push({ revision: Number(object.metadata?.resourceVersion), kind, type, object }),
-      (error) => errors.push(error),
-    ),
-  );
-  return {
-    ready: Promise.all(watches.map((watch) => watch.ready)),
-    stop: () => {
-      for (const watch of watches) watch.stop();
-    },
-    check(): { touched: string[]; errors: unknown[]; events: number } {
-      const holders = new Map<string, { holder: string; releasing: boolean }>();
-      const strategies = new Map<string, string>();
-      const touched: string[] = [];
-      for (const { kind, type, object } of [...seen].sort((left, right) => left.revision - right.revision)) {
-        const name = object.metadata?.name ?? '';
-        if (kind === 'lease') {
-          const spec = object.spec as { holderIdentity?: string } | undefined;
-          const annotations = (object.metadata?.annotations ?? {}) as Record<string, string>;
-          if (type === 'DELETED') holders.delete(name);
-          else
-            holders.set(name, {
-              holder: spec?.holderIdentity ?? '',
-              releasing: annotations[releasingAnnotation] !== undefined,
-            });
-          continue;
-        }
-        const claim = holders.get(leaseNameFor(name));
-        const userHeld =
-          claim !== undefined && claim.holder !== '' && claim.holder !== removalHolder && !claim.releasing;
-        const strategy = (object.spec as { runStrategy?: string } | undefined)?.runStrategy ?? '';
-        const deleting = type === 'DELETED' || object.metadata?.deletionTimestamp !== undefined;
-        const stopped =
-          strategy === 'Halted' && strategies.get(name) !== undefined && strategies.get(name) !== 'Halted';
-        if (userHeld && (deleting || stopped))
-          touched.push(`${name} ${deleting ? 'deleted' : 'stopped'} held by ${claim.holder}`);
-        strategies.set(name, strategy);
-      }
-      return { touched, errors, events: seen.length };
-    },
-  };
+/** A VM stops when its run strategy turns to Halted from another. */
+function watchVmScaleDowns(namespace: string) {
+  return watchScaleDowns(cluster().kubeConfig, namespace, {
+    path: `/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachines`,
+    stops: (before, object) =>
+      runStrategyOf(object) === 'Halted' && before !== undefined && runStrategyOf(before) !== 'Halted',
+  });
 }
 
 const stops: Array<() => void> = [];
@@ -100,7 +49,7 @@ describe('a pool that follows the working day', () => {
     await ctx.cluster.createVm(namespace, stoppedVm('golden'));
     await createPool(ctx, { name: 'devpool', from: 'golden', size: 1, namespace });
     await vdi.setPoolSchedule({ name: 'devpool', namespace, schedule, plainSize: 1 });
-    const watcher = watchScaleDowns(namespace);
+    const watcher = watchVmScaleDowns(namespace);
     stops.push(watcher.stop);
     await watcher.ready;
 
