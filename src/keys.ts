@@ -52,6 +52,12 @@ export const sourceAnnotation = 'corral.dev/vdi-source';
  * VM is no member (it has no pool label), and a pool delete removes it. @category keys
  */
 export const stagedPoolLabel = 'corral.dev/vdi-staged-pool';
+/**
+ * Annotation on the clone a recreate makes a member with, once the old VM is gone: a recreate that finds it unfinished
+ * finishes it, while a member's unfinished clone without it (a create's or a grow's) is waited for and the member then
+ * recreated. @category keys
+ */
+export const recreateCloneAnnotation = 'corral.dev/vdi-recreate';
 /** Annotation on a staged VM naming the member it replaces. @category keys */
 export const stagedForAnnotation = 'corral.dev/vdi-staged-for';
 /**

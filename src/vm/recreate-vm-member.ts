@@ -6,6 +6,7 @@ import { formatPoolId } from '../ids.js';
 import {
   ephemeralLabel,
   poolLabel,
+  recreateCloneAnnotation,
   rollToAnnotation,
   sourceAnnotation,
   stagedForAnnotation,
@@ -265,13 +266,16 @@ export async function recreateVmMember(
   const cloneName = cloneNameFor(member);
 
   const pending = await ctx.cluster.getClone(namespace, cloneName);
-  if (pending && !isFinished(pending)) {
+  if (pending && !isFinished(pending) && pending.metadata.annotations?.[recreateCloneAnnotation] === 'true') {
     // an earlier or concurrent attempt already deleted the old VM and started the clone: finish that one
     await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
     await removeStaged(ctx, ref);
     return;
   }
-  if (pending) await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
+  // the create's or grow's clone of a member a claim already took and used: let it finish, then recreate the member
+  if (pending && !isFinished(pending)) await finishMemberClone(ctx, { namespace, member, timeoutMs, signal });
+  else if (pending)
+    await ctx.cluster.resource(cloneKind).in(namespace).delete(cloneName, { preconditions: {} });
 
   const current = await ctx.cluster.getVm(namespace, member);
   const source = options.from?.golden ?? (await sourceOf(ctx, ref, current, pending, options.source));
@@ -308,6 +312,7 @@ export async function recreateVmMember(
       golden: from,
       source,
       ephemeral: options.from?.ephemeral ?? true,
+      recreate: true,
       timeoutMs,
       signal,
     });

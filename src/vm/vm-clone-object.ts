@@ -3,6 +3,7 @@ import { shortHash } from '../hash.js';
 import {
   ephemeralLabel,
   poolLabel,
+  recreateCloneAnnotation,
   sourceAnnotation,
   stagedForAnnotation,
   stagedPoolLabel,
@@ -71,6 +72,8 @@ export interface MemberCloneInput {
   ephemeral: boolean;
   /** The golden VM the member is made from, for its `corral.dev/vdi-source`. @defaultValue `golden`'s name */
   source?: string | undefined;
+  /** Whether a recreate makes the member, which marks the clone object ({@link recreateCloneAnnotation}). */
+  recreate?: boolean | undefined;
 }
 
 function pointerToken(key: string): string {
@@ -107,7 +110,7 @@ function addOperation(path: string, value: unknown): string {
 export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
   const { namespace, pool, member, golden, ephemeral } = input;
   const source = input.source ?? golden.metadata.name ?? '';
-  return buildClone({
+  const clone = buildClone({
     namespace,
     pool,
     golden,
@@ -115,6 +118,9 @@ export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
     labels: { [poolLabel]: pool, ...(ephemeral ? { [ephemeralLabel]: 'true' } : {}) },
     annotations: { [sourceAnnotation]: source },
   });
+  if (input.recreate)
+    clone.metadata.annotations = { ...clone.metadata.annotations, [recreateCloneAnnotation]: 'true' };
+  return clone;
 }
 
 /**

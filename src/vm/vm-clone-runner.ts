@@ -189,6 +189,8 @@ export async function cloneMember(
     /** The golden VM the member is made from, when `golden` is a staged VM. */
     source?: string | undefined;
     staged?: boolean;
+    /** Whether a recreate makes the member (see {@link buildMemberClone}). */
+    recreate?: boolean;
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
@@ -197,7 +199,7 @@ export async function cloneMember(
   const golden = await withLabelMap(ctx, namespace, input.golden);
   const clone = input.staged
     ? buildStagedClone({ namespace, pool, member, golden })
-    : buildMemberClone({ namespace, pool, member, golden, ephemeral, source });
+    : buildMemberClone({ namespace, pool, member, golden, ephemeral, source, recreate: input.recreate });
   const target = clone.spec.target?.name ?? member;
   // the timeout counts from the clone's creation, however long the create and the first read take
   const since = ctx.clock.now().getTime();

@@ -414,6 +414,26 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect((await failureOf(getPool(ctx, { name: 'devpool' }))).code).toBe('POOL_NOT_FOUND');
   });
 
+  it("recreates an ephemeral member whose grow's clone is still finishing, instead of taking that clone for a recreate under way", async () => {
+    const { ctx, kube, namespace } = await setUp('recreate-growing');
+    await kube.createVm(namespace, goldenVm('golden'));
+    await createPool(ctx, { name: 'eph', from: 'golden', size: 1, ephemeral: true });
+    // KubeVirt has made eph-2, but the grow reads its clone as not done yet: a claim may already have taken it
+    kube.seenUnfinished.add('eph-2-clone');
+    const growing = resizePool(ctx, { name: 'eph', size: 2 });
+    const made = await waitFor(() => kube.getVm(namespace, 'eph-2'), {
+      describe: 'eph-2 made and stopped',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped' && !vm.status.restoreInProgress,
+    });
+    kube.clonePhasesRead.length = 0;
+    const recreating = recreateMember(ctx, { namespace, vm: 'eph-2' });
+    // the grow reads the clone every 100 ms or so: ten reads on, the recreate's first one has answered too
+    await waitFor(() => kube.clonePhasesRead.length >= 10, { describe: 'the recreate to read the clone' });
+    kube.seenUnfinished.delete('eph-2-clone');
+    await Promise.all([growing, recreating]);
+    expect((await kube.getVm(namespace, 'eph-2'))?.metadata.uid).not.toBe(made?.metadata.uid);
+  });
+
   it('recreates an ephemeral member from its golden VM under the same name, and again after a failure part-way', async () => {
     const { ctx, kube, namespace } = await setUp('ephemeral');
     await kube.createVm(namespace, goldenVm('golden'));
