@@ -368,12 +368,9 @@ describe.concurrent('a member whose previous instance is still going down', goin
 });
 
 describe('a stopped member whose instance KubeVirt made late', goingDownWait, () => {
-  // Found by the chaos storm (seed 42, vmi-at-handout): a holder's start and its release's stop came a moment apart,
-  // and KubeVirt's controller, behind, made the instance for the start after the stop, while the VM still showed
-  // Stopped. The look before the Lease write read the VM alone, took the member as free and stopped, and handed it
-  // out with the last holder's instance there.
-  it('passes it over as going down, though its VM shows no instance yet', async () => {
-    const namespace = await createTestNamespace(cluster(), 'late-instance');
+  /** Pool `alpha` of one member, `alpha-1`, stopped, with an instance no start asked for, the guest left alone. */
+  async function memberWithLateInstance(prefix: string) {
+    const namespace = await createTestNamespace(cluster(), prefix);
     await createPoolMembers(cluster(), namespace, 'alpha', 1);
     const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, ...waitThatRunsOut });
     const kube = vdi.context.cluster;
@@ -385,6 +382,15 @@ describe('a stopped member whose instance KubeVirt made late', goingDownWait, ()
         metadata: { name: 'alpha-1', namespace },
         spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
       });
+    return { namespace, vdi, kube };
+  }
+
+  // Found by the chaos storm (seed 42, vmi-at-handout): a holder's start and its release's stop came a moment apart,
+  // and KubeVirt's controller, behind, made the instance for the start after the stop, while the VM still showed
+  // Stopped. The look before the Lease write read the VM alone, took the member as free and stopped, and handed it
+  // out with the last holder's instance there.
+  it('passes it over as going down, though its VM shows no instance yet', async () => {
+    const { namespace, vdi, kube } = await memberWithLateInstance('late-instance');
 
     await expect(vdi.claim({ pool: 'alpha', identity: 'bob@example.com' })).rejects.toMatchObject({
       code: 'NO_FREE_MEMBER',
@@ -401,18 +407,7 @@ describe('a stopped member whose instance KubeVirt made late', goingDownWait, ()
   // The same storm: a claim of the identity whose other claim's take was under way on such a member found its Lease
   // through a page of free-looking members, which reads a VM that shows Stopped alone, renewed it and started it.
   it('is not renewed and started by a claim of the identity whose take on it is not handed out yet', async () => {
-    const namespace = await createTestNamespace(cluster(), 'late-instance-own');
-    await createPoolMembers(cluster(), namespace, 'alpha', 1);
-    const vdi = createVdi({ kubeConfig: cluster().kubeConfig, namespace, ...waitThatRunsOut });
-    const kube = vdi.context.cluster;
-    await setSimulatorPaused(cluster().kubeConfig, namespace, true);
-    await kube
-      .resource(vmiKind)
-      .in(namespace)
-      .create({
-        metadata: { name: 'alpha-1', namespace },
-        spec: { domain: { memory: { guest: '128Mi' }, devices: {} } },
-      });
+    const { namespace, vdi, kube } = await memberWithLateInstance('late-instance-own');
     const target = {
       kind: 'vm' as const,
       namespace,
