@@ -182,8 +182,8 @@ export function createBroker(options: BrokerOptions): Broker {
   const isAdmin = createAdminCheck(settings.admins, settings.adminGroups);
   const metrics = createBrokerMetrics({
     ctx,
-    readPools: () => readPoolCounts(ctx, namespaces),
-    readPlans: () => readPoolPlans(ctx, namespaces, { cached: true }),
+    readPools: (shared) => readPoolCounts(ctx, namespaces, shared),
+    readPlans: (shared) => readPoolPlans(ctx, namespaces, { cached: true, shared }),
     readConsoles: () => consoles.list(),
     log,
   });

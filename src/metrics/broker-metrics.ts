@@ -3,7 +3,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { VdiContext } from '../context.js';
 import { isVdiError } from '../errors.js';
 import type { VdiEvents } from '../events.js';
-import type { PlannedPool } from '../pool-status/read-pool-plans.js';
+import type { SharedReads } from '../kube/cluster.js';
+import { newSharedReads, type PlannedPool } from '../pool-status/read-pool-plans.js';
 import type { PoolMemberCounts } from './count-pool-members.js';
 
 /** Why a release ran: its holder asked, or an admin released someone else's desktop. @category metrics */
@@ -37,10 +38,10 @@ export interface BrokerMetrics {
 /** What {@link createBrokerMetrics} reads from: the SDK's context and the broker's own views. @category metrics */
 export interface BrokerMetricsOptions {
   ctx: VdiContext;
-  /** The pools' member counts, read once per scrape. */
-  readPools(): Promise<PoolMemberCounts[]>;
-  /** The pools' schedules and roll-outs, read once per scrape. @defaultValue none */
-  readPlans?: () => Promise<PlannedPool[]>;
+  /** The pools' member counts, read once per scrape; `shared` holds the lists the scrape's reads share. */
+  readPools(shared: SharedReads): Promise<PoolMemberCounts[]>;
+  /** The pools' schedules and roll-outs, read once per scrape, sharing `shared`. @defaultValue none */
+  readPlans?: (shared: SharedReads) => Promise<PlannedPool[]>;
   /** The console websockets open through this broker now. */
   readConsoles(): ReadonlyArray<{ protocol: string }>;
   /** Where a failed pool read is reported. */
@@ -242,7 +243,9 @@ export function createBrokerMetrics(options: BrokerMetricsOptions): BrokerMetric
     let counts: PoolMemberCounts[];
     let plans: PlannedPool[];
     try {
-      [counts, plans] = await Promise.all([readPools(), readPlans()]);
+      // one scrape reads each list once, the container pool specs too, which both its reads need
+      const shared = newSharedReads();
+      [counts, plans] = await Promise.all([readPools(shared), readPlans(shared)]);
     } catch (error) {
       poolReadFailures.inc();
       log(

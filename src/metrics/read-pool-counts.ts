@@ -1,6 +1,7 @@
 import type { PoolKind, VdiContext } from '../context.js';
 import type { DesktopBackend } from '../desktop-backend.js';
 import { leasePoolLabel } from '../keys.js';
+import type { SharedReads } from '../kube/cluster.js';
 import { countPoolMembers, type PoolMemberCounts } from './count-pool-members.js';
 
 /**
@@ -14,6 +15,7 @@ import { countPoolMembers, type PoolMemberCounts } from './count-pool-members.js
 export async function readPoolCounts(
   ctx: VdiContext,
   namespaces: readonly string[],
+  shared?: SharedReads,
 ): Promise<PoolMemberCounts[]> {
   const backends = Object.values(ctx.backends).filter((backend): backend is DesktopBackend => !!backend);
   const declaring = Object.values(ctx.poolKinds).filter(
@@ -22,7 +24,7 @@ export async function readPoolCounts(
   );
   const read = await Promise.all(
     namespaces.map(async (namespace) => {
-      const how = { cached: true };
+      const how = { cached: true, shared };
       const declared = new Map(
         await Promise.all(
           declaring.map(
