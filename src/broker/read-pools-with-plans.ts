@@ -1,5 +1,5 @@
 import type { VdiContext } from '../context.js';
-import { newSharedReads, type PlannedPool, readPoolPlans } from '../pool-status/read-pool-plans.js';
+import { type newSharedReads, type PlannedPool, readPoolPlans } from '../pool-status/read-pool-plans.js';
 import { readPoolViews } from '../pools/list-pools.js';
 import type { PoolView } from '../pools/pool-view.js';
 
@@ -13,7 +13,7 @@ import type { PoolView } from '../pools/pool-view.js';
 export async function readPoolsWithPlans(
   ctx: VdiContext,
   namespaces: readonly string[],
-  shared: ReturnType<typeof newSharedReads> = newSharedReads(),
+  shared: ReturnType<typeof newSharedReads>,
 ): Promise<{ pools: PoolView[]; plans: PlannedPool[] }> {
   const [pools, plans] = await Promise.all([
     readPoolViews(ctx, namespaces, { shared }),

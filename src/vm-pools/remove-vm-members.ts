@@ -37,7 +37,7 @@ async function deleteFinishedClone(
 }
 
 /** How long a removal lets the clones it found past their snapshot finish, so the VMs they make are removed too. */
-export const cloneFinishTimeoutMs = 30_000;
+const cloneFinishTimeoutMs = 30_000;
 const cloneLookMs = 100;
 
 /**
