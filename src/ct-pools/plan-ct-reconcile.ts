@@ -141,10 +141,12 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
   );
   const scheduled = input.schedule && planScheduledSize(input, input.schedule, free);
   const size = scheduled?.size ?? input.size;
-  const roll = input.rollout && planRollingImage(input, input.rollout, { free, size, scheduled });
+  // a removal deletes the Service with the Pod: a member whose Pod is going and whose Service is gone is leaving
+  const standing = members.filter((read) => !(read.pod?.deleting && !read.service));
+  const roll = input.rollout && planRollingImage(input, input.rollout, { free, size, scheduled, standing });
   // a member being replaced or starting as an extra is the roll-out's: no shrink takes it
   const rolling = new Set([...(roll?.journal ?? []), ...(roll?.replace ?? []), ...(roll?.remove ?? [])]);
-  const surplus = Math.max(0, members.length - size - (roll?.remove.length ?? 0));
+  const surplus = Math.max(0, standing.length - size - (roll?.remove.length ?? 0));
   // while old members remain or new ones start, the extra members stay: a shrink could take a Ready one below the buffer
   const holdsExtras = roll !== undefined && (roll.keepsExtras || roll.journal.length > 0);
   const removed = new Set([
@@ -205,7 +207,7 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
   }
   for (const member of scheduled?.markFree ?? []) steps.push({ kind: 'mark-free', member });
   for (const member of scheduled?.unmarkFree ?? []) steps.push({ kind: 'unmark-free', member });
-  const kept = members.length - removed.size;
+  const kept = standing.length - removed.size;
   const names = new Set([
     ...taken,
     ...members.map((read) => read.member),
@@ -243,6 +245,7 @@ function planRollingImage(
     free: ReadonlyMap<string, boolean>;
     size: number;
     scheduled: ReturnType<typeof planScheduledSize> | undefined;
+    standing: readonly CtMemberRead[];
   },
 ): CtRolloutPlan & { journal: string[] } {
   const targets = pass.scheduled?.targets;
@@ -255,6 +258,7 @@ function planRollingImage(
     free: pass.free,
     buffer: targets?.freeRunning ?? input.minReady ?? 0,
     size: pass.size,
+    standing: pass.standing.length,
     cap: max ?? Number.POSITIVE_INFINITY,
     now: input.now,
   });

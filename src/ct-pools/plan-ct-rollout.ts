@@ -16,6 +16,8 @@ export interface CtRolloutInput {
   buffer: number;
   /** The members the pool wants now. */
   size: number;
+  /** The members it has, those a removal is taking away left out. */
+  standing: number;
   /** The most members the pool may have: its period's `max`. */
   cap: number;
   now: Date;
@@ -103,14 +105,14 @@ export function planCtRollout(input: CtRolloutInput): CtRolloutPlan {
   };
   const resumed = pending.filter(isOldFree);
   const chosen = plan.rebuild.filter(isOldFree);
-  const surplus = Math.max(0, input.members.length - input.size);
+  const surplus = Math.max(0, input.standing - input.size);
   const remove = chosen.slice(0, surplus);
   const replace = [...resumed, ...chosen.slice(remove.length)];
   const oldLeft = input.members.filter(
     (read) => isOldFree(read.member) && !journal.includes(read.member) && !chosen.includes(read.member),
   ).length;
   const slots = Math.max(0, rollout.maxUnavailable - journal.length - chosen.length);
-  const room = Math.max(0, input.cap - (input.members.length - remove.length));
+  const room = Math.max(0, input.cap - (input.standing - remove.length));
   const extra = rollout.paused ? 0 : Math.min(slots, plan.heldBack, oldLeft, room);
   return { plan, settled, dropped, replace, remove, extra, recreate, keepsExtras: oldLeft > 0 };
 }

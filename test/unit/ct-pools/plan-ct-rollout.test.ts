@@ -62,6 +62,7 @@ function pass(input: {
     free: new Map(input.members.map((read) => [read.member, !claimed.has(`corral-vdi-${read.member}`)])),
     buffer: input.buffer,
     size: input.size ?? input.members.length,
+    standing: input.members.length,
     cap: input.cap ?? Number.POSITIVE_INFINITY,
     now,
   });
