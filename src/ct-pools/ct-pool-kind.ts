@@ -1,5 +1,5 @@
 import type { PoolFacts, PoolKind } from '../context.js';
-import { kindLabel, rolloutKey, specConfigMapName } from '../ct/ct-keys.js';
+import { kindLabel, rolloutKey } from '../ct/ct-keys.js';
 import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
   ctRolloutOf,
@@ -9,10 +9,10 @@ import {
   requireCtPool,
   specOf,
   storedCtPoolSettings,
+  updateCtPoolConfigMap,
 } from '../ct/ct-pool-store.js';
 import { leasePoolLabel, poolLabel } from '../keys.js';
-import { readModifyWrite } from '../kube/read-modify-write.js';
-import { configMapKind, podKind } from '../kube/resource-kinds.js';
+import { podKind } from '../kube/resource-kinds.js';
 import type { PoolRollout } from '../pool-rollout.js';
 import { freeSinceOf } from '../schedules/free-since.js';
 
@@ -80,19 +80,14 @@ export const ctPoolKind: PoolKind = {
 
   async setRolloutPaused(ctx, namespace, pool, paused) {
     let written: PoolRollout | undefined;
-    await readModifyWrite(
-      ctx.cluster.resource(configMapKind).in(namespace),
-      specConfigMapName(pool),
-      (current) => {
-        written = undefined;
-        if (current?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
-        const rollout = ctRolloutOf({ spec: specOf(current), configMap: current });
-        if (!rollout || rollout.finishedAt) return undefined;
-        const { paused: _, ...rest } = rollout;
-        written = paused ? { ...rest, paused: true } : rest;
-        return { ...current, data: { ...current.data, [rolloutKey]: JSON.stringify(written) } };
-      },
-    );
+    await updateCtPoolConfigMap(ctx, namespace, pool, (current) => {
+      written = undefined;
+      const rollout = ctRolloutOf({ spec: specOf(current), configMap: current });
+      if (!rollout || rollout.finishedAt) return undefined;
+      const { paused: _, ...rest } = rollout;
+      written = paused ? { ...rest, paused: true } : rest;
+      return { ...current, data: { ...current.data, [rolloutKey]: JSON.stringify(written) } };
+    });
     return written;
   },
 

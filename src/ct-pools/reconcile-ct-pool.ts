@@ -19,12 +19,17 @@ import {
   ensureService,
 } from '../ct/ct-member-writes.js';
 import { type CtPoolSpec, extendedResourcesOf } from '../ct/ct-pool-spec.js';
-import { ctRolloutOf, requireCtPool, type StoredCtPool, specOf } from '../ct/ct-pool-store.js';
+import {
+  ctRolloutOf,
+  requireCtPool,
+  type StoredCtPool,
+  specOf,
+  updateCtPoolConfigMap,
+} from '../ct/ct-pool-store.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { freeSinceAnnotation, leasePoolLabel, poolLabel } from '../keys.js';
-import { readModifyWrite } from '../kube/read-modify-write.js';
-import { configMapKind, nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
+import { nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject, LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import { parseRfc3339 } from '../parse-time.js';
@@ -221,18 +226,13 @@ async function writeRollout(
   pool: string,
   record: PoolRollout,
 ): Promise<void> {
-  await readModifyWrite(
-    ctx.cluster.resource(configMapKind).in(namespace),
-    specConfigMapName(pool),
-    (current) => {
-      if (current?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
-      // a pause or resume written since the read stands
-      const stored = ctRolloutOf({ spec: specOf(current), configMap: current });
-      const { paused: _, ...rest } = record;
-      const next = stored?.to === record.to && stored.paused ? { ...record, paused: true } : rest;
-      return { ...current, data: { ...current.data, [rolloutKey]: JSON.stringify(next) } };
-    },
-  );
+  await updateCtPoolConfigMap(ctx, namespace, pool, (current) => {
+    // a pause or resume written since the read stands
+    const stored = ctRolloutOf({ spec: specOf(current), configMap: current });
+    const { paused: _, ...rest } = record;
+    const next = stored?.to === record.to && stored.paused ? { ...record, paused: true } : rest;
+    return { ...current, data: { ...current.data, [rolloutKey]: JSON.stringify(next) } };
+  });
 }
 
 function emptyResult(namespace: string, pool: string): ReconcileCtPoolResult {
@@ -265,17 +265,12 @@ async function writeScheduleFailure(
   pool: string,
   failure: (current: ScheduleFailure | undefined) => ScheduleFailure | undefined,
 ): Promise<void> {
-  await readModifyWrite(
-    ctx.cluster.resource(configMapKind).in(namespace),
-    specConfigMapName(pool),
-    (current) => {
-      if (current?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
-      const { [scheduleFailureKey]: previous, ...data } = current.data ?? {};
-      const next = failure(readScheduleFailure(previous));
-      if (next === undefined && previous === undefined) return undefined;
-      return { ...current, data: next ? { ...data, [scheduleFailureKey]: JSON.stringify(next) } : data };
-    },
-  );
+  await updateCtPoolConfigMap(ctx, namespace, pool, (current) => {
+    const { [scheduleFailureKey]: previous, ...data } = current.data ?? {};
+    const next = failure(readScheduleFailure(previous));
+    if (next === undefined && previous === undefined) return undefined;
+    return { ...current, data: next ? { ...data, [scheduleFailureKey]: JSON.stringify(next) } : data };
+  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { ListOptions } from '../kube/resource.js';
 import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
@@ -152,4 +153,21 @@ export function buildSpecConfigMap(spec: CtPoolSpec, current: ConfigMapObject | 
       ...(rollout === undefined ? {} : { [rolloutKey]: rollout }),
     },
   };
+}
+
+/**
+ * Changes what a container pool's ConfigMap holds beside its spec, read and written again on a conflict, so a spec
+ * applied meanwhile stays; `change` answers `undefined` to leave it. A ConfigMap that is not a container pool's is left.
+ */
+export async function updateCtPoolConfigMap(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  change: (current: ConfigMapObject) => ConfigMapObject | undefined,
+): Promise<void> {
+  await readModifyWrite(
+    ctx.cluster.resource(configMapKind).in(namespace),
+    specConfigMapName(pool),
+    (current) => (current?.metadata.labels?.[kindLabel] === 'ct' ? change(current) : undefined),
+  );
 }

@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { rolloutLine } from '../../../src/cli/rollout-flags.js';
@@ -11,11 +10,11 @@ import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { type RunningWatch, type WatchedObject, watchPath } from '../../chaos/watch-path.js';
 import { caught, createTestNamespace, useSharedCluster } from '../../support/cluster.js';
+import { startTsProcess } from '../../support/ts-process.js';
 import type { ReconcilerConfig } from './ct-reconciler.js';
 
 const cluster = useSharedCluster();
 const entry = fileURLToPath(new URL('./ct-reconciler.ts', import.meta.url));
-const resolveHook = fileURLToPath(new URL('../../support/transform-ts.ts', import.meta.url));
 const oldImage = 'ghcr.io/acme/devbox:1.4';
 const newImage = 'ghcr.io/acme/devbox:1.5';
 const alice = 'alice@example.com';
@@ -35,13 +34,8 @@ interface ReconcilerLine {
 }
 
 function startReconciler(config: ReconcilerConfig, lines: ReconcilerLine[]): ChildProcess {
-  const child = spawn(process.execPath, ['--import', resolveHook, entry, JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = startTsProcess(entry, config, lines);
   children.push(child);
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) =>
-    lines.push(JSON.parse(line) as ReconcilerLine),
-  );
   return child;
 }
 
