@@ -19,8 +19,8 @@ export interface ControlPlaneProcess {
 }
 
 /**
- * Starts the local control plane (the KubeVirt simulator and node agent included) in a process of its own, so the
- * simulator's work does not share the measured client's event loop and CPU time, as KubeVirt never does.
+ * Starts the local control plane (KubeVirt's own controllers, the handler stand-in and the node agent included) in a
+ * process of its own, so the stand-ins' work does not share the measured client's event loop and CPU time.
  */
 export async function startControlPlaneProcess(): Promise<ControlPlaneProcess> {
   const child = spawn(process.execPath, ['--experimental-transform-types', '--import', resolveHook, entry], {
