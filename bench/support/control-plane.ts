@@ -9,7 +9,7 @@ import {
 } from '../../src/testing/local-cluster.js';
 
 const entry = fileURLToPath(new URL('./control-plane-process.ts', import.meta.url));
-// the simulator's sources use TypeScript that plain type stripping cannot run, such as parameter properties
+// the test kit's sources use TypeScript that plain type stripping cannot run, such as parameter properties
 const resolveHook = fileURLToPath(new URL('../../test/faults/support/resolve-ts.ts', import.meta.url));
 
 /** A local control plane running in a child process, and how to stop it. */
