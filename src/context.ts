@@ -112,6 +112,8 @@ export interface PoolFacts {
   freeSince?: ReadonlyMap<string, Date>;
   /** The fewest members a scheduled pool of the kind keeps: 1 unless set (a VM pool is its members). */
   fewestMembers?: number;
+  /** Whether a member counts warm for a roll-out only once Ready, not while it starts (a Pod): false unless set. */
+  warmWhenReady?: boolean;
   settings: PoolSettings | undefined;
 }
 

@@ -72,6 +72,7 @@ export const ctPoolKind: PoolKind = {
         marked: new Set(),
         freeSince: freeSinceOf(own),
         fewestMembers: 0,
+        warmWhenReady: true,
         settings: storedCtPoolSettings(stored),
       });
     }
@@ -104,6 +105,7 @@ export const ctPoolKind: PoolKind = {
       marked: new Set(),
       freeSince: freeSinceOf(pods),
       fewestMembers: 0,
+      warmWhenReady: true,
       settings: storedCtPoolSettings(stored),
     };
   },
