@@ -175,7 +175,9 @@ function rolloutFor(
   const current = ctRolloutOf(stored);
   if (current?.to === spec.image && !current.finishedAt) return current;
   const behind = members.some((read) => read.pod && !read.pod.deleting && read.pod.source !== spec.image);
-  if (!behind && !current?.rebuilding.length) return current?.to === spec.image ? current : undefined;
+  // one to an image nothing runs (the image changed back) gives way to one to the spec's, which the pass finishes
+  const toSpecImage = current === undefined || current.to === spec.image;
+  if (!behind && !current?.rebuilding.length && toSpecImage) return current;
   return {
     to: spec.image,
     maxUnavailable: spec.maxUnavailable ?? defaultMaxUnavailable,
