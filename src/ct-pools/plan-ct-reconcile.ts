@@ -151,7 +151,7 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
   const holdsExtras = roll !== undefined && (roll.keepsExtras || roll.journal.length > 0);
   const removed = new Set([
     ...(roll?.remove ?? []),
-    ...(holdsExtras ? [] : members)
+    ...(holdsExtras ? [] : standing)
       .filter(
         (read) =>
           free.get(read.member) &&

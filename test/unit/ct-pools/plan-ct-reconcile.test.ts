@@ -126,6 +126,22 @@ describe('planCtReconcile', () => {
     });
   });
 
+  it('counts a member a removal is taking away (its Pod going, its Service gone) neither in the size nor for removal', () => {
+    const leaving: CtMemberRead = {
+      member: 'devbox-3',
+      pod: toCtMemberFacts(pod('devbox-3', undefined, { deletionTimestamp: now.toISOString() })),
+      service: false,
+      homeClaim: false,
+    };
+    expect(plan({ size: 2, members: [member('devbox-1'), member('devbox-2'), leaving] }).steps).toEqual([
+      { kind: 'skip', member: 'devbox-3', reason: 'deleting' },
+    ]);
+    expect(plan({ size: 1, members: [member('devbox-1'), member('devbox-2'), leaving] }).steps).toEqual([
+      { kind: 'remove', member: 'devbox-2' },
+      { kind: 'skip', member: 'devbox-3', reason: 'deleting' },
+    ]);
+  });
+
   it('shrinks by the highest free members and keeps held ones, even past the size', () => {
     const members = ['devbox-1', 'devbox-2', 'devbox-3', 'devbox-10'].map((name) => member(name));
     expect(plan({ size: 1, members, leases: [held('devbox-10'), held('devbox-1')] }).steps).toEqual([
