@@ -160,9 +160,19 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   };
   const reconcile = async (key: string) => {
     const vmi = vmis?.get(key);
-    if (!vmi || vmi.status?.nodeName !== nodeName || isFinal(vmi)) return;
-    const knobs = readVmKnobs(vms?.get(key)?.metadata.annotations).knobs;
+    if (!vmi || isFinal(vmi)) return;
+    const vm = vms?.get(key);
+    // a VM's knobs come with its own event, which looks again
+    if (!vm && vmi.metadata.ownerReferences?.some((owner) => owner.kind === 'VirtualMachine')) return;
+    const knobs = readVmKnobs(vm?.metadata.annotations).knobs;
     const uid = vmi.metadata.uid ?? '';
+    const scheduledElsewhere = vmi.status?.nodeName !== undefined && vmi.status.nodeName !== nodeName;
+    if (vmi.metadata.deletionTimestamp || scheduledElsewhere) dueAt.delete(`start ${uid}`);
+    // the start counts from the VMI's first sight, before virt-controller schedules it: a test that has seen it
+    // `Scheduled` and then moves the clock does not move the start's due time with it
+    else if (!dueAt.has(`start ${uid}`))
+      dueAt.set(`start ${uid}`, (await scopes.of(vmi.metadata.namespace ?? '')).now + knobs.startDelayMs);
+    if (vmi.status?.nodeName !== nodeName) return;
     const now = new Date().toISOString();
     const transitions = (vmi.status?.phaseTransitionTimestamps as unknown[] | undefined) ?? [];
     if (vmi.metadata.deletionTimestamp) {
