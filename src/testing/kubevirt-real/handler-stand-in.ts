@@ -141,6 +141,8 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   let vms: Informer<VirtualMachine> | undefined;
   // when each guest's start or shut-down is due, on its namespace's clock: `start <uid>` or `stop <uid>`
   const dueAt = new Map<string, number>();
+  // the version of the event that first showed the VMI, or its deletion: its delay counts from the clock then
+  const askedAt = new Map<string, string | undefined>();
   const scopes = await startNamespaceScopes({
     kubeConfig,
     onChange: (namespace) => {
@@ -150,10 +152,17 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   });
   // Whether a guest's start or shut-down is due now; when it is not, it looks again when due (or clock moves).
   const isDue = async (key: string, step: string, delayMs: number): Promise<boolean> => {
-    const scope = await scopes.of(key.slice(0, key.indexOf('/')));
+    const namespace = key.slice(0, key.indexOf('/'));
+    const scope = await scopes.of(namespace);
     if (scope.paused) return false;
-    const due = dueAt.get(step) ?? scope.now + delayMs;
-    dueAt.set(step, due);
+    let due = dueAt.get(step);
+    if (due === undefined) {
+      const asked = await scopes.clockAt(namespace, askedAt.get(step));
+      // the watch has not brought the namespace's latest clock yet: that event looks again
+      if (asked === undefined) return false;
+      due = asked + delayMs;
+      dueAt.set(step, due);
+    }
     if (scope.now >= due) return true;
     if (!scope.clocked) queue.addAfter(key, due - scope.now);
     return false;
@@ -168,7 +177,10 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     if (vmi.metadata.deletionTimestamp) {
       if (!(await isDue(key, `stop ${uid}`, knobs.stopDelayMs))) return;
       log(`${key}: the guest shuts down`);
-      dueAt.delete(`stop ${uid}`);
+      for (const step of [`start ${uid}`, `stop ${uid}`]) {
+        dueAt.delete(step);
+        askedAt.delete(step);
+      }
       await writeStatus(vmi, {
         phase: 'Succeeded',
         phaseTransitionTimestamps: [...transitions, { phase: 'Succeeded', phaseTransitionTimestamp: now }],
@@ -185,6 +197,7 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     const declared = vmi.spec?.domain?.devices?.interfaces as { name?: string }[] | undefined;
     log(`${key}: the guest runs at ${address}`);
     dueAt.delete(`start ${uid}`);
+    askedAt.delete(`start ${uid}`);
     await writeStatus(vmi, {
       phase: 'Running',
       conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: now }],
@@ -215,6 +228,8 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     resource: kubevirtResources.vmi,
     onChange: (key, vmi) => {
       consoles.vmiChanged(key, vmi);
+      const step = `${vmi?.metadata.deletionTimestamp ? 'stop' : 'start'} ${vmi?.metadata.uid}`;
+      if (vmi && !askedAt.has(step)) askedAt.set(step, vmi.metadata.resourceVersion);
       queue.add(key);
     },
     log,
