@@ -27,10 +27,12 @@ class FaultyCluster extends CloneFaultCluster {
   readonly seenUnfinished = new Set<string>();
 
   override async getClone(namespace: string, name: string): Promise<VirtualMachineClone | undefined> {
-    const clone = await super.getClone(namespace, name);
+    const found = await super.getClone(namespace, name);
+    const clone =
+      found && this.seenUnfinished.has(name)
+        ? { ...found, status: { ...found.status, phase: 'RestoreInProgress' as const } }
+        : found;
     this.clonePhasesRead.push(clone?.status?.phase);
-    if (clone && this.seenUnfinished.has(name))
-      return { ...clone, status: { ...clone.status, phase: 'RestoreInProgress' } };
     return clone;
   }
 }
