@@ -265,6 +265,7 @@ export {
   podKind,
   pvcKind,
   serviceKind,
+  snapshotKind,
   vmiKind,
   vmKind,
 } from './kube/resource-kinds.js';
@@ -295,6 +296,7 @@ export type {
   VirtualMachine,
   VirtualMachineClone,
   VirtualMachineInstance,
+  VirtualMachineSnapshot,
   VmDeviceRequest,
   VmDevices,
 } from './kubevirt-types.js';

@@ -10,6 +10,7 @@ import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { MemberOutcome } from '../pools/pool-member-factory.js';
+import { dropPoolSnapshot } from '../vm/vm-pool-snapshot.js';
 import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
 
 /** How long a member's removal waits for KubeVirt to let its VM go. */
@@ -34,6 +35,20 @@ async function deleteFinishedClone(
     if (phase !== 'Succeeded' && phase !== 'Failed') throw error;
     return { refusal: error.message, uid: clone?.metadata.uid };
   }
+}
+
+/** The shared snapshot of the golden VM a member's clone restores from, if it has one and this identity may read it. */
+async function snapshotSourceOf(
+  ctx: VdiContext,
+  namespace: string,
+  name: string,
+): Promise<string | undefined> {
+  const clone = await ctx.cluster.getClone(namespace, name).catch((error: unknown) => {
+    if (isVdiError(error, 'FORBIDDEN')) return undefined;
+    throw error;
+  });
+  const source = clone?.spec.source;
+  return source?.kind === 'VirtualMachineSnapshot' ? source.name : undefined;
 }
 
 /** How long a removal lets the clones it found past their snapshot finish, so the VMs they make are removed too. */
@@ -126,7 +141,7 @@ async function deleteUnlessClaimed(
  * Deletes what the given members left behind: the clone object first, once a clone past its snapshot has finished
  * (so it cannot produce a VM afterwards), then the VM, if it carries the pool's label. A finished clone it may not delete goes with its VM (KubeVirt
  * removes it); one still there is named in the outcome's `cloneLeft`. Emits `pool-progress` `removed` per member
- * and marks its outcome.
+ * and marks its outcome. Last, it deletes the snapshot of the golden VM those clones restored from, if they shared one.
  */
 export async function removeMembers(
   ctx: VdiContext,
@@ -141,7 +156,10 @@ export async function removeMembers(
   let done = 0;
   // one bound for the whole removal, so many stuck clones do not add up their waits
   const cloneFinishDeadline = ctx.clock.now().getTime() + cloneFinishTimeoutMs;
+  const snapshots = new Set<string>();
   await forEachBounded(started, concurrency, async (outcome) => {
+    const snapshot = await snapshotSourceOf(ctx, namespace, outcome.clone);
+    if (snapshot !== undefined) snapshots.add(snapshot);
     await letCloneFinish(ctx, namespace, outcome.clone, cloneFinishDeadline);
     const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
     // only a VM this pool's clone made carries its label; any other VM of that name is left alone
@@ -163,4 +181,6 @@ export async function removeMembers(
       total: started.length,
     });
   });
+  // only once no clone is left to read it
+  for (const snapshot of snapshots) await dropPoolSnapshot(ctx, { namespace, poolId, snapshot });
 }
