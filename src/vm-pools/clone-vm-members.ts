@@ -64,8 +64,8 @@ export async function cloneMembers(
         ctx.events.emit('pool-snapshot', { poolId, step: 'ready', snapshot });
       }
     } catch (error) {
-      // no member can be made without the golden VM's snapshot
-      for (const outcome of outcomes) markFailed(outcome, error);
+      // no member can be made without the golden VM's snapshot: the first carries why, no clone was begun
+      markFailed(outcomes[0] as MemberOutcome, error);
       return outcomes;
     }
   }

@@ -138,7 +138,8 @@ async function waitForSnapshot(
       throw new VdiError(
         'CLONE_TIMEOUT',
         `timed out after ${formatDuration(timeoutMs)} waiting for VirtualMachineSnapshot ${namespace}/${name} of the ` +
-          `golden VM to be ready: it is in phase ${snapshot.status?.phase || 'not set'}. A stuck snapshot almost ` +
+          `golden VM to be ready: it is in phase ${snapshot.status?.phase || 'not set'}. See it with "kubectl get ` +
+          `virtualmachinesnapshot -n ${namespace} ${name}" (it is deleted again now). A stuck snapshot almost ` +
           "always has one of two causes: the VolumeSnapshotClass the golden VM's disks need is missing, or one of " +
           'its PVCs cannot be snapshotted.',
         { retryable: true, details: { snapshot: name, namespace, phase: snapshot.status?.phase ?? '' } },
