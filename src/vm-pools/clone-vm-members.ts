@@ -26,8 +26,13 @@ function markFailed(outcome: MemberOutcome, error: unknown): void {
 async function isCloneUnderWay(ctx: VdiContext, namespace: string, outcome: MemberOutcome): Promise<boolean> {
   if (outcome.status === 'ready' || outcome.status === 'not-started' || outcome.status === 'taken')
     return false;
-  const phase = (await ctx.cluster.getClone(namespace, outcome.clone).catch(() => undefined))?.status?.phase;
-  return phase !== undefined && phase !== 'Succeeded' && phase !== 'Failed';
+  try {
+    const phase = (await ctx.cluster.getClone(namespace, outcome.clone))?.status?.phase;
+    return phase !== undefined && phase !== 'Succeeded' && phase !== 'Failed';
+  } catch {
+    // a clone this identity cannot read may be restoring from the snapshot: the removal deletes it after the clone
+    return true;
+  }
 }
 
 /**
@@ -77,6 +82,7 @@ export async function cloneMembers(
     concurrency,
     async (member, index) => {
       const outcome = outcomes[index] as MemberOutcome;
+      if (snapshot !== undefined) outcome.snapshot = snapshot;
       ctx.events.emit('pool-progress', { poolId, member, step: 'cloning', done, total });
       try {
         if ((await cloneMember(ctx, { ...input, golden, member, snapshot })) === 'made')

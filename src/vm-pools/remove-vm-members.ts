@@ -37,20 +37,6 @@ async function deleteFinishedClone(
   }
 }
 
-/** The shared snapshot of the golden VM a member's clone restores from, if it has one and this identity may read it. */
-async function snapshotSourceOf(
-  ctx: VdiContext,
-  namespace: string,
-  name: string,
-): Promise<string | undefined> {
-  const clone = await ctx.cluster.getClone(namespace, name).catch((error: unknown) => {
-    if (isVdiError(error, 'FORBIDDEN')) return undefined;
-    throw error;
-  });
-  const source = clone?.spec.source;
-  return source?.kind === 'VirtualMachineSnapshot' ? source.name : undefined;
-}
-
 /** How long a removal lets the clones it found past their snapshot finish, so the VMs they make are removed too. */
 const cloneFinishTimeoutMs = 30_000;
 const cloneLookMs = 100;
@@ -158,8 +144,7 @@ export async function removeMembers(
   const cloneFinishDeadline = ctx.clock.now().getTime() + cloneFinishTimeoutMs;
   const snapshots = new Set<string>();
   await forEachBounded(started, concurrency, async (outcome) => {
-    const snapshot = await snapshotSourceOf(ctx, namespace, outcome.clone);
-    if (snapshot !== undefined) snapshots.add(snapshot);
+    if (outcome.snapshot !== undefined) snapshots.add(outcome.snapshot);
     await letCloneFinish(ctx, namespace, outcome.clone, cloneFinishDeadline);
     const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
     // only a VM this pool's clone made carries its label; any other VM of that name is left alone
