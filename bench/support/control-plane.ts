@@ -9,7 +9,7 @@ import {
 } from '../../src/testing/local-cluster.js';
 
 const entry = fileURLToPath(new URL('./control-plane-process.ts', import.meta.url));
-// the simulator's sources use TypeScript that plain type stripping cannot run, such as parameter properties
+// the test kit's sources use TypeScript that plain type stripping cannot run, such as parameter properties
 const resolveHook = fileURLToPath(new URL('../../test/faults/support/resolve-ts.ts', import.meta.url));
 
 /** A local control plane running in a child process, and how to stop it. */
@@ -19,8 +19,8 @@ export interface ControlPlaneProcess {
 }
 
 /**
- * Starts the local control plane (the KubeVirt simulator and node agent included) in a process of its own, so the
- * simulator's work does not share the measured client's event loop and CPU time, as KubeVirt never does.
+ * Starts the local control plane (KubeVirt's own controllers, the handler stand-in and the node agent included) in a
+ * process of its own, so the stand-ins' work does not share the measured client's event loop and CPU time.
  */
 export async function startControlPlaneProcess(): Promise<ControlPlaneProcess> {
   const child = spawn(process.execPath, ['--experimental-transform-types', '--import', resolveHook, entry], {

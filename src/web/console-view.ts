@@ -38,6 +38,8 @@ export interface ConsoleView {
   /** Text the guest copied, shown in the clipboard panel. */
   showClipboard(text: string): void;
   setClipboardNote(words: string): void;
+  /** Says why the clipboard does not work in this console and stops sending to it; undefined: it works. */
+  setClipboardProblem(problem: string | undefined): void;
 }
 
 const protocolBadges: Readonly<Record<string, string>> = {
@@ -49,6 +51,8 @@ const protocolBadges: Readonly<Record<string, string>> = {
 
 const clipboardHint =
   'Text the desktop copies appears here. Type or paste text here and send it to paste it in the desktop.';
+
+const clipboardTitle = 'Copy and paste text between this computer and the desktop';
 
 /** Builds the console section; it is hidden until a console is asked for. */
 export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
@@ -63,7 +67,7 @@ export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
   });
   const clipboardToggle = button('Clipboard', 'clipboard', () => toggleClipboard(), {
     'aria-expanded': 'false',
-    title: 'Copy and paste text between this computer and the desktop',
+    title: clipboardTitle,
   });
   const fallback = button('', 'fallback', () => actions.fallback());
   const reconnect = button('Reconnect', 'reconnect', () => actions.reconnect());
@@ -91,6 +95,9 @@ export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
     ),
   );
 
+  const sendClipboard = button('Send to desktop', 'send-clipboard', () =>
+    actions.sendClipboard(clipboardText.value),
+  );
   const clipboardText = make('textarea', {
     className: 'corral-clipboard-text',
     attrs: { rows: '4', spellcheck: 'false', 'aria-label': 'Clipboard text' },
@@ -100,12 +107,7 @@ export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
     'div',
     { className: 'corral-clipboard' },
     clipboardText,
-    make(
-      'div',
-      { className: 'corral-clipboard-row' },
-      clipboardNote,
-      button('Send to desktop', 'send-clipboard', () => actions.sendClipboard(clipboardText.value)),
-    ),
+    make('div', { className: 'corral-clipboard-row' }, clipboardNote, sendClipboard),
   );
   clipboardPanel.hidden = true;
 
@@ -159,6 +161,13 @@ export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
   );
   section.hidden = true;
 
+  function showClipboardProblem(problem: string | undefined) {
+    sendClipboard.disabled = problem !== undefined;
+    section.toggleAttribute('data-clipboard-problem', problem !== undefined);
+    clipboardToggle.title = problem ?? clipboardTitle;
+    clipboardNote.textContent = problem ?? clipboardHint;
+  }
+
   function toggleClipboard(open = clipboardPanel.hidden) {
     clipboardPanel.hidden = !open;
     clipboardToggle.setAttribute('aria-expanded', String(open));
@@ -197,7 +206,7 @@ export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
       login.hidden = true;
       toggleClipboard(false);
       clipboardText.value = '';
-      clipboardNote.textContent = clipboardHint;
+      showClipboardProblem(undefined);
       screen.replaceChildren();
     },
     setState(state, words) {
@@ -245,5 +254,6 @@ export function buildConsoleView(actions: ConsoleViewActions): ConsoleView {
     setClipboardNote(words) {
       clipboardNote.textContent = words;
     },
+    setClipboardProblem: showClipboardProblem,
   };
 }

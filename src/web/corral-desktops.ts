@@ -50,6 +50,8 @@ export interface CorralDesktopsElement extends HTMLElement {
 const refreshMs = 5_000;
 const taskPollMs = 500;
 const countdownMs = 1_000;
+// a guest's RDP clipboard channel answers within moments of the session starting, when it has one
+const clipboardAnswerMs = 5_000;
 
 const protocolNames: Readonly<Record<PageConsole, string>> = {
   rdp: 'Remote Desktop (RDP) console',
@@ -480,6 +482,7 @@ function createElementClass(): CustomElementConstructor {
         });
         this.#emit('corral-console', { desktopId, protocol, state: 'open' });
         void this.refresh();
+        this.#watchClipboard(open, current);
       });
       void open.ended.then((end) => {
         const reason = describeConsoleEnd(end);
@@ -506,6 +509,24 @@ function createElementClass(): CustomElementConstructor {
         view.setState(failure ? 'failed' : 'closed', reason);
         view.setControls({ ctrlAltDel: false, clipboard: false, reconnect: true, fallback });
       });
+    }
+
+    // A clipboard the guest may not offer (RDP) is said to be missing if it has not answered a while after the
+    // console opened, and is offered again if it answers later (a Windows guest's, once its session started).
+    #watchClipboard(open: OpenConsole, current: () => boolean) {
+      if (!open.clipboardProblem) return;
+      let shown = false;
+      const said = setTimeout(() => {
+        const problem = open.clipboardProblem?.();
+        if (!problem || !current()) return;
+        shown = true;
+        this.#parts?.view.setClipboardProblem(problem);
+      }, clipboardAnswerMs);
+      void open.clipboardOffered?.then(() => {
+        clearTimeout(said);
+        if (shown && current()) this.#parts?.view.setClipboardProblem(undefined);
+      });
+      void open.ended.then(() => clearTimeout(said));
     }
 
     async #sendClipboard(text: string) {

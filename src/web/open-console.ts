@@ -26,6 +26,13 @@ export interface OpenConsole {
   sendClipboard(text: string): Promise<void>;
   /** Calls `listener` with the text the guest copies (a terminal's selection). */
   onClipboard(listener: (text: string) => void): void;
+  /**
+   * Where the clipboard is a channel the guest may not offer (RDP): why it does not work at the moment, in
+   * words, or undefined once it does. Absent where it always works (noVNC's cut text, a terminal).
+   */
+  clipboardProblem?(): string | undefined;
+  /** Resolves when a clipboard that had a problem starts working (RDP: the guest's clipboard channel answered). */
+  readonly clipboardOffered?: Promise<void>;
 }
 
 // The first message shows the stream is live; a close before it means it never was.

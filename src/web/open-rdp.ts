@@ -15,6 +15,10 @@ export interface RdpOpenOptions {
   login: { username: string; password: string };
 }
 
+/** What the page says while the guest's RDP server has not offered its clipboard channel (cliprdr). */
+const rdpClipboardMissing =
+  "The desktop's RDP server has not offered a clipboard, so text cannot be copied to or from it here. Some servers offer none; a Windows desktop offers it once its session has started.";
+
 // IronRDP's ScreenScale.Fit: the desktop scaled into the box, its shape kept.
 const fitScale = 1;
 // A box that keeps changing size (a window dragged) asks the guest for the last size only.
@@ -29,6 +33,17 @@ function loadBackend(): Promise<typeof import('@devolutions/iron-remote-desktop-
     return backend;
   });
   return backendReady;
+}
+
+const nextTask = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+// The element sets up its clipboard only after it fires ready, once the browser has answered its question about
+// the clipboard-read permission; a session built before that has no clipboard. The same question, asked after
+// the element's, is answered after it.
+async function clipboardSetUp(): Promise<void> {
+  await nextTask();
+  await navigator.permissions?.query({ name: 'clipboard-read' as PermissionName }).catch(() => undefined);
+  await nextTask();
 }
 
 // `DOMAIN\user` signs in to a domain; `user@domain` and `user` go as typed.
@@ -50,9 +65,35 @@ export async function openRdp(screen: HTMLElement, options: RdpOpenOptions): Pro
   element.setAttribute('scale', 'fit');
   element.setAttribute('flexcenter', 'true');
   element.setAttribute('verbose', 'false');
-  element.module = backend.Backend;
   const clipboardListeners: Array<(text: string) => void> = [];
   let clipboardError: string | undefined;
+  let clipboardAsked = false;
+  let clipboardAnswered = false;
+  let offerClipboard = () => {};
+  const clipboardOffered = new Promise<void>((resolve) => {
+    offerClipboard = () => {
+      clipboardAnswered = true;
+      resolve();
+    };
+  });
+  // The element hands this callback over only when the browser gives it a clipboard, and IronRDP calls it when
+  // the guest's clipboard channel asks for this side's formats (its Monitor Ready): the one sign that the guest
+  // offers a clipboard. A server without the channel (FreeRDP's shadow server) never calls it.
+  class WatchedSessionBuilder extends backend.Backend.SessionBuilder {
+    override forceClipboardUpdateCallback(callback: () => void) {
+      clipboardAsked = true;
+      return super.forceClipboardUpdateCallback(() => {
+        offerClipboard();
+        callback();
+      });
+    }
+  }
+  element.module = { ...backend.Backend, SessionBuilder: WatchedSessionBuilder };
+  const clipboardProblem = (): string | undefined => {
+    if (clipboardAnswered) return undefined;
+    if (!clipboardAsked) return clipboardError ?? 'This browser gives the page no clipboard.';
+    return rdpClipboardMissing;
+  };
   // the element fires ready as it mounts: listen before it is attached
   const interaction = new Promise<UserInteraction>((resolve) => {
     element.addEventListener(
@@ -69,6 +110,7 @@ export async function openRdp(screen: HTMLElement, options: RdpOpenOptions): Pro
   });
   screen.replaceChildren(element);
   const ui = await interaction;
+  await clipboardSetUp();
   ui.onWarningCallback((warning) => {
     clipboardError = warning;
   });
@@ -145,6 +187,9 @@ export async function openRdp(screen: HTMLElement, options: RdpOpenOptions): Pro
     focus: () => element.focus(),
     sendCtrlAltDel: () => ui.ctrlAltDel(),
     async sendClipboard(text) {
+      // without the guest's channel IronRDP would send the text nowhere and say nothing
+      const problem = clipboardProblem();
+      if (problem) throw new Error(problem);
       await navigator.clipboard.writeText(text);
       await ui.sendClipboardData().catch((error: unknown) => {
         throw new Error(
@@ -153,5 +198,7 @@ export async function openRdp(screen: HTMLElement, options: RdpOpenOptions): Pro
       });
     },
     onClipboard: (listener) => clipboardListeners.push(listener),
+    clipboardProblem,
+    clipboardOffered,
   };
 }

@@ -141,6 +141,8 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   let vms: Informer<VirtualMachine> | undefined;
   // when each guest's start or shut-down is due, on its namespace's clock: `start <uid>` or `stop <uid>`
   const dueAt = new Map<string, number>();
+  // the version of the event that first showed the VMI, or its deletion: its delay counts from the clock then
+  const askedAt = new Map<string, string | undefined>();
   const scopes = await startNamespaceScopes({
     kubeConfig,
     onChange: (namespace) => {
@@ -150,35 +152,35 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
   });
   // Whether a guest's start or shut-down is due now; when it is not, it looks again when due (or clock moves).
   const isDue = async (key: string, step: string, delayMs: number): Promise<boolean> => {
-    const scope = await scopes.of(key.slice(0, key.indexOf('/')));
+    const namespace = key.slice(0, key.indexOf('/'));
+    const scope = await scopes.of(namespace);
     if (scope.paused) return false;
-    const due = dueAt.get(step) ?? scope.now + delayMs;
-    dueAt.set(step, due);
+    let due = dueAt.get(step);
+    if (due === undefined) {
+      const asked = await scopes.clockAt(namespace, askedAt.get(step));
+      // the watch has not brought the namespace's latest clock yet: that event looks again
+      if (asked === undefined) return false;
+      due = asked + delayMs;
+      dueAt.set(step, due);
+    }
     if (scope.now >= due) return true;
     if (!scope.clocked) queue.addAfter(key, due - scope.now);
     return false;
   };
   const reconcile = async (key: string) => {
     const vmi = vmis?.get(key);
-    if (!vmi || isFinal(vmi)) return;
-    const vm = vms?.get(key);
-    // a VM's knobs come with its own event, which looks again
-    if (!vm && vmi.metadata.ownerReferences?.some((owner) => owner.kind === 'VirtualMachine')) return;
-    const knobs = readVmKnobs(vm?.metadata.annotations).knobs;
+    if (!vmi || vmi.status?.nodeName !== nodeName || isFinal(vmi)) return;
+    const knobs = readVmKnobs(vms?.get(key)?.metadata.annotations).knobs;
     const uid = vmi.metadata.uid ?? '';
-    const scheduledElsewhere = vmi.status?.nodeName !== undefined && vmi.status.nodeName !== nodeName;
-    if (vmi.metadata.deletionTimestamp || scheduledElsewhere) dueAt.delete(`start ${uid}`);
-    // the start counts from the VMI's first sight, before virt-controller schedules it: a test that has seen it
-    // `Scheduled` and then moves the clock does not move the start's due time with it
-    else if (!dueAt.has(`start ${uid}`))
-      dueAt.set(`start ${uid}`, (await scopes.of(vmi.metadata.namespace ?? '')).now + knobs.startDelayMs);
-    if (vmi.status?.nodeName !== nodeName) return;
     const now = new Date().toISOString();
     const transitions = (vmi.status?.phaseTransitionTimestamps as unknown[] | undefined) ?? [];
     if (vmi.metadata.deletionTimestamp) {
       if (!(await isDue(key, `stop ${uid}`, knobs.stopDelayMs))) return;
       log(`${key}: the guest shuts down`);
-      dueAt.delete(`stop ${uid}`);
+      for (const step of [`start ${uid}`, `stop ${uid}`]) {
+        dueAt.delete(step);
+        askedAt.delete(step);
+      }
       await writeStatus(vmi, {
         phase: 'Succeeded',
         phaseTransitionTimestamps: [...transitions, { phase: 'Succeeded', phaseTransitionTimestamp: now }],
@@ -195,6 +197,7 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     const declared = vmi.spec?.domain?.devices?.interfaces as { name?: string }[] | undefined;
     log(`${key}: the guest runs at ${address}`);
     dueAt.delete(`start ${uid}`);
+    askedAt.delete(`start ${uid}`);
     await writeStatus(vmi, {
       phase: 'Running',
       conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: now }],
@@ -225,6 +228,8 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     resource: kubevirtResources.vmi,
     onChange: (key, vmi) => {
       consoles.vmiChanged(key, vmi);
+      const step = `${vmi?.metadata.deletionTimestamp ? 'stop' : 'start'} ${vmi?.metadata.uid}`;
+      if (vmi && !askedAt.has(step)) askedAt.set(step, vmi.metadata.resourceVersion);
       queue.add(key);
     },
     log,

@@ -1,6 +1,6 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
 import { readNamespaceKnobs } from './fault-knobs.js';
-import { startInformer } from './informer.js';
+import { type CachedObject, startInformer } from './informer.js';
 import { unlessNotFound } from './kube-calls.js';
 
 /** How the simulator treats the objects of one namespace, from the namespace's knobs. */
@@ -15,7 +15,19 @@ export interface NamespaceScope {
 /** The namespace knobs as the controllers read them. */
 export interface NamespaceScopes {
   of(namespace: string): Promise<NamespaceScope>;
+  /**
+   * The namespace's clock when the cluster was at `resourceVersion` (the version of an event), so a delay counted
+   * from that event does not move when the clock moved before the event was handled. `undefined` while the watch
+   * has not delivered the namespace's latest version; that version's event looks again.
+   */
+  clockAt(namespace: string, resourceVersion: string | undefined): Promise<number | undefined>;
   stop(): void;
+}
+
+/** One version of a namespace's clock knob, as the watch delivered it. */
+interface ClockVersion {
+  resourceVersion: bigint;
+  clock: number | undefined;
 }
 
 /**
@@ -30,21 +42,48 @@ export async function startNamespaceScopes(options: {
   const { kubeConfig, log } = options;
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const reported = new Map<string, string>();
-  const informer = await startInformer({
+  // each namespace's clock versions in the order the watch delivered them, which is the order of their versions
+  const clockHistory = new Map<string, ClockVersion[]>();
+  const informer = await startInformer<V1Namespace & CachedObject>({
     kubeConfig,
     resource: 'namespaces',
-    onChange: (key) => options.onChange(key.slice(1)),
+    onChange: (key, found) => {
+      const namespace = key.slice(1);
+      if (found === undefined) clockHistory.delete(namespace);
+      else {
+        const history = clockHistory.get(namespace) ?? [];
+        const { clock } = readNamespaceKnobs(found.metadata?.annotations).knobs;
+        history.push({ resourceVersion: BigInt(found.metadata?.resourceVersion ?? '0'), clock });
+        clockHistory.set(namespace, history);
+      }
+      options.onChange(namespace);
+    },
     log,
   });
+  const read = async (namespace: string) => {
+    const found = await unlessNotFound(core.readNamespace({ name: namespace }));
+    const { knobs, problems } = readNamespaceKnobs(found?.metadata?.annotations);
+    const problemText = problems.join('; ');
+    if (problemText && reported.get(namespace) !== problemText) log(`namespace ${namespace}: ${problemText}`);
+    reported.set(namespace, problemText);
+    const scope = {
+      now: knobs.clock ?? Date.now(),
+      clocked: knobs.clock !== undefined,
+      paused: knobs.paused,
+    };
+    return { scope, resourceVersion: BigInt(found?.metadata?.resourceVersion ?? '0') };
+  };
   return {
-    of: async (namespace) => {
-      const found = await unlessNotFound(core.readNamespace({ name: namespace }));
-      const { knobs, problems } = readNamespaceKnobs(found?.metadata?.annotations);
-      const problemText = problems.join('; ');
-      if (problemText && reported.get(namespace) !== problemText)
-        log(`namespace ${namespace}: ${problemText}`);
-      reported.set(namespace, problemText);
-      return { now: knobs.clock ?? Date.now(), clocked: knobs.clock !== undefined, paused: knobs.paused };
+    of: async (namespace) => (await read(namespace)).scope,
+    clockAt: async (namespace, resourceVersion) => {
+      const { scope, resourceVersion: current } = await read(namespace);
+      // versions grow across the whole cluster, so a namespace unchanged since the event still shows its clock
+      if (!scope.clocked || resourceVersion === undefined || current < BigInt(resourceVersion))
+        return scope.now;
+      const history = clockHistory.get(namespace) ?? [];
+      if ((history.at(-1)?.resourceVersion ?? 0n) < current) return undefined;
+      const before = history.findLast((version) => version.resourceVersion < BigInt(resourceVersion));
+      return before?.clock ?? scope.now;
     },
     stop: () => informer.stop(),
   };

@@ -81,6 +81,25 @@ describe('the fault knobs on KubeVirt’s own controllers', () => {
     await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
   });
 
+  it('counts a start-delay-ms from the VMI’s making, also when the clock moved before the stand-in looked', async () => {
+    const { namespace, objects } = await setUp('real-start-delay-late');
+    const clock = await createNamespaceClock(cluster().kubeConfig, namespace);
+    // never-ready keeps the stand-in from looking at the start until the clock has moved past the delay
+    const knobs = { [simulatorAnnotations.startDelayMs]: '3000', [simulatorAnnotations.neverReady]: 'true' };
+    await objects.createVm(vmWith('desk-1', knobs));
+    expect((await putSubresource(cluster().kubeConfig, namespace, 'desk-1', 'start')).status).toBe(202);
+    await waitFor(() => objects.getVmi('desk-1'), {
+      describe: 'the VMI scheduled',
+      until: (vmi) => phaseOf(vmi) === 'Scheduled',
+    });
+    await clock.advance(3000);
+
+    await objects.patchVm('desk-1', {
+      metadata: { annotations: { [simulatorAnnotations.neverReady]: null } },
+    });
+    await waitFor(() => objects.getVmi('desk-1'), { describe: 'the VMI runs', until: isRunning });
+  });
+
   it('delays a stop until stop-delay-ms has passed on the namespace clock: the VM shows Stopping', async () => {
     const { namespace, objects } = await setUp('real-stop-delay');
     const clock = await createNamespaceClock(cluster().kubeConfig, namespace);

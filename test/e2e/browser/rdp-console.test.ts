@@ -54,6 +54,7 @@ async function setUp(knob: string) {
   cleanups.push(() => proxy.close());
   const context = await browser().newContext({ viewport: { width: 1100, height: 800 } });
   cleanups.push(() => context.close());
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: proxy.url });
   const page = await context.newPage();
   await page.goto(`${proxy.url}/`);
   await page.click('button[data-action="claim"]');
@@ -101,6 +102,27 @@ function readRdpPixel(page: Page, x: number, y: number) {
     },
     [x, y],
   );
+}
+
+/** The size the page draws IronRDP's canvas at, in CSS pixels. */
+const rdpCanvasBox = (page: Page) =>
+  page.evaluate(() => {
+    const box = document
+      .querySelector('iron-remote-desktop')
+      ?.shadowRoot?.querySelector('canvas')
+      ?.getBoundingClientRect();
+    return { width: Math.round(box?.width ?? 0), height: Math.round(box?.height ?? 0) };
+  });
+
+/** Puts `text` on the guest's X clipboard, as a program on the guest that copies it would. */
+async function copyOnGuest(display: string, text: string) {
+  // xclip forks to serve the selection until another client takes it or the display closes with the VMI
+  const xclip = spawn('xclip', ['-selection', 'clipboard', '-i'], {
+    env: { ...process.env, DISPLAY: display },
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  xclip.stdin?.end(text);
+  await new Promise((resolve) => xclip.once('exit', resolve));
 }
 
 // the shadow server's codecs may round a colour by a step or two
@@ -204,6 +226,62 @@ describe('the RDP console in Chromium, against a real RDP server', () => {
     await keepScreenshot(page, 'console-rdp');
     // the login never reached the broker's log
     expect(brokerLog.filter((line) => line.includes(password))).toEqual([]);
+  });
+
+  it("puts the RDP console in full screen with keys still reaching the guest, and says that the guest's RDP server offers no clipboard instead of sending text nowhere", async () => {
+    const { page, display, onGuest } = await setUp('tls');
+    await copyOnGuest(display, 'copied on the guest');
+    const keys = watchKeys(display);
+    await connectToLogin(page);
+    await signIn(page, '', '');
+    await waitFor(() => readRdpPixel(page, 10, 10), {
+      describe: "the canvas to show the guest's 1024×768 screen",
+      until: (pixel) => pixel?.width === 1024 && pixel.height === 768,
+    });
+
+    // the clipboard: FreeRDP's shadow server has no clipboard channel (cliprdr), so IronRDP's would go nowhere
+    const missing =
+      "The desktop's RDP server has not offered a clipboard, so text cannot be copied to or from it here. Some servers offer none; a Windows desktop offers it once its session has started.";
+    await page.click('button[data-action="clipboard"]');
+    await page.fill('.corral-clipboard-text', 'typed in the page');
+    // forced: once the page has said the clipboard is missing, the button is disabled and a click does nothing
+    await page.click('button[data-action="send-clipboard"]', { force: true });
+    await waitFor(() => page.locator(consoleSection).getAttribute('data-clipboard-problem'), {
+      describe: 'the page to say that the desktop offers no clipboard',
+      until: (problem) => problem !== null,
+    });
+    expect(await page.textContent('.corral-clipboard-note')).toBe(missing);
+    expect(await page.getAttribute('button[data-action="clipboard"]', 'title')).toBe(missing);
+    expect(await page.isDisabled('button[data-action="send-clipboard"]')).toBe(true);
+    // the guest's clipboard still holds its own copy
+    expect((await onGuest('xclip', '-selection', 'clipboard', '-o')).stdout).toBe('copied on the guest');
+    await keepScreenshot(page, 'console-rdp-no-clipboard');
+    await page.click('button[data-action="clipboard"]');
+
+    // full screen: the guest's screen scaled up to it, its shape kept, and the keyboard still the guest's
+    const before = await rdpCanvasBox(page);
+    await page.click('button[data-action="fullscreen"]');
+    await waitFor(() => page.evaluate(() => document.fullscreenElement?.className ?? ''), {
+      describe: 'the console section to go full screen',
+      until: (name) => name === 'corral-console',
+    });
+    const full = await waitFor(() => rdpCanvasBox(page), {
+      describe: "IronRDP to scale the guest's screen up to the full-screen console",
+      until: (box) => box.height > before.height,
+    });
+    expect(full.width / full.height).toBeCloseTo(1024 / 768, 1);
+    expect(await page.textContent('button[data-action="fullscreen"]')).toBe('Exit full screen');
+    await page.keyboard.press('w');
+    await waitFor(async () => keys.pressed(), {
+      describe: "a key typed in full screen to reach the guest's X server",
+      until: (pressed) => pressed.split(' ').includes('w'),
+    });
+    await page.click('button[data-action="fullscreen"]');
+    await waitFor(() => page.evaluate(() => document.fullscreenElement === null), {
+      describe: 'the page to leave full screen',
+      until: (left) => left,
+    });
+    keys.stop();
   });
 
   it("falls back to the VNC console, with the reason, when the guest's 3389 closes before RDP opens", async () => {
