@@ -93,10 +93,12 @@ export async function takePoolSnapshot(
 }
 
 function skipReason(namespace: string, error: VdiError): string {
-  const why = isVdiError(error, 'FORBIDDEN')
+  const forbidden = isVdiError(error, 'FORBIDDEN');
+  const why = forbidden
     ? `this identity may not create, get and delete virtualmachinesnapshots (snapshot.kubevirt.io) in namespace "${namespace}"`
     : 'the cluster serves no snapshot.kubevirt.io API';
-  return `${why}, so each member's clone snapshots the golden VM itself, and KubeVirt takes those snapshots one after another: slower for many members. Grant the permission to snapshot the golden VM once.`;
+  const fix = forbidden ? ' Grant the permission to snapshot the golden VM once.' : '';
+  return `${why}, so each member's clone snapshots the golden VM itself, and KubeVirt takes those snapshots one after another: slower for many members.${fix}`;
 }
 
 async function waitForSnapshot(
