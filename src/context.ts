@@ -7,6 +7,7 @@ import { VdiError } from './errors.js';
 import type { VdiEvents } from './events.js';
 import type { KubeCluster, ListOptions } from './kube/cluster.js';
 import type { LeaseObject } from './kube-objects.js';
+import type { PoolRollout } from './pool-rollout.js';
 import type { PoolSettings } from './pool-settings.js';
 
 /**
@@ -87,6 +88,16 @@ export interface PoolKind {
     namespace: string,
     options?: Pick<ListOptions, 'cached' | 'shared'>,
   ): Promise<Map<string, PoolFacts>>;
+  /**
+   * Pauses or resumes the roll-out under way of a pool of the kind stored apart from a VM pool's settings; the
+   * roll-out as written, or `undefined` when the kind has no such pool, or it has no roll-out under way.
+   */
+  setRolloutPaused?(
+    ctx: VdiContext,
+    namespace: string,
+    pool: string,
+    paused: boolean,
+  ): Promise<PoolRollout | undefined>;
 }
 
 /** What {@link PoolKind.readPoolFacts} reads of one pool. @category backends */
@@ -101,6 +112,8 @@ export interface PoolFacts {
   freeSince?: ReadonlyMap<string, Date>;
   /** The fewest members a scheduled pool of the kind keeps: 1 unless set (a VM pool is its members). */
   fewestMembers?: number;
+  /** Whether a member counts warm for a roll-out only once Ready, not while it starts (a Pod): false unless set. */
+  warmWhenReady?: boolean;
   settings: PoolSettings | undefined;
 }
 

@@ -150,7 +150,13 @@ export type {
   CtScheduleRead,
 } from './ct-pools/plan-ct-reconcile.js';
 export { planCtPoolDelete, planCtReconcile } from './ct-pools/plan-ct-reconcile.js';
-export type { ReconcileCtPoolOptions, ReconcileCtPoolResult } from './ct-pools/reconcile-ct-pool.js';
+export type { CtRolloutInput, CtRolloutPlan } from './ct-pools/plan-ct-rollout.js';
+export { planCtRollout } from './ct-pools/plan-ct-rollout.js';
+export type {
+  CtRolloutResult,
+  ReconcileCtPoolOptions,
+  ReconcileCtPoolResult,
+} from './ct-pools/reconcile-ct-pool.js';
 export { reconcileCtPool } from './ct-pools/reconcile-ct-pool.js';
 export type {
   ClaimToPresent,

@@ -50,16 +50,20 @@ export function checkMaxUnavailable(value: unknown): number {
 
 /**
  * Reads a stored roll-out back, checking every field, as the settings reader does for a value edited by hand.
+ * `isTarget` checks what it rolls to: a golden VM's name unless told (a container pool's is an image).
  *
  * @throws `Error` when the record is not a roll-out.
  */
-export function readPoolRollout(raw: unknown): PoolRollout {
+export function readPoolRollout(
+  raw: unknown,
+  isTarget: (to: string) => boolean = isValidVmName,
+): PoolRollout {
   const record = (raw ?? {}) as Partial<Record<keyof PoolRollout, unknown>>;
   const { to, maxUnavailable, startedAt, deadline, paused, rebuilding, finishedAt } = record;
   const isTime = (value: unknown) => typeof value === 'string' && parseRfc3339(value) !== undefined;
   const valid =
     typeof to === 'string' &&
-    isValidVmName(to) &&
+    isTarget(to) &&
     Number.isSafeInteger(maxUnavailable) &&
     (maxUnavailable as number) >= 1 &&
     isTime(startedAt) &&

@@ -27,8 +27,10 @@ interface PoolShare {
   notes: number;
   /** The pages of members that can be free being read now, by where each starts (`''` for the first). */
   pages: Map<string, Promise<MembersPage>>;
-  /** Where the page that last gave a claim of this process a member starts: the next claim reads from there. */
-  cursor: string | undefined;
+  /** The page furthest along the latest walk that gave a claim of this process a member: the next claim reads from there. */
+  cursor: FreePagePlace;
+  /** How many walks of pages the claims of this process started, each from a first page. */
+  walks: number;
   /** The read of the pool's waiter Leases in flight. */
   waiters: Promise<LeaseObject[]> | undefined;
   /** The read of members named for several identities not issued yet, which the claims that ask now join. */
@@ -63,7 +65,8 @@ function shareOf(ctx: VdiContext, namespace: string, pool: string): PoolShare {
       written: new Map(),
       notes: 0,
       pages: new Map(),
-      cursor: undefined,
+      cursor: { from: undefined, walk: 0, position: 0 },
+      walks: 0,
       waiters: undefined,
       namedNext: undefined,
       namedLast: undefined,
@@ -377,21 +380,55 @@ export async function readWaiterLeases(
 }
 
 /**
- * Where a claim of this process starts reading pages of members that can be free: the page that last gave one of its
- * claims a member, so the claims of a busy process do not all walk again past the members they took.
+ * A page of members that can be free, by its place in a walk from a first page: every page after the first is read
+ * through a continue token, so it shows the pool as the walk's first page did.
  */
-export function freePageCursor(
-  ctx: VdiContext,
-  target: { namespace: string; pool: string },
-): string | undefined {
-  return shareOf(ctx, target.namespace, target.pool).cursor;
+export interface FreePagePlace {
+  /** The continue token the page is read from; `undefined` for a first page. */
+  from: string | undefined;
+  /** Which walk of this process the page belongs to: a later walk starts from a later first page. */
+  walk: number;
+  /** How many pages come before it in its walk. */
+  position: number;
 }
 
-/** Sets where the next claim of this process starts reading pages; `undefined` for the first page. */
-export function setFreePageCursor(
+/** The first page of a new walk: the pool as the apiserver shows it now. */
+export function startFreePageWalk(
   ctx: VdiContext,
   target: { namespace: string; pool: string },
-  from: string | undefined,
+): FreePagePlace {
+  const share = shareOf(ctx, target.namespace, target.pool);
+  share.walks += 1;
+  return { from: undefined, walk: share.walks, position: 0 };
+}
+
+/**
+ * Where a claim of this process starts reading pages of members that can be free: the page furthest along the latest
+ * walk that gave one of its claims a member, so the claims of a busy process do not all walk again past the members
+ * they took; a new walk when that page is a first page.
+ */
+export function freePageCursor(ctx: VdiContext, target: { namespace: string; pool: string }): FreePagePlace {
+  const { cursor } = shareOf(ctx, target.namespace, target.pool);
+  return cursor.from === undefined ? startFreePageWalk(ctx, target) : cursor;
+}
+
+/**
+ * Moves the cursor to the page that gave a claim a member, only onward: a claim that read its page long ago and won
+ * late would send the next claims back over the pages their process took since, from a snapshot older still.
+ */
+export function advanceFreePageCursor(
+  ctx: VdiContext,
+  target: { namespace: string; pool: string },
+  place: FreePagePlace,
 ): void {
-  shareOf(ctx, target.namespace, target.pool).cursor = from;
+  const share = shareOf(ctx, target.namespace, target.pool);
+  const { cursor } = share;
+  if (place.walk > cursor.walk || (place.walk === cursor.walk && place.position > cursor.position))
+    share.cursor = place;
+}
+
+/** Sends the next claims of this process to a new walk, past every walk started so far. */
+export function resetFreePageCursor(ctx: VdiContext, target: { namespace: string; pool: string }): void {
+  const share = shareOf(ctx, target.namespace, target.pool);
+  share.cursor = { from: undefined, walk: share.walks, position: Number.POSITIVE_INFINITY };
 }

@@ -9,6 +9,8 @@ import { type ClaimantLock, type ClaimantScope, keepClaimantLock } from './claim
 import { ownClaimsSelector, renewClaimLease, writeClaimLease } from './lease-writes.js';
 import { type ClaimOrder, type ClaimPlan, isGoingDown, planClaim } from './plan-claim.js';
 import {
+  advanceFreePageCursor,
+  type FreePagePlace,
   freePageCursor,
   isPoolCacheSynced,
   membersBeingTaken,
@@ -18,7 +20,8 @@ import {
   readNamedMembers,
   readPool,
   readWaiterLeases,
-  setFreePageCursor,
+  resetFreePageCursor,
+  startFreePageWalk,
   takeMember,
   withOwnClaims,
 } from './pool-reads.js';
@@ -39,13 +42,16 @@ export interface ClaimView {
 interface SmallRead {
   /** The members whose presentation copy names the identity: its own, or a v0.6.0 assignment to adopt. */
   named: MemberFacts[];
-  /** Where the page shown starts (`undefined`: the first), and where the next one starts, when there is one. */
-  from: string | undefined;
+  /** The page shown, and where the next one starts, when there is one. */
+  place: FreePagePlace;
   next: string | undefined;
+  /** How many pages this walk read. */
   pages: number;
+  /** The turn walked again from a fresh first page already. */
+  restarted: boolean;
 }
 
-// how many pages of members that can be free a turn reads before it reads the whole pool
+// how many pages of members that can be free a walk reads: a turn walks at most twice before it reads the whole pool
 const maxSmallPages = 8;
 // the members one identity's copies name in one pool: more than this and the claim reads the whole pool
 const namedPageSize = 50;
@@ -149,14 +155,17 @@ export async function readSmallView(
   const { namespace, pool, identity } = asked;
   if (asked.order !== 'random' || backend.listMembersByHolder === undefined) return undefined;
   const target = { namespace, pool };
-  const from = freePageCursor(ctx, target);
-  // a page read from a continue token the apiserver no longer serves: from the first page
+  const readAt = async (place: FreePagePlace) => ({
+    place,
+    page: await readFreePage(ctx, backend, target, place.from),
+  });
+  // a page read from a continue token the apiserver no longer serves: a new walk
   const fromStart = () => {
-    setFreePageCursor(ctx, target, undefined);
-    return readFreePage(ctx, backend, target, undefined);
+    resetFreePageCursor(ctx, target);
+    return readAt(startFreePageWalk(ctx, target));
   };
-  const [page, named, waiters] = await Promise.all([
-    from === undefined ? fromStart() : readFreePage(ctx, backend, target, from).catch(fromStart),
+  const [{ place, page }, named, waiters] = await Promise.all([
+    readAt(freePageCursor(ctx, target)).catch(fromStart),
     readNamedMembers(ctx, backend, target, identity, namedPageSize),
     readWaiterLeases(ctx, target),
   ]);
@@ -165,7 +174,7 @@ export async function readSmallView(
     members: unionOf(page.members, named),
     leases: [],
     cached: true,
-    small: { named, from, next: page.continue, pages: 1 },
+    small: { named, place, next: page.continue, pages: 1, restarted: false },
   };
 }
 
@@ -255,33 +264,37 @@ export async function takeTurn(
       now,
       exclude: new Set([...lost, ...takenHere, ...waiting.reserved]),
     });
-    // a page that offers nothing usable: the next page, until the pages end and the whole pool is read (as it is
-    // when a page's continue token has expired)
+    // A page that offers nothing usable: the next page of the walk. A walk that ends so (its pages show the pool as
+    // its first page did, which other claims may have taken since; or a page's continue token expired) is walked
+    // once more from a fresh first page, and only then is the whole pool read.
     const pageRead = small?.small;
+    const onward = pageRead?.next !== undefined && pageRead.pages < maxSmallPages;
     if (
       small &&
-      pageRead?.next !== undefined &&
-      pageRead.pages < maxSmallPages &&
+      pageRead &&
+      (onward || !pageRead.restarted) &&
       plan.kind === 'refuse' &&
       plan.resetting === undefined
     ) {
-      const page = await readFreePage(ctx, backend, { namespace, pool }, pageRead.next).catch(
-        () => undefined,
-      );
+      const place: FreePagePlace = onward
+        ? { from: pageRead.next, walk: pageRead.place.walk, position: pageRead.place.position + 1 }
+        : startFreePageWalk(ctx, { namespace, pool });
+      const page = await readFreePage(ctx, backend, { namespace, pool }, place.from).catch(() => undefined);
       small = {
         ...small,
         members: unionOf(page?.members ?? [], pageRead.named, ownMembers),
         small: {
           ...pageRead,
-          from: pageRead.next,
+          place,
           next: page?.continue,
-          pages: page ? pageRead.pages + 1 : maxSmallPages,
+          pages: page === undefined ? maxSmallPages : onward ? pageRead.pages + 1 : 1,
+          restarted: pageRead.restarted || !onward,
         },
       };
       continue;
     }
-    // the pages ran out: the next claim starts from the first page again
-    if (plan.kind === 'refuse' && small?.small) setFreePageCursor(ctx, { namespace, pool }, undefined);
+    // the pages ran out: the next claim starts a new walk
+    if (plan.kind === 'refuse' && small?.small) resetFreePageCursor(ctx, { namespace, pool });
     // Only a claim that would take one more desktop counts against the limit, also one refused for want of a free
     // member (which would wait for one): not one that renews the identity's desktop here, or waits for it to be made
     // again.
@@ -333,7 +346,7 @@ export async function takeTurn(
     }
     const { written, checked } = taken;
     noteMemberWritten(ctx, target);
-    if (written && small?.small) setFreePageCursor(ctx, { namespace, pool }, small.small.from);
+    if (written && small?.small) advanceFreePageCursor(ctx, { namespace, pool }, small.small.place);
     if (written) return { kind: 'won', plan, lease: written, ...(checked ? { checked } : {}) };
     ctx.events.emit('claim-conflict', { desktopId: plan.member.desktopId, identity });
     lost.add(target.member);

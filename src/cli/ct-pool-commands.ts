@@ -34,6 +34,11 @@ const specFlags = {
     help: 'What a release does with the home volume. Default wipe.',
   },
   ...minReadyOption,
+  'max-unavailable': {
+    type: 'string',
+    value: 'N',
+    help: 'How many free members an image change replaces at once, extra members included (1 to 100, default 1); the Ready free members never fall below the buffer.',
+  },
   ...settingsOptions,
   ...ctScheduleOptions,
   'reclaim-action': {
@@ -67,6 +72,8 @@ async function specFrom(input: CommandInput, command: CommandSpec): Promise<Reco
   if (size !== undefined) spec.size = whole(size);
   const minReady = stringFlag(input, 'min-ready');
   if (minReady !== undefined) spec.minReady = whole(minReady);
+  const maxUnavailable = stringFlag(input, 'max-unavailable');
+  if (maxUnavailable !== undefined) spec.maxUnavailable = whole(maxUnavailable);
   const { allowLoopbackHttpWebhook: _, ...settings } = settingsFlags(input, command);
   Object.assign(spec, settings);
   const shell = stringFlag(input, 'shell');
@@ -129,11 +136,16 @@ const apply: CommandSpec = {
     'A schedule (schedule: in the file, --schedule-file, or --time-zone with --period) makes the pool follow the ' +
       'working day as a VM pool does (docs/schedules.md); --size is its size outside every period. The spec applied ' +
       'is the whole spec: applying one without a schedule takes the schedule away.',
+    'A new --image is rolled out by the reconcile: free members are replaced --max-unavailable at a time, each new ' +
+      'Pod Ready before it counts, extra members made first when the buffer (minReady, or the schedule) leaves none ' +
+      'to take; claimed members get the image on release. "pool status NAME --kind ct" shows the progress, and ' +
+      '"pool set NAME --pause-rollout" pauses it (docs/ct-pools.md#image-changes).',
   ],
   examples: [
     '$ corral-vdi ct-pool apply -f devbox.yaml',
     '$ corral-vdi ct-pool apply devbox --image ghcr.io/acme/devbox:1.4 --size 3 --home-size 5Gi',
     '$ corral-vdi ct-pool apply -f devbox.yaml --min-ready 1 --reclaim-action notify --reclaim-webhook https://hooks.example.com/vdi',
+    '$ corral-vdi ct-pool apply -f devbox.yaml --image ghcr.io/acme/devbox:1.5 --max-unavailable 2',
     '$ corral-vdi ct-pool apply -f devbox.yaml --time-zone Europe/Berlin --period "peak mon-fri 08:00-18:00 buffer 20% min 2 max 30"',
   ],
   async run(input) {
@@ -245,6 +257,11 @@ const reconcile: CommandSpec = {
       terminal.print(
         `  schedule: ${targets.period === undefined ? 'outside every period' : `period ${targets.period}`}${targets.warmingFor ? `, warming for ${targets.warmingFor}` : ''}; ${targets.size} members for ${claimed} claimed and ${waiters} waiting${settling > 0 ? `; ${settling} free settling before removal` : ''}`,
       );
+    }
+    const rollOut = result.rollOut;
+    if (rollOut && !rollOut.finished) {
+      const state = rollOut.paused ? 'paused' : `replacing ${rollOut.rebuilding.join(', ') || 'nothing now'}`;
+      terminal.print(`  roll-out: ${rollOut.onTarget}/${rollOut.total} on ${rollOut.to}; ${state}`);
     }
     return 0;
   },

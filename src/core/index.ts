@@ -85,6 +85,8 @@ export type {
   CtScheduleRead,
 } from '../ct-pools/plan-ct-reconcile.js';
 export { planCtPoolDelete, planCtReconcile } from '../ct-pools/plan-ct-reconcile.js';
+export type { CtRolloutInput, CtRolloutPlan } from '../ct-pools/plan-ct-rollout.js';
+export { planCtRollout } from '../ct-pools/plan-ct-rollout.js';
 // DesktopBackend, the seam that does the I/O (its console streams are Node websockets), is the SDK's, not a core's.
 export type {
   ClaimToPresent,

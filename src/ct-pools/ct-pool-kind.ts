@@ -1,16 +1,19 @@
 import type { PoolFacts, PoolKind } from '../context.js';
-import { kindLabel } from '../ct/ct-keys.js';
+import { kindLabel, rolloutKey } from '../ct/ct-keys.js';
 import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
+  ctRolloutOf,
   listCtPoolConfigMaps,
   readCtPool,
   readCtPoolSettingsIn,
   requireCtPool,
   specOf,
   storedCtPoolSettings,
+  updateCtPoolConfigMap,
 } from '../ct/ct-pool-store.js';
 import { leasePoolLabel, poolLabel } from '../keys.js';
 import { podKind } from '../kube/resource-kinds.js';
+import type { PoolRollout } from '../pool-rollout.js';
 import { freeSinceOf } from '../schedules/free-since.js';
 
 /**
@@ -43,12 +46,12 @@ export const ctPoolKind: PoolKind = {
     return sizes;
   },
 
-  // a container pool's spec carries a schedule, never a roll-out: its image change is its roll-out (docs/ct-pools.md)
+  // a container pool's roll-out is its image change, recorded beside its spec (docs/ct-pools.md#image-changes)
   async readPlannedPoolFacts(ctx, namespace, options = {}) {
     const scheduled = (await listCtPoolConfigMaps(ctx, namespace, options)).flatMap((configMap) => {
       try {
         const stored = { spec: specOf(configMap), configMap };
-        return stored.spec.schedule ? [stored] : [];
+        return stored.spec.schedule || ctRolloutOf(stored) ? [stored] : [];
       } catch {
         return [];
       }
@@ -69,10 +72,24 @@ export const ctPoolKind: PoolKind = {
         marked: new Set(),
         freeSince: freeSinceOf(own),
         fewestMembers: 0,
+        warmWhenReady: true,
         settings: storedCtPoolSettings(stored),
       });
     }
     return facts;
+  },
+
+  async setRolloutPaused(ctx, namespace, pool, paused) {
+    let written: PoolRollout | undefined;
+    await updateCtPoolConfigMap(ctx, namespace, pool, (current) => {
+      written = undefined;
+      const rollout = ctRolloutOf({ spec: specOf(current), configMap: current });
+      if (!rollout || rollout.finishedAt) return undefined;
+      const { paused: _, ...rest } = rollout;
+      written = paused ? { ...rest, paused: true } : rest;
+      return { ...current, data: { ...current.data, [rolloutKey]: JSON.stringify(written) } };
+    });
+    return written;
   },
 
   async readPoolFacts(ctx, namespace, pool) {
@@ -88,6 +105,7 @@ export const ctPoolKind: PoolKind = {
       marked: new Set(),
       freeSince: freeSinceOf(pods),
       fewestMembers: 0,
+      warmWhenReady: true,
       settings: storedCtPoolSettings(stored),
     };
   },

@@ -4,6 +4,7 @@ import { leasePoolLabel, removalHolder } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
 import { leaseNameFor, memberFromLeaseName } from '../lease-name.js';
 import { compareNatural, nextMemberNames } from '../member-names.js';
+import type { PoolRollout } from '../pool-rollout.js';
 import type { PoolSchedule } from '../pool-schedule.js';
 import {
   isUnclaimed,
@@ -12,6 +13,7 @@ import {
   type ScheduleTargets,
 } from '../schedules/plan-schedule.js';
 import { splitWaiterLeases } from '../waitlist/plan-waitlist.js';
+import { type CtRolloutPlan, planCtRollout } from './plan-ct-rollout.js';
 
 /** One member of a container pool as a reconcile pass read it: its Pod's facts and which objects exist. @category ct-pools */
 export interface CtMemberRead {
@@ -27,8 +29,6 @@ export interface CtReconcileInput {
   pool: string;
   /** The members wanted. */
   size: number;
-  /** The image the spec names now: a free member running another one is replaced. */
-  image: string;
   /** Whether members have a home volume. */
   home: boolean;
   /** Every member object found (Pod, Service or home claim labelled with the pool). */
@@ -43,6 +43,13 @@ export interface CtReconcileInput {
    * every period), and only members free for the settle time are removed.
    */
   schedule?: CtScheduleRead | undefined;
+  /** The pool's `minReady`: the Ready free members a roll-out keeps outside every period. */
+  minReady?: number | undefined;
+  /**
+   * The roll-out to the spec's image under way, when some member runs another image or its journal names members:
+   * free members on another image are replaced by {@link planCtRollout}, and only then.
+   */
+  rollout?: PoolRollout | undefined;
 }
 
 /** What a scheduled container pool's pass reads besides its members. @category ct-pools */
@@ -59,7 +66,7 @@ export interface CtScheduleRead {
  *
  * - `create`: a new member: its home claim, Service and Pod.
  * - `complete`: an existing member lacks objects: create those named (the Pod only while nobody holds it).
- * - `replace`: a free member's Pod finished, or runs an image the spec no longer names: take its Lease, delete
+ * - `replace`: a free member's Pod finished, or the roll-out replaces its older image: take its Lease, delete
  *   the Pod, create it again (the home volume stays).
  * - `remove`: the pool is too big: take a free member's Lease, delete its objects, drop the Lease.
  * - `skip`: a held member is left alone, or one whose Pod is still being deleted is left for the next pass.
@@ -86,6 +93,11 @@ export interface CtReconcilePlan {
   newPods: number;
   /** For a scheduled pool: its targets now, the demand they follow and the free members settling before removal. */
   schedule?: CtSchedulePlan;
+  /**
+   * With a roll-out: its pass, the journal to write before any step (`journal`), and the members it begins now
+   * (`begun`: replacements and extra members).
+   */
+  rollout?: CtRolloutPlan & { journal: string[]; begun: string[] };
 }
 
 /** Where a scheduled container pool's pass aims. @category ct-pools */
@@ -115,13 +127,13 @@ function isFree(read: CtMemberRead, lease: LeaseObject | undefined, now: Date): 
  *
  * @example
  * ```ts
- * const plan = planCtReconcile({ pool: 'devbox', size: 2, image, home: false, members, leases, taken, now });
+ * const plan = planCtReconcile({ pool: 'devbox', size: 2, home: false, members, leases, taken, now });
  * for (const step of plan.steps) if (step.kind === 'create') await createMember(step.member);
  * ```
  * @category ct-pools
  */
 export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
-  const { pool, image, home, leases, taken, now } = input;
+  const { pool, home, leases, taken, now } = input;
   const leaseOf = new Map(leases.map((lease) => [lease.metadata.name ?? '', lease]));
   const members = [...input.members].sort((left, right) => compareNatural(left.member, right.member));
   const free = new Map(
@@ -129,14 +141,28 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
   );
   const scheduled = input.schedule && planScheduledSize(input, input.schedule, free);
   const size = scheduled?.size ?? input.size;
-  const surplus = Math.max(0, members.length - size);
-  const removed = new Set(
-    members
-      .filter((read) => free.get(read.member) && (scheduled?.removable.has(read.member) ?? true))
+  // a removal deletes the Service with the Pod: a member whose Pod is going and whose Service is gone is leaving
+  const standing = members.filter((read) => !(read.pod?.deleting && !read.service));
+  const roll = input.rollout && planRollingImage(input, input.rollout, { free, size, scheduled, standing });
+  // a member being replaced or starting as an extra is the roll-out's: no shrink takes it
+  const rolling = new Set([...(roll?.journal ?? []), ...(roll?.replace ?? []), ...(roll?.remove ?? [])]);
+  const surplus = Math.max(0, standing.length - size - (roll?.remove.length ?? 0));
+  // while old members remain or new ones start, the extra members stay: a shrink could take a Ready one below the buffer
+  const holdsExtras = roll !== undefined && (roll.keepsExtras || roll.journal.length > 0);
+  const removed = new Set([
+    ...(roll?.remove ?? []),
+    ...(holdsExtras ? [] : standing)
+      .filter(
+        (read) =>
+          free.get(read.member) &&
+          !rolling.has(read.member) &&
+          (scheduled?.removable.has(read.member) ?? true),
+      )
       .reverse()
       .slice(0, surplus)
       .map((read) => read.member),
-  );
+  ]);
+  const replacing = new Set(roll?.replace);
   const steps: CtReconcileStep[] = [];
   let newPods = 0;
   for (const read of members) {
@@ -160,7 +186,7 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
       steps.push({ kind: 'skip', member, reason: 'claimed' });
       continue;
     }
-    if (pod && (pod.previousInstance || pod.source !== image)) {
+    if (pod && (pod.previousInstance || replacing.has(member))) {
       steps.push({
         kind: 'replace',
         member,
@@ -181,15 +207,63 @@ export function planCtReconcile(input: CtReconcileInput): CtReconcilePlan {
   }
   for (const member of scheduled?.markFree ?? []) steps.push({ kind: 'mark-free', member });
   for (const member of scheduled?.unmarkFree ?? []) steps.push({ kind: 'unmark-free', member });
-  const kept = members.length - removed.size;
-  const names = new Set([...taken, ...members.map((read) => read.member), ...leaseMembers(leases)]);
-  for (const member of nextMemberNames(pool, names, Math.max(0, size - kept))) {
+  const kept = standing.length - removed.size;
+  const names = new Set([
+    ...taken,
+    ...members.map((read) => read.member),
+    ...leaseMembers(leases),
+    ...(roll?.recreate ?? []),
+  ]);
+  const wanted = Math.max(0, size - kept);
+  const created = nextMemberNames(pool, names, wanted + (roll?.extra ?? 0));
+  for (const member of [...(roll?.recreate ?? []), ...created]) {
     steps.push({ kind: 'create', member });
     newPods += 1;
   }
-  if (!scheduled) return { steps, newPods };
+  const plan: CtReconcilePlan = { steps, newPods };
+  if (roll) {
+    const { extra: _, ...rest } = roll;
+    const extras = created.slice(wanted);
+    const started = roll.replace.filter((member) => !roll.journal.includes(member));
+    const begun = [...started, ...extras];
+    plan.rollout = { ...rest, extra: extras.length, journal: [...roll.journal, ...begun], begun };
+  }
+  if (!scheduled) return plan;
   const { targets, claimed, waiters, settling } = scheduled;
-  return { steps, newPods, schedule: { targets, claimed, waiters, settling } };
+  return { ...plan, schedule: { targets, claimed, waiters, settling } };
+}
+
+/**
+ * The roll-out's pass within a reconcile pass: its buffer is the schedule's free target now, else `minReady`, and its
+ * cap the `max` of the period the size follows. `journal` is what stays in the journal after the pass settled and
+ * dropped members.
+ */
+function planRollingImage(
+  input: CtReconcileInput,
+  rollout: PoolRollout,
+  pass: {
+    free: ReadonlyMap<string, boolean>;
+    size: number;
+    scheduled: ReturnType<typeof planScheduledSize> | undefined;
+    standing: readonly CtMemberRead[];
+  },
+): CtRolloutPlan & { journal: string[] } {
+  const targets = pass.scheduled?.targets;
+  const period = targets && (targets.period ?? targets.warmingFor);
+  const max = input.schedule?.schedule.periods.find((candidate) => candidate.name === period)?.max;
+  const roll = planCtRollout({
+    rollout,
+    members: input.members,
+    leases: input.leases,
+    free: pass.free,
+    buffer: targets?.freeRunning ?? input.minReady ?? 0,
+    size: pass.size,
+    standing: pass.standing.length,
+    cap: max ?? Number.POSITIVE_INFINITY,
+    now: input.now,
+  });
+  const gone = new Set([...roll.settled, ...roll.dropped]);
+  return { ...roll, journal: rollout.rebuilding.filter((member) => !gone.has(member)) };
 }
 
 /**

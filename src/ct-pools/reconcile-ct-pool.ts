@@ -2,7 +2,13 @@ import { type AdmissionPlan, admitPool } from '../capacity/admit-pool.js';
 import { deleteLeaseAsRead } from '../claims/lease-writes.js';
 import { takeRemovalLease } from '../claims/removal-lease.js';
 import type { VdiContext } from '../context.js';
-import { ctMemberLabel, kindLabel, scheduleFailureKey, specConfigMapName } from '../ct/ct-keys.js';
+import {
+  ctMemberLabel,
+  kindLabel,
+  rolloutKey,
+  scheduleFailureKey,
+  specConfigMapName,
+} from '../ct/ct-keys.js';
 import { toCtMemberFacts } from '../ct/ct-member-facts.js';
 import {
   type CtMemberTarget,
@@ -13,15 +19,21 @@ import {
   ensureService,
 } from '../ct/ct-member-writes.js';
 import { type CtPoolSpec, extendedResourcesOf } from '../ct/ct-pool-spec.js';
-import { requireCtPool, type StoredCtPool, specOf } from '../ct/ct-pool-store.js';
+import {
+  ctRolloutOf,
+  requireCtPool,
+  type StoredCtPool,
+  specOf,
+  updateCtPoolConfigMap,
+} from '../ct/ct-pool-store.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { formatPoolId } from '../ids.js';
 import { freeSinceAnnotation, leasePoolLabel, poolLabel } from '../keys.js';
-import { readModifyWrite } from '../kube/read-modify-write.js';
-import { configMapKind, nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
+import { nodeKind, podKind, pvcKind, serviceKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject, LeaseObject } from '../kube-objects.js';
 import { leaseNameFor } from '../lease-name.js';
 import { parseRfc3339 } from '../parse-time.js';
+import { defaultMaxUnavailable, type PoolRollout } from '../pool-rollout.js';
 import { readScheduleFailure, type ScheduleFailure } from '../pool-settings.js';
 import { freeSinceOf } from '../schedules/free-since.js';
 import { retryAt } from '../schedules/plan-schedule.js';
@@ -69,6 +81,21 @@ export interface ReconcileCtPoolResult {
    * first failure, doubling up to 10 minutes).
    */
   backingOff?: ScheduleFailure & { retryAt: string };
+  /** The pool's image roll-out, when it has had one: where it stands after the pass's plan. */
+  rollOut?: CtRolloutResult;
+}
+
+/** A container pool's image roll-out as a reconcile pass leaves it. @category ct-pools */
+export interface CtRolloutResult {
+  /** The image the members move to. */
+  to: string;
+  /** Members whose Pod runs `to` and is Ready (or is claimed on it), of `total`: `3/10 on <image>`. */
+  onTarget: number;
+  total: number;
+  /** Members being replaced now, and extra members starting. */
+  rebuilding: string[];
+  paused: boolean;
+  finished: boolean;
 }
 
 const defaultTimeoutMs = 120_000;
@@ -135,21 +162,78 @@ async function admit(
   });
 }
 
-/** The plan of a pass over the members as read, for the spec. */
-function planPass(
+/**
+ * The roll-out a pass follows: the one stored while it moves to the spec's image, else a new one when a member runs
+ * another image (an apply changed it) or the journal still names members; `undefined` when there is nothing to roll.
+ */
+function rolloutFor(
   ctx: VdiContext,
-  spec: CtPoolSpec,
-  read: Awaited<ReturnType<typeof readMembers>>,
-): CtReconcilePlan {
+  stored: StoredCtPool,
+  members: readonly CtMemberRead[],
+): PoolRollout | undefined {
+  const { spec } = stored;
+  const current = ctRolloutOf(stored);
+  if (current?.to === spec.image && !current.finishedAt) return current;
+  const behind = members.some((read) => read.pod && !read.pod.deleting && read.pod.source !== spec.image);
+  // one to an image nothing runs (the image changed back) gives way to one to the spec's, which the pass finishes
+  const toSpecImage = current === undefined || current.to === spec.image;
+  if (!behind && !current?.rebuilding.length && toSpecImage) return current;
+  return {
+    to: spec.image,
+    maxUnavailable: spec.maxUnavailable ?? defaultMaxUnavailable,
+    startedAt: ctx.clock.now().toISOString(),
+    // replacements a former roll-out began are finished from the new image
+    rebuilding: current?.rebuilding ?? [],
+  };
+}
+
+/** The plan of a pass over the members as read, for the spec, and the roll-out record it leaves (if any). */
+function planPass(ctx: VdiContext, stored: StoredCtPool, read: Awaited<ReturnType<typeof readMembers>>) {
+  const { spec } = stored;
   const { freeSince, ...members } = read;
-  return planCtReconcile({
+  const rollout = rolloutFor(ctx, stored, read.members);
+  const plan = planCtReconcile({
     pool: spec.name,
     size: spec.size,
-    image: spec.image,
     home: spec.home !== undefined,
     ...members,
     now: ctx.clock.now(),
     schedule: spec.schedule && { schedule: spec.schedule, minReady: spec.minReady ?? 0, freeSince },
+    minReady: spec.minReady,
+    rollout: rollout?.finishedAt ? undefined : rollout,
+  });
+  const record = rollout && rolloutRecord(ctx, rollout, plan);
+  const recordChanged =
+    record !== undefined && stored.configMap.data?.[rolloutKey] !== JSON.stringify(record);
+  return { plan, record, recordChanged };
+}
+
+/** The roll-out as the pass leaves it: its journal, and finished once every member runs the image Ready. */
+function rolloutRecord(ctx: VdiContext, rollout: PoolRollout, plan: CtReconcilePlan): PoolRollout {
+  const pass = plan.rollout;
+  if (!pass) return rollout;
+  const { finishedAt: _, ...under } = rollout;
+  const done = pass.plan.done && pass.journal.length === 0;
+  return {
+    ...under,
+    rebuilding: pass.journal,
+    ...(done ? { finishedAt: ctx.clock.now().toISOString() } : {}),
+  };
+}
+
+/** Writes the roll-out record beside the spec, keeping a spec applied meanwhile. */
+async function writeRollout(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  record: PoolRollout,
+): Promise<void> {
+  await updateCtPoolConfigMap(ctx, namespace, pool, (current) => {
+    // a pause or resume written since the read stands
+    const stored = ctRolloutOf({ spec: specOf(current), configMap: current });
+    const { paused: _, ...rest } = record;
+    const next = stored?.to === record.to && stored.paused ? { ...record, paused: true } : rest;
+    return { ...current, data: { ...current.data, [rolloutKey]: JSON.stringify(next) } };
   });
 }
 
@@ -183,17 +267,12 @@ async function writeScheduleFailure(
   pool: string,
   failure: (current: ScheduleFailure | undefined) => ScheduleFailure | undefined,
 ): Promise<void> {
-  await readModifyWrite(
-    ctx.cluster.resource(configMapKind).in(namespace),
-    specConfigMapName(pool),
-    (current) => {
-      if (current?.metadata.labels?.[kindLabel] !== 'ct') return undefined;
-      const { [scheduleFailureKey]: previous, ...data } = current.data ?? {};
-      const next = failure(readScheduleFailure(previous));
-      if (next === undefined && previous === undefined) return undefined;
-      return { ...current, data: next ? { ...data, [scheduleFailureKey]: JSON.stringify(next) } : data };
-    },
-  );
+  await updateCtPoolConfigMap(ctx, namespace, pool, (current) => {
+    const { [scheduleFailureKey]: previous, ...data } = current.data ?? {};
+    const next = failure(readScheduleFailure(previous));
+    if (next === undefined && previous === undefined) return undefined;
+    return { ...current, data: next ? { ...data, [scheduleFailureKey]: JSON.stringify(next) } : data };
+  });
 }
 
 /**
@@ -249,13 +328,17 @@ async function reconcileAsRead(
 ): Promise<ReconcileCtPoolResult> {
   const { spec } = stored;
   const read = await readMembers(ctx, namespace, spec.name, { quiet: false });
-  const plan = planPass(ctx, spec, read);
+  const { plan, record, recordChanged } = planPass(ctx, stored, read);
   const capacity = await admit(ctx, stored, namespace, plan.newPods);
   const result: ReconcileCtPoolResult = {
     ...emptyResult(namespace, spec.name),
     ...(capacity ? { capacity } : {}),
     ...(plan.schedule ? { schedule: plan.schedule } : {}),
+    ...(record ? { rollOut: rolloutResult(record, plan) } : {}),
   };
+  // the journal first: a pass that stops after taking a member leaves it where the next one looks
+  if (record && recordChanged) await writeRollout(ctx, namespace, spec.name, record);
+  if (record && plan.rollout) reportRollout(ctx, result.id, record, plan.rollout);
   await carryOut(ctx, { namespace, stored, plan, leases: read.leases, result }, timeoutMs);
   const { schedule } = plan;
   if (schedule && result.created.length + result.removed.length > 0) {
@@ -320,15 +403,50 @@ async function passWithNothingToDo(
   const backingOff = force ? undefined : backoffOf(ctx, spec, configMap);
   if (backingOff) return { ...emptyResult(namespace, spec.name), backingOff };
   const read = await readMembers(ctx, namespace, spec.name, { quiet: true });
-  const plan = planPass(ctx, spec, read);
-  if (!plan.steps.every((step) => step.kind === 'skip')) return undefined;
+  const { plan, record, recordChanged } = planPass(ctx, { spec, configMap }, read);
+  if (recordChanged || !plan.steps.every((step) => step.kind === 'skip')) return undefined;
   // a failure record is cleared by a pass that writes; a quiet one leaves it to that pass
   if (spec.schedule && readScheduleFailure(configMap.data?.[scheduleFailureKey])) return undefined;
   return {
     ...emptyResult(namespace, spec.name),
     held: plan.steps.filter((step) => step.reason === 'claimed').map((step) => step.member),
     ...(plan.schedule ? { schedule: plan.schedule } : {}),
+    ...(record ? { rollOut: rolloutResult(record, plan) } : {}),
   };
+}
+
+function rolloutResult(record: PoolRollout, plan: CtReconcilePlan): CtRolloutResult {
+  const pass = plan.rollout?.plan;
+  return {
+    to: record.to,
+    onTarget: pass?.onTarget.length ?? 0,
+    total: pass?.total ?? 0,
+    rebuilding: record.rebuilding,
+    paused: record.paused ?? false,
+    finished: record.finishedAt !== undefined,
+  };
+}
+
+/** Emits the pass's roll-out events: each member settled on the image, each begun, and the roll-out's end. */
+function reportRollout(
+  ctx: VdiContext,
+  poolId: string,
+  record: PoolRollout,
+  pass: NonNullable<CtReconcilePlan['rollout']>,
+): void {
+  const { onTarget, total } = pass.plan;
+  const emit = (member: string, step: 'rebuilding' | 'rebuilt') =>
+    ctx.events.emit('pool-rollout', {
+      poolId,
+      to: record.to,
+      member,
+      step,
+      onTarget: onTarget.length,
+      total,
+    });
+  for (const member of pass.settled) emit(member, 'rebuilt');
+  for (const member of pass.begun) emit(member, 'rebuilding');
+  if (record.finishedAt) ctx.events.emit('pool-rolled-out', { poolId, to: record.to, total });
 }
 
 /**

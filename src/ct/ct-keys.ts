@@ -9,6 +9,11 @@ export const specKey = 'spec.json';
  * passes back off; an apply of the spec drops it. @category ct-pools
  */
 export const scheduleFailureKey = 'schedule-failure';
+/**
+ * The ConfigMap key beside the spec that records the pool's image roll-out (the image, paused, the journal of the
+ * members being replaced), in the shape of a VM pool's `roll-out` setting; an apply keeps it. @category ct-pools
+ */
+export const rolloutKey = 'roll-out';
 /** The name of the one container of a member's Pod. @category ct-pools */
 export const desktopContainer = 'desktop';
 /** Where a member's home volume is mounted. @category ct-pools */

@@ -71,6 +71,11 @@ export interface CtPoolSpec {
    * period the reconciler keeps the period's free members within its floor and cap; outside every period `size`.
    */
   schedule?: PoolSchedule | undefined;
+  /**
+   * How many free members an image change replaces at once (1 to 100), the extra members it makes to keep the buffer
+   * included. @defaultValue 1
+   */
+  maxUnavailable?: number | undefined;
 }
 
 /** What {@link parseCtPoolSpec} needs to know besides the spec. @category ct-pools */
@@ -130,6 +135,7 @@ function schemaFor(options: ParseCtPoolSpecOptions) {
         }),
       size: z.number().int('must be a whole number').min(0).max(maxPoolSize),
       minReady: z.number().int('must be a whole number').min(0).optional(),
+      maxUnavailable: z.number().int('must be a whole number').min(1).max(100).optional(),
       command: z.array(z.string()).min(1).optional(),
       args: z.array(z.string()).optional(),
       env: z
@@ -263,22 +269,6 @@ export function ctPoolSettingsOf(spec: PoolSettings): PoolSettings {
   };
 }
 
-// what VM pools take and container pools do not, refused as such rather than as a typo
-const vmPoolFields: Readonly<Record<string, string>> = {
-  maxUnavailable: 'a roll-out',
-};
-
-function refuseVmPoolFields(input: unknown): void {
-  if (typeof input !== 'object' || input === null) return;
-  const field = Object.keys(input).find((key) => Object.hasOwn(vmPoolFields, key));
-  if (field === undefined) return;
-  throw new VdiError(
-    'UNSUPPORTED_BACKEND',
-    `The container pool spec has "${field}", but only VM pools take ${vmPoolFields[field]}; a container pool's image change is its roll-out (docs/ct-pools.md#image-changes). Nothing was written.`,
-    { details: { field, kind: 'ct', feature: vmPoolFields[field] } },
-  );
-}
-
 /**
  * Checks a container pool's definition and fills in its defaults. Pure: nothing is read or written.
  *
@@ -287,12 +277,10 @@ function refuseVmPoolFields(input: unknown): void {
  * const spec = parseCtPoolSpec({ name: 'devbox', image: 'ghcr.io/acme/devbox:1.4', size: 3 });
  * spec.shell; // '/bin/sh'
  * ```
- * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead;
- *   `UNSUPPORTED_BACKEND` for a field only VM pools take (`maxUnavailable`).
+ * @throws {@link VdiError} `INVALID_INPUT` naming each bad field (`details.fields`) and what to write instead.
  * @category ct-pools
  */
 export function parseCtPoolSpec(input: unknown, options: ParseCtPoolSpecOptions = {}): CtPoolSpec {
-  refuseVmPoolFields(input);
   const parsed = schemaFor(options).safeParse(input);
   if (parsed.success) return parsed.data as CtPoolSpec;
   const refused = parsed.error.issues.flatMap((issue) =>

@@ -1,13 +1,16 @@
 import type { VdiContext } from '../context.js';
 import { VdiError } from '../errors.js';
 import { poolLabel } from '../keys.js';
+import { readModifyWrite } from '../kube/read-modify-write.js';
 import type { ListOptions } from '../kube/resource.js';
 import { configMapKind } from '../kube/resource-kinds.js';
 import type { ConfigMapObject } from '../kube-objects.js';
+import { defaultMaxUnavailable, type PoolRollout, readPoolRollout } from '../pool-rollout.js';
 import { type PoolSettings, readScheduleFailure } from '../pool-settings.js';
 import { validatePoolName } from '../validate.js';
-import { kindLabel, scheduleFailureKey, specConfigMapName, specKey } from './ct-keys.js';
+import { kindLabel, rolloutKey, scheduleFailureKey, specConfigMapName, specKey } from './ct-keys.js';
 import { type CtPoolSpec, ctPoolSettingsOf, parseCtPoolSpec } from './ct-pool-spec.js';
+import { imageReferenceProblem } from './image-reference.js';
 
 /** A container pool as stored: its spec and the ConfigMap it lives in. */
 export interface StoredCtPool {
@@ -34,16 +37,33 @@ export function specOf(configMap: ConfigMapObject): CtPoolSpec {
 }
 
 /**
- * A container pool's settings in the shape every pool kind answers: its reclaim and access settings, and with a
- * schedule the schedule, its size as the plain size and its reconcile's failures in a row.
+ * The pool's image roll-out as stored beside its spec, with the spec's `maxUnavailable` (the spec is what an apply
+ * changes); `undefined` when it has had none, or the record was edited into something unreadable.
+ */
+export function ctRolloutOf(stored: StoredCtPool): PoolRollout | undefined {
+  const text = stored.configMap.data?.[rolloutKey];
+  if (text === undefined) return undefined;
+  try {
+    const rollout = readPoolRollout(JSON.parse(text), (to) => imageReferenceProblem(to) === undefined);
+    return { ...rollout, maxUnavailable: stored.spec.maxUnavailable ?? defaultMaxUnavailable };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A container pool's settings in the shape every pool kind answers: its reclaim and access settings, with a
+ * schedule the schedule, its size as the plain size and its reconcile's failures in a row, and its image roll-out.
  */
 export function storedCtPoolSettings(stored: StoredCtPool): PoolSettings {
   const { spec, configMap } = stored;
   const failure = spec.schedule && readScheduleFailure(configMap.data?.[scheduleFailureKey]);
+  const rollOut = ctRolloutOf(stored);
   return {
     ...ctPoolSettingsOf(spec),
     ...(spec.schedule ? { schedule: spec.schedule, plainSize: spec.size } : {}),
     ...(failure ? { scheduleFailure: failure } : {}),
+    ...(rollOut ? { rollOut } : {}),
   };
 }
 
@@ -116,14 +136,38 @@ export async function readCtPoolSettingsIn(
   return settings;
 }
 
-/** The ConfigMap that stores `spec`, to create, or to replace `current` with its resourceVersion. Pure. */
+/**
+ * The ConfigMap that stores `spec`, to create, or to replace `current` with its resourceVersion; the roll-out
+ * record stays (its journal names the members being replaced, whatever the spec says). Pure.
+ */
 export function buildSpecConfigMap(spec: CtPoolSpec, current: ConfigMapObject | undefined): ConfigMapObject {
+  const rollout = current?.data?.[rolloutKey];
   return {
     metadata: {
       name: specConfigMapName(spec.name),
       labels: { [poolLabel]: spec.name, [kindLabel]: 'ct' },
       ...(current ? { resourceVersion: current.metadata.resourceVersion } : {}),
     },
-    data: { [specKey]: `${JSON.stringify(spec, null, 2)}\n` },
+    data: {
+      [specKey]: `${JSON.stringify(spec, null, 2)}\n`,
+      ...(rollout === undefined ? {} : { [rolloutKey]: rollout }),
+    },
   };
+}
+
+/**
+ * Changes what a container pool's ConfigMap holds beside its spec, read and written again on a conflict, so a spec
+ * applied meanwhile stays; `change` answers `undefined` to leave it. A ConfigMap that is not a container pool's is left.
+ */
+export async function updateCtPoolConfigMap(
+  ctx: VdiContext,
+  namespace: string,
+  pool: string,
+  change: (current: ConfigMapObject) => ConfigMapObject | undefined,
+): Promise<void> {
+  await readModifyWrite(
+    ctx.cluster.resource(configMapKind).in(namespace),
+    specConfigMapName(pool),
+    (current) => (current?.metadata.labels?.[kindLabel] === 'ct' ? change(current) : undefined),
+  );
 }

@@ -23,6 +23,8 @@ export interface PoolPlansFacts {
   freeSince?: ReadonlyMap<string, Date> | undefined;
   /** The fewest members a scheduled pool of the kind keeps. @defaultValue 1 */
   fewestMembers?: number | undefined;
+  /** Whether a roll-out counts a member warm only once Ready (a container pool's Pods). @defaultValue false */
+  warmWhenReady?: boolean | undefined;
   settings: PoolSettings | undefined;
 }
 
@@ -66,6 +68,7 @@ export function describePoolPlans(input: {
           leases,
           buffer: schedule?.targets.freeRunning ?? facts.minReady ?? 0,
           now,
+          readyOnly: facts.warmWhenReady,
         })
       : undefined,
   };

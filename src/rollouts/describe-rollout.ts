@@ -36,6 +36,8 @@ export function describeRollout(input: {
   leases: readonly LeaseObject[];
   buffer: number;
   now: Date;
+  /** Count a member warm only once Ready, as a container pool's roll-out does. */
+  readyOnly?: boolean | undefined;
 }): RolloutStatus {
   const { rollout } = input;
   const plan = planRollout({ ...input, rollTo: new Map() });

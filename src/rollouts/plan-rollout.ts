@@ -18,6 +18,8 @@ export interface RolloutInput {
   /** The members carrying `corral.dev/vdi-roll-to`, with its value. */
   rollTo: ReadonlyMap<string, string>;
   now: Date;
+  /** Count a member warm only once it runs and is Ready, not while it starts (a container pool's Pods). */
+  readyOnly?: boolean | undefined;
 }
 
 /**
@@ -51,7 +53,8 @@ export interface RolloutPlan {
   done: boolean;
 }
 
-const isWarm = (member: MemberFacts) => member.power === 'running' || member.power === 'starting';
+const isStarted = (member: MemberFacts) => member.power === 'running' || member.power === 'starting';
+const isReady = (member: MemberFacts) => member.power === 'running';
 
 /**
  * Plans one pass of a pool's roll-out. At most `maxUnavailable` members are rebuilding at once (the journal's
@@ -68,6 +71,7 @@ const isWarm = (member: MemberFacts) => member.power === 'running' || member.pow
  */
 export function planRollout(input: RolloutInput): RolloutPlan {
   const { rollout, buffer, now } = input;
+  const isWarm = input.readyOnly ? isReady : isStarted;
   const journal = new Set(rollout.rebuilding);
   const leaseOf = new Map(input.leases.map((lease) => [lease.metadata.name, lease]));
   const members = [...input.members].sort((left, right) => compareNatural(left.member, right.member));

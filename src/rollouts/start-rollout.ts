@@ -173,6 +173,11 @@ export async function setPoolRolloutPaused(
     async () => {
       const underway = (rollOut: PoolRollout | undefined) => rollOut !== undefined && !rollOut.finishedAt;
       if (!underway(poolSettingsOf(await readPoolSettingsConfigMap(ctx, namespace, name)).rollOut)) {
+        // a container pool records its image roll-out beside its spec
+        for (const other of Object.values(ctx.poolKinds)) {
+          const written = await other?.setRolloutPaused?.(ctx, namespace, name, paused);
+          if (written) return written;
+        }
         throw new VdiError(
           'POOL_NOT_FOUND',
           `Pool ${id} has no roll-out under way; start one with "corral-vdi pool set ${name} --from GOLDEN".`,

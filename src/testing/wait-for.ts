@@ -1,6 +1,10 @@
 import { setTimeout as pause } from 'node:timers/promises';
 import { VdiError } from '../errors.js';
 
+// a condition that holds soon is seen soon; a long wait asks ten times a second, not forty
+const firstPauseMs = 25;
+const longestPauseMs = 100;
+
 /** Options of {@link waitFor}. @category testing */
 export interface WaitForOptions {
   /** What is awaited, as the failure message names it: `the VMI of desk-1 to run`. */
@@ -28,7 +32,7 @@ function describeSeen(seen: { value: unknown } | { error: unknown } | undefined)
 }
 
 /**
- * Asks `condition` again every 25 ms until it returns a value that is neither `undefined`, `null` nor `false`
+ * Asks `condition` again after 25 ms, then 50, then every 100 ms until it returns a value that is neither `undefined`, `null` nor `false`
  * (or, with `until`, a value that `until` accepts), and resolves with that value. A `condition` that throws (an
  * `expect` that does not hold yet, a 404) is asked again too. Meant for state that other processes change (the
  * apiserver, the simulator, a CLI); anything decided by time should take a test clock instead.
@@ -68,6 +72,7 @@ export async function waitFor<T>(
     throw new VdiError('INVALID_INPUT', `waitFor needs a positive timeoutMs, not ${timeoutMs}.`);
   const deadline = performance.now() + timeoutMs;
   let seen: { value: unknown } | { error: unknown } | undefined;
+  let pauseMs = firstPauseMs;
   for (;;) {
     try {
       const value = await condition();
@@ -80,6 +85,7 @@ export async function waitFor<T>(
       throw new Error(
         `Timed out after ${timeoutMs} ms waiting for ${options.describe}; last seen: ${describeSeen(seen)}`,
       );
-    await pause(25);
+    await pause(pauseMs);
+    pauseMs = Math.min(pauseMs * 2, longestPauseMs);
   }
 }

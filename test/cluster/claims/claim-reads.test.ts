@@ -1,9 +1,11 @@
 import { tmpdir } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { assignedToKey, poolLabel } from '../../../src/keys.js';
+import { writeClaimLease } from '../../../src/claims/lease-writes.js';
+import { assignedToKey, poolLabel, uncheckedHolderGroups } from '../../../src/keys.js';
 import { KubeCluster } from '../../../src/kube/cluster.js';
 import { createTestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import {
   createPoolMembers,
@@ -59,6 +61,58 @@ describe('claims of one process without watch caches', () => {
     // a page holds ten members: a claim that picked one while another claim of the process was taking it, or one a
     // page read from an older snapshot showed free after it was presented, loses the Lease create
     expect(conflicts).toBe(0);
+  }, 180_000);
+
+  it('a claim whose pages another process took since they were read walks again from a fresh first page, not the whole pool', async () => {
+    const namespace = await createTestNamespace(cluster(), 'reads-walk');
+    const members = await createPoolMembers(cluster(), namespace, 'devpool', 30);
+    const proxy = await startCountingProxy(cluster(), `${tmpdir()}/reads-walk-${process.pid}.kubeconfig`);
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(proxy.kubeconfigPath);
+      const vdi = createVdi({ kubeConfig, namespace, clock: createTestClock() });
+      const other = createVdi({ kubeConfig: cluster().kubeConfig, namespace, clock: createTestClock() });
+      // the first page's members, as the apiserver orders them, won by another process's claims not presented yet
+      for (const member of [...members].sort().slice(0, 10)) {
+        const target = { kind: 'vm' as const, namespace, pool: 'devpool', member, identity: 'other-user' };
+        await writeClaimLease(other.context, { ...target, holderGroups: uncheckedHolderGroups }, undefined);
+      }
+      // this claim finds nothing usable on the first page: it wins on the second, where the next claim starts
+      await vdi.claim({ pool: 'devpool', identity: 'user-1' });
+      // meanwhile the other process takes every other member, and the pool grows by three
+      const taken = await Promise.all(
+        Array.from({ length: 19 }, (_, index) =>
+          other.claim({ pool: 'devpool', identity: `other-${index}` }),
+        ),
+      );
+      expect(new Set(taken.map((desktop) => desktop.member)).size).toBe(19);
+      const kube = new KubeCluster(cluster().kubeConfig);
+      const grown = ['devpool-31', 'devpool-32', 'devpool-33'];
+      for (const name of grown) await kube.createVm(namespace, stoppedVm(name, { [poolLabel]: 'devpool' }));
+      await waitFor(() => kube.listVms(namespace, `${poolLabel}=devpool`), {
+        describe: 'the three new members to show Stopped',
+        until: (vms) =>
+          grown.every((name) =>
+            vms.some((vm) => vm.metadata?.name === name && vm.status?.printableStatus === 'Stopped'),
+          ),
+      });
+      const before = proxy.requests().length;
+      const claimed = await vdi.claim({ pool: 'devpool', identity: 'user-2' });
+      expect(grown).toContain(claimed.member);
+      // the pages from where the last claim won show the pool as it was before: every member on them is taken now
+      const wholePoolReads = proxy
+        .requests()
+        .slice(before)
+        .filter(
+          (request) =>
+            request.verb === 'list' &&
+            request.resource === 'virtualmachines' &&
+            request.labelSelector === `${poolLabel}=devpool`,
+        );
+      expect(wholePoolReads).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
   }, 180_000);
 
   it('a claim of a stopped member reads the member and its instance, at once, before it writes the Lease', async () => {

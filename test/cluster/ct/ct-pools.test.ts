@@ -381,7 +381,7 @@ describe('container pools', () => {
     expect(await kube.listLeases(namespace)).toEqual([]);
   });
 
-  it('rolls an image change to the free members in one pass and to a claimed member only at its release', async () => {
+  it('rolls an image change to the free members, maxUnavailable at once, and to a claimed member only at its release', async () => {
     const { namespace, vdi, kube } = await setUp('ct-image');
     await vdi.applyCtPool({ spec: { name: 'devbox', image, size: 3 } });
     await vdi.reconcileCtPool({ name: 'devbox' });
@@ -392,9 +392,10 @@ describe('container pools', () => {
       (await kube.resource(podKind).in(namespace).get(member))?.spec?.containers[0]?.image;
 
     const next = 'ghcr.io/acme/devbox:1.5';
-    await vdi.applyCtPool({ spec: { name: 'devbox', image: next, size: 3 } });
+    await vdi.applyCtPool({ spec: { name: 'devbox', image: next, size: 3, maxUnavailable: 2 } });
     expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: free, held: [claimed] });
     expect(await Promise.all(free.map(imageOf))).toEqual([next, next]);
+    for (const member of free) await waitReady(kube, namespace, member);
     const still = await kube.resource(podKind).in(namespace).get(claimed);
     expect([still?.metadata.uid, still?.spec?.containers[0]?.image]).toEqual([held?.metadata.uid, image]);
     expect(await vdi.reconcileCtPool({ name: 'devbox' })).toMatchObject({ replaced: [], held: [claimed] });

@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, onTestFailed } from 'vitest';
 import { rolloutLine } from '../../../src/cli/rollout-flags.js';
@@ -15,12 +14,12 @@ import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi } from '../../../src/vdi.js';
 import { type RunningWatch, type WatchedObject, watchPath } from '../../chaos/watch-path.js';
 import { createTestNamespace, stoppedVm, usePrivateCluster } from '../../support/cluster.js';
+import { startTsProcess } from '../../support/ts-process.js';
 import type { ReplicaConfig } from './broker-replica.js';
 
 // a plane of the file's own: the kill test stops its virt-controller to hold the leader mid-rebuild
 const cluster = usePrivateCluster({ kubevirt: 'real' });
 const entry = fileURLToPath(new URL('./broker-replica.ts', import.meta.url));
-const resolveHook = fileURLToPath(new URL('../../support/transform-ts.ts', import.meta.url));
 const buffer = 2;
 const reclaimWarningMs = 10_000;
 
@@ -41,13 +40,8 @@ afterEach(() => {
 });
 
 function startReplica(config: ReplicaConfig, lines: ReplicaLine[]): ChildProcess {
-  const child = spawn(process.execPath, ['--import', resolveHook, entry, JSON.stringify(config)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = startTsProcess(entry, config, lines);
   children.push(child);
-  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) =>
-    lines.push(JSON.parse(line) as ReplicaLine),
-  );
   return child;
 }
 

@@ -61,7 +61,6 @@ const plan = (input: Partial<Parameters<typeof planCtReconcile>[0]>) =>
   planCtReconcile({
     pool: 'devbox',
     size: 2,
-    image,
     home: false,
     members: [],
     leases: [],
@@ -100,17 +99,24 @@ describe('planCtReconcile', () => {
     expect(steps).toEqual([{ kind: 'skip', member: 'devbox-2', reason: 'claimed' }]);
   });
 
-  it('replaces a free member whose container ended, or that runs another image, and never a held one', () => {
+  it('replaces a free member whose container ended, or that runs another image in a roll-out, and never a held one', () => {
     const old = {
       ...member('devbox-2'),
       pod: { ...toCtMemberFacts(pod('devbox-2')), source: 'ghcr.io/acme/devbox:1.3' },
     };
-    const result = plan({
-      size: 3,
-      members: [member('devbox-1', { phase: 'Failed' }), old, member('devbox-3', { phase: 'Succeeded' })],
-      leases: [held('devbox-3')],
-    });
-    expect(result).toEqual({
+    const members = [
+      member('devbox-1', { phase: 'Failed' }),
+      old,
+      member('devbox-3', { phase: 'Succeeded' }),
+    ];
+    const leases = [held('devbox-3')];
+    const rollout = { to: image, maxUnavailable: 1, startedAt: now.toISOString(), rebuilding: [] };
+    expect(plan({ size: 3, members, leases }).steps).not.toContainEqual(
+      expect.objectContaining({ member: 'devbox-2' }),
+    );
+    const result = plan({ size: 3, members, leases, rollout });
+    expect(result.rollout?.journal).toEqual(['devbox-2']);
+    expect({ steps: result.steps, newPods: result.newPods }).toEqual({
       steps: [
         { kind: 'replace', member: 'devbox-1', uid: 'uid-devbox-1', reason: 'finished' },
         { kind: 'replace', member: 'devbox-2', uid: 'uid-devbox-2', reason: 'image' },
@@ -118,6 +124,22 @@ describe('planCtReconcile', () => {
       ],
       newPods: 2,
     });
+  });
+
+  it('counts a member a removal is taking away (its Pod going, its Service gone) neither in the size nor for removal', () => {
+    const leaving: CtMemberRead = {
+      member: 'devbox-3',
+      pod: toCtMemberFacts(pod('devbox-3', undefined, { deletionTimestamp: now.toISOString() })),
+      service: false,
+      homeClaim: false,
+    };
+    expect(plan({ size: 2, members: [member('devbox-1'), member('devbox-2'), leaving] }).steps).toEqual([
+      { kind: 'skip', member: 'devbox-3', reason: 'deleting' },
+    ]);
+    expect(plan({ size: 1, members: [member('devbox-1'), member('devbox-2'), leaving] }).steps).toEqual([
+      { kind: 'remove', member: 'devbox-2' },
+      { kind: 'skip', member: 'devbox-3', reason: 'deleting' },
+    ]);
   });
 
   it('shrinks by the highest free members and keeps held ones, even past the size', () => {

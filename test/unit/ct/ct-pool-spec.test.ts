@@ -120,14 +120,17 @@ describe('parseCtPoolSpec', () => {
     expect(fieldsOf(input)).toEqual(fields);
   });
 
-  it('refuses maxUnavailable, which only VM pools take, as UNSUPPORTED_BACKEND', () => {
-    expect(() => parseCtPoolSpec({ ...base, maxUnavailable: 2 })).toThrow(
-      expect.objectContaining({
-        code: 'UNSUPPORTED_BACKEND',
-        details: { field: 'maxUnavailable', kind: 'ct', feature: 'a roll-out' },
-        message: expect.stringContaining('only VM pools take a roll-out'),
-      }),
-    );
+  it('takes a maxUnavailable from 1 to 100 for an image roll-out, and refuses another naming the field', () => {
+    expect(parseCtPoolSpec({ ...base, maxUnavailable: 2 }).maxUnavailable).toBe(2);
+    expect(parseCtPoolSpec(base).maxUnavailable).toBeUndefined();
+    for (const maxUnavailable of [0, 101, 1.5, '2']) {
+      expect(() => parseCtPoolSpec({ ...base, maxUnavailable })).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_INPUT',
+          details: expect.objectContaining({ fields: ['maxUnavailable'] }),
+        }),
+      );
+    }
   });
 
   it('takes a schedule as a VM pool does, days and buffers written either way, and keeps it checked', () => {
