@@ -34,6 +34,20 @@ export interface VdiEvents {
     },
   ];
   /**
+   * The one snapshot of the golden VM that a create or grow of several members restores them all from: `taking`,
+   * `ready`, `deleted` once every clone finished, `left` when it could not be deleted (`reason`), or `skipped` when
+   * the identity may not make one or the cluster has no snapshot API (`reason`): each member's clone then snapshots
+   * the golden VM itself, one after another, which is slower.
+   */
+  'pool-snapshot': [
+    event: {
+      poolId: string;
+      step: 'taking' | 'ready' | 'deleted' | 'left' | 'skipped';
+      snapshot?: string;
+      reason?: string;
+    },
+  ];
+  /**
    * A scheduled pool's keeper changed the pool: the period in force (`null` outside every period), the targets, and
    * the members it cloned, removed, started and stopped.
    */

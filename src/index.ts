@@ -271,6 +271,7 @@ export {
   podKind,
   pvcKind,
   serviceKind,
+  snapshotKind,
   vmiKind,
   vmKind,
 } from './kube/resource-kinds.js';
@@ -301,6 +302,7 @@ export type {
   VirtualMachine,
   VirtualMachineClone,
   VirtualMachineInstance,
+  VirtualMachineSnapshot,
   VmDeviceRequest,
   VmDevices,
 } from './kubevirt-types.js';

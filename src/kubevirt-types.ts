@@ -90,6 +90,26 @@ export interface VirtualMachineClone {
   };
 }
 
+/**
+ * A KubeVirt VirtualMachineSnapshot (`snapshot.kubevirt.io`), as the SDK writes and reads it: the one snapshot of a
+ * golden VM that a pool create or grow restores all its members from.
+ *
+ * @category objects
+ */
+export interface VirtualMachineSnapshot {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: { source: { apiGroup: string; kind: string; name: string }; [field: string]: unknown };
+  status?: {
+    phase?: 'InProgress' | 'Succeeded' | 'Failed' | 'Unknown' | '';
+    readyToUse?: boolean;
+    error?: { message?: string; time?: string };
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+    [field: string]: unknown;
+  };
+}
+
 /** A permitted host device entry of the KubeVirt CR. @category objects */
 export interface PermittedHostDevice {
   resourceName: string;

@@ -44,6 +44,16 @@ async function withProgress<T>(
   const bar = input.terminal.progressBar();
   const onProgress = (event: { member: string; step: string; done: number; total: number }) =>
     bar.update({ done: event.done, total: event.total, label: `${event.member} ${event.step}` });
+  // a slower make, or a snapshot left behind, is worth a line of its own
+  const onSnapshot = (event: { step: string; reason?: string }) => {
+    if (event.reason === undefined) return;
+    bar.clear();
+    input.terminal.note(
+      event.step === 'skipped'
+        ? `one snapshot per member: ${event.reason}`
+        : `snapshot left: ${event.reason}`,
+    );
+  };
   const cancel = new AbortController();
   const onInterrupt = () => {
     bar.clear();
@@ -51,12 +61,14 @@ async function withProgress<T>(
     cancel.abort();
   };
   session.vdi.events.on('pool-progress', onProgress);
+  session.vdi.events.on('pool-snapshot', onSnapshot);
   if (cancellable) process.once('SIGINT', onInterrupt);
   try {
     return await run(cancel.signal);
   } finally {
     process.off('SIGINT', onInterrupt);
     session.vdi.events.off('pool-progress', onProgress);
+    session.vdi.events.off('pool-snapshot', onSnapshot);
     bar.clear();
   }
 }

@@ -13,6 +13,7 @@ import type {
   VirtualMachine,
   VirtualMachineClone,
   VirtualMachineInstance,
+  VirtualMachineSnapshot,
 } from '../kubevirt-types.js';
 import type { ResourceKind } from './resource.js';
 
@@ -82,6 +83,25 @@ export const cloneKind: ResourceKind<VirtualMachineClone> = {
       'operator is running; if the apiserver was just restarting, try again.',
   },
   plural: 'virtualmachineclones',
+  namespaced: true,
+};
+
+/**
+ * KubeVirt's snapshots of a VM, in the newest `snapshot.kubevirt.io` version the cluster serves: a pool create or
+ * grow of several members snapshots the golden VM once and clones every member from it. @category adapters
+ */
+export const snapshotKind: ResourceKind<VirtualMachineSnapshot> = {
+  kind: 'VirtualMachineSnapshot',
+  group: 'snapshot.kubevirt.io',
+  // both carry the spec the SDK writes
+  version: {
+    discover: ['v1beta1', 'v1alpha1'],
+    apiName: "KubeVirt's snapshot API",
+    whenUnserved:
+      "which a pool create or grow of several members snapshots the golden VM with once. Without it each member's " +
+      'clone snapshots the golden VM itself, one after another.',
+  },
+  plural: 'virtualmachinesnapshots',
   namespaced: true,
 };
 

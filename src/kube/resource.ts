@@ -74,6 +74,8 @@ export interface DeleteOptions {
   gracePeriodSeconds?: number;
   /** `Background`: delete at once and let the garbage collector delete what it owns. */
   propagationPolicy?: 'Background';
+  /** `['All']`: the apiserver authorizes and checks the delete and deletes nothing. */
+  dryRun?: ['All'];
 }
 
 /**

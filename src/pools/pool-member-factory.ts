@@ -35,6 +35,11 @@ export interface MemberOutcome {
   cloneLeft?: string;
   /** Who holds the member: a claim took it before this call gave up, so cleanup left it as a member of the pool. */
   heldBy?: string;
+  /**
+   * The snapshot of the source its clone restores from, when the call's members shared one (a VM pool's snapshot of
+   * the golden VM): cleanup deletes it once the clones are gone.
+   */
+  snapshot?: string;
 }
 
 /** What {@link MemberSource.makeMembers} makes. @category pools */

@@ -10,6 +10,7 @@ import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine } from '../kubevirt-types.js';
 import { leaseNameFor } from '../lease-name.js';
 import type { MemberOutcome } from '../pools/pool-member-factory.js';
+import { dropPoolSnapshot } from '../vm/vm-pool-snapshot.js';
 import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
 
 /** How long a member's removal waits for KubeVirt to let its VM go. */
@@ -45,26 +46,31 @@ const cloneLookMs = 100;
  * controller makes the restore once the snapshot is ready (also in the moment the clone is being deleted), and the
  * restore outlives a deleted clone until a garbage collector removes it, writing the member's VM after the removal
  * looked. A clone that has not begun its snapshot makes nothing once deleted.
+ *
+ * @returns whether the clone was seen making nothing more; `false` when it could not be read or outlived `deadline`.
  */
 async function letCloneFinish(
   ctx: VdiContext,
   namespace: string,
   name: string,
   deadline: number,
-): Promise<void> {
+): Promise<boolean> {
   while (ctx.clock.now().getTime() < deadline) {
-    const status = await ctx.cluster.getClone(namespace, name).then(
-      (clone) => clone?.status,
+    const read = await ctx.cluster.getClone(namespace, name).then(
+      (clone) => ({ status: clone?.status }),
       (error: unknown) => {
         // an identity that may not read clones cannot wait for one: it deletes it as it stands
         if (isVdiError(error, 'FORBIDDEN')) return undefined;
         throw error;
       },
     );
+    if (read === undefined) return false;
+    const { status } = read;
     const underWay = Boolean(status?.snapshotName || status?.restoreName);
-    if (!underWay || status?.phase === 'Succeeded' || status?.phase === 'Failed') return;
+    if (!underWay || status?.phase === 'Succeeded' || status?.phase === 'Failed') return true;
     await sleep(cloneLookMs);
   }
+  return false;
 }
 
 // KubeVirt's clone controller deletes a finished clone as soon as it sees the clone's VM gone: a few looks suffice.
@@ -126,7 +132,7 @@ async function deleteUnlessClaimed(
  * Deletes what the given members left behind: the clone object first, once a clone past its snapshot has finished
  * (so it cannot produce a VM afterwards), then the VM, if it carries the pool's label. A finished clone it may not delete goes with its VM (KubeVirt
  * removes it); one still there is named in the outcome's `cloneLeft`. Emits `pool-progress` `removed` per member
- * and marks its outcome.
+ * and marks its outcome. Last, it deletes the snapshot of the golden VM those clones restored from, if they shared one.
  */
 export async function removeMembers(
   ctx: VdiContext,
@@ -141,8 +147,11 @@ export async function removeMembers(
   let done = 0;
   // one bound for the whole removal, so many stuck clones do not add up their waits
   const cloneFinishDeadline = ctx.clock.now().getTime() + cloneFinishTimeoutMs;
+  const snapshots = new Set<string>();
+  let restoresMayRun = false;
   await forEachBounded(started, concurrency, async (outcome) => {
-    await letCloneFinish(ctx, namespace, outcome.clone, cloneFinishDeadline);
+    if (outcome.snapshot !== undefined) snapshots.add(outcome.snapshot);
+    if (!(await letCloneFinish(ctx, namespace, outcome.clone, cloneFinishDeadline))) restoresMayRun = true;
     const left = await deleteFinishedClone(ctx, namespace, outcome.clone);
     // only a VM this pool's clone made carries its label; any other VM of that name is left alone
     const vm = await ctx.cluster.getVm(namespace, outcome.member);
@@ -163,4 +172,15 @@ export async function removeMembers(
       total: started.length,
     });
   });
+  // only once no clone is left to read it: a restore of a clone not seen to finish may still read it
+  for (const snapshot of snapshots) {
+    if (!restoresMayRun) await dropPoolSnapshot(ctx, { namespace, poolId, snapshot });
+    else
+      ctx.events.emit('pool-snapshot', {
+        poolId,
+        step: 'left',
+        snapshot,
+        reason: `a clone not seen to finish may still restore from it; it makes nothing, and "corral-vdi pool delete" removes it`,
+      });
+  }
 }

@@ -1,8 +1,9 @@
 import { readGoldenVm, requireCapacity } from '../capacity/capacity-service.js';
 import type { VdiContext } from '../context.js';
 import { poolLabel, stagedPoolLabel } from '../keys.js';
-import { cloneKind } from '../kube/resource-kinds.js';
+import { cloneKind, snapshotKind } from '../kube/resource-kinds.js';
 import type { PoolMemberFactory } from '../pools/pool-member-factory.js';
+import { deletePoolSnapshot, listPoolSnapshots } from '../vm/vm-pool-snapshot.js';
 import { waitUntilVmGone } from '../vm/wait-until-vm-gone.js';
 import { cloneMembers } from './clone-vm-members.js';
 import { memberDeleteTimeoutMs, removeMembers } from './remove-vm-members.js';
@@ -43,16 +44,28 @@ export function createVmMemberFactory(ctx: VdiContext): PoolMemberFactory {
     },
 
     async listPending(namespace, pool) {
-      const [clones, staged] = await Promise.all([
+      const [clones, staged, snapshots] = await Promise.all([
         cluster.resource(cloneKind).in(namespace).list(`${poolLabel}=${pool}`),
         // the replacements of members a recreate staged and did not remove (it stopped part-way)
         cluster.listVms(namespace, `${stagedPoolLabel}=${pool}`),
+        // the golden VM's snapshot a create or grow that stopped part-way left
+        listPoolSnapshots(ctx, namespace, pool),
       ]);
-      return [...clones, ...staged].map((object) => object.metadata.name ?? '');
+      return [...[...clones, ...staged].map((object) => object.metadata.name ?? ''), ...snapshots];
     },
 
     async deletePending(namespace, name) {
       if (await cluster.resource(cloneKind).in(namespace).delete(name, { preconditions: {} })) return;
+      // a snapshot's name never ends in -clone, nor is it a VM's: deleting it by name deletes nothing else
+      const snapshot = await cluster
+        .resource(snapshotKind)
+        .in(namespace)
+        .get(name)
+        .catch(() => undefined);
+      if (snapshot?.metadata.labels?.[poolLabel] !== undefined) {
+        await deletePoolSnapshot(ctx, namespace, name);
+        return;
+      }
       const staged = await cluster.getVm(namespace, name);
       // only a staged VM: a member is deleted under its removal Lease, never here
       if (staged?.metadata.labels?.[stagedPoolLabel] && !staged.metadata.labels[poolLabel]) {

@@ -74,6 +74,11 @@ export interface MemberCloneInput {
   source?: string | undefined;
   /** Whether a recreate makes the member, which marks the clone object ({@link recreateCloneAnnotation}). */
   recreate?: boolean | undefined;
+  /**
+   * A ready VirtualMachineSnapshot of `golden` to restore the member from, instead of one the clone takes of
+   * `golden` itself: the snapshot a create or grow of several members shares.
+   */
+  snapshot?: string | undefined;
 }
 
 function pointerToken(key: string): string {
@@ -93,7 +98,8 @@ function addOperation(path: string, value: unknown): string {
  * target the member's marks and a stopped start: the pool label (plus the ephemeral label when `ephemeral`),
  * the `corral.dev/vdi-source` annotation naming the golden VM (a grown pool and an ephemeral reset clone from
  * it), `spec.runStrategy: Halted`, and no deprecated `spec.running`. The clone object carries the pool label,
- * so a pool delete finds leftovers.
+ * so a pool delete finds leftovers. With `snapshot`, the clone restores the member from that snapshot of the golden VM
+ * rather than snapshotting the golden VM itself.
  *
  * Each patch adds one key, as KubeVirt's restore webhook demands (a path under `/spec/`, `/metadata/labels/` or
  * `/metadata/annotations/`, and no `:` or `,` in a value). A label can only be added into a map that exists: the
@@ -117,6 +123,7 @@ export function buildMemberClone(input: MemberCloneInput): VirtualMachineClone {
     target: member,
     labels: { [poolLabel]: pool, ...(ephemeral ? { [ephemeralLabel]: 'true' } : {}) },
     annotations: { [sourceAnnotation]: source },
+    snapshot: input.snapshot,
   });
   if (input.recreate)
     clone.metadata.annotations = { ...clone.metadata.annotations, [recreateCloneAnnotation]: 'true' };
@@ -151,6 +158,7 @@ function buildClone(input: {
   target: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  snapshot?: string | undefined;
 }): VirtualMachineClone {
   const { namespace, pool, golden, target, labels, annotations } = input;
   if (Object.keys(golden.metadata.labels ?? {}).length === 0) {
@@ -181,7 +189,10 @@ function buildClone(input: {
       annotations: { [sourceAnnotation]: annotations[sourceAnnotation] ?? '' },
     },
     spec: {
-      source: vmRef(golden.metadata.name ?? ''),
+      source:
+        input.snapshot === undefined
+          ? vmRef(golden.metadata.name ?? '')
+          : { apiGroup: 'snapshot.kubevirt.io', kind: 'VirtualMachineSnapshot', name: input.snapshot },
       target: vmRef(target),
       labelFilters: [...cloneKeyFilters],
       annotationFilters: [...cloneKeyFilters],

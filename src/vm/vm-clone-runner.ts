@@ -191,6 +191,8 @@ export async function cloneMember(
     staged?: boolean;
     /** Whether a recreate makes the member (see {@link buildMemberClone}). */
     recreate?: boolean;
+    /** A ready snapshot of `golden` to restore the member from (see {@link buildMemberClone}). */
+    snapshot?: string | undefined;
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
@@ -199,7 +201,16 @@ export async function cloneMember(
   const golden = await withLabelMap(ctx, namespace, input.golden);
   const clone = input.staged
     ? buildStagedClone({ namespace, pool, member, golden })
-    : buildMemberClone({ namespace, pool, member, golden, ephemeral, source, recreate: input.recreate });
+    : buildMemberClone({
+        namespace,
+        pool,
+        member,
+        golden,
+        ephemeral,
+        source,
+        recreate: input.recreate,
+        snapshot: input.snapshot,
+      });
   const target = clone.spec.target?.name ?? member;
   // the timeout counts from the clone's creation, however long the create and the first read take
   const since = ctx.clock.now().getTime();

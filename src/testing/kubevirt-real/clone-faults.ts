@@ -26,8 +26,10 @@ export interface CloneFaults {
  * whose snapshot went away while it restores (`snapshot … does not exist anymore` in its Ready condition), so once
  * the snapshot of a clone that carries the knob is ready, the fault webhook refuses the clone's restore and its
  * snapshot is deleted (its protecting finalizer lifted), as an administrator or a storage clean-up would; the
- * refusal holds the clone until KubeVirt sees the snapshot gone. Whatever `fail-phase` says, it strikes there;
- * the knob's message is the refusal's.
+ * refusal holds the clone until KubeVirt sees the snapshot gone. A clone restoring from a pool's shared snapshot
+ * (which KubeVirt never fails for a missing source: it waits for it) is failed with the knob's message in its status
+ * instead, keeping the snapshot for the other clones. Whatever `fail-phase` says, it strikes there; the knob's
+ * message is the refusal's.
  */
 export async function startCloneFaults(
   kubeConfig: KubeConfig,
@@ -43,6 +45,18 @@ export async function startCloneFaults(
       ),
     );
     await unlessNotFound(api.deleteNamespacedCustomObject({ ...snapshots, namespace, name }));
+  };
+  const failClone = async (clone: VirtualMachineClone, message: string) => {
+    const condition = (type: string) => ({ type, status: 'False', reason: 'Failed', message });
+    await api.patchNamespacedCustomObjectStatus(
+      {
+        ...kubevirtResources.clone,
+        namespace: clone.metadata.namespace ?? '',
+        name: clone.metadata.name ?? '',
+        body: { status: { phase: 'Failed', conditions: [condition('Progressing'), condition('Ready')] } },
+      },
+      mergePatch,
+    );
   };
   const clones: Informer<VirtualMachineClone> = await startInformer<VirtualMachineClone>({
     kubeConfig,
@@ -63,6 +77,19 @@ export async function startCloneFaults(
       if (!fail) return undefined;
       const snapshot = String(clone.status?.snapshotName ?? '');
       const uid = clone.metadata.uid ?? '';
+      // a clone from a snapshot that went away waits for it (KubeVirt's clone controller fails only one that made its
+      // own), and the snapshot is its pool's, shared: the knob fails such a clone as KubeVirt's controller writes it
+      if (clone.spec.source.kind === 'VirtualMachineSnapshot') {
+        if (!struck.has(uid)) {
+          struck.add(uid);
+          log(`${namespace}/${owner?.name}: the fail knob refuses its restore and fails the clone`);
+          failClone(clone, fail.message).catch((error: Error) => {
+            struck.delete(uid);
+            log(`${namespace}/${owner?.name}: the fail knob could not fail the clone: ${error.message}`);
+          });
+        }
+        return fail.message;
+      }
       if (snapshot && !struck.has(uid)) {
         struck.add(uid);
         log(

@@ -244,7 +244,7 @@ describe('pools against the real apiserver and the KubeVirt simulator', () => {
     expect(error.code).toBe('CLONE_FAILED');
     expect(error.message).toMatch(
       // KubeVirt's reason when the SDK reads the write that failed the clone; where to read it once KubeVirt reset it
-      /devpool-2: failed \(VirtualMachineClone .*devpool-2-clone failed: (snapshot \S+ does not exist anymore|KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n \S+ devpool-2-clone")/,
+      /devpool-2: failed \(VirtualMachineClone .*devpool-2-clone failed: (Failed: snapshot refused by the storage class|snapshot \S+ does not exist anymore|KubeVirt gave no reason in its status; its events say why: "kubectl describe virtualmachineclone -n \S+ devpool-2-clone")/,
     );
     expect(error.details.members).toMatchObject([
       { member: 'devpool-1', status: 'ready', removed: true },

@@ -1,7 +1,7 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { KubeCluster } from '../../../src/kube/cluster.js';
-import { cloneKind } from '../../../src/kube/resource-kinds.js';
+import { cloneKind, snapshotKind } from '../../../src/kube/resource-kinds.js';
 import { waitFor } from '../../../src/testing/wait-for.js';
 import {
   collectOutput,
@@ -23,6 +23,7 @@ describe.concurrent('corral-vdi pool create that gives up half way', () => {
     const namespace = await createNamespace(cluster(), 'stuck');
     await createGoldenVm(cluster(), namespace, 'golden-desktop');
     const kubeconfig = ['--kubeconfig', cluster().kubeconfigPath];
+    const kube = new KubeCluster(cluster().kubeConfig);
 
     const text = await runCli([
       'pool',
@@ -41,14 +42,16 @@ describe.concurrent('corral-vdi pool create that gives up half way', () => {
     expect(text).toMatchObject({ code: 1, stdout: '' });
     const lines = text.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(1);
+    // two members wait for their one snapshot of the golden VM first, and the timeout is spent there
     expect(lines[0]).toMatch(
       new RegExp(
-        `^error: timed out after 1ms waiting for the clone to produce VM ${namespace}/devpool-1: ` +
-          `VirtualMachineClone ${namespace}/devpool-1-clone is in phase .* Creating pool "devpool" failed: ` +
-          'devpool-1: timed-out[;.] ',
+        `^error: timed out after 1ms waiting for VirtualMachineSnapshot ${namespace}/devpool-snapshot-[0-9a-f]{8} ` +
+          'of the golden VM to be ready: .* Creating pool "devpool" failed: devpool-1: timed-out; devpool-2: not-started\\. ',
       ),
     );
-    expect(lines[0]).toContain(`kubectl get virtualmachineclone -n ${namespace} devpool-1-clone`);
+    expect(lines[0]).toMatch(
+      new RegExp(`kubectl get virtualmachinesnapshot -n ${namespace} devpool-snapshot-`),
+    );
     expect(lines[0]).toContain('Everything this call made was removed again.');
     expect(lines[0]).toMatch(/If the clones are only slow, run it again with a longer --clone-timeout\.$/);
 
@@ -83,6 +86,11 @@ describe.concurrent('corral-vdi pool create that gives up half way', () => {
 
     const listed = await runCli(['pool', 'list', '-n', namespace, ...kubeconfig]);
     expect(listed.stdout).toBe(`no pools in namespace ${namespace}\n`);
+    // the snapshot the first create took is deleted again
+    await waitFor(() => kube.resource(snapshotKind).in(namespace).list(), {
+      describe: 'the snapshot of the golden VM to be gone',
+      until: (snapshots) => snapshots.length === 0,
+    });
   });
 
   it('undoes what it made when interrupted with Ctrl-C', async () => {
@@ -116,9 +124,9 @@ describe.concurrent('corral-vdi pool create that gives up half way', () => {
     ]);
     const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    // KubeVirt snapshots for one clone at a time: the first one's restore is writing its member, the second waits
+    // both clones restore from the one snapshot of the golden VM: the undo meets at least one restore under way
     await waitFor(() => kube.resource(cloneKind).in(namespace).list(), {
-      describe: 'both clones to appear, the first with its restore made',
+      describe: 'both clones to appear, one with its restore made',
       until: (clones) => clones.length >= 2 && clones.some((clone) => clone.status?.restoreName),
       timeoutMs: 60_000,
     });
@@ -137,5 +145,10 @@ describe.concurrent('corral-vdi pool create that gives up half way', () => {
     });
     expect(await kube.resource(cloneKind).in(namespace).list()).toEqual([]);
     expect(await kube.listVms(namespace, 'corral.dev/vdi-pool')).toEqual([]);
+    // and the snapshot they restored from is deleted once they are
+    await waitFor(() => kube.resource(snapshotKind).in(namespace).list(), {
+      describe: 'the snapshot of the golden VM to be gone',
+      until: (snapshots) => snapshots.length === 0,
+    });
   });
 });
