@@ -1,3 +1,4 @@
+import { setTimeout as pause } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -55,6 +56,8 @@ function notInPool(vm: VirtualMachine, { namespace, member }: MemberRef, pool?: 
 
 // a few rereads are normal while the VM's status changes
 const startAttempts = 5;
+// the first wait after a conflict; each next one is twice as long
+const firstConflictPauseMs = 25;
 
 // A watch cache hands out the same objects until they change, and a claim storm lists the pool once per claim:
 // each VM's facts are worked out once per pair of objects.
@@ -150,8 +153,9 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
         await writeRunField(ref, facts);
         return 'changed';
       } catch (error) {
-        // the VM's status writes bump its resourceVersion too: read it again
+        // the VM's status writes bump its resourceVersion too: read it again, once they had a moment to settle
         if (!isConflictReason(error, 'Conflict') || attempt === startAttempts) throw error;
+        await pause(firstConflictPauseMs * 2 ** (attempt - 1));
       }
     }
   }

@@ -8,6 +8,7 @@ import type { LeaseObject } from '../../../src/kube-objects.js';
 import { createPool } from '../../../src/pools/pool-service.js';
 import { simulatorAnnotations } from '../../../src/testing/kubevirt/fault-knobs.js';
 import { createTestClock, type TestClock } from '../../../src/testing/test-clock.js';
+import { waitFor } from '../../../src/testing/wait-for.js';
 import { createVdi, type Vdi } from '../../../src/vdi.js';
 import { createVmBackend } from '../../../src/vm/vm-backend.js';
 import {
@@ -394,6 +395,33 @@ describe('a release whose stop fails after its holder claimed another member', (
       }),
     ).toMatchObject({ holder: 'alice', reset: 'stopped' });
     expect(await kube.getLease(setup.namespace, `corral-vdi-${first.member}`)).toBeUndefined();
+  });
+});
+
+describe('a start of the holder while the VM is written to', () => {
+  it('starts the desktop through a quarter second of other writes to its VM, as KubeVirt makes after a stop', async () => {
+    const setup = await setUp('startburst');
+    await setup.vdi.claim({ pool: 'devpool', identity: 'alice' });
+    await setup.vdi.context.cluster.stopVm(setup.namespace, 'devpool-1');
+    await waitFor(() => setup.vdi.context.cluster.getVm(setup.namespace, 'devpool-1'), {
+      describe: 'devpool-1 to show Stopped',
+      until: (vm) => vm?.status?.printableStatus === 'Stopped',
+    });
+    // each write moves the VM's resourceVersion, so a start written on an earlier read meets a conflict
+    const burstEnds = performance.now() + 250;
+    const burst = (async () => {
+      for (let write = 0; performance.now() < burstEnds; write += 1) {
+        await setup.vdi.context.cluster.patchVm(setup.namespace, 'devpool-1', {
+          metadata: { annotations: { 'test.corral.dev/write': String(write) } },
+        });
+      }
+    })();
+
+    expect(await setup.vdi.start({ member: 'devpool-1', identity: 'alice' })).toMatchObject({
+      owner: 'alice',
+    });
+    await burst;
+    expect(await runStrategy(setup)).toBe('Always');
   });
 });
 
