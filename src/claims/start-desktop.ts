@@ -1,10 +1,10 @@
-import { setTimeout as pause } from 'node:timers/promises';
 import { recordAudit } from '../audit.js';
 import type { VdiContext } from '../context.js';
 import type { DesktopBackend, MemberFacts } from '../desktop-backend.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { sessionIdAnnotation } from '../keys.js';
 import type { LeaseObject } from '../kube-objects.js';
+import { pauseAfterConflict } from '../pause-after-conflict.js';
 import { type DesktopView, describeDesktop } from './desktop-view.js';
 import { failureReason } from './failure-reason.js';
 import { finishTakeover, waitUntilDown } from './finish-takeover.js';
@@ -15,9 +15,6 @@ import { isResetDue } from './reset-mark.js';
 
 // a few rereads are normal while the member's status changes between the read and the start
 const startAttempts = 5;
-// KubeVirt's controller writes a VM's status several times in a row as it settles a stop: each try after a
-// conflict waits twice as long as the last (25 ms first), so five tries span about 400 ms, not five round trips
-const firstConflictPauseMs = 25;
 
 /** How a start of a claimed member went: accepted, failed, or not made because the claim was released meanwhile. */
 export type StartOutcome = { kind: 'started' } | { kind: 'failed'; error: unknown } | { kind: 'released' };
@@ -69,7 +66,7 @@ export async function startClaimedMember(
     } catch (error) {
       if (!isVdiError(error, 'CONFLICT') || attempt === startAttempts) return failed(error);
     }
-    await pause(firstConflictPauseMs * 2 ** (attempt - 1));
+    await pauseAfterConflict(attempt);
     try {
       // the member first, then the claim: the order the conditional start relies on
       const read = await backend.readMember(ref);

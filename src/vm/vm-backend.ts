@@ -1,4 +1,3 @@
-import { setTimeout as pause } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import type {
   DesktopBackend,
@@ -15,6 +14,7 @@ import { isConflictReason } from '../kube/errors.js';
 import { vmKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineInstance } from '../kubevirt-types.js';
 import { memberNotFoundReason, notPoolMember } from '../member-not-found.js';
+import { pauseAfterConflict } from '../pause-after-conflict.js';
 import { sanitizeLabelValue } from '../sanitize-label-value.js';
 import {
   validateClaimToPresent,
@@ -56,8 +56,6 @@ function notInPool(vm: VirtualMachine, { namespace, member }: MemberRef, pool?: 
 
 // a few rereads are normal while the VM's status changes
 const startAttempts = 5;
-// the first wait after a conflict; each next one is twice as long
-const firstConflictPauseMs = 25;
 
 // A watch cache hands out the same objects until they change, and a claim storm lists the pool once per claim:
 // each VM's facts are worked out once per pair of objects.
@@ -155,7 +153,7 @@ export function createVmBackend(ctx: VdiContext): DesktopBackend {
       } catch (error) {
         // the VM's status writes bump its resourceVersion too: read it again, once they had a moment to settle
         if (!isConflictReason(error, 'Conflict') || attempt === startAttempts) throw error;
-        await pause(firstConflictPauseMs * 2 ** (attempt - 1));
+        await pauseAfterConflict(attempt);
       }
     }
   }

@@ -157,7 +157,7 @@ export async function startHandlerStandIn(options: HandlerStandInOptions): Promi
     if (scope.paused) return false;
     let due = dueAt.get(step);
     if (due === undefined) {
-      const asked = await scopes.clockAt(namespace, askedAt.get(step));
+      const asked = scopes.clockAt(namespace, scope, askedAt.get(step));
       // the watch has not brought the namespace's latest clock yet: that event looks again
       if (asked === undefined) return false;
       due = asked + delayMs;

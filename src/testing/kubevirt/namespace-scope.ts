@@ -10,17 +10,19 @@ export interface NamespaceScope {
   /** Whether `now` is the namespace's own clock, which moves only when a test moves it. */
   clocked: boolean;
   paused: boolean;
+  /** The namespace's resourceVersion as read. */
+  version: bigint;
 }
 
 /** The namespace knobs as the controllers read them. */
 export interface NamespaceScopes {
   of(namespace: string): Promise<NamespaceScope>;
   /**
-   * The namespace's clock when the cluster was at `resourceVersion` (the version of an event), so a delay counted
-   * from that event does not move when the clock moved before the event was handled. `undefined` while the watch
-   * has not delivered the namespace's latest version; that version's event looks again.
+   * The namespace's clock when the cluster was at `resourceVersion` (the version of an event), from `scope` as
+   * `of` just read it, so a delay counted from that event does not move when the clock moved before the event was
+   * handled. `undefined` while the watch has not delivered `scope`'s version; that version's event looks again.
    */
-  clockAt(namespace: string, resourceVersion: string | undefined): Promise<number | undefined>;
+  clockAt(namespace: string, scope: NamespaceScope, resourceVersion: string | undefined): number | undefined;
   stop(): void;
 }
 
@@ -60,28 +62,27 @@ export async function startNamespaceScopes(options: {
     },
     log,
   });
-  const read = async (namespace: string) => {
-    const found = await unlessNotFound(core.readNamespace({ name: namespace }));
-    const { knobs, problems } = readNamespaceKnobs(found?.metadata?.annotations);
-    const problemText = problems.join('; ');
-    if (problemText && reported.get(namespace) !== problemText) log(`namespace ${namespace}: ${problemText}`);
-    reported.set(namespace, problemText);
-    const scope = {
-      now: knobs.clock ?? Date.now(),
-      clocked: knobs.clock !== undefined,
-      paused: knobs.paused,
-    };
-    return { scope, resourceVersion: BigInt(found?.metadata?.resourceVersion ?? '0') };
-  };
   return {
-    of: async (namespace) => (await read(namespace)).scope,
-    clockAt: async (namespace, resourceVersion) => {
-      const { scope, resourceVersion: current } = await read(namespace);
+    of: async (namespace) => {
+      const found = await unlessNotFound(core.readNamespace({ name: namespace }));
+      const { knobs, problems } = readNamespaceKnobs(found?.metadata?.annotations);
+      const problemText = problems.join('; ');
+      if (problemText && reported.get(namespace) !== problemText)
+        log(`namespace ${namespace}: ${problemText}`);
+      reported.set(namespace, problemText);
+      return {
+        now: knobs.clock ?? Date.now(),
+        clocked: knobs.clock !== undefined,
+        paused: knobs.paused,
+        version: BigInt(found?.metadata?.resourceVersion ?? '0'),
+      };
+    },
+    clockAt: (namespace, scope, resourceVersion) => {
       // versions grow across the whole cluster, so a namespace unchanged since the event still shows its clock
-      if (!scope.clocked || resourceVersion === undefined || current < BigInt(resourceVersion))
+      if (!scope.clocked || resourceVersion === undefined || scope.version < BigInt(resourceVersion))
         return scope.now;
       const history = clockHistory.get(namespace) ?? [];
-      if ((history.at(-1)?.resourceVersion ?? 0n) < current) return undefined;
+      if ((history.at(-1)?.resourceVersion ?? 0n) < scope.version) return undefined;
       const before = history.findLast((version) => version.resourceVersion < BigInt(resourceVersion));
       return before?.clock ?? scope.now;
     },
