@@ -127,16 +127,15 @@ export function measureRdCleanPathPdu(
   bytes: Uint8Array,
 ): { kind: 'incomplete' } | { kind: 'measured'; totalBytes: number } | { kind: 'malformed'; reason: string } {
   if (bytes.length === 0) return { kind: 'incomplete' };
+  // a SEQUENCE is one identifier byte; anything else is refused before asn1js decodes it, times and all
+  if (bytes[0] !== 0x30) return { kind: 'malformed', reason: 'it does not start with a DER SEQUENCE' };
   // the parse stops at the end of the bytes given; the identifier and length it decoded are all that is read
   const { result } = asn1.fromBER(bytes, { maxDepth: 1, maxNodes: 1, maxContentLength: 0 });
-  const { idBlock, lenBlock } = result;
-  if (idBlock.blockLength === 0) return { kind: 'incomplete' };
-  if (idBlock.tagClass !== 1 || idBlock.tagNumber !== 16 || !idBlock.isConstructed)
-    return { kind: 'malformed', reason: 'it does not start with a DER SEQUENCE' };
+  const { lenBlock } = result;
   if (lenBlock.isIndefiniteForm)
     return { kind: 'malformed', reason: 'its length is indefinite, which DER forbids' };
   if (lenBlock.blockLength === 0) return { kind: 'incomplete' };
-  return { kind: 'measured', totalBytes: idBlock.blockLength + lenBlock.blockLength + lenBlock.length };
+  return { kind: 'measured', totalBytes: 1 + lenBlock.blockLength + lenBlock.length };
 }
 
 function explicitFields(node: asn1.AsnType, what: string): Map<number, asn1.AsnType> {
@@ -192,6 +191,18 @@ function readError(node: asn1.AsnType | undefined): RdCleanPathError | undefined
   };
 }
 
+function readBer(bytes: Uint8Array) {
+  let parsed: ReturnType<typeof asn1.fromBER>;
+  try {
+    parsed = asn1.fromBER(bytes, { maxDepth: 6, maxNodes: 256, maxContentLength: bytes.length });
+  } catch (error) {
+    // asn1js reports most faults in `result.error`, but throws while it converts a time type's text
+    throw new RdCleanPathFormatError(`it is not DER: ${(error as Error).message}`);
+  }
+  if (parsed.offset === -1) throw new RdCleanPathFormatError(`it is not DER: ${parsed.result.error}`);
+  return parsed;
+}
+
 /**
  * Reads one whole PDU of exactly `bytes` (see {@link measureRdCleanPathPdu}), with asn1js bounded to the size of
  * a PDU: a field of another type, a tag it does not know, fields out of order, trailing bytes or another version
@@ -200,12 +211,7 @@ function readError(node: asn1.AsnType | undefined): RdCleanPathError | undefined
  * @category broker
  */
 export function decodeRdCleanPathPdu(bytes: Uint8Array): RdCleanPathPdu {
-  const { offset, result } = asn1.fromBER(bytes, {
-    maxDepth: 6,
-    maxNodes: 256,
-    maxContentLength: bytes.length,
-  });
-  if (offset === -1) throw new RdCleanPathFormatError(`it is not DER: ${result.error}`);
+  const { offset, result } = readBer(bytes);
   if (offset !== bytes.length) throw new RdCleanPathFormatError('bytes follow the PDU');
   const fields = explicitFields(result, 'the PDU');
   const known = new Set<number>(Object.values(fieldTags));

@@ -58,6 +58,8 @@ describe('the rdp console under abuse: every case ends with an error PDU or a cl
       result: 400,
       code: 1000,
     });
+    // an empty GeneralizedTime inside a field, which asn1js throws on while it decodes
+    expect(await outcome(() => [Buffer.from('3004a0021800', 'hex')])).toEqual({ result: 400, code: 1000 });
     const wrongVersion = (token: string) => [
       encodeRdCleanPathPdu({
         version: 3389,

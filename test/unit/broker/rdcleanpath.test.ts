@@ -103,6 +103,13 @@ describe('the RDCleanPath PDU', () => {
     );
     expect(refusal(Buffer.from('300ba00402020d3ea203020101', 'hex'))).toBe('destination is not a UTF8String');
     expect(refusal(Buffer.from('0201', 'hex'))).toMatch(/^it is not DER/);
+    // an empty GeneralizedTime, alone and inside a field: asn1js throws its own Error while it decodes the date
+    expect(refusal(Buffer.from('1800', 'hex'))).toMatch(/^it is not DER/);
+    expect(refusal(Buffer.from('3004a0021800', 'hex'))).toMatch(/^it is not DER/);
+    expect(measureRdCleanPathPdu(Buffer.from('1800', 'hex'))).toEqual({
+      kind: 'malformed',
+      reason: 'it does not start with a DER SEQUENCE',
+    });
   });
 
   it('reads back every request it writes, and throws only its own error on any other bytes', () => {
@@ -126,6 +133,7 @@ describe('the RDCleanPath PDU', () => {
     );
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 256 }), (bytes) => {
+        expect(['incomplete', 'measured', 'malformed']).toContain(measureRdCleanPathPdu(bytes).kind);
         try {
           decodeRdCleanPathPdu(bytes);
         } catch (error) {
