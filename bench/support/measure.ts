@@ -89,14 +89,21 @@ export function fitExponent(points: ReadonlyArray<{ n: number; ms: number }>): n
   return covariance / variance;
 }
 
-/** A size from the environment, for runs smaller or larger than the defaults. */
+/** A size from the environment, for runs smaller or larger than the defaults; a value that is no size is refused. */
 export function sizeFromEnv(name: string, fallback: number): number {
-  const value = Number(process.env[name]);
-  return Number.isSafeInteger(value) && value > 0 ? value : fallback;
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const size = Number(text);
+  if (!Number.isSafeInteger(size) || size <= 0) throw new Error(`${name}=${text} is not a size, such as 200`);
+  return size;
 }
 
-/** A list of sizes from the environment (`50,200,800`). */
+/** A list of sizes from the environment (`50,200,800`); a value that is not such a list is refused. */
 export function sizesFromEnv(name: string, fallback: number[]): number[] {
-  const sizes = (process.env[name] ?? '').split(',').map(Number);
-  return sizes.every((size) => Number.isSafeInteger(size) && size > 0) && sizes.length > 1 ? sizes : fallback;
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const sizes = text.split(',').map(Number);
+  if (!sizes.every((size) => Number.isSafeInteger(size) && size > 0))
+    throw new Error(`${name}=${text} is not a size or a comma-separated list of sizes, such as 50,200,800`);
+  return sizes;
 }

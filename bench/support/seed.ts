@@ -36,6 +36,20 @@ export async function seedMembers(
   return names;
 }
 
+/**
+ * Stops every running VM of `namespaces` and waits until KubeVirt has stopped them: the node offers 1,000 of each
+ * KubeVirt device, as virt-handler does, so members that ran must give theirs back before others start.
+ */
+export async function stopVms(kube: KubeCluster, namespaces: readonly string[]): Promise<void> {
+  for (const namespace of namespaces) {
+    const running = (await kube.listVms(namespace)).filter((vm) => vm.spec.runStrategy !== 'Halted');
+    await inParallel(running.length, seedConcurrency, async (index) => {
+      await kube.patchVm(namespace, running[index]?.metadata.name ?? '', { spec: { runStrategy: 'Halted' } });
+    });
+  }
+  await waitForSettledVms(kube, namespaces);
+}
+
 /** Creates `size` members, each claimed by its own user through a Lease renewed at `renewedAt(index)`. */
 export async function seedClaimedDesktops(
   kube: KubeCluster,
