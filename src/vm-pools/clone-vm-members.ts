@@ -61,7 +61,7 @@ export async function cloneMembers(
   if (members.length > 1) {
     ctx.events.emit('pool-snapshot', { poolId, step: 'taking' });
     try {
-      const taken = await takePoolSnapshot(ctx, { ...input, golden });
+      const taken = await takePoolSnapshot(ctx, { ...input, poolId, golden });
       if ('skipped' in taken)
         ctx.events.emit('pool-snapshot', { poolId, step: 'skipped', reason: taken.skipped });
       else {

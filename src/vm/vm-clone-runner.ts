@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { goldenLabel } from '../keys.js';
@@ -6,14 +5,8 @@ import { isConflictReason } from '../kube/errors.js';
 import { cloneKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineClone } from '../kubevirt-types.js';
 import { formatDuration } from '../parse-duration.js';
+import { pollKubeVirtObject } from './poll-kubevirt-object.js';
 import { buildMemberClone, buildStagedClone, cloneNameFor } from './vm-clone-object.js';
-
-const firstPollMs = 50;
-const longestPollMs = 250;
-
-function cancelledError(what: string, cause: unknown): VdiError {
-  return new VdiError('CANCELLED', `${what} was cancelled by the caller.`, { cause });
-}
 
 // What KubeVirt's clone controller writes in a condition while it works (kept there when the clone fails), and in
 // its Progressing condition when the clone fails: neither says why.
@@ -40,7 +33,7 @@ export function failureReason(clone: VirtualMachineClone): string {
  * @throws {@link VdiError} `CLONE_FAILED` when the clone fails (with KubeVirt's reason) or disappears;
  *   `CLONE_TIMEOUT` after `timeoutMs`, naming the clone object and the usual causes.
  */
-export async function waitForClone(
+export function waitForClone(
   ctx: VdiContext,
   input: {
     namespace: string;
@@ -52,22 +45,12 @@ export async function waitForClone(
   },
 ): Promise<VirtualMachineClone> {
   const { namespace, name, timeoutMs, signal } = input;
-  const started = input.since ?? ctx.clock.now().getTime();
-  let interval = firstPollMs;
-  for (;;) {
-    const clone = await ctx.cluster.getClone(namespace, name);
-    const phase = clone?.status?.phase;
-    if (clone === undefined) {
-      throw new VdiError(
-        'CLONE_FAILED',
-        `VirtualMachineClone ${namespace}/${name} disappeared before it finished.`,
-        {
-          details: { clone: name, namespace },
-        },
-      );
-    }
-    if (phase === 'Succeeded') return clone;
-    if (phase === 'Failed') {
+  return pollKubeVirtObject(ctx, {
+    what: `VirtualMachineClone ${namespace}/${name}`,
+    read: () => ctx.cluster.getClone(namespace, name),
+    settled: (clone) => {
+      if (clone.status?.phase === 'Succeeded') return clone;
+      if (clone.status?.phase !== 'Failed') return undefined;
       throw new VdiError(
         'CLONE_FAILED',
         `VirtualMachineClone ${namespace}/${name} failed: ${failureReason(clone)}.`,
@@ -75,9 +58,18 @@ export async function waitForClone(
           details: { clone: name, namespace, reason: failureReason(clone) },
         },
       );
-    }
-    if (ctx.clock.now().getTime() - started >= timeoutMs) {
-      throw new VdiError(
+    },
+    gone: () =>
+      new VdiError(
+        'CLONE_FAILED',
+        `VirtualMachineClone ${namespace}/${name} disappeared before it finished.`,
+        {
+          details: { clone: name, namespace },
+        },
+      ),
+    timedOut: (clone) => {
+      const phase = clone.status?.phase;
+      return new VdiError(
         'CLONE_TIMEOUT',
         `timed out after ${formatDuration(timeoutMs)} waiting for the clone to produce VM ${namespace}/` +
           `${clone.spec.target?.name ?? name}: VirtualMachineClone ${namespace}/${name} is in phase ` +
@@ -87,14 +79,11 @@ export async function waitForClone(
           'snapshotted.',
         { retryable: true, details: { clone: name, namespace, phase: phase ?? '' } },
       );
-    }
-    try {
-      await sleep(interval, undefined, signal ? { signal } : {});
-    } catch (error) {
-      throw cancelledError(`Waiting for VirtualMachineClone ${namespace}/${name}`, error);
-    }
-    interval = Math.min(interval * 2, longestPollMs);
-  }
+    },
+    started: input.since ?? ctx.clock.now().getTime(),
+    timeoutMs,
+    signal,
+  });
 }
 
 /**

@@ -1,14 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { VdiContext } from '../context.js';
 import { isVdiError, VdiError } from '../errors.js';
 import { poolLabel, sourceAnnotation } from '../keys.js';
 import { snapshotKind } from '../kube/resource-kinds.js';
 import type { VirtualMachine, VirtualMachineSnapshot } from '../kubevirt-types.js';
 import { formatDuration } from '../parse-duration.js';
-
-const firstPollMs = 50;
-const longestPollMs = 250;
+import { pollKubeVirtObject } from './poll-kubevirt-object.js';
 
 /**
  * The VirtualMachineSnapshot of `golden` that one create or grow of `pool` restores its members from. Its name is
@@ -54,13 +51,16 @@ function snapshotFailure(snapshot: VirtualMachineSnapshot): string {
  *   VirtualMachineSnapshots (asked before one is made) or the cluster serves no snapshot API: the caller then
  *   clones from the VM, one snapshot per member.
  * @throws {@link VdiError} `CLONE_FAILED` when the snapshot fails or disappears, `CLONE_TIMEOUT` after `timeoutMs`,
- *   `CANCELLED` when `signal` aborts the wait; the snapshot is deleted again first.
+ *   `CANCELLED` when `signal` aborts the wait; the snapshot is deleted first, or a `pool-snapshot` `left` event
+ *   says why it could not be.
  */
 export async function takePoolSnapshot(
   ctx: VdiContext,
   input: {
     namespace: string;
     pool: string;
+    /** The pool's id in the events. */
+    poolId: string;
     golden: VirtualMachine;
     timeoutMs: number;
     signal?: AbortSignal | undefined;
@@ -87,7 +87,7 @@ export async function takePoolSnapshot(
     await waitForSnapshot(ctx, { namespace, name, started, timeoutMs, signal });
     return { snapshot: name };
   } catch (error) {
-    await deletePoolSnapshot(ctx, namespace, name).catch(() => undefined);
+    await dropPoolSnapshot(ctx, { namespace, poolId: input.poolId, snapshot: name });
     throw error;
   }
 }
@@ -101,7 +101,7 @@ function skipReason(namespace: string, error: VdiError): string {
   return `${why}, so each member's clone snapshots the golden VM itself, and KubeVirt takes those snapshots one after another: slower for many members.${fix}`;
 }
 
-async function waitForSnapshot(
+function waitForSnapshot(
   ctx: VdiContext,
   input: {
     namespace: string;
@@ -110,56 +110,41 @@ async function waitForSnapshot(
     timeoutMs: number;
     signal?: AbortSignal | undefined;
   },
-): Promise<void> {
-  const { namespace, name, started, timeoutMs, signal } = input;
-  const snapshots = ctx.cluster.resource(snapshotKind).in(namespace);
-  let interval = firstPollMs;
-  for (;;) {
-    const snapshot = await snapshots.get(name);
-    if (snapshot === undefined) {
+): Promise<true> {
+  const { namespace, name, timeoutMs } = input;
+  return pollKubeVirtObject(ctx, {
+    ...input,
+    what: `VirtualMachineSnapshot ${namespace}/${name}`,
+    read: () => ctx.cluster.resource(snapshotKind).in(namespace).get(name),
+    settled: (snapshot) => {
+      if (snapshot.status?.readyToUse === true) return true;
+      if (snapshot.status?.phase !== 'Failed') return undefined;
+      const reason = snapshotFailure(snapshot);
       throw new VdiError(
+        'CLONE_FAILED',
+        `VirtualMachineSnapshot ${namespace}/${name} of the golden VM failed: ${reason}.`,
+        { details: { snapshot: name, namespace, reason } },
+      );
+    },
+    gone: () =>
+      new VdiError(
         'CLONE_FAILED',
         `VirtualMachineSnapshot ${namespace}/${name} disappeared before it was ready.`,
         {
           details: { snapshot: name, namespace },
         },
-      );
-    }
-    if (snapshot.status?.readyToUse === true) return;
-    if (snapshot.status?.phase === 'Failed') {
-      const reason = snapshotFailure(snapshot);
-      throw new VdiError(
-        'CLONE_FAILED',
-        `VirtualMachineSnapshot ${namespace}/${name} of the golden VM failed: ${reason}.`,
-        {
-          details: { snapshot: name, namespace, reason },
-        },
-      );
-    }
-    if (ctx.clock.now().getTime() - started >= timeoutMs) {
-      throw new VdiError(
+      ),
+    timedOut: (snapshot) =>
+      new VdiError(
         'CLONE_TIMEOUT',
         `timed out after ${formatDuration(timeoutMs)} waiting for VirtualMachineSnapshot ${namespace}/${name} of the ` +
-          `golden VM to be ready: it is in phase ${snapshot.status?.phase || 'not set'}. See it with "kubectl get ` +
-          `virtualmachinesnapshot -n ${namespace} ${name}" (it is deleted again now). A stuck snapshot almost ` +
-          "always has one of two causes: the VolumeSnapshotClass the golden VM's disks need is missing, or one of " +
-          'its PVCs cannot be snapshotted.',
+          `golden VM to be ready: it was in phase ${snapshot.status?.phase || 'not set'}, and this call deletes it. ` +
+          `KubeVirt's events for it outlast it: "kubectl get events -n ${namespace} --field-selector ` +
+          `involvedObject.name=${name}". A stuck snapshot almost always has one of two causes: the ` +
+          "VolumeSnapshotClass the golden VM's disks need is missing, or one of its PVCs cannot be snapshotted.",
         { retryable: true, details: { snapshot: name, namespace, phase: snapshot.status?.phase ?? '' } },
-      );
-    }
-    try {
-      await sleep(interval, undefined, signal ? { signal } : {});
-    } catch (error) {
-      throw new VdiError(
-        'CANCELLED',
-        `Waiting for VirtualMachineSnapshot ${namespace}/${name} was cancelled by the caller.`,
-        {
-          cause: error,
-        },
-      );
-    }
-    interval = Math.min(interval * 2, longestPollMs);
-  }
+      ),
+  });
 }
 
 /**
