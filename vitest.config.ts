@@ -5,7 +5,7 @@ const sharedControlPlane = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    // Two at a time even on two cores; a third was no faster and pushed claim waits past their timeouts.
+    // Two at a time on two cores: a third saved 7 % and pushed waits past their timeouts (docs/testing.md).
     maxWorkers: 2,
     projects: [
       {
