@@ -146,6 +146,10 @@ describe('console state shared by broker replicas through the claim Lease', () =
 
     await again.close();
     const closedAt = clock.now().getTime();
+    // the close is on the Lease, where the other replica reads it
+    const closed = await setup.lease();
+    expect(closed?.metadata.annotations?.[consolesAnnotation]).toBeUndefined();
+    expect(closed?.metadata.annotations?.[disconnectedAtAnnotation]).toBe(new Date(closedAt).toISOString());
     clock.advance(grace - 1);
     expect(await a.runPass()).toMatchObject({ reclaimed: 0, errors: [] });
     clock.set(new Date(closedAt + grace));
