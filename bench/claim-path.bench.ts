@@ -208,7 +208,7 @@ async function runStorm(size: number) {
   return { floor, storm };
 }
 
-// KubeVirt's controllers start and stop the members of a storm and its floor at about 10 a second
+// KubeVirt starts and stops 8 to 10 members a second on a quiet machine; 3 s a member leaves room for load
 const stormTimeoutMs = 900_000 + stormSizes.reduce((sum, size) => sum + repeats * size * 3_000, 0);
 
 beforeAll(async () => {

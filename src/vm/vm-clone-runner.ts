@@ -51,13 +51,10 @@ export function waitForClone(
     settled: (clone) => {
       if (clone.status?.phase === 'Succeeded') return clone;
       if (clone.status?.phase !== 'Failed') return undefined;
-      throw new VdiError(
-        'CLONE_FAILED',
-        `VirtualMachineClone ${namespace}/${name} failed: ${failureReason(clone)}.`,
-        {
-          details: { clone: name, namespace, reason: failureReason(clone) },
-        },
-      );
+      const reason = failureReason(clone);
+      throw new VdiError('CLONE_FAILED', `VirtualMachineClone ${namespace}/${name} failed: ${reason}.`, {
+        details: { clone: name, namespace, reason },
+      });
     },
     gone: () =>
       new VdiError(

@@ -111,9 +111,11 @@ function waitForSnapshot(
     signal?: AbortSignal | undefined;
   },
 ): Promise<true> {
-  const { namespace, name, timeoutMs } = input;
+  const { namespace, name, started, timeoutMs, signal } = input;
   return pollKubeVirtObject(ctx, {
-    ...input,
+    started,
+    timeoutMs,
+    signal,
     what: `VirtualMachineSnapshot ${namespace}/${name}`,
     read: () => ctx.cluster.resource(snapshotKind).in(namespace).get(name),
     settled: (snapshot) => {
